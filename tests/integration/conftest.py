@@ -1,0 +1,267 @@
+"""Fixtures that mount the real flowfs daemon for the integration tests.
+
+The tests drive the mounted filesystem with plain file I/O only.  Every mount
+runs `flowfs --db=<fresh db> -f MOUNTPOINT` in a subprocess whose stderr goes to
+a file; teardown always unmounts, waits for the daemon and fails the test when
+the daemon exited non-zero or printed a sanitizer report.
+
+Binary: $FLOWFS_BIN, default <repo>/build-test/fs/flowfs.
+"""
+
+import errno
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_BIN = REPO / "build-test" / "fs" / "flowfs"
+
+MOUNT_TIMEOUT = 10.0
+EXIT_TIMEOUT = 15.0
+
+SANITIZER_MARKERS = (
+    "ERROR: AddressSanitizer",
+    "runtime error:",
+    "LeakSanitizer",
+    "ERROR: ThreadSanitizer",
+)
+
+
+def flowfs_bin():
+    path = Path(os.environ.get("FLOWFS_BIN", DEFAULT_BIN))
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(
+            f"flowfs binary not found or not executable: {path}\n"
+            "Build it (e.g. meson setup build-test && ninja -C build-test) "
+            "or point FLOWFS_BIN at it.", pytrace=False)
+    return path
+
+
+def daemon_env(extra=None):
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+    env.setdefault("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def sanitizer_report(text):
+    return any(m in text for m in SANITIZER_MARKERS)
+
+
+def _fusermount(mnt, lazy=False):
+    args = ["fusermount3", "-uz" if lazy else "-u", str(mnt)]
+    return subprocess.run(args, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+class FlowFS:
+    """One flowfs daemon serving `mnt` from `db`; may be restarted."""
+
+    def __init__(self, tmp, name="mnt", db=None, extra_args=()):
+        self.tmp = Path(tmp)
+        self.bin = flowfs_bin()
+        self.mnt = self.tmp / name
+        self.mnt.mkdir(exist_ok=True)
+        self.db = Path(db) if db else self.tmp / f"{name}.db"
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.runs = []          # (stderr path, expected to exit cleanly)
+        self.problems = []
+
+    # -- starting ---------------------------------------------------------
+    def start(self, extra_args=None):
+        assert self.proc is None, "daemon already running"
+        args = self.extra_args if extra_args is None else list(extra_args)
+        err_path = self.tmp / f"{self.mnt.name}-stderr-{len(self.runs) + 1}.txt"
+        err = open(err_path, "wb")
+        cmd = [str(self.bin), f"--db={self.db}", "-f", *args, str(self.mnt)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                     stdout=err, stderr=err, env=daemon_env())
+        err.close()
+        self.runs.append([err_path, True])
+        deadline = time.monotonic() + MOUNT_TIMEOUT
+        while not os.path.ismount(self.mnt):
+            rc = self.proc.poll()
+            if rc is not None:
+                self.proc = None
+                pytest.fail(f"flowfs exited with {rc} before mounting "
+                            f"{self.mnt}:\n{err_path.read_text(errors='replace')}",
+                            pytrace=False)
+            if time.monotonic() > deadline:
+                self._force_stop()
+                pytest.fail(f"{self.mnt} not mounted after {MOUNT_TIMEOUT}s; "
+                            f"stderr:\n{err_path.read_text(errors='replace')}",
+                            pytrace=False)
+            time.sleep(0.01)
+        return self
+
+    # -- stopping ---------------------------------------------------------
+    def _unmount(self):
+        """Unmount; retry a little while busy, then detach lazily."""
+        if not os.path.ismount(self.mnt):
+            return
+        deadline = time.monotonic() + 3
+        while True:
+            r = _fusermount(self.mnt)
+            if r.returncode == 0 or not os.path.ismount(self.mnt):
+                return
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        self.problems.append(f"fusermount3 -u failed ({r.stderr.strip()}); "
+                             "used -uz")
+        _fusermount(self.mnt, lazy=True)
+
+    def _force_stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        _fusermount(self.mnt, lazy=True)
+
+    def stop(self):
+        """Unmount and wait for the daemon; record any problem."""
+        self._unmount()
+        if self.proc is None:
+            return
+        try:
+            rc = self.proc.wait(timeout=EXIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self.problems.append(
+                f"daemon did not exit within {EXIT_TIMEOUT}s of unmounting")
+            rc = 0
+        self.proc = None
+        if rc != 0:
+            self.problems.append(f"daemon exited with status {rc}")
+
+    def kill9(self):
+        """kill -9 the daemon and clear the stale mount."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.proc = None
+        self.runs[-1][1] = False
+        r = _fusermount(self.mnt, lazy=True)
+        assert r.returncode == 0 or not os.path.ismount(self.mnt), r.stderr
+
+    def remount(self, extra_args=None):
+        self.stop()
+        self.check()
+        return self.start(extra_args)
+
+    def kill9_remount(self, extra_args=None):
+        self.kill9()
+        self.check()
+        return self.start(extra_args)
+
+    # -- checking ---------------------------------------------------------
+    def stderr(self):
+        return "".join(p.read_text(errors="replace") for p, _ in self.runs
+                       if p.exists())
+
+    def check(self):
+        """Fail on any problem so far: exit status, sanitizer reports."""
+        msgs = list(self.problems)
+        self.problems = []
+        for path, _clean in self.runs:
+            text = path.read_text(errors="replace") if path.exists() else ""
+            if sanitizer_report(text):
+                msgs.append(f"sanitizer report in {path.name}")
+        if msgs:
+            pytest.fail("flowfs daemon: " + "; ".join(msgs) + "\n--- stderr ---\n"
+                        + self.stderr()[-20000:], pytrace=False)
+
+    def close(self):
+        try:
+            self.stop()
+        finally:
+            if os.path.ismount(self.mnt):
+                _fusermount(self.mnt, lazy=True)
+        self.check()
+
+
+@pytest.fixture
+def make_flowfs(tmp_path):
+    """Factory: make_flowfs(name=..., db=..., extra_args=...) → mounted FlowFS."""
+    made = []
+
+    def make(name="mnt", db=None, extra_args=(), start=True):
+        fs = FlowFS(tmp_path, name=name, db=db, extra_args=extra_args)
+        made.append(fs)
+        return fs.start() if start else fs
+
+    yield make
+    errors = []
+    for fs in made:
+        try:
+            fs.close()
+        except BaseException as e:  # noqa: B902 - collect every failure
+            errors.append(e)
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture
+def flowfs(make_flowfs):
+    """A flowfs mounted on a fresh database."""
+    return make_flowfs()
+
+
+@pytest.fixture
+def mnt(flowfs):
+    return flowfs.mnt
+
+
+@pytest.fixture
+def session(flowfs):
+    """A freshly made session directory (mkdir at the root)."""
+    path = flowfs.mnt / "s1"
+    os.mkdir(path)
+    return path
+
+
+@pytest.fixture
+def uploads(session):
+    return session / "uploads"
+
+
+# -- small helpers shared by the test modules -------------------------------
+
+def oserror(func, *args, **kwargs):
+    """Run func; return the errno it raised (0 if it succeeded)."""
+    try:
+        func(*args, **kwargs)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+def errname(code):
+    return errno.errorcode.get(code, str(code)) if code else "success"
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
+    """open/write/close with plain syscalls; raises OSError from any step."""
+    fd = os.open(path, flags, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)

@@ -1,0 +1,248 @@
+"""Starting flowfs: the database is opened/created/migrated before daemonizing;
+problems seen before mounting give one `flowfs: ...` line and a non-zero exit."""
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import daemon_env, flowfs_bin, sanitizer_report, _fusermount
+
+
+def run_flowfs(args, env_extra=None, timeout=30):
+    # Files, not pipes: a daemonized child that kept our pipe open would make
+    # us wait for EOF forever.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        r = subprocess.run([str(flowfs_bin()), *args], stdin=subprocess.DEVNULL,
+                           stdout=out, stderr=err, env=daemon_env(env_extra),
+                           timeout=timeout)
+        out.seek(0)
+        err.seek(0)
+        r.stdout = out.read()
+        r.stderr = err.read()
+    return r
+
+
+def assert_one_line_error(r, mnt=None):
+    err = r.stderr.decode(errors="replace")
+    try:
+        assert r.returncode != 0, f"expected failure; stderr: {err!r}"
+        assert not sanitizer_report(err), err
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert len(lines) == 1, f"expected one line on stderr, got: {err!r}"
+        assert lines[0].startswith("flowfs: "), lines[0]
+        if mnt is not None:
+            assert not os.path.ismount(mnt)
+    finally:
+        if mnt is not None and os.path.ismount(mnt):
+            _fusermount(mnt, lazy=True)
+    return lines[0]
+
+
+def make_flowfs_db(flowfs_fixture_factory):
+    fs = flowfs_fixture_factory()
+    os.mkdir(fs.mnt / "keep")
+    fs.stop()
+    fs.check()
+    return fs
+
+
+def sha(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def wait_daemon_gone(mnt, timeout=15):
+    """The backgrounded daemon has no handle here; watch /proc for it."""
+    needle = os.fsencode(str(mnt))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = False
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if needle in argv and any(a.endswith(b"flowfs") for a in argv[:1]):
+                alive = True
+                break
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_background_start_returns_when_mounted(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    db = tmp_path / "db.sqlite"
+    r = run_flowfs([f"--db={db}", str(mnt)])
+    try:
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        # Without -f it returns only once the mount is ready.
+        assert os.path.ismount(mnt)
+        assert ".flowfs" in os.listdir(mnt)
+        os.mkdir(mnt / "bg")
+        assert os.path.isdir(mnt / "bg" / "uploads")
+    finally:
+        if os.path.ismount(mnt):
+            _fusermount(mnt)
+    assert not os.path.ismount(mnt)
+    assert wait_daemon_gone(mnt), "daemon still running after unmount"
+    assert db.is_file()
+
+
+def test_default_db_under_xdg_data_home(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    xdg = tmp_path / "xdg" / "data"          # parents do not exist yet
+    r = run_flowfs([str(mnt)], env_extra={"XDG_DATA_HOME": str(xdg)})
+    try:
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        assert os.path.ismount(mnt)
+    finally:
+        if os.path.ismount(mnt):
+            _fusermount(mnt)
+    wait_daemon_gone(mnt)
+    assert (xdg / "flowfs" / "flowfs.db").is_file()
+
+
+def test_default_db_under_home(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home)}
+    saved = os.environ.pop("XDG_DATA_HOME", None)
+    try:
+        r = run_flowfs([str(mnt)], env_extra=env)
+    finally:
+        if saved is not None:
+            os.environ["XDG_DATA_HOME"] = saved
+    try:
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+    finally:
+        if os.path.ismount(mnt):
+            _fusermount(mnt)
+    wait_daemon_gone(mnt)
+    assert (home / ".local" / "share" / "flowfs" / "flowfs.db").is_file()
+
+
+def test_debug_flag_stays_in_foreground(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    err = open(tmp_path / "stderr.txt", "wb")
+    p = subprocess.Popen([str(flowfs_bin()), f"--db={tmp_path / 'db'}", "-d",
+                          str(mnt)], stdin=subprocess.DEVNULL, stdout=err,
+                         stderr=err, env=daemon_env())
+    err.close()
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.ismount(mnt) and time.monotonic() < deadline:
+            assert p.poll() is None, (tmp_path / "stderr.txt").read_text()
+            time.sleep(0.02)
+        assert os.path.ismount(mnt)
+        assert p.poll() is None, "-d must imply -f (stay in the foreground)"
+        os.mkdir(mnt / "dbg")
+    finally:
+        if os.path.ismount(mnt):
+            _fusermount(mnt)
+        try:
+            rc = p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = p.wait()
+    text = (tmp_path / "stderr.txt").read_text(errors="replace")
+    assert rc == 0, text[-5000:]
+    assert not sanitizer_report(text), text[-20000:]
+
+
+def test_missing_mountpoint(tmp_path):
+    r = run_flowfs([f"--db={tmp_path / 'db'}", str(tmp_path / "nope")])
+    assert_one_line_error(r)
+
+
+def test_missing_mountpoint_foreground(tmp_path):
+    r = run_flowfs([f"--db={tmp_path / 'db'}", "-f", str(tmp_path / "nope")])
+    assert_one_line_error(r)
+
+
+@pytest.mark.parametrize("where", ["parent_is_file", "proc"])
+def test_unwritable_db_path(tmp_path, where):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if where == "parent_is_file":
+        (tmp_path / "file").write_text("x")
+        db = tmp_path / "file" / "flowfs.db"
+    else:
+        db = Path("/proc/flowfs-test.db")
+    r = run_flowfs([f"--db={db}", str(mnt)])
+    assert_one_line_error(r, mnt)
+
+
+def test_newer_schema_refused(make_flowfs, tmp_path):
+    fs = make_flowfs_db(make_flowfs)
+    con = sqlite3.connect(fs.db)
+    con.execute("PRAGMA user_version = 999")
+    con.commit()
+    con.close()
+    before = sha(fs.db)
+    r = run_flowfs([f"--db={fs.db}", str(fs.mnt)])
+    assert_one_line_error(r, fs.mnt)
+    assert sha(fs.db) == before
+    con = sqlite3.connect(fs.db)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 999
+    con.close()
+
+
+def test_foreign_sqlite_db_refused(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    db = tmp_path / "other.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE accounts(id INTEGER PRIMARY KEY, owner TEXT)")
+    con.execute("INSERT INTO accounts(owner) VALUES ('alice')")
+    con.commit()
+    schema = con.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    con.close()
+    r = run_flowfs([f"--db={db}", str(mnt)])
+    assert_one_line_error(r, mnt)
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute(
+            "SELECT type, name, sql FROM sqlite_master").fetchall() == schema
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 0
+        assert con.execute("SELECT owner FROM accounts").fetchall() == [("alice",)]
+    finally:
+        con.close()
+
+
+def test_random_bytes_file_refused(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    db = tmp_path / "random.db"
+    db.write_bytes(os.urandom(64 * 1024))
+    before = sha(db)
+    r = run_flowfs([f"--db={db}", str(mnt)])
+    assert_one_line_error(r, mnt)
+    assert sha(db) == before
+
+
+def test_existing_db_reopens(make_flowfs):
+    fs = make_flowfs_db(make_flowfs)
+    fs.start()
+    assert "keep" in os.listdir(fs.mnt)
+
+
+def test_no_mountpoint_argument_fails(tmp_path):
+    r = run_flowfs([f"--db={tmp_path / 'db'}"])
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode != 0
+    assert not sanitizer_report(err), err

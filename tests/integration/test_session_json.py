@@ -1,0 +1,465 @@
+"""session.json, status and scratch files in a session folder."""
+
+import calendar
+import errno
+import json
+import os
+import re
+import time
+
+import pytest
+
+from conftest import errname, oserror, read_bytes, write_bytes
+
+TIME_RE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+# <time> <path>: <message>; the path is relative to the session.
+STATUS_LINE_RE = re.compile(rf"^({TIME_RE}) (.+?): (.+)$")
+
+
+def dumps(obj):
+    return json.dumps(obj, indent=2, ensure_ascii=False)
+
+
+def doc_of(session):
+    return json.loads(read_bytes(session / "session.json"))
+
+
+def expected_bytes(session, title):
+    d = doc_of(session)
+    return dumps({"id": d["id"], "created": d["created"], "title": title}).encode()
+
+
+def status_lines(session):
+    data = read_bytes(session / "status")
+    assert os.stat(session / "status").st_size == len(data)
+    text = data.decode()
+    assert text.endswith("\n"), repr(text)
+    return text.splitlines()
+
+
+def refusals(session):
+    lines = status_lines(session)
+    assert lines[0] == "ready"
+    out = []
+    for ln in lines[1:]:
+        m = STATUS_LINE_RE.match(ln)
+        assert m, f"bad status line {ln!r}"
+        assert m.group(2) == "session.json", ln
+        out.append(m.group(3))
+    return out
+
+
+def put(path, data):
+    """Write a whole document with open(O_TRUNC)/write/close; return errno."""
+    return oserror(write_bytes, path, data)
+
+
+def iso_to_epoch(s):
+    return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+# -- reading ---------------------------------------------------------------
+
+def test_fresh_session_json(mnt):
+    before = time.time()
+    os.mkdir(mnt / "fresh")
+    after = time.time()
+    data = read_bytes(mnt / "fresh" / "session.json")
+    doc = json.loads(data)
+    assert list(doc) == ["id", "created", "title"]
+    assert re.fullmatch(TIME_RE, doc["created"]), doc["created"]
+    assert int(before) - 2 <= iso_to_epoch(doc["created"]) <= after + 2
+    assert data.decode() == dumps({"id": "fresh", "created": doc["created"],
+                                   "title": ""})
+    assert not data.endswith(b"\n")
+    assert os.stat(mnt / "fresh" / "session.json").st_size == len(data)
+
+
+def test_fresh_status_is_ready(session):
+    assert read_bytes(session / "status") == b"ready\n"
+    assert os.stat(session / "status").st_size == len(b"ready\n")
+
+
+def test_created_stable_across_remount(flowfs, session):
+    first = read_bytes(session / "session.json")
+    flowfs.remount()
+    assert read_bytes(session / "session.json") == first
+
+
+# -- accepted writes -------------------------------------------------------
+
+TITLES = [
+    "plain",
+    "",
+    "ünïcødé ✓ 中文 🚀",
+    'say "hi"',
+    "back\\slash / slash",
+    "line1\nline2\r\nline3",
+    "tab\there",
+    "controls \x00\x01\x07\x08\x0b\x0c\x1b\x1f\x7f end",
+    "\u2028\u2029 separators",
+    "é" * 5000,
+    "x" * 200000,
+]
+
+
+@pytest.mark.parametrize("title", TITLES, ids=range(len(TITLES)))
+def test_title_roundtrip(flowfs, session, title):
+    sj = session / "session.json"
+    old = read_bytes(sj)
+    payload = json.dumps({"title": title}).encode()      # ASCII-escaped input
+    err = put(sj, payload)
+    if "\x00" in title and err == errno.EINVAL:
+        # Refusing an embedded NUL is acceptable; then nothing may change.
+        assert read_bytes(sj) == old
+        return
+    assert err == 0, errname(err)
+    want = expected_bytes(session, title)
+    got = read_bytes(sj)
+    assert got == want
+    assert os.stat(sj).st_size == len(want)
+    assert refusals(session) == []
+    flowfs.remount()
+    assert read_bytes(sj) == want
+
+
+def test_title_written_as_raw_utf8(session):
+    sj = session / "session.json"
+    title = "raw ✓ 🚀 \"q\""
+    payload = json.dumps({"title": title}, ensure_ascii=False).encode()
+    assert put(sj, payload) == 0
+    assert read_bytes(sj) == expected_bytes(session, title)
+
+
+@pytest.mark.parametrize("style", ["full", "reordered", "compact", "spacey",
+                                   "no_title", "empty_object"])
+def test_accepted_forms(session, style):
+    sj = session / "session.json"
+    d = doc_of(session)
+    title = "T"
+    if style == "full":
+        payload = dumps({"id": d["id"], "created": d["created"], "title": title})
+    elif style == "reordered":
+        payload = json.dumps({"title": title, "created": d["created"], "id": d["id"]})
+    elif style == "compact":
+        payload = json.dumps({"title": title}, separators=(",", ":"))
+    elif style == "spacey":
+        payload = '\n\n   {  "title"  :\t"T"  }   \n\n'
+    elif style == "no_title":
+        put(sj, b'{"title": "before"}')
+        payload = json.dumps({"id": d["id"]})
+        title = ""
+    else:
+        put(sj, b'{"title": "before"}')
+        payload = "{}"
+        title = ""
+    assert put(sj, payload.encode()) == 0
+    assert read_bytes(sj) == expected_bytes(session, title)
+    assert refusals(session) == []
+
+
+def test_python_open_write(session):
+    sj = session / "session.json"
+    with open(sj, "w", encoding="utf-8") as f:
+        json.dump({"title": "via open()"}, f)
+    with open(sj, encoding="utf-8") as f:
+        assert json.load(f)["title"] == "via open()"
+
+
+def test_write_at_offset_patches_current_content(session):
+    sj = session / "session.json"
+    assert put(sj, b'{"title": "aaaa"}') == 0
+    cur = read_bytes(sj)
+    off = cur.index(b'"aaaa"') + 1
+    fd = os.open(sj, os.O_RDWR)
+    try:
+        assert os.pread(fd, len(cur) + 10, 0) == cur
+        assert os.pwrite(fd, b"bbbb", off) == 4
+    finally:
+        os.close(fd)
+    assert read_bytes(sj) == expected_bytes(session, "bbbb")
+
+
+def test_append_without_trunc_starts_from_current(session):
+    sj = session / "session.json"
+    # Replace the closing brace with one more (valid) member.
+    cur = read_bytes(sj)
+    assert cur.endswith(b"}")
+    fd = os.open(sj, os.O_WRONLY)
+    try:
+        os.pwrite(fd, b', "title": "late"}', len(cur) - 2)
+    finally:
+        err = oserror(os.close, fd)
+    # {"id", "created", "title": "", "title": "late"} — duplicate key.  Either
+    # refused (stored doc unchanged) or last-wins; never a mangled document.
+    got = read_bytes(sj)
+    if err:
+        assert err == errno.EINVAL
+        assert got == cur
+    else:
+        assert got == expected_bytes(session, "late")
+
+
+def test_fsync_validates_and_stores(session):
+    sj = session / "session.json"
+    fd = os.open(sj, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, b'{"title": "synced"}')
+        os.fsync(fd)
+        # Visible to another reader before close.
+        assert json.loads(read_bytes(sj))["title"] == "synced"
+    finally:
+        os.close(fd)
+    assert read_bytes(sj) == expected_bytes(session, "synced")
+
+
+def test_mtime_changes_only_with_content(session):
+    sj = session / "session.json"
+    assert put(sj, b'{"title": "one"}') == 0
+    m1 = os.stat(sj).st_mtime_ns
+    read_bytes(sj)
+    os.stat(sj)
+    assert os.stat(sj).st_mtime_ns == m1
+    assert put(sj, b'{"title": "bad" ') == errno.EINVAL
+    assert os.stat(sj).st_mtime_ns == m1
+    time.sleep(1.1)   # session.json times may have one-second resolution
+    assert put(sj, b'{"title": "two"}') == 0
+    assert os.stat(sj).st_mtime_ns > m1
+
+
+# -- refused writes --------------------------------------------------------
+
+def created_of(session):
+    return doc_of(session)["created"]
+
+
+BAD_DOCS = {
+    "invalid_json": lambda s: b'{"title": "x",',
+    "trailing_garbage": lambda s: b'{"title": "x"} extra',
+    "empty": lambda s: b"",
+    "not_object_array": lambda s: b'["title"]',
+    "not_object_string": lambda s: b'"title"',
+    "not_object_number": lambda s: b"42",
+    "null": lambda s: b"null",
+    "unknown_key": lambda s: b'{"title": "x", "colour": "red"}',
+    "title_number": lambda s: b'{"title": 5}',
+    "title_null": lambda s: b'{"title": null}',
+    "title_object": lambda s: b'{"title": {"a": 1}}',
+    "title_array": lambda s: b'{"title": ["x"]}',
+    "id_changed": lambda s: json.dumps({"id": "other", "title": "x"}).encode(),
+    "id_number": lambda s: b'{"id": 1, "title": "x"}',
+    "created_changed": lambda s: json.dumps(
+        {"created": "2000-01-01T00:00:00Z", "title": "x"}).encode(),
+    "created_null": lambda s: b'{"created": null}',
+    "bad_utf8": lambda s: b'{"title": "\xff\xfe"}',
+    "lone_surrogate": lambda s: b'{"title": "\\ud800"}',
+    "bad_escape": lambda s: b'{"title": "\\q"}',
+    "binary": lambda s: bytes(range(256)),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_DOCS))
+def test_refused_on_close(flowfs, session, kind):
+    sj = session / "session.json"
+    assert put(sj, b'{"title": "stored"}') == 0
+    before = read_bytes(sj)
+    mtime = os.stat(sj).st_mtime_ns
+    err = put(sj, BAD_DOCS[kind](session))
+    assert err == errno.EINVAL, errname(err)
+    assert read_bytes(sj) == before
+    assert os.stat(sj).st_size == len(before)
+    assert os.stat(sj).st_mtime_ns == mtime
+    msgs = refusals(session)
+    assert len(msgs) == 1, msgs
+    flowfs.remount()
+    assert read_bytes(sj) == before
+
+
+def test_invalid_json_message_has_line_and_column(session):
+    sj = session / "session.json"
+    bad = b'{\n  "title": "x"\n  "oops": 1\n}'      # missing comma on line 3
+    assert put(sj, bad) == errno.EINVAL
+    (msg,) = refusals(session)
+    m = re.search(r"line (\d+), column (\d+)", msg)
+    assert m, msg
+    assert int(m.group(1)) == 3
+
+
+def test_refusal_messages_say_what(session):
+    sj = session / "session.json"
+    assert put(sj, b'{"title": "x", "colour": 1}') == errno.EINVAL
+    assert put(sj, json.dumps({"id": "zzz"}).encode()) == errno.EINVAL
+    assert put(sj, b'{"title": 7}') == errno.EINVAL
+    msgs = refusals(session)
+    assert len(msgs) == 3
+    assert "colour" in msgs[0]
+    assert "id" in msgs[1]
+    assert "title" in msgs[2]
+
+
+def test_refused_on_fsync(session):
+    sj = session / "session.json"
+    before = read_bytes(sj)
+    fd = os.open(sj, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, b'{"title": ')
+        assert oserror(os.fsync, fd) == errno.EINVAL
+        assert read_bytes(sj) == before
+    finally:
+        close_err = oserror(os.close, fd)
+    assert close_err in (0, errno.EINVAL)
+    assert read_bytes(sj) == before
+    assert len(refusals(session)) >= 1
+
+
+def test_refused_on_python_close(session):
+    sj = session / "session.json"
+    before = read_bytes(sj)
+    f = open(sj, "w")
+    f.write('{"title": 1}')
+    with pytest.raises(OSError) as ei:
+        f.close()
+    assert ei.value.errno == errno.EINVAL
+    assert read_bytes(sj) == before
+
+
+def test_rename_bad_scratch_onto_session_json(flowfs, session):
+    sj = session / "session.json"
+    before = read_bytes(sj)
+    tmp = session / "session.json.tmp"
+    write_bytes(tmp, b'{"title": "x", "bogus": true}')
+    assert oserror(os.rename, tmp, sj) == errno.EINVAL
+    assert read_bytes(sj) == before
+    assert read_bytes(tmp) == b'{"title": "x", "bogus": true}'
+    assert len(refusals(session)) == 1
+    # Invalid JSON through rename too.
+    write_bytes(tmp, b"{nope")
+    assert oserror(os.rename, tmp, sj) == errno.EINVAL
+    assert read_bytes(sj) == before
+    assert read_bytes(tmp) == b"{nope"
+    msgs = refusals(session)
+    assert len(msgs) == 2 and re.search(r"line \d+, column \d+", msgs[1]), msgs
+    flowfs.remount()
+    assert read_bytes(sj) == before
+    assert read_bytes(tmp) == b"{nope"
+
+
+def test_rename_good_scratch_onto_session_json(session):
+    sj = session / "session.json"
+    tmp = session / ".session.json.new"
+    write_bytes(tmp, json.dumps({"title": "renamed in"}).encode())
+    os.rename(tmp, sj)
+    assert read_bytes(sj) == expected_bytes(session, "renamed in")
+    assert ".session.json.new" not in os.listdir(session)
+    assert refusals(session) == []
+
+
+def test_status_keeps_last_50(flowfs, session):
+    sj = session / "session.json"
+    before = read_bytes(sj)
+    for i in range(60):
+        # The error is on line i+1, so each status line is distinguishable.
+        assert put(sj, b"\n" * i + b"{,}") == errno.EINVAL
+    msgs = refusals(session)
+    assert len(msgs) == 50
+    lines = [int(re.search(r"line (\d+)", m).group(1)) for m in msgs]
+    assert lines == list(range(11, 61))
+    assert read_bytes(sj) == before
+    stamps = [STATUS_LINE_RE.match(ln).group(1)
+              for ln in status_lines(session)[1:]]
+    assert stamps == sorted(stamps)
+    flowfs.remount()
+    assert len(refusals(session)) == 50
+
+
+def test_status_lines_are_per_session(mnt):
+    os.mkdir(mnt / "a")
+    os.mkdir(mnt / "b")
+    assert put(mnt / "a" / "session.json", b"{") == errno.EINVAL
+    assert len(refusals(mnt / "a")) == 1
+    assert read_bytes(mnt / "b" / "status") == b"ready\n"
+
+
+def test_status_not_writable(session):
+    st = session / "status"
+    for flags in (os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_TRUNC,
+                  os.O_WRONLY | os.O_APPEND):
+        err = oserror(os.open, st, flags)
+        assert err == errno.EACCES, errname(err)
+    assert oserror(os.truncate, st, 0) in (errno.EACCES, errno.EPERM, errno.EROFS)
+    assert read_bytes(st) == b"ready\n"
+
+
+def test_status_stays_after_rename_onto_it(session):
+    write_bytes(session / "fake", b"not a status\n")
+    assert oserror(os.rename, session / "fake", session / "status") != 0
+    assert read_bytes(session / "status") == b"ready\n"
+
+
+# -- scratch files and special names ---------------------------------------
+
+SCRATCH = [".session.json.swp", "session.json~", "4913", "notes.txt",
+           ".goutputstream-ABC123", "#session.json#"]
+
+
+def test_scratch_files_kept_as_is(flowfs, session):
+    payloads = {}
+    for name in SCRATCH:
+        payloads[name] = os.urandom(3000) + b"{not json"
+        write_bytes(session / name, payloads[name])
+    assert set(os.listdir(session)) == {"session.json", "status", "uploads",
+                                        *SCRATCH}
+    flowfs.remount()
+    for name, data in payloads.items():
+        assert read_bytes(session / name) == data
+        assert os.stat(session / name).st_size == len(data)
+    assert refusals(session) == []
+    os.rename(session / "notes.txt", session / "notes2.txt")
+    assert read_bytes(session / "notes2.txt") == payloads["notes.txt"]
+    for name in os.listdir(session):
+        if name not in ("session.json", "status", "uploads"):
+            os.unlink(session / name)
+    assert set(os.listdir(session)) == {"session.json", "status", "uploads"}
+    os.rmdir(session)
+
+
+def test_unlink_generated_files_is_noop(session):
+    before = read_bytes(session / "session.json")
+    os.unlink(session / "session.json")
+    os.unlink(session / "status")
+    assert read_bytes(session / "session.json") == before
+    assert read_bytes(session / "status") == b"ready\n"
+    assert set(os.listdir(session)) == {"session.json", "status", "uploads"}
+
+
+def test_rmdir_empty_uploads_comes_back(session):
+    os.rmdir(session / "uploads")
+    assert os.path.isdir(session / "uploads")
+    assert os.listdir(session / "uploads") == []
+    write_bytes(session / "uploads" / "f", b"x")
+    assert oserror(os.rmdir, session / "uploads") == errno.ENOTEMPTY
+    assert read_bytes(session / "uploads" / "f") == b"x"
+
+
+def test_rename_session_json_away_leaves_copy(session):
+    sj = session / "session.json"
+    assert put(sj, b'{"title": "orig"}') == 0
+    before = read_bytes(sj)
+    os.rename(sj, session / "session.json~")
+    assert read_bytes(sj) == before
+    assert read_bytes(session / "session.json~") == before
+    # The copy is a plain scratch file: anything may be written to it.
+    write_bytes(session / "session.json~", b"garbage")
+    assert read_bytes(session / "session.json~") == b"garbage"
+    assert read_bytes(sj) == before
+
+
+def test_editor_style_save_sequence(session):
+    """rename original to backup, write new file, delete backup."""
+    sj = session / "session.json"
+    os.rename(sj, session / "session.json~")
+    write_bytes(sj, json.dumps({"title": "edited"}).encode())
+    os.unlink(session / "session.json~")
+    assert read_bytes(sj) == expected_bytes(session, "edited")
+    assert set(os.listdir(session)) == {"session.json", "status", "uploads"}
+    assert refusals(session) == []
