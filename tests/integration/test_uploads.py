@@ -605,6 +605,28 @@ def test_new_files_belong_to_caller(uploads):
         assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid()), n
 
 
+def run_as(uid, gid, dirfd, func):
+    """Run func(dirfd) in a child that has become uid/gid; return its exit code.
+
+    The child works relative to a directory fd opened here: the path down to
+    the mountpoint (pytest's tmp dir) is not searchable by other users."""
+    pid = os.fork()
+    if pid == 0:
+        code = 99
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            code = func(dirfd)
+        except BaseException as e:  # the child must never return into pytest
+            os.write(2, f"child: {e!r}\n".encode())
+            code = 98
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
 def test_new_files_belong_to_other_uid(make_flowfs):
     fs = make_flowfs(extra_args=["-o", "allow_other"])
     s = fs.mnt / "shared"
@@ -613,23 +635,21 @@ def test_new_files_belong_to_other_uid(make_flowfs):
     os.mkdir(d)
     os.chmod(d, 0o777)
     uid, gid = 4242, 4343
-    pid = os.fork()
-    if pid == 0:    # child: become another user, then create things
-        code = 1
-        try:
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            write_bytes(d / "file", b"mine")
-            os.mkdir(d / "dir")
-            os.symlink("file", d / "link")
-            code = 0 if os.stat(d / "file").st_uid == uid else 2
-        except BaseException:
-            code = 3
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+
+    def child(dfd):
+        fd = os.open("file", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644,
+                     dir_fd=dfd)
+        os.write(fd, b"mine")
+        os.close(fd)
+        os.mkdir("dir", dir_fd=dfd)
+        os.symlink("file", "link", dir_fd=dfd)
+        return 0
+
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert run_as(uid, gid, dfd, child) == 0
+    finally:
+        os.close(dfd)
     for n in ("file", "dir", "link"):
         st = os.lstat(d / n)
         assert (st.st_uid, st.st_gid) == (uid, gid), n
@@ -640,25 +660,25 @@ def test_permissions_enforced_for_other_uid(make_flowfs):
     fs = make_flowfs(extra_args=["-o", "allow_other"])
     s = fs.mnt / "p"
     os.mkdir(s, 0o755)
-    f = s / "uploads" / "private"
-    write_bytes(f, b"secret")
-    os.chmod(f, 0o600)
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgroups([])
-            os.setgid(4343)
-            os.setuid(4242)
-            e1 = oserror(os.open, f, os.O_RDONLY)
-            e2 = oserror(os.open, s / "uploads" / "new", os.O_WRONLY | os.O_CREAT)
-            code = 0 if (e1, e2) == (errno.EACCES, errno.EACCES) else 2
-        except BaseException:
-            code = 3
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    up = s / "uploads"
+    write_bytes(up / "private", b"secret")
+    os.chmod(up / "private", 0o600)
+    write_bytes(up / "public", b"hello")
+    os.chmod(up / "public", 0o644)
+
+    def child(dfd):
+        if os.read(os.open("public", os.O_RDONLY, dir_fd=dfd), 10) != b"hello":
+            return 1
+        e1 = oserror(os.open, "private", os.O_RDONLY, dir_fd=dfd)
+        e2 = oserror(os.open, "new", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=dfd)
+        e3 = oserror(os.open, "public", os.O_WRONLY, dir_fd=dfd)
+        return 0 if (e1, e2, e3) == (errno.EACCES,) * 3 else 2
+
+    dfd = os.open(up, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert run_as(4242, 4343, dfd, child) == 0
+    finally:
+        os.close(dfd)
 
 
 def test_inodes_stable_across_remount(flowfs, session, uploads):
