@@ -14,6 +14,13 @@ Layout, so later benchmarks (issue 4: `cat parameters.json`) can reuse it:
   - a Row per line of the table, with its unit, whether higher is better, and
     a Goal (ratio against fuse-overlayfs, or an absolute bound);
   - measure() runs a function on every target `reps` times and keeps the median.
+A flowfs-only row with a baseline that is no filesystem (json.dumps of the same
+document) uses Row(targets={"flowfs"}, goal=Goal(ratio=1, against="python")),
+appends its baseline's timings to row.samples["python"] before measure(), and
+the verdict column then shows the flowfs/python ratio.
+
+FUSE figures depend heavily on CPU contention (two cores: the daemon and the
+client each want one), so the header prints the load average at both ends.
 
 Needs root (tmpfs mounts, /proc/sys/vm/drop_caches), /dev/fuse, fusermount3
 and fuse-overlayfs. Run through tests/bench/run, which builds a release build.
@@ -41,11 +48,6 @@ def log(msg):
 
 
 # ---------------------------------------------------------------- helpers
-
-def run_quiet(cmd, check=True, timeout=60):
-    return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          timeout=timeout, check=check)
-
 
 def wait_for(pred, timeout, what, proc=None):
     """Poll pred() every 0.5 ms; fail early if proc (the daemon) died."""
@@ -512,17 +514,20 @@ def m_unlink_files(t, ctx):
 class Goal:
     """What DESIGN.md §10 asks of a row.
 
-    ratio: flowfs must reach `ratio` x fuse-overlayfs (in the row's
-           higher-is-better sense).
+    ratio:   flowfs must reach `ratio` x the value in column `against`
+             (default fuse-overlayfs), in the row's higher-is-better sense.
+             `against` may name a baseline that is not a mounted target, e.g.
+             a row whose fn stores values["python"] for json.dumps.
     below / above: flowfs's own value must be < below (or >= above).
     """
 
-    def __init__(self, ratio=None, below=None, above=None, text=""):
+    def __init__(self, ratio=None, below=None, above=None, text="", against="overlayfs"):
         self.ratio, self.below, self.above, self.text = ratio, below, above, text
+        self.against = against
 
     def verdict(self, row):
         if self.ratio is not None:
-            r = row.ratio("overlayfs")
+            r = row.ratio(self.against)
             return None if r is None else r >= self.ratio
         v = row.values.get("flowfs")
         if v is None:
@@ -749,13 +754,17 @@ def table(rows):
     body = []
     for row in rows:
         verdict = row.goal.verdict(row) if row.goal else None
+        shown = {True: "OK", False: "BELOW", None: "-" if not row.goal else "n/a"}[verdict]
+        if row.goal and row.goal.ratio is not None and row.goal.against not in (
+                "overlayfs", "tmpfs") and verdict is not None:
+            shown += f" ({fmt_ratio(row.ratio(row.goal.against))})"
         body.append([
             row.label, row.unit,
             fmt(row.values.get("tmpfs")), fmt(row.values.get("overlayfs")),
             fmt(row.values.get("flowfs")),
             fmt_ratio(row.ratio("overlayfs")), fmt_ratio(row.ratio("tmpfs")),
             row.goal.text if row.goal else "",
-            {True: "OK", False: "BELOW", None: "-" if not row.goal else "n/a"}[verdict],
+            shown,
         ])
     widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
     left = {0, 1, 7, 8}
@@ -818,9 +827,9 @@ def on_sigterm(signum, frame):
     raise KeyboardInterrupt
 
 
-def describe_env(args):
+def describe_env(args, load_start):
     lines = [f"kernel {os.uname().release}, {os.cpu_count()} cpus, "
-             f"load {os.getloadavg()[0]:.2f} at start"]
+             f"load average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end"]
     if "overlayfs" in args.only:
         r = subprocess.run(["fuse-overlayfs", "--version"], capture_output=True, text=True)
         v = (r.stdout + r.stderr).splitlines()
@@ -840,6 +849,7 @@ def main(argv):
             f"or use --only tmpfs,overlayfs)")
         return 2
     ctx = Ctx(args.quick)
+    load_start = os.getloadavg()[0]
     base = tempfile.mkdtemp(prefix="flowfs-bench-")
     targets = []
     rows = upload_rows(ctx)
@@ -880,7 +890,7 @@ def main(argv):
     print()
     print(f"flowfs uploads benchmark{' (--quick)' if args.quick else ''}: "
           f"median of {args.reps}, targets interleaved, {time.monotonic() - t_start:.0f} s")
-    for line in describe_env(args):
+    for line in describe_env(args, load_start):
         print("  " + line)
     print()
     print(table(rows))
