@@ -1,0 +1,107 @@
+/*
+ * json_echo: stdin -> fjson_parse -> fjson_dump -> stdout, for the
+ * differential test against Python's json module.
+ *
+ *	json_echo	one document; on a parse error the message goes to
+ *			stderr and the exit status is 1
+ *	json_echo -z	many documents, each terminated by a NUL byte (a JSON
+ *			text never holds a raw NUL); each answer is written
+ *			followed by a NUL: the dump, or '!' and the error
+ *			message (a dump never starts with '!')
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fjson.h"
+
+static int read_all(FILE *f, struct sbuf *sb)
+{
+	size_t n;
+
+	for (;;) {
+		if (sbuf_grow(sb, 65536) < 0)
+			return -ENOMEM;
+		n = fread(sb->buf + sb->len, 1, sb->alloc - sb->len - 1, f);
+		sbuf_setlen(sb, sb->len + n);
+		if (n == 0)
+			return ferror(f) ? -EIO : 0;
+	}
+}
+
+/* Append the answer for one document; -1 on a parse error, -2 on ENOMEM. */
+static int echo_one(const char *text, size_t len, struct sbuf *out,
+		    struct ferr *err)
+{
+	json_t *doc = NULL;
+	int ret;
+
+	ret = fjson_parse(&doc, text, len, err);
+	if (ret == -ENOMEM)
+		return -2;
+	if (ret < 0)
+		return -1;
+	ret = fjson_dump(out, doc) < 0 ? -2 : 0;
+	json_decref(doc);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct sbuf in = SBUF_INIT, out = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+	char msg[FERR_MESSAGE_MAX + 64];
+	int batch = argc > 1 && !strcmp(argv[1], "-z");
+	int status = 0, ret = 0;
+
+	if (read_all(stdin, &in) < 0) {
+		fprintf(stderr, "json_echo: cannot read stdin\n");
+		status = 2;
+		goto out;
+	}
+	if (!batch) {
+		ret = echo_one(in.buf, in.len, &out, &err);
+		if (ret == -1) {
+			fprintf(stderr, "%s\n",
+				ferr_format(&err, msg, sizeof(msg)));
+			status = 1;
+			goto out;
+		}
+	} else {
+		size_t pos = 0;
+
+		while (pos < in.len) {
+			const char *end = memchr(in.buf + pos, '\0',
+						 in.len - pos);
+			size_t n = end ? (size_t)(end - in.buf) - pos
+				       : in.len - pos;
+
+			ferr_clear(&err);
+			ret = echo_one(in.buf + pos, n, &out, &err);
+			if (ret == -1) {
+				ferr_format(&err, msg, sizeof(msg));
+				if (sbuf_addch(&out, '!') < 0 ||
+				    sbuf_addstr(&out, msg) < 0)
+					ret = -2;
+			}
+			if (ret == -2 || sbuf_addch(&out, '\0') < 0)
+				break;
+			pos += n + 1;
+		}
+	}
+	if (ret == -2) {
+		fprintf(stderr, "json_echo: out of memory\n");
+		status = 2;
+		goto out;
+	}
+	if (fwrite(out.buf, 1, out.len, stdout) != out.len ||
+	    fflush(stdout) != 0) {
+		fprintf(stderr, "json_echo: cannot write stdout\n");
+		status = 2;
+	}
+out:
+	sbuf_release(&in);
+	sbuf_release(&out);
+	return status;
+}
