@@ -420,7 +420,6 @@ static int explain(const char *text, size_t len, const json_error_t *je,
 	const char *msg = je->text;
 	size_t off = je->position > 0 ? (size_t)je->position : 0;
 	size_t last, tok, tok_end, at;
-	const char *nul;
 	char shown[64];
 	bool eof;
 	int line, col;
@@ -429,15 +428,6 @@ static int explain(const char *text, size_t len, const json_error_t *je,
 		return -ENOMEM;
 	if (off > len)
 		off = len;
-	/* jansson reads a raw NUL byte as the end of the text. */
-	nul = memchr(text, '\0', off < len ? off + 1 : len);
-	if (nul) {
-		offset_to_line_col(text, (size_t)(nul - text), &line, &col);
-		return ferr_set_at(err, -EINVAL, line, col,
-				   "unexpected NUL byte (inside a string, "
-				   "write it as \\u0000)");
-	}
-
 	last = off ? off - 1 : 0;
 	tok = token_at(text, len, last, &tok_end);
 	show_token(shown, sizeof(shown), text + tok, tok_end - tok);
@@ -570,7 +560,9 @@ static int explain(const char *text, size_t len, const json_error_t *je,
 int fjson_parse(json_t **out, const char *text, size_t len, struct ferr *err)
 {
 	json_error_t je;
-	size_t i;
+	const char *nul;
+	size_t i, n;
+	int line, col;
 
 	*out = NULL;
 	for (i = 0; i < len && is_ws(text[i]); i++)
@@ -583,8 +575,23 @@ int fjson_parse(json_t **out, const char *text, size_t len, struct ferr *err)
 	 * the later value replaces the earlier one in place, so the key
 	 * keeps its first position.
 	 */
-	*out = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-	if (*out)
+	/*
+	 * jansson's lexer drops a raw NUL byte in some places and takes it
+	 * for the end of the text in others, so parse only what comes before
+	 * the first one: an error there comes first, otherwise the NUL is it.
+	 */
+	nul = memchr(text, '\0', len);
+	n = nul ? (size_t)(nul - text) : len;
+	*out = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+	if (*out && !nul)
 		return 0;
-	return explain(text, len, &je, err);
+	if (!*out && (!nul || json_error_code(&je) !=
+			      json_error_premature_end_of_input))
+		return explain(text, n, &je, err);
+	json_decref(*out);
+	*out = NULL;
+	offset_to_line_col(text, n, &line, &col);
+	return ferr_set_at(err, -EINVAL, line, col,
+			   "unexpected NUL byte (inside a string, write it "
+			   "as \\u0000)");
 }

@@ -4,10 +4,10 @@
  *
  *	json_echo	one document; on a parse error the message goes to
  *			stderr and the exit status is 1
- *	json_echo -z	many documents, each terminated by a NUL byte (a JSON
- *			text never holds a raw NUL); each answer is written
- *			followed by a NUL: the dump, or '!' and the error
- *			message (a dump never starts with '!')
+ *	json_echo -b	many documents, each framed as its length in decimal,
+ *			a newline, and that many bytes; each answer is framed
+ *			the same way behind a '+' (the dump) or a '!' (the
+ *			error message)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 	struct sbuf in = SBUF_INIT, out = SBUF_INIT;
 	struct ferr err = FERR_INIT;
 	char msg[FERR_MESSAGE_MAX + 64];
-	int batch = argc > 1 && !strcmp(argv[1], "-z");
+	int batch = argc > 1 && !strcmp(argv[1], "-b");
 	int status = 0, ret = 0;
 
 	if (read_all(stdin, &in) < 0) {
@@ -72,22 +72,34 @@ int main(int argc, char **argv)
 		size_t pos = 0;
 
 		while (pos < in.len) {
-			const char *end = memchr(in.buf + pos, '\0',
-						 in.len - pos);
-			size_t n = end ? (size_t)(end - in.buf) - pos
-				       : in.len - pos;
+			char *end;
+			unsigned long long n = strtoull(in.buf + pos, &end, 10);
+			size_t mark;
 
+			if (*end != '\n' || n > in.len - (size_t)(end + 1 - in.buf)) {
+				fprintf(stderr, "json_echo: bad framing\n");
+				status = 2;
+				goto out;
+			}
+			pos = (size_t)(end + 1 - in.buf);
 			ferr_clear(&err);
-			ret = echo_one(in.buf + pos, n, &out, &err);
+			/* placeholder header, rewritten once the length is known */
+			if (sbuf_addstr(&out, "+00000000000000000000\n") < 0) {
+				ret = -2;
+				break;
+			}
+			mark = out.len;
+			ret = echo_one(in.buf + pos, (size_t)n, &out, &err);
 			if (ret == -1) {
 				ferr_format(&err, msg, sizeof(msg));
-				if (sbuf_addch(&out, '!') < 0 ||
-				    sbuf_addstr(&out, msg) < 0)
-					ret = -2;
+				out.buf[mark - 22] = '!';
+				ret = sbuf_addstr(&out, msg) < 0 ? -2 : 0;
 			}
-			if (ret == -2 || sbuf_addch(&out, '\0') < 0)
+			if (ret == -2)
 				break;
-			pos += n + 1;
+			snprintf(msg, sizeof(msg), "%020zu", out.len - mark);
+			memcpy(out.buf + mark - 21, msg, 20);
+			pos += (size_t)n;
 		}
 	}
 	if (ret == -2) {

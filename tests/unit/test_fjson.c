@@ -292,6 +292,13 @@ static void test_parse_special(void **state)
 	assert_non_null(strstr(err.message, "NUL byte"));
 	assert_int_equal(fjson_parse(&v, "[\"a\0\"]", 6, &err), -EINVAL);
 	assert_int_equal(err.column, 4);
+	/* ... and would skip it after a number. */
+	assert_int_equal(fjson_parse(&v, "[-744\0,5]", 9, &err), -EINVAL);
+	assert_null(v);
+	assert_int_equal(err.column, 6);
+	/* An error before the NUL is reported first. */
+	assert_int_equal(fjson_parse(&v, "[1 2\0]", 6, &err), -EINVAL);
+	assert_string_equal(err.message, "expected ',' or ']'");
 
 	/* Length is honoured: no NUL terminator needed, none read past. */
 	assert_int_equal(fjson_parse(&v, "[1]garbage", 3, &err), 0);
