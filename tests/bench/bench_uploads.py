@@ -435,8 +435,29 @@ def drop_file_cache(t, path, ctx):
         t.remount()
 
 
+def ensure_big(t, ctx):
+    """Write the big file (untimed) unless a write row already left it."""
+    try:
+        if os.stat(big_path(t)).st_size == ctx.file_size:
+            return
+    except FileNotFoundError:
+        pass
+    m_seq_write(t, ctx)
+
+
+def ensure_files(t, ctx):
+    """Create the small files (untimed) unless the create row already did."""
+    try:
+        if len(os.listdir(files_dir(t))) == ctx.nfiles:
+            return
+    except FileNotFoundError:
+        pass
+    m_create_files(t, ctx)
+
+
 def m_cold_read(t, ctx):
     """MiB/s: 1 MiB reads of the file after evicting it from the page cache."""
+    ensure_big(t, ctx)
     path = big_path(t)
     drop_file_cache(t, path, ctx)
     return _read_all(path, ctx)
@@ -444,6 +465,7 @@ def m_cold_read(t, ctx):
 
 def m_warm_read(t, ctx):
     """MiB/s: 1 MiB reads again, right after another open/read/close."""
+    ensure_big(t, ctx)
     path = big_path(t)
     _read_all(path, ctx)  # make sure the previous open left it cached
     return _read_all(path, ctx)
@@ -482,6 +504,7 @@ def _ls_l(path, ctx, expect):
 
 def m_ls_cold(t, ctx):
     """entries/s: `ls -l` of the files folder after dropping dentry/inode caches."""
+    ensure_files(t, ctx)
     if not drop_caches(3) and t.is_fuse:
         ctx.note(f"{t.name}: cannot write drop_caches; remounting for cold ls")
         t.remount()
@@ -490,12 +513,14 @@ def m_ls_cold(t, ctx):
 
 def m_ls_warm(t, ctx):
     """entries/s: `ls -l` again with caches warm."""
+    ensure_files(t, ctx)
     _ls_l(files_dir(t), ctx, ctx.nfiles)
     return _ls_l(files_dir(t), ctx, ctx.nfiles)
 
 
 def m_unlink_files(t, ctx):
     """files/s: unlink of the ctx.nfiles files (then recreates them untimed)."""
+    ensure_files(t, ctx)
     d = files_dir(t)
     names = [os.path.join(d, n) for n in os.listdir(d)]
     if len(names) != ctx.nfiles:
@@ -812,6 +837,9 @@ def parse_args(argv):
     p.add_argument("--flowfs", default=os.environ.get("FLOWFS_BIN", default_flowfs()),
                    help="flowfs binary (default: build-bench/fs/flowfs in the repo)")
     p.add_argument("--reps", type=int, default=3, help="repetitions per measurement (median)")
+    p.add_argument("--rows", metavar="WORDS",
+                   help="only rows whose label contains one of these comma-separated words "
+                        "(e.g. 'write,ls'); files a row reads are made untimed if missing")
     p.add_argument("--no-big", action="store_true",
                    help="skip the flowfs mount-time/RSS measurement on the big database")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -864,6 +892,9 @@ def main(argv):
                  "flowfs": lambda: FlowfsTarget(base, args.flowfs)}[name]()
             targets.append(t)
             t.setup()
+        if args.rows:
+            words = [w for w in args.rows.split(",") if w]
+            rows = [r for r in rows if any(w in r.label for w in words)]
         for row in rows:
             log(f"{row.label}:")
             measure(row, targets, ctx, args.reps)
