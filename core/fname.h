@@ -1,0 +1,37 @@
+/*
+ * fname: the rules for names a caller sends.
+ *
+ * The kernel already refuses '/' and NUL inside a name and hands FUSE names
+ * up to 1024 bytes; everything past that is ours to decide, in one place,
+ * so every operation answers a bad name with the same errno.
+ */
+#ifndef FLOWFS_FNAME_H
+#define FLOWFS_FNAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ferr.h"
+
+/* The longest name any directory of flowfs accepts (statfs f_namemax). */
+#define FNAME_MAX 255
+
+/*
+ * A name inside a writable folder (uploads/, a session's scratch files):
+ * 1..FNAME_MAX bytes, not "." or "..".  Any other bytes are allowed, as on
+ * ext4.  Returns 0, -ENAMETOOLONG or -EINVAL.
+ */
+int fname_check_entry(const char *name, struct ferr *err);
+
+/*
+ * A session name: an entry name that is also valid UTF-8 (it is the "id"
+ * of session.json, a JSON string), has no control characters, and does not
+ * start with '.' (the root's hidden names are flowfs's own).  Returns 0,
+ * -ENAMETOOLONG or -EINVAL.
+ */
+int fname_check_session(const char *name, struct ferr *err);
+
+/* Whether `s[0..len)` is well-formed UTF-8 (no overlongs, no surrogates). */
+bool fname_valid_utf8(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,395 @@
+#include "store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STMT_BUCKETS 128
+
+struct stmt_entry {
+	const char *sql;
+	sqlite3_stmt *stmt;
+	struct stmt_entry *next;
+};
+
+struct store {
+	sqlite3 *db;
+	char *path;
+	struct stmt_entry *stmts[STMT_BUCKETS];
+};
+
+/*
+ * Version 1.  Inode numbers are rowids of `inodes` and are never reused
+ * (AUTOINCREMENT), so the kernel never confuses a new file with a
+ * forgotten one.  Every real file, folder and symlink of a session
+ * (its root, uploads/ and everything below, scratch files) is a row;
+ * file data is split in chunks so a large file is neither loaded whole
+ * nor rewritten on a small change.
+ */
+static const char schema_v1[] =
+	"CREATE TABLE meta ("
+	"  key TEXT PRIMARY KEY,"
+	"  value TEXT NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE TABLE sessions ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  created_ns INTEGER NOT NULL,"
+	"  title TEXT NOT NULL DEFAULT '',"
+	"  doc_mtime_ns INTEGER NOT NULL,"
+	"  root_ino INTEGER NOT NULL DEFAULT 0,"
+	"  uploads_ino INTEGER NOT NULL DEFAULT 0"
+	");"
+	"CREATE TABLE inodes ("
+	"  ino INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  parent INTEGER,"		/* NULL: a session root, or unlinked */
+	"  name BLOB,"
+	"  mode INTEGER NOT NULL,"
+	"  uid INTEGER NOT NULL,"
+	"  gid INTEGER NOT NULL,"
+	"  nlink INTEGER NOT NULL,"
+	"  size INTEGER NOT NULL DEFAULT 0,"
+	"  alloc INTEGER NOT NULL DEFAULT 0,"	/* bytes held in chunks */
+	"  atime_ns INTEGER NOT NULL,"
+	"  mtime_ns INTEGER NOT NULL,"
+	"  ctime_ns INTEGER NOT NULL,"
+	"  target BLOB"			/* symlink target */
+	");"
+	"CREATE UNIQUE INDEX inodes_by_name ON inodes(parent, name)"
+	"  WHERE parent IS NOT NULL;"
+	"CREATE INDEX inodes_by_session ON inodes(session);"
+	"CREATE TABLE chunks ("
+	"  ino INTEGER NOT NULL REFERENCES inodes(ino) ON DELETE CASCADE,"
+	"  idx INTEGER NOT NULL,"
+	"  data BLOB NOT NULL,"
+	"  PRIMARY KEY (ino, idx)"
+	") WITHOUT ROWID;"
+	"CREATE TABLE status_log ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  time_ns INTEGER NOT NULL,"
+	"  path TEXT NOT NULL,"
+	"  message TEXT NOT NULL"
+	");"
+	"CREATE INDEX status_log_by_session ON status_log(session, id);"
+	/* Inode 1 is the mount's root, which is not a row. */
+	"INSERT INTO sqlite_sequence(name, seq) VALUES ('inodes', 1);";
+
+/* migrations[v] takes a database at version v to v + 1. */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+	schema_v1,
+};
+
+int store_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EAGAIN;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_READONLY:
+	case SQLITE_CANTOPEN:
+		return -EROFS;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_TOOBIG:
+		return -EFBIG;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	default:
+		return -EIO;
+	}
+}
+
+int64_t store_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+sqlite3 *store_db(struct store *st)
+{
+	return st->db;
+}
+
+const char *store_path(const struct store *st)
+{
+	return st->path;
+}
+
+const char *store_errmsg(struct store *st)
+{
+	return sqlite3_errmsg(st->db);
+}
+
+static unsigned stmt_bucket(const char *sql)
+{
+	uintptr_t p = (uintptr_t)sql;
+
+	return (unsigned)((p >> 4) ^ (p >> 12)) % STMT_BUCKETS;
+}
+
+sqlite3_stmt *store_stmt(struct store *st, const char *sql)
+{
+	unsigned b = stmt_bucket(sql);
+	struct stmt_entry *e;
+
+	for (e = st->stmts[b]; e; e = e->next)
+		if (e->sql == sql) {
+			sqlite3_reset(e->stmt);
+			sqlite3_clear_bindings(e->stmt);
+			return e->stmt;
+		}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+			       &e->stmt, NULL) != SQLITE_OK) {
+		free(e);
+		return NULL;
+	}
+	e->sql = sql;
+	e->next = st->stmts[b];
+	st->stmts[b] = e;
+	return e->stmt;
+}
+
+void store_done(sqlite3_stmt *stmt)
+{
+	if (stmt)
+		sqlite3_reset(stmt);
+}
+
+int store_exec(struct store *st, const char *sql)
+{
+	return store_errno(sqlite3_exec(st->db, sql, NULL, NULL, NULL));
+}
+
+int store_begin(struct store *st)
+{
+	return store_exec(st, "BEGIN IMMEDIATE");
+}
+
+int store_commit(struct store *st, bool durable)
+{
+	int ret;
+
+	/*
+	 * In WAL mode synchronous=NORMAL writes each commit to the WAL
+	 * without fsync (safe against a killed process); FULL also syncs the
+	 * WAL, which covers every earlier commit too.
+	 */
+	if (durable)
+		store_exec(st, "PRAGMA synchronous=FULL");
+	ret = store_exec(st, "COMMIT");
+	if (durable)
+		store_exec(st, "PRAGMA synchronous=NORMAL");
+	if (ret < 0)
+		store_rollback(st);
+	return ret;
+}
+
+int store_sync(struct store *st)
+{
+	int ret = store_begin(st);
+
+	if (ret < 0)
+		return ret;
+	/* An empty commit writes nothing, so nothing would be synced. */
+	ret = store_exec(st, "UPDATE meta SET value = value WHERE key = 'created_ns'");
+	if (ret < 0) {
+		store_rollback(st);
+		return ret;
+	}
+	return store_commit(st, true);
+}
+
+void store_rollback(struct store *st)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int pragma_int(struct store *st, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(st->db, sql, -1, &q, NULL);
+
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW) {
+			*out = sqlite3_column_int64(q, 0);
+			rc = SQLITE_OK;
+		}
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/* Whether the database has no tables of any kind (a new, empty file). */
+static int is_empty(struct store *st, bool *empty)
+{
+	int64_t n = 0;
+	int rc = pragma_int(st, "SELECT count(*) FROM sqlite_master", &n);
+
+	*empty = (n == 0);
+	return rc;
+}
+
+static int check_and_migrate(struct store *st, struct ferr *err)
+{
+	int64_t app = 0, version = 0;
+	bool empty;
+	int rc, ret;
+
+	rc = is_empty(st, &empty);
+	if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
+		return ferr_set(err, -EINVAL,
+				"%s is not a flowfs database (not an SQLite file)",
+				st->path);
+	if (rc != SQLITE_OK)
+		goto sql_error;
+	if ((rc = pragma_int(st, "PRAGMA application_id", &app)) != SQLITE_OK ||
+	    (rc = pragma_int(st, "PRAGMA user_version", &version)) != SQLITE_OK)
+		goto sql_error;
+	if (!empty && app != STORE_APPLICATION_ID)
+		return ferr_set(err, -EINVAL,
+				"%s is not a flowfs database (it belongs to another program)",
+				st->path);
+	if (version > STORE_SCHEMA_VERSION)
+		return ferr_set(err, -EPROTO,
+				"%s has database schema %lld, newer than this flowfs understands (%d); use a newer flowfs",
+				st->path, (long long)version,
+				STORE_SCHEMA_VERSION);
+	if (version == STORE_SCHEMA_VERSION)
+		return 0;
+
+	ret = store_begin(st);
+	if (ret < 0)
+		goto busy;
+	for (int64_t v = version; v < STORE_SCHEMA_VERSION; v++) {
+		rc = sqlite3_exec(st->db, migrations[v], NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			goto rollback;
+	}
+	{
+		char sql[128];
+
+		snprintf(sql, sizeof(sql),
+			 "PRAGMA application_id=%d; PRAGMA user_version=%d;",
+			 STORE_APPLICATION_ID, STORE_SCHEMA_VERSION);
+		rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			goto rollback;
+	}
+	if (version == 0) {
+		char sql[160];
+
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO meta(key, value) VALUES ('created_ns', '%lld')",
+			 (long long)store_now_ns());
+		rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			goto rollback;
+	}
+	ret = store_commit(st, true);
+	if (ret < 0)
+		goto busy;
+	return 0;
+
+rollback:
+	ferr_set(err, store_errno(rc), "cannot set up %s: %s", st->path,
+		 sqlite3_errmsg(st->db));
+	store_rollback(st);
+	return store_errno(rc) ? store_errno(rc) : -EIO;
+busy:
+	return ferr_set(err, ret, "cannot set up %s: %s", st->path,
+			ret == -EAGAIN ? "the database is locked by another process"
+				       : sqlite3_errmsg(st->db));
+sql_error:
+	return ferr_set(err, store_errno(rc) ? store_errno(rc) : -EIO,
+			"cannot read %s: %s", st->path, sqlite3_errmsg(st->db));
+}
+
+int store_open(struct store **out, const char *path, struct ferr *err)
+{
+	struct store *st;
+	int rc, ret;
+
+	*out = NULL;
+	st = calloc(1, sizeof(*st));
+	if (!st || !(st->path = strdup(path))) {
+		free(st);
+		return ferr_set(err, -ENOMEM, "out of memory");
+	}
+	rc = sqlite3_open_v2(path, &st->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			     SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		ret = ferr_set(err, access(path, F_OK) == 0 ? -EACCES : -EROFS,
+			       "cannot open %s: %s", path,
+			       st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		goto fail;
+	}
+	sqlite3_extended_result_codes(st->db, 0);
+	sqlite3_busy_timeout(st->db, 2000);
+	/*
+	 * page_size only takes effect on a new file; 16 KiB keeps a 64 KiB
+	 * chunk to a few overflow pages without making small row updates
+	 * costly.
+	 */
+	sqlite3_exec(st->db, "PRAGMA page_size=16384", NULL, NULL, NULL);
+	ret = check_and_migrate(st, err);
+	if (ret < 0)
+		goto fail;
+	if (sqlite3_db_readonly(st->db, "main") == 1) {
+		ret = ferr_set(err, -EROFS, "cannot write %s (read-only)", path);
+		goto fail;
+	}
+	rc = sqlite3_exec(st->db,
+			  "PRAGMA journal_mode=WAL;"
+			  "PRAGMA synchronous=NORMAL;"
+			  "PRAGMA foreign_keys=ON;"
+			  "PRAGMA cache_size=-8192;"
+			  "PRAGMA temp_store=MEMORY;",
+			  NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		ret = ferr_set(err, store_errno(rc), "cannot set up %s: %s",
+			       path, sqlite3_errmsg(st->db));
+		goto fail;
+	}
+	*out = st;
+	return 0;
+fail:
+	store_close(st);
+	return ret;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	for (int b = 0; b < STMT_BUCKETS; b++) {
+		struct stmt_entry *e = st->stmts[b], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			sqlite3_finalize(e->stmt);
+			free(e);
+		}
+	}
+	sqlite3_close(st->db);
+	free(st->path);
+	free(st);
+}

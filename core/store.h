@@ -1,0 +1,93 @@
+/*
+ * store: the one SQLite database that holds every session.
+ *
+ * store_open() opens or creates the database file, checks that it is a
+ * flowfs database (PRAGMA application_id), and migrates older schemas
+ * forward inside one transaction.  It refuses, with a message for a person,
+ * a file that is not a database, a database of another application, and a
+ * schema newer than this build knows.
+ *
+ * The connection runs in WAL mode (other processes may read while flowfs
+ * writes), with foreign keys on and synchronous=NORMAL: a committed
+ * transaction survives a killed process; store_commit(st, true) also makes
+ * it survive power loss (the fsync path).
+ *
+ * Statements are prepared once and cached by their SQL text's address:
+ *
+ *	static const char sql[] = "SELECT ... WHERE ino = ?1";
+ *	sqlite3_stmt *q = store_stmt(st, sql);   // reset, bindings cleared
+ *	if (!q) return -EIO;
+ *	sqlite3_bind_int64(q, 1, ino);
+ *	rc = sqlite3_step(q);
+ *	...
+ *	store_done(q);                           // always, on every path
+ *
+ * A store is not thread-safe: its user serializes calls (flowfs holds one
+ * lock around every filesystem request).
+ *
+ * Errors from SQLite become errnos through store_errno(): SQLITE_BUSY and
+ * SQLITE_LOCKED become -EAGAIN (another process holds the write lock; the
+ * caller may retry), SQLITE_FULL -ENOSPC, SQLITE_READONLY -EROFS,
+ * SQLITE_NOMEM -ENOMEM, SQLITE_TOOBIG -EFBIG, anything else -EIO.
+ */
+#ifndef FLOWFS_STORE_H
+#define FLOWFS_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+#include "ferr.h"
+
+/* The schema version this build creates and understands. */
+#define STORE_SCHEMA_VERSION 1
+/* 'FlFS': marks a database as flowfs's (PRAGMA application_id). */
+#define STORE_APPLICATION_ID 0x466c4653
+
+struct store;
+
+/*
+ * Open (creating if missing) the database at `path`.  The parent folder
+ * must exist.  On failure returns a negative errno and a one-line reason.
+ */
+int store_open(struct store **out, const char *path, struct ferr *err);
+void store_close(struct store *st);
+
+sqlite3 *store_db(struct store *st);
+const char *store_path(const struct store *st);
+
+/* The cached statement for `sql` (same address each call), reset. */
+sqlite3_stmt *store_stmt(struct store *st, const char *sql);
+/* Reset a statement from store_stmt() so it holds no read snapshot. */
+void store_done(sqlite3_stmt *stmt);
+
+/* Execute one statement that returns no rows; 0 or -errno. */
+int store_exec(struct store *st, const char *sql);
+
+/*
+ * Transactions.  store_begin() starts an IMMEDIATE transaction (the write
+ * lock is taken up front, so a busy database fails here, before any work).
+ * store_commit(st, durable): durable=true syncs the WAL to disk before
+ * returning (SQLite synchronous=FULL for this commit).  store_rollback()
+ * is safe to call when no transaction is open.
+ */
+int store_begin(struct store *st);
+int store_commit(struct store *st, bool durable);
+void store_rollback(struct store *st);
+
+/*
+ * Make every transaction committed so far survive power loss (the WAL is
+ * synced); for fsync() of something with no pending changes.
+ */
+int store_sync(struct store *st);
+
+/* The errno for an SQLite result code (see above). */
+int store_errno(int sqlite_rc);
+
+/* Log-friendly text of the last error on this connection. */
+const char *store_errmsg(struct store *st);
+
+/* Current time as nanoseconds since the epoch (CLOCK_REALTIME). */
+int64_t store_now_ns(void);
+
+#endif

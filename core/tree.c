@@ -1,0 +1,1188 @@
+#include "tree.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Gathered writes past these limits go to the store before the close. */
+#define FILE_DIRTY_LIMIT (8 * 1024 * 1024)
+#define TOTAL_DIRTY_LIMIT (32 * 1024 * 1024)
+#define OPEN_BUCKETS 256
+
+struct dirty_chunk {
+	int64_t idx;
+	size_t len;		/* bytes of data held, from the chunk start */
+	size_t stored_len;	/* length of the chunk in the store before */
+	char *data;		/* TREE_CHUNK_SIZE bytes */
+};
+
+/* One per inode with open handles, shared by them. */
+struct open_file {
+	uint64_t ino;
+	int handles;
+	bool orphan;		/* unlinked while open */
+	int64_t size;		/* as the caller sees it */
+	int64_t stored_size;	/* as in the store */
+	int64_t alloc;		/* stored alloc */
+	int64_t mtime_ns, ctime_ns;
+	bool attr_dirty;
+	struct dirty_chunk *chunks;
+	size_t nchunks, chunks_alloc;
+	size_t dirty_bytes;
+	struct open_file *next;
+};
+
+struct tree {
+	struct store *st;
+	struct open_file *open[OPEN_BUCKETS];
+	size_t dirty_bytes;
+};
+
+#define ATTR_COLUMNS \
+	"ino, session, mode, uid, gid, nlink, size, alloc, atime_ns, mtime_ns," \
+	" ctime_ns, parent IS NULL AND nlink > 0"
+
+static void row_to_attr(sqlite3_stmt *q, int col, struct tree_attr *a)
+{
+	a->ino = (uint64_t)sqlite3_column_int64(q, col + 0);
+	a->session = sqlite3_column_int64(q, col + 1);
+	a->mode = (uint32_t)sqlite3_column_int64(q, col + 2);
+	a->uid = (uint32_t)sqlite3_column_int64(q, col + 3);
+	a->gid = (uint32_t)sqlite3_column_int64(q, col + 4);
+	a->nlink = (uint32_t)sqlite3_column_int64(q, col + 5);
+	a->size = sqlite3_column_int64(q, col + 6);
+	a->alloc = sqlite3_column_int64(q, col + 7);
+	a->atime_ns = sqlite3_column_int64(q, col + 8);
+	a->mtime_ns = sqlite3_column_int64(q, col + 9);
+	a->ctime_ns = sqlite3_column_int64(q, col + 10);
+	a->session_root = sqlite3_column_int(q, col + 11);
+}
+
+static int step_errno(int rc)
+{
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : store_errno(rc);
+}
+
+/* ---- open-file table ------------------------------------------------ */
+
+static struct open_file **open_slot(struct tree *t, uint64_t ino)
+{
+	struct open_file **p = &t->open[ino % OPEN_BUCKETS];
+
+	while (*p && (*p)->ino != ino)
+		p = &(*p)->next;
+	return p;
+}
+
+static struct open_file *open_find(struct tree *t, uint64_t ino)
+{
+	return *open_slot(t, ino);
+}
+
+static void overlay_open(struct tree *t, struct tree_attr *a)
+{
+	struct open_file *f = open_find(t, a->ino);
+	int64_t pending = 0;
+
+	if (!f)
+		return;
+	a->size = f->size;
+	a->mtime_ns = f->mtime_ns;
+	a->ctime_ns = f->ctime_ns;
+	for (size_t i = 0; i < f->nchunks; i++)
+		pending += (int64_t)f->chunks[i].len -
+			   (int64_t)f->chunks[i].stored_len;
+	a->alloc = f->alloc + pending;
+}
+
+static void drop_chunks(struct tree *t, struct open_file *f)
+{
+	for (size_t i = 0; i < f->nchunks; i++)
+		free(f->chunks[i].data);
+	f->nchunks = 0;
+	t->dirty_bytes -= f->dirty_bytes;
+	f->dirty_bytes = 0;
+}
+
+/* ---- attributes, lookup --------------------------------------------- */
+
+int tree_getattr(struct tree *t, uint64_t ino, struct tree_attr *out)
+{
+	static const char sql[] =
+		"SELECT " ATTR_COLUMNS " FROM inodes WHERE ino = ?1";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		row_to_attr(q, 0, out);
+	else
+		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	store_done(q);
+	if (!ret)
+		overlay_open(t, out);
+	return ret;
+}
+
+int tree_lookup(struct tree *t, uint64_t parent, const char *name,
+		struct tree_attr *out)
+{
+	static const char sql[] = "SELECT " ATTR_COLUMNS
+		" FROM inodes WHERE parent = ?1 AND name = ?2";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)parent);
+	sqlite3_bind_blob(q, 2, name, (int)strlen(name), SQLITE_STATIC);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		row_to_attr(q, 0, out);
+	else
+		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	store_done(q);
+	if (!ret)
+		overlay_open(t, out);
+	return ret;
+}
+
+/* Add `delta` to a folder's link count and stamp its mtime/ctime. */
+static int touch_dir(struct tree *t, uint64_t dir, int delta, int64_t now)
+{
+	static const char sql[] = "UPDATE inodes SET nlink = nlink + ?2,"
+		" mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)dir);
+	sqlite3_bind_int(q, 2, delta);
+	sqlite3_bind_int64(q, 3, now);
+	rc = sqlite3_step(q);
+	store_done(q);
+	return step_errno(rc);
+}
+
+static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
+			const char *name, uint32_t mode, uint32_t uid,
+			uint32_t gid, const char *target, int64_t now,
+			struct tree_attr *out)
+{
+	static const char sql[] =
+		"INSERT INTO inodes(session, parent, name, mode, uid, gid, nlink,"
+		" size, alloc, atime_ns, mtime_ns, ctime_ns, target)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?9, ?10)";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	bool dir = S_ISDIR(mode);
+	int64_t size = target ? (int64_t)strlen(target) : 0;
+	int rc;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	if (parent)
+		sqlite3_bind_int64(q, 2, (int64_t)*parent);
+	if (name)
+		sqlite3_bind_blob(q, 3, name, (int)strlen(name), SQLITE_STATIC);
+	sqlite3_bind_int64(q, 4, mode);
+	sqlite3_bind_int64(q, 5, uid);
+	sqlite3_bind_int64(q, 6, gid);
+	sqlite3_bind_int(q, 7, dir ? 2 : 1);
+	sqlite3_bind_int64(q, 8, size);
+	sqlite3_bind_int64(q, 9, now);
+	if (target)
+		sqlite3_bind_blob(q, 10, target, (int)size, SQLITE_STATIC);
+	rc = sqlite3_step(q);
+	store_done(q);
+	if (rc == SQLITE_CONSTRAINT)
+		return -EEXIST;
+	if (rc != SQLITE_DONE)
+		return store_errno(rc);
+	*out = (struct tree_attr){
+		.ino = (uint64_t)sqlite3_last_insert_rowid(store_db(t->st)),
+		.session = session, .mode = mode, .uid = uid, .gid = gid,
+		.nlink = dir ? 2 : 1, .size = size,
+		.atime_ns = now, .mtime_ns = now, .ctime_ns = now,
+		.session_root = !parent,
+	};
+	return 0;
+}
+
+int tree_create_root(struct tree *t, int64_t session, uint32_t mode,
+		     uint32_t uid, uint32_t gid, struct tree_attr *out)
+{
+	return insert_inode(t, session, NULL, NULL, S_IFDIR | (mode & 07777),
+			    uid, gid, NULL, store_now_ns(), out);
+}
+
+int tree_create(struct tree *t, uint64_t parent, const char *name,
+		uint32_t mode, uint32_t uid, uint32_t gid, const char *target,
+		struct tree_attr *out)
+{
+	struct tree_attr dir;
+	int64_t now = store_now_ns();
+	int ret;
+
+	if (!S_ISREG(mode) && !S_ISDIR(mode) && !S_ISLNK(mode))
+		return -EPERM;
+	if (S_ISLNK(mode) && (!target || !*target))
+		return -ENOENT;
+	ret = store_begin(t->st);
+	if (ret < 0)
+		return ret;
+	ret = tree_getattr(t, parent, &dir);
+	if (ret < 0)
+		goto out;
+	if (!S_ISDIR(dir.mode)) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	ret = insert_inode(t, dir.session, &parent, name, mode, uid, gid,
+			   S_ISLNK(mode) ? target : NULL, now, out);
+	if (ret < 0)
+		goto out;
+	ret = touch_dir(t, parent, S_ISDIR(mode) ? 1 : 0, now);
+	if (ret < 0)
+		goto out;
+	ret = store_commit(t->st, false);
+	return ret;
+out:
+	store_rollback(t->st);
+	return ret;
+}
+
+/* ---- removal ---------------------------------------------------------- */
+
+static int delete_inode(struct tree *t, uint64_t ino)
+{
+	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	rc = sqlite3_step(q);
+	store_done(q);
+	return step_errno(rc);
+}
+
+/* Take a row out of its folder; its data stays while it is open. */
+static int detach_inode(struct tree *t, uint64_t ino)
+{
+	static const char sql[] = "UPDATE inodes SET parent = NULL, name = NULL,"
+		" nlink = 0, ctime_ns = ?2 WHERE ino = ?1";
+	struct open_file *f = open_find(t, ino);
+	sqlite3_stmt *q;
+	int rc;
+
+	if (!f)
+		return delete_inode(t, ino);
+	q = store_stmt(t->st, sql);
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	sqlite3_bind_int64(q, 2, store_now_ns());
+	rc = sqlite3_step(q);
+	store_done(q);
+	if (rc == SQLITE_DONE)
+		f->orphan = true;
+	return step_errno(rc);
+}
+
+static int has_children(struct tree *t, uint64_t dir, bool *has)
+{
+	static const char sql[] =
+		"SELECT EXISTS (SELECT 1 FROM inodes WHERE parent = ?1)";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)dir);
+	rc = sqlite3_step(q);
+	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
+	store_done(q);
+	return step_errno(rc);
+}
+
+static int remove_entry(struct tree *t, uint64_t parent, const char *name,
+			bool want_dir)
+{
+	struct tree_attr a;
+	bool has;
+	int ret;
+
+	ret = store_begin(t->st);
+	if (ret < 0)
+		return ret;
+	ret = tree_lookup(t, parent, name, &a);
+	if (ret < 0)
+		goto out;
+	if (want_dir && !S_ISDIR(a.mode)) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	if (!want_dir && S_ISDIR(a.mode)) {
+		ret = -EISDIR;
+		goto out;
+	}
+	if (want_dir) {
+		ret = has_children(t, a.ino, &has);
+		if (ret < 0)
+			goto out;
+		if (has) {
+			ret = -ENOTEMPTY;
+			goto out;
+		}
+	}
+	ret = detach_inode(t, a.ino);
+	if (ret < 0)
+		goto out;
+	ret = touch_dir(t, parent, want_dir ? -1 : 0, store_now_ns());
+	if (ret < 0)
+		goto out;
+	return store_commit(t->st, false);
+out:
+	store_rollback(t->st);
+	return ret;
+}
+
+int tree_unlink(struct tree *t, uint64_t parent, const char *name)
+{
+	return remove_entry(t, parent, name, false);
+}
+
+int tree_rmdir(struct tree *t, uint64_t parent, const char *name)
+{
+	return remove_entry(t, parent, name, true);
+}
+
+/* Whether `dir` is `ancestor` or lies below it. */
+static int is_within(struct tree *t, uint64_t dir, uint64_t ancestor,
+		     bool *within)
+{
+	static const char sql[] =
+		"WITH RECURSIVE up(ino) AS (SELECT ?1 UNION ALL"
+		" SELECT i.parent FROM inodes i JOIN up ON i.ino = up.ino"
+		" WHERE i.parent IS NOT NULL)"
+		" SELECT EXISTS (SELECT 1 FROM up WHERE ino = ?2)";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)dir);
+	sqlite3_bind_int64(q, 2, (int64_t)ancestor);
+	rc = sqlite3_step(q);
+	*within = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
+	store_done(q);
+	return step_errno(rc);
+}
+
+static int move_inode(struct tree *t, uint64_t ino, uint64_t newparent,
+		      const char *newname, int64_t now)
+{
+	static const char sql[] = "UPDATE inodes SET parent = ?2, name = ?3,"
+		" ctime_ns = ?4 WHERE ino = ?1";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	sqlite3_bind_int64(q, 2, (int64_t)newparent);
+	sqlite3_bind_blob(q, 3, newname, (int)strlen(newname), SQLITE_STATIC);
+	sqlite3_bind_int64(q, 4, now);
+	rc = sqlite3_step(q);
+	store_done(q);
+	return step_errno(rc);
+}
+
+int tree_rename(struct tree *t, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, bool noreplace)
+{
+	struct tree_attr src, dst, np;
+	int64_t now = store_now_ns();
+	bool src_dir, has, within;
+	int ret;
+
+	ret = store_begin(t->st);
+	if (ret < 0)
+		return ret;
+	ret = tree_lookup(t, parent, name, &src);
+	if (ret < 0)
+		goto out;
+	ret = tree_getattr(t, newparent, &np);
+	if (ret < 0)
+		goto out;
+	if (!S_ISDIR(np.mode)) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	if (np.session != src.session) {
+		ret = -EXDEV;
+		goto out;
+	}
+	src_dir = S_ISDIR(src.mode);
+	if (src_dir) {
+		ret = is_within(t, newparent, src.ino, &within);
+		if (ret < 0)
+			goto out;
+		if (within) {
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	ret = tree_lookup(t, newparent, newname, &dst);
+	if (ret == 0) {
+		if (dst.ino == src.ino) {
+			ret = store_commit(t->st, false);
+			return ret;
+		}
+		if (noreplace) {
+			ret = -EEXIST;
+			goto out;
+		}
+		if (src_dir && !S_ISDIR(dst.mode)) {
+			ret = -ENOTDIR;
+			goto out;
+		}
+		if (!src_dir && S_ISDIR(dst.mode)) {
+			ret = -EISDIR;
+			goto out;
+		}
+		if (src_dir) {
+			ret = has_children(t, dst.ino, &has);
+			if (ret < 0)
+				goto out;
+			if (has) {
+				ret = -ENOTEMPTY;
+				goto out;
+			}
+			/* the replaced folder's ".." link goes away */
+			ret = touch_dir(t, newparent, -1, now);
+			if (ret < 0)
+				goto out;
+		}
+		ret = detach_inode(t, dst.ino);
+		if (ret < 0)
+			goto out;
+	} else if (ret != -ENOENT) {
+		goto out;
+	}
+	ret = move_inode(t, src.ino, newparent, newname, now);
+	if (ret < 0)
+		goto out;
+	ret = touch_dir(t, parent, src_dir ? -1 : 0, now);
+	if (ret < 0)
+		goto out;
+	ret = touch_dir(t, newparent, src_dir ? 1 : 0, now);
+	if (ret < 0)
+		goto out;
+	return store_commit(t->st, false);
+out:
+	store_rollback(t->st);
+	return ret;
+}
+
+/* ---- data ------------------------------------------------------------- */
+
+/* Chunks at or past `size` go; the chunk holding `size` is cut there. */
+static int cut_chunks(struct tree *t, uint64_t ino, int64_t size)
+{
+	static const char del[] =
+		"DELETE FROM chunks WHERE ino = ?1 AND idx >= ?2";
+	static const char cut[] =
+		"UPDATE chunks SET data = substr(data, 1, ?3)"
+		" WHERE ino = ?1 AND idx = ?2 AND length(data) > ?3";
+	static const char sum[] =
+		"UPDATE inodes SET alloc = (SELECT coalesce(sum(length(data)), 0)"
+		" FROM chunks WHERE ino = ?1) WHERE ino = ?1";
+	int64_t first_gone = (size + TREE_CHUNK_SIZE - 1) / TREE_CHUNK_SIZE;
+	sqlite3_stmt *q;
+	int rc;
+
+	q = store_stmt(t->st, del);
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	sqlite3_bind_int64(q, 2, first_gone);
+	rc = sqlite3_step(q);
+	store_done(q);
+	if (rc != SQLITE_DONE)
+		return store_errno(rc);
+	if (size % TREE_CHUNK_SIZE) {
+		q = store_stmt(t->st, cut);
+		if (!q)
+			return -EIO;
+		sqlite3_bind_int64(q, 1, (int64_t)ino);
+		sqlite3_bind_int64(q, 2, size / TREE_CHUNK_SIZE);
+		sqlite3_bind_int64(q, 3, size % TREE_CHUNK_SIZE);
+		rc = sqlite3_step(q);
+		store_done(q);
+		if (rc != SQLITE_DONE)
+			return store_errno(rc);
+	}
+	q = store_stmt(t->st, sum);
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	rc = sqlite3_step(q);
+	store_done(q);
+	return step_errno(rc);
+}
+
+/* Write an open file's gathered chunks and attributes; in a transaction. */
+static int write_out(struct tree *t, struct open_file *f)
+{
+	static const char put[] =
+		"INSERT OR REPLACE INTO chunks(ino, idx, data) VALUES (?1, ?2, ?3)";
+	static const char upd[] = "UPDATE inodes SET size = ?2, alloc = ?3,"
+		" mtime_ns = ?4, ctime_ns = ?5 WHERE ino = ?1";
+	int64_t alloc = f->alloc;
+	sqlite3_stmt *q;
+	int rc;
+
+	for (size_t i = 0; i < f->nchunks; i++) {
+		struct dirty_chunk *c = &f->chunks[i];
+
+		q = store_stmt(t->st, put);
+		if (!q)
+			return -EIO;
+		sqlite3_bind_int64(q, 1, (int64_t)f->ino);
+		sqlite3_bind_int64(q, 2, c->idx);
+		sqlite3_bind_blob(q, 3, c->data, (int)c->len, SQLITE_STATIC);
+		rc = sqlite3_step(q);
+		store_done(q);
+		if (rc != SQLITE_DONE)
+			return store_errno(rc);
+		alloc += (int64_t)c->len - (int64_t)c->stored_len;
+	}
+	q = store_stmt(t->st, upd);
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)f->ino);
+	sqlite3_bind_int64(q, 2, f->size);
+	sqlite3_bind_int64(q, 3, alloc);
+	sqlite3_bind_int64(q, 4, f->mtime_ns);
+	sqlite3_bind_int64(q, 5, f->ctime_ns);
+	rc = sqlite3_step(q);
+	store_done(q);
+	if (rc != SQLITE_DONE)
+		return store_errno(rc);
+	f->alloc = alloc;
+	return 0;
+}
+
+static int flush_file(struct tree *t, struct open_file *f, bool durable)
+{
+	int ret;
+
+	if (!f->nchunks && !f->attr_dirty)
+		return durable ? store_sync(t->st) : 0;
+	ret = store_begin(t->st);
+	if (ret < 0)
+		return ret;
+	ret = write_out(t, f);
+	if (ret < 0) {
+		store_rollback(t->st);
+		return ret;
+	}
+	ret = store_commit(t->st, durable);
+	if (ret < 0)
+		return ret;
+	f->stored_size = f->size;
+	f->attr_dirty = false;
+	drop_chunks(t, f);
+	return 0;
+}
+
+int tree_open(struct tree *t, uint64_t ino)
+{
+	struct open_file **slot = open_slot(t, ino), *f = *slot;
+	struct tree_attr a;
+	int ret;
+
+	if (f) {
+		f->handles++;
+		return 0;
+	}
+	ret = tree_getattr(t, ino, &a);
+	if (ret < 0)
+		return ret;
+	if (S_ISDIR(a.mode))
+		return -EISDIR;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->ino = ino;
+	f->handles = 1;
+	f->orphan = a.nlink == 0;
+	f->size = f->stored_size = a.size;
+	f->alloc = a.alloc;
+	f->mtime_ns = a.mtime_ns;
+	f->ctime_ns = a.ctime_ns;
+	*slot = f;
+	return 0;
+}
+
+int tree_flush(struct tree *t, uint64_t ino, bool durable)
+{
+	struct open_file *f = open_find(t, ino);
+
+	if (!f)
+		return 0;
+	return flush_file(t, f, durable);
+}
+
+int tree_release(struct tree *t, uint64_t ino)
+{
+	struct open_file **slot = open_slot(t, ino), *f = *slot;
+	int ret;
+
+	if (!f)
+		return 0;
+	if (--f->handles > 0)
+		return 0;
+	if (f->orphan) {
+		drop_chunks(t, f);
+		ret = delete_inode(t, ino);
+	} else {
+		ret = flush_file(t, f, false);
+		/* Nothing can report this error any more; the data stays
+		 * in memory only if we keep the file, which would leak. */
+		drop_chunks(t, f);
+	}
+	*slot = f->next;
+	free(f->chunks);
+	free(f);
+	return ret;
+}
+
+static struct dirty_chunk *find_chunk(struct open_file *f, int64_t idx)
+{
+	/* Writes are mostly sequential: look from the newest chunk back. */
+	for (size_t i = f->nchunks; i-- > 0;)
+		if (f->chunks[i].idx == idx)
+			return &f->chunks[i];
+	return NULL;
+}
+
+/* Read stored chunk `idx` into `buf` (zeros past its end); its length. */
+static int load_chunk(struct tree *t, uint64_t ino, int64_t idx, char *buf,
+		      size_t *len)
+{
+	static const char sql[] =
+		"SELECT data FROM chunks WHERE ino = ?1 AND idx = ?2";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc;
+
+	*len = 0;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	sqlite3_bind_int64(q, 2, idx);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		size_t n = (size_t)sqlite3_column_bytes(q, 0);
+
+		if (n > TREE_CHUNK_SIZE)
+			n = TREE_CHUNK_SIZE;
+		memcpy(buf, sqlite3_column_blob(q, 0), n);
+		*len = n;
+	}
+	store_done(q);
+	return step_errno(rc);
+}
+
+static int stored_chunk_len(struct tree *t, uint64_t ino, int64_t idx,
+			    size_t *len)
+{
+	static const char sql[] =
+		"SELECT length(data) FROM chunks WHERE ino = ?1 AND idx = ?2";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc;
+
+	*len = 0;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	sqlite3_bind_int64(q, 2, idx);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		*len = (size_t)sqlite3_column_int64(q, 0);
+	store_done(q);
+	return step_errno(rc);
+}
+
+/* The gathered chunk `idx`, created from the store's copy when needed. */
+static int get_chunk(struct tree *t, struct open_file *f, int64_t idx,
+		     bool whole, struct dirty_chunk **out)
+{
+	struct dirty_chunk *c = find_chunk(f, idx);
+	int ret = 0;
+
+	if (c) {
+		*out = c;
+		return 0;
+	}
+	if (f->nchunks == f->chunks_alloc) {
+		size_t n = f->chunks_alloc ? f->chunks_alloc * 2 : 16;
+		struct dirty_chunk *p = realloc(f->chunks, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		f->chunks = p;
+		f->chunks_alloc = n;
+	}
+	c = &f->chunks[f->nchunks];
+	memset(c, 0, sizeof(*c));
+	c->idx = idx;
+	c->data = calloc(1, TREE_CHUNK_SIZE);
+	if (!c->data)
+		return -ENOMEM;
+	/* Past the stored size no stored chunk can exist (truncate cuts). */
+	if (idx * TREE_CHUNK_SIZE < f->stored_size) {
+		if (whole)
+			ret = stored_chunk_len(t, f->ino, idx, &c->stored_len);
+		else
+			ret = load_chunk(t, f->ino, idx, c->data,
+					 &c->stored_len);
+		if (!whole)
+			c->len = c->stored_len;
+	}
+	if (ret < 0) {
+		free(c->data);
+		return ret;
+	}
+	f->nchunks++;
+	*out = c;
+	return 0;
+}
+
+int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
+	       int64_t off)
+{
+	struct open_file *f = open_find(t, ino);
+	size_t done = 0;
+	int ret;
+
+	if (!f)
+		return -EBADF;
+	if (off < 0)
+		return -EINVAL;
+	if (off > TREE_MAX_SIZE || (int64_t)size > TREE_MAX_SIZE - off)
+		return -EFBIG;
+	while (done < size) {
+		int64_t pos = off + (int64_t)done;
+		int64_t idx = pos / TREE_CHUNK_SIZE;
+		size_t in = (size_t)(pos % TREE_CHUNK_SIZE);
+		size_t n = TREE_CHUNK_SIZE - in;
+		struct dirty_chunk *c;
+		size_t before;
+
+		if (n > size - done)
+			n = size - done;
+		ret = get_chunk(t, f, idx, in == 0 && n == TREE_CHUNK_SIZE, &c);
+		if (ret < 0)
+			return ret;
+		before = c->len;
+		memcpy(c->data + in, buf + done, n);
+		if (in + n > c->len)
+			c->len = in + n;
+		/* bytes between the old end and `in` stay zero (calloc) */
+		f->dirty_bytes += c->len - before;
+		t->dirty_bytes += c->len - before;
+		done += n;
+	}
+	if (off + (int64_t)size > f->size)
+		f->size = off + (int64_t)size;
+	f->mtime_ns = f->ctime_ns = store_now_ns();
+	f->attr_dirty = true;
+	if (f->dirty_bytes >= FILE_DIRTY_LIMIT ||
+	    t->dirty_bytes >= TOTAL_DIRTY_LIMIT)
+		return flush_file(t, f, false);
+	return 0;
+}
+
+int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
+	      int64_t off, size_t *got)
+{
+	static const char sql[] = "SELECT idx, data FROM chunks"
+		" WHERE ino = ?1 AND idx BETWEEN ?2 AND ?3";
+	struct open_file *f = open_find(t, ino);
+	struct tree_attr a;
+	int64_t fsize, end, first, last;
+	sqlite3_stmt *q;
+	int rc, ret;
+
+	*got = 0;
+	if (off < 0)
+		return -EINVAL;
+	if (f) {
+		fsize = f->size;
+	} else {
+		ret = tree_getattr(t, ino, &a);
+		if (ret < 0)
+			return ret;
+		fsize = a.size;
+	}
+	if (off >= fsize || !size)
+		return 0;
+	end = fsize - off < (int64_t)size ? fsize : off + (int64_t)size;
+	memset(buf, 0, (size_t)(end - off));
+	first = off / TREE_CHUNK_SIZE;
+	last = (end - 1) / TREE_CHUNK_SIZE;
+	q = store_stmt(t->st, sql);
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	sqlite3_bind_int64(q, 2, first);
+	sqlite3_bind_int64(q, 3, last);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		int64_t cstart = sqlite3_column_int64(q, 0) * TREE_CHUNK_SIZE;
+		const char *data = sqlite3_column_blob(q, 1);
+		int64_t cend = cstart + sqlite3_column_bytes(q, 1);
+		int64_t from = cstart > off ? cstart : off;
+		int64_t to = cend < end ? cend : end;
+
+		if (from < to)
+			memcpy(buf + (from - off), data + (from - cstart),
+			       (size_t)(to - from));
+	}
+	store_done(q);
+	if (rc != SQLITE_DONE)
+		return store_errno(rc);
+	if (f) {
+		for (size_t i = 0; i < f->nchunks; i++) {
+			struct dirty_chunk *c = &f->chunks[i];
+			int64_t cstart = c->idx * TREE_CHUNK_SIZE;
+			int64_t cend = cstart + TREE_CHUNK_SIZE;
+			int64_t from = cstart > off ? cstart : off;
+			int64_t to = cend < end ? cend : end;
+
+			/* a gathered chunk holds the whole chunk's truth */
+			if (from < to)
+				memcpy(buf + (from - off), c->data + (from - cstart),
+				       (size_t)(to - from));
+		}
+	}
+	*got = (size_t)(end - off);
+	return 0;
+}
+
+int tree_read_all(struct tree *t, uint64_t ino, struct sbuf *out)
+{
+	struct tree_attr a;
+	size_t got;
+	int ret;
+
+	ret = tree_getattr(t, ino, &a);
+	if (ret < 0)
+		return ret;
+	if (!S_ISREG(a.mode))
+		return -EINVAL;
+	if (a.size > 64 * 1024 * 1024)
+		return -EFBIG;
+	if (sbuf_grow(out, (size_t)a.size) < 0)
+		return -ENOMEM;
+	ret = tree_read(t, ino, out->buf + out->len, (size_t)a.size, 0, &got);
+	if (ret < 0)
+		return ret;
+	sbuf_setlen(out, out->len + got);
+	return 0;
+}
+
+/* ---- setattr, readlink, readdir ---------------------------------------- */
+
+static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
+{
+	static const char sql[] = "UPDATE inodes SET size = ?2,"
+		" mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1";
+	struct open_file *f = open_find(t, ino);
+	sqlite3_stmt *q;
+	int ret, rc;
+
+	/* Gathered writes first, so the cut applies to them too. */
+	if (f && (f->nchunks || f->attr_dirty)) {
+		ret = write_out(t, f);
+		if (ret < 0)
+			return ret;
+		f->attr_dirty = false;
+		drop_chunks(t, f);
+	}
+	ret = cut_chunks(t, ino, size);
+	if (ret < 0)
+		return ret;
+	q = store_stmt(t->st, sql);
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	sqlite3_bind_int64(q, 2, size);
+	sqlite3_bind_int64(q, 3, now);
+	rc = sqlite3_step(q);
+	store_done(q);
+	return step_errno(rc);
+}
+
+int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
+		 struct tree_attr *out)
+{
+	static const char sql[] = "UPDATE inodes SET mode = ?2, uid = ?3,"
+		" gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7"
+		" WHERE ino = ?1";
+	struct open_file *f = open_find(t, ino);
+	struct tree_attr a;
+	int64_t now = store_now_ns();
+	sqlite3_stmt *q;
+	int ret, rc;
+
+	ret = store_begin(t->st);
+	if (ret < 0)
+		return ret;
+	ret = tree_getattr(t, ino, &a);
+	if (ret < 0)
+		goto out;
+	if (sa->what & TREE_SET_SIZE) {
+		if (!S_ISREG(a.mode)) {
+			ret = S_ISDIR(a.mode) ? -EISDIR : -EINVAL;
+			goto out;
+		}
+		if (sa->size < 0) {
+			ret = -EINVAL;
+			goto out;
+		}
+		if (sa->size > TREE_MAX_SIZE) {
+			ret = -EFBIG;
+			goto out;
+		}
+		/* POSIX: times change only when the size does */
+		if (sa->size != a.size) {
+			ret = set_size(t, ino, sa->size, now);
+			if (ret < 0)
+				goto out;
+			a.mtime_ns = a.ctime_ns = now;
+			if (f) {
+				f->size = f->stored_size = sa->size;
+				f->mtime_ns = f->ctime_ns = now;
+			}
+		}
+		a.size = sa->size;
+	}
+	if (sa->what & TREE_SET_MODE)
+		a.mode = (a.mode & S_IFMT) | (sa->mode & 07777);
+	if (sa->what & TREE_SET_UID)
+		a.uid = sa->uid;
+	if (sa->what & TREE_SET_GID)
+		a.gid = sa->gid;
+	if (sa->what & TREE_SET_ATIME_NOW)
+		a.atime_ns = now;
+	else if (sa->what & TREE_SET_ATIME)
+		a.atime_ns = sa->atime_ns;
+	if (sa->what & TREE_SET_MTIME_NOW)
+		a.mtime_ns = now;
+	else if (sa->what & TREE_SET_MTIME)
+		a.mtime_ns = sa->mtime_ns;
+	if (sa->what & TREE_SET_CTIME)
+		a.ctime_ns = sa->ctime_ns;
+	else if (sa->what & ~(unsigned)TREE_SET_SIZE)
+		a.ctime_ns = now;
+	if (f) {
+		f->mtime_ns = a.mtime_ns;
+		f->ctime_ns = a.ctime_ns;
+	}
+	q = store_stmt(t->st, sql);
+	if (!q) {
+		ret = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	sqlite3_bind_int64(q, 2, a.mode);
+	sqlite3_bind_int64(q, 3, a.uid);
+	sqlite3_bind_int64(q, 4, a.gid);
+	sqlite3_bind_int64(q, 5, a.atime_ns);
+	sqlite3_bind_int64(q, 6, a.mtime_ns);
+	sqlite3_bind_int64(q, 7, a.ctime_ns);
+	rc = sqlite3_step(q);
+	store_done(q);
+	ret = step_errno(rc);
+	if (ret < 0)
+		goto out;
+	ret = store_commit(t->st, false);
+	if (ret < 0)
+		return ret;
+	return tree_getattr(t, ino, out);
+out:
+	store_rollback(t->st);
+	return ret;
+}
+
+int tree_readlink(struct tree *t, uint64_t ino, struct sbuf *out)
+{
+	static const char sql[] =
+		"SELECT target FROM inodes WHERE ino = ?1 AND target IS NOT NULL";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		ret = sbuf_add(out, sqlite3_column_blob(q, 0),
+			       (size_t)sqlite3_column_bytes(q, 0));
+	else
+		ret = rc == SQLITE_DONE ? -EINVAL : store_errno(rc);
+	store_done(q);
+	return ret;
+}
+
+void tree_dir_free(struct tree_dir *dir)
+{
+	for (size_t i = 0; i < dir->n; i++)
+		free(dir->ents[i].name);
+	free(dir->ents);
+	dir->ents = NULL;
+	dir->n = 0;
+}
+
+int tree_readdir(struct tree *t, uint64_t ino, struct tree_dir *out)
+{
+	static const char sql[] = "SELECT name, " ATTR_COLUMNS
+		" FROM inodes WHERE parent = ?1 ORDER BY name";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	size_t alloc = 0;
+	int rc, ret = 0;
+
+	out->ents = NULL;
+	out->n = 0;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct tree_dirent *e;
+		size_t len = (size_t)sqlite3_column_bytes(q, 0);
+
+		if (out->n == alloc) {
+			size_t n = alloc ? alloc * 2 : 32;
+			struct tree_dirent *p = realloc(out->ents, n * sizeof(*p));
+
+			if (!p) {
+				ret = -ENOMEM;
+				break;
+			}
+			out->ents = p;
+			alloc = n;
+		}
+		e = &out->ents[out->n];
+		e->name = malloc(len + 1);
+		if (!e->name) {
+			ret = -ENOMEM;
+			break;
+		}
+		memcpy(e->name, sqlite3_column_blob(q, 0), len);
+		e->name[len] = '\0';
+		row_to_attr(q, 1, &e->attr);
+		overlay_open(t, &e->attr);
+		out->n++;
+	}
+	store_done(q);
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	if (ret < 0)
+		tree_dir_free(out);
+	return ret;
+}
+
+int tree_session_has_data(struct tree *t, int64_t session, uint64_t root,
+			  uint64_t uploads, bool *has)
+{
+	static const char sql[] = "SELECT EXISTS (SELECT 1 FROM inodes"
+		" WHERE session = ?1 AND ino NOT IN (?2, ?3) AND nlink > 0)";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	sqlite3_bind_int64(q, 2, (int64_t)root);
+	sqlite3_bind_int64(q, 3, (int64_t)uploads);
+	rc = sqlite3_step(q);
+	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
+	store_done(q);
+	return step_errno(rc);
+}
+
+int tree_forget_session(struct tree *t, int64_t session)
+{
+	static const char sql[] = "SELECT ino FROM inodes WHERE session = ?1";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	int rc;
+
+	/* Open files of the session lose their gathered writes: the rows
+	 * they would go to are deleted by the caller's transaction. */
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct open_file *f =
+			open_find(t, (uint64_t)sqlite3_column_int64(q, 0));
+
+		if (f) {
+			drop_chunks(t, f);
+			f->orphan = true;
+		}
+	}
+	store_done(q);
+	return step_errno(rc);
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+int tree_new(struct tree **out, struct store *st)
+{
+	struct tree *t = calloc(1, sizeof(*t));
+	int ret;
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	t->st = st;
+	/* Files unlinked while open when the last daemon died. */
+	ret = store_exec(st, "DELETE FROM inodes WHERE nlink = 0 AND parent IS NULL"
+			 " AND ino NOT IN (SELECT root_ino FROM sessions)");
+	if (ret < 0) {
+		free(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+void tree_free(struct tree *t)
+{
+	if (!t)
+		return;
+	for (int b = 0; b < OPEN_BUCKETS; b++) {
+		struct open_file *f = t->open[b], *next;
+
+		for (; f; f = next) {
+			next = f->next;
+			if (f->orphan)
+				delete_inode(t, f->ino);
+			else
+				flush_file(t, f, true);
+			drop_chunks(t, f);
+			free(f->chunks);
+			free(f);
+		}
+	}
+	free(t);
+}

@@ -1,0 +1,146 @@
+/*
+ * tree: the real files of a session — its root folder, uploads/ and all
+ * below it, and scratch files — as rows of the store, with their data in
+ * fixed-size chunks.
+ *
+ * Every object is addressed by its inode number (a row id, never reused).
+ * A session's root folder is a row without a parent; everything else hangs
+ * below a folder row by name.  Names are bytes (checked by fname).
+ *
+ * Open files.  tree_open() / tree_release() count the open handles of an
+ * inode.  While a file is open, writes are gathered in memory, chunk by
+ * chunk, and written to the store in one transaction by tree_flush() (the
+ * close/fsync path), by tree_release(), or when the gathered bytes pass a
+ * limit (so a large copy never holds more than a few MiB).  Reads and
+ * getattr see gathered bytes at once.  A file unlinked while open keeps
+ * its row (without a name) until the last release, so its data stays
+ * readable through the open descriptors; rows left so by a crash are
+ * removed by tree_new().
+ *
+ * Errors are negative errnos: -ENOENT, -ENOTDIR, -EISDIR, -EEXIST,
+ * -ENOTEMPTY, -EINVAL (rename into own subtree), -EXDEV (rename across
+ * sessions), -EFBIG, -EAGAIN (database busy), -EIO.
+ *
+ * Not thread-safe; the caller serializes (see store.h).
+ */
+#ifndef FLOWFS_TREE_H
+#define FLOWFS_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sbuf.h"
+#include "store.h"
+
+#define TREE_CHUNK_SIZE (64 * 1024)
+/* Largest file size accepted (sparse files may go this far). */
+#define TREE_MAX_SIZE ((int64_t)1 << 50)
+
+struct tree_attr {
+	uint64_t ino;
+	int64_t session;
+	uint32_t mode;		/* includes the S_IFMT type bits */
+	uint32_t uid, gid;
+	uint32_t nlink;
+	int64_t size;
+	int64_t alloc;		/* bytes of data stored (sparse files hold less) */
+	int64_t atime_ns, mtime_ns, ctime_ns;
+	bool session_root;	/* the root folder of its session */
+};
+
+/* What tree_setattr() changes; a flag per field. */
+enum {
+	TREE_SET_MODE = 1 << 0,
+	TREE_SET_UID = 1 << 1,
+	TREE_SET_GID = 1 << 2,
+	TREE_SET_SIZE = 1 << 3,
+	TREE_SET_ATIME = 1 << 4,
+	TREE_SET_MTIME = 1 << 5,
+	TREE_SET_ATIME_NOW = 1 << 6,
+	TREE_SET_MTIME_NOW = 1 << 7,
+	TREE_SET_CTIME = 1 << 8,
+};
+
+struct tree_setattr {
+	unsigned what;
+	uint32_t mode, uid, gid;
+	int64_t size;
+	int64_t atime_ns, mtime_ns, ctime_ns;
+};
+
+struct tree_dirent {
+	char *name;
+	struct tree_attr attr;
+};
+
+struct tree_dir {
+	struct tree_dirent *ents;
+	size_t n;
+};
+
+struct tree;
+
+/* Bind to an open store; removes rows orphaned by an earlier crash. */
+int tree_new(struct tree **out, struct store *st);
+/* Flushes every open file's gathered writes, then frees. */
+void tree_free(struct tree *t);
+
+/* Create the root folder of a new session (no parent, no name). */
+int tree_create_root(struct tree *t, int64_t session, uint32_t mode,
+		     uint32_t uid, uint32_t gid, struct tree_attr *out);
+
+int tree_getattr(struct tree *t, uint64_t ino, struct tree_attr *out);
+int tree_lookup(struct tree *t, uint64_t parent, const char *name,
+		struct tree_attr *out);
+
+/*
+ * Create `name` in folder `parent`: a regular file, folder or symlink
+ * according to the S_IFMT bits of `mode` (symlinks take `target`).
+ * -EEXIST when the name is taken.
+ */
+int tree_create(struct tree *t, uint64_t parent, const char *name,
+		uint32_t mode, uint32_t uid, uint32_t gid, const char *target,
+		struct tree_attr *out);
+
+/* Remove a non-folder (tree_unlink) or an empty folder (tree_rmdir). */
+int tree_unlink(struct tree *t, uint64_t parent, const char *name);
+int tree_rmdir(struct tree *t, uint64_t parent, const char *name);
+
+/*
+ * rename(2) inside one session.  `noreplace`: -EEXIST when the target
+ * exists.  A target that exists is replaced (a folder only by a folder,
+ * and only when empty).
+ */
+int tree_rename(struct tree *t, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, bool noreplace);
+
+int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
+		 struct tree_attr *out);
+int tree_readlink(struct tree *t, uint64_t ino, struct sbuf *out);
+
+/* A snapshot of a folder's entries, sorted by name; free with tree_dir_free. */
+int tree_readdir(struct tree *t, uint64_t ino, struct tree_dir *out);
+void tree_dir_free(struct tree_dir *dir);
+
+/* Whether a session holds any row besides the given ones (user data). */
+int tree_session_has_data(struct tree *t, int64_t session, uint64_t root,
+			  uint64_t uploads, bool *has);
+
+/* Open files (see above). */
+int tree_open(struct tree *t, uint64_t ino);
+int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
+	      int64_t off, size_t *got);
+int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
+	       int64_t off);
+int tree_flush(struct tree *t, uint64_t ino, bool durable);
+int tree_release(struct tree *t, uint64_t ino);
+
+/* Read a whole file (a scratch file renamed onto a document). */
+int tree_read_all(struct tree *t, uint64_t ino, struct sbuf *out);
+
+/* Delete every row of a session's tree (the session itself goes too). */
+int tree_forget_session(struct tree *t, int64_t session);
+
+#endif

@@ -1,0 +1,237 @@
+/*
+ * flowfs [--db=FILE] [-f] [-d] [-o OPTS] MOUNTPOINT
+ *
+ * Everything that can be wrong before mounting (the database, the
+ * mountpoint) is checked first and reported as one line on stderr, before
+ * the daemon detaches, so the caller's exit status tells the truth.
+ */
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flowfs-config.h"
+#include "fs.h"
+
+struct options {
+	char *db;
+	int help;
+	int version;
+};
+
+#define OPT(t, p) { t, offsetof(struct options, p), 1 }
+static const struct fuse_opt option_spec[] = {
+	{ "--db=%s", offsetof(struct options, db), 0 },
+	OPT("--help", help),
+	OPT("-h", help),
+	OPT("--version", version),
+	OPT("-V", version),
+	FUSE_OPT_END
+};
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [--db=FILE] [-f] [-d] [-o OPTS] MOUNTPOINT\n"
+	       "\n"
+	       "Shows the agent workflow sessions stored in FILE as folders.\n"
+	       "\n"
+	       "  --db=FILE   the database (default $XDG_DATA_HOME/flowfs/flowfs.db,\n"
+	       "              i.e. ~/.local/share/flowfs/flowfs.db; created if missing)\n"
+	       "  -f          stay in the foreground\n"
+	       "  -d          debug: print every request (implies -f)\n"
+	       "  -o OPTS     mount options (see mount.fuse3(8))\n"
+	       "  -V          print the version\n"
+	       "\n"
+	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog);
+}
+
+/* mkdir -p of the folder that holds `path`. */
+static int make_parent_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+/* An absolute path for `path`, so the daemon's chdir("/") changes nothing. */
+static char *absolute_path(const char *path)
+{
+	char cwd[PATH_MAX];
+	char *out = NULL;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	if (asprintf(&out, "%s/%s", cwd, path) < 0)
+		return NULL;
+	return out;
+}
+
+static char *default_db_path(void)
+{
+	const char *data = getenv("XDG_DATA_HOME");
+	const char *home = getenv("HOME");
+	char *path = NULL;
+
+	if (data && data[0] == '/') {
+		if (asprintf(&path, "%s/flowfs/flowfs.db", data) < 0)
+			return NULL;
+	} else if (home && *home) {
+		if (asprintf(&path, "%s/.local/share/flowfs/flowfs.db", home) < 0)
+			return NULL;
+	}
+	return path;
+}
+
+/* Open (creating, migrating) the store; one line on stderr on failure. */
+static int open_store(const char *db, struct store **out)
+{
+	struct ferr err = FERR_INIT;
+	int ret;
+
+	ret = make_parent_dirs(db);
+	if (ret < 0) {
+		fprintf(stderr, "flowfs: cannot create the folder for %s: %s\n",
+			db, strerror(-ret));
+		return ret;
+	}
+	ret = store_open(out, db, &err);
+	if (ret < 0)
+		fprintf(stderr, "flowfs: %s\n", err.message);
+	return ret;
+}
+
+static int check_mountpoint(const char *mp)
+{
+	struct stat st;
+
+	if (stat(mp, &st) < 0) {
+		fprintf(stderr, "flowfs: mountpoint %s: %s\n", mp,
+			strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "flowfs: mountpoint %s is not a folder\n", mp);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts cmd = { 0 };
+	struct options opts = { 0 };
+	struct flowfs fs = { 0 };
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *loop = NULL;
+	char *db = NULL;
+	int ret = 1;
+
+	if (fuse_opt_parse(&args, &opts, option_spec, NULL) < 0)
+		return 1;
+	if (opts.help) {
+		usage(argv[0]);
+		ret = 0;
+		goto out;
+	}
+	if (opts.version) {
+		printf("flowfs %s (database schema %d)\n", FLOWFS_VERSION,
+		       STORE_SCHEMA_VERSION);
+		ret = 0;
+		goto out;
+	}
+	if (fuse_parse_cmdline(&args, &cmd) < 0)
+		goto out;
+	if (!cmd.mountpoint) {
+		fprintf(stderr, "flowfs: no mountpoint given (see flowfs --help)\n");
+		goto out;
+	}
+	db = opts.db ? absolute_path(opts.db) : default_db_path();
+	if (!db) {
+		fprintf(stderr, "flowfs: no --db given and $HOME is not set\n");
+		goto out;
+	}
+	if (check_mountpoint(cmd.mountpoint) < 0)
+		goto out;
+	/*
+	 * Check and migrate the database now, in the process the caller
+	 * waits for.  It is opened again after detaching: SQLite's locks
+	 * belong to a process and do not survive fork().
+	 */
+	if (open_store(db, &fs.st) < 0)
+		goto out;
+	store_close(fs.st);
+	fs.st = NULL;
+
+	fuse_opt_add_arg(&args, "-odefault_permissions,subtype=flowfs,fsname=flowfs");
+	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
+	if (!se)
+		goto out;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out;
+	if (fuse_session_mount(se, cmd.mountpoint) != 0)
+		goto out_handlers;
+	fuse_daemonize(cmd.foreground);
+
+	if (open_store(db, &fs.st) < 0)
+		goto out_unmount;
+	if (tree_new(&fs.tree, fs.st) < 0) {
+		fprintf(stderr, "flowfs: cannot read %s\n", db);
+		goto out_unmount;
+	}
+	pthread_mutex_init(&fs.lock, NULL);
+	fs.mountpoint = realpath(cmd.mountpoint, NULL);
+	fs.mounted_ns = store_now_ns();
+	fs.uid = getuid();
+	fs.gid = getgid();
+
+	loop = fuse_loop_cfg_create();
+	if (!loop)
+		goto out_unmount;
+	fuse_loop_cfg_set_clone_fd(loop, (unsigned)cmd.clone_fd);
+	/* Unset, libfuse 3.14 warns "Ignoring invalid max threads value". */
+	fuse_loop_cfg_set_max_threads(loop, 8);
+	fuse_loop_cfg_set_idle_threads(loop, 4);
+	ret = cmd.singlethread ? fuse_session_loop(se)
+			       : fuse_session_loop_mt(se, loop);
+	ret = ret != 0;
+
+out_unmount:
+	fuse_session_unmount(se);
+out_handlers:
+	fuse_remove_signal_handlers(se);
+out:
+	if (se)
+		fuse_session_destroy(se);
+	if (loop)
+		fuse_loop_cfg_destroy(loop);
+	tree_free(fs.tree);
+	store_close(fs.st);
+	if (fs.tree)
+		pthread_mutex_destroy(&fs.lock);
+	free(fs.mountpoint);
+	free(db);
+	free(cmd.mountpoint);
+	free(opts.db);
+	fuse_opt_free_args(&args);
+	return ret;
+}
