@@ -49,12 +49,28 @@ def log(msg):
 
 # ---------------------------------------------------------------- helpers
 
+def spawn_daemon(cmd, logpath):
+    """Start a FUSE daemon in the foreground as our child.
+
+    Its own session keeps a Ctrl-C meant for us from reaching it (we unmount
+    in order instead); stderr goes to a file, as a pipe nobody reads could
+    fill up and stall the daemon."""
+    with open(logpath, "ab") as err:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True)
+    proc.logpath = logpath
+    return proc
+
+
 def wait_for(pred, timeout, what, proc=None):
     """Poll pred() every 0.5 ms; fail early if proc (the daemon) died."""
     deadline = time.monotonic() + timeout
     while not pred():
         if proc is not None and proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            err = ""
+            with contextlib.suppress(OSError, AttributeError):
+                with open(proc.logpath, errors="replace") as f:
+                    err = f.read()[-2000:]
             raise RuntimeError(f"{what}: daemon exited with {proc.returncode}: {err.strip()}")
         if time.monotonic() > deadline:
             raise RuntimeError(f"{what}: timed out after {timeout} s")
@@ -267,9 +283,7 @@ class FuseTarget(Target):
         raise NotImplementedError
 
     def mount(self):
-        self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     start_new_session=True)
+        self.proc = spawn_daemon(self.command(), os.path.join(self.base, "daemon.log"))
         wait_for(lambda: mounted(self.mnt), 30, f"mounting {self.name}", self.proc)
         self.pid = self.proc.pid
 
@@ -491,14 +505,15 @@ def m_create_files(t, ctx):
 
 
 def _ls_l(path, ctx, expect):
+    """entries/s of `ls -l path > /dev/null`; the count is checked afterwards."""
     t0 = time.perf_counter()
-    r = subprocess.run(["ls", "-l", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    r = subprocess.run(["ls", "-l", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"ls -l {path}: {r.stderr.decode().strip()}")
-    lines = r.stdout.count(b"\n") - 1  # "total N"
-    if lines != expect:
-        raise RuntimeError(f"ls -l {path}: {lines} entries, expected {expect}")
+    got = len(os.listdir(path))
+    if got != expect:
+        raise RuntimeError(f"ls -l {path}: {got} entries, expected {expect}")
     return expect / dt
 
 
@@ -603,9 +618,7 @@ def build_big_db(binary, path, nsessions, per_session, chunk, base):
     db = os.path.join(tmp.path, "flowfs.db")
     proc = None
     try:
-        proc = subprocess.Popen([binary, f"--db={db}", "-f", mnt],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = spawn_daemon([binary, f"--db={db}", "-f", mnt], mnt + ".log")
         wait_for(lambda: mounted(mnt), 30, "mounting flowfs to build the database", proc)
         t0 = time.monotonic()
         for i in range(nsessions):
@@ -647,9 +660,7 @@ def flowfs_version(binary, base):
     os.makedirs(mnt, exist_ok=True)
     proc = None
     try:
-        proc = subprocess.Popen([binary, f"--db={tmp.path}/v.db", "-f", mnt],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = spawn_daemon([binary, f"--db={tmp.path}/v.db", "-f", mnt], mnt + ".log")
         wait_for(lambda: mounted(mnt), 30, "mounting flowfs", proc)
         try:
             with open(os.path.join(mnt, ".flowfs", "version")) as f:
@@ -680,9 +691,13 @@ def mount_timed(binary, db, mnt, ctx):
     Without -f flowfs returns once the mount is ready; that is what a person
     waits for. If that mode fails, fall back to -f and poll for the mount.
     Returns (seconds, foreground process or None)."""
-    t0 = time.perf_counter()
-    r = subprocess.run([binary, f"--db={db}", mnt], stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+    # stderr to a file: the daemonized child may keep a pipe open.
+    with open(mnt + ".log", "w+b") as err:
+        t0 = time.perf_counter()
+        r = subprocess.run([binary, f"--db={db}", mnt], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=err, timeout=60)
+        err.seek(0)
+        r.stderr = err.read()
     if r.returncode == 0:
         wait_for(lambda: mounted(mnt), 30, "flowfs mount")
         os.stat(mnt)
@@ -691,9 +706,7 @@ def mount_timed(binary, db, mnt, ctx):
              f"({r.stderr.decode(errors='replace').strip()}); timing -f until mounted")
     fuse_unmount(mnt)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([binary, f"--db={db}", "-f", mnt], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = spawn_daemon([binary, f"--db={db}", "-f", mnt], mnt + ".log")
     wait_for(lambda: mounted(mnt), 30, "flowfs mount", proc)
     os.stat(mnt)
     return time.perf_counter() - t0, proc
