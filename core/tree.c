@@ -745,7 +745,9 @@ static int get_chunk(struct tree *t, struct open_file *f, int64_t idx,
 	c = &f->chunks[f->nchunks];
 	memset(c, 0, sizeof(*c));
 	c->idx = idx;
-	c->data = calloc(1, TREE_CHUNK_SIZE);
+	/* Not zeroed: bytes past c->len are zeroed when a write skips
+	 * over them, and never read before that. */
+	c->data = malloc(TREE_CHUNK_SIZE);
 	if (!c->data)
 		return -ENOMEM;
 	/* Past the stored size no stored chunk can exist (truncate cuts). */
@@ -794,10 +796,11 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 		if (ret < 0)
 			return ret;
 		before = c->len;
+		if (in > c->len)
+			memset(c->data + c->len, 0, in - c->len);
 		memcpy(c->data + in, buf + done, n);
 		if (in + n > c->len)
 			c->len = in + n;
-		/* bytes between the old end and `in` stay zero (calloc) */
 		f->dirty_bytes += c->len - before;
 		t->dirty_bytes += c->len - before;
 		done += n;
@@ -864,14 +867,21 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 		for (size_t i = 0; i < f->nchunks; i++) {
 			struct dirty_chunk *c = &f->chunks[i];
 			int64_t cstart = c->idx * TREE_CHUNK_SIZE;
+			int64_t cdata = cstart + (int64_t)c->len;
 			int64_t cend = cstart + TREE_CHUNK_SIZE;
 			int64_t from = cstart > off ? cstart : off;
-			int64_t to = cend < end ? cend : end;
+			int64_t to = cdata < end ? cdata : end;
 
-			/* a gathered chunk holds the whole chunk's truth */
+			/* A gathered chunk holds the whole chunk's truth: its
+			 * data, then zeros (a stored copy, if any, was loaded
+			 * into it or entirely overwritten). */
 			if (from < to)
 				memcpy(buf + (from - off), c->data + (from - cstart),
 				       (size_t)(to - from));
+			from = cdata > off ? cdata : off;
+			to = cend < end ? cend : end;
+			if (from < to)
+				memset(buf + (from - off), 0, (size_t)(to - from));
 		}
 	}
 	*got = (size_t)(end - off);
