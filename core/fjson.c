@@ -517,7 +517,7 @@ static int explain(const char *text, size_t len, const json_error_t *je,
 
 		while (b > tok && text[b - 1] != '\\')
 			b--;
-		at = b ? b - 1 : 0;
+		at = b > tok ? b - 1 : tok;
 		show_token(shown, sizeof(shown), text + at, off - at);
 		SAY("invalid escape '%s' in a string (valid escapes: \\\" "
 		    "\\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)", shown);

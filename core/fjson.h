@@ -34,7 +34,13 @@
  * message instead: integers outside int64, reals that overflow a double
  * (Python would give inf), lone UTF-16 surrogate escapes ("\ud800"), and
  * "\u0000" inside object keys.  NaN and Infinity are not JSON and are
- * refused, as is nesting deeper than 2048 levels.
+ * refused, as are raw NUL bytes anywhere (jansson alone would silently
+ * skip some) and nesting deeper than 2048 levels.  Numbers written with a
+ * '.' or an exponent are reals (json_real), others integers (json_integer),
+ * as in Python; "-0" is the integer 0.
+ *
+ * tests/integration/test_json_fidelity.py checks all of this against
+ * Python byte for byte, through the helper tests/unit/json_echo.
  */
 #ifndef FLOWFS_FJSON_H
 #define FLOWFS_FJSON_H
@@ -65,7 +71,8 @@ char *fjson_dumps(const json_t *value);
  * document of any type; only whitespace may follow it.  On success `*out`
  * holds a new reference and 0 is returned.  On failure `*out` is NULL and
  * the return is -EINVAL (with err's message, line and column set; err's
- * path is left alone) or -ENOMEM.
+ * path is left alone) or -ENOMEM.  An empty or whitespace-only text is
+ * "the document is empty" with line and column 0.
  */
 int fjson_parse(json_t **out, const char *text, size_t len, struct ferr *err);
 

@@ -240,7 +240,7 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	ret = set_inodes(st, out->id, root.ino, uploads);
 	if (ret < 0)
 		goto out;
-	ret = store_commit(st, false);
+	ret = store_commit(st);
 	if (ret < 0)
 		return ret;
 	return session_get(st, out->id, out);
@@ -285,7 +285,7 @@ int session_delete(struct store *st, struct tree *t, int64_t id)
 		store_rollback(st);
 		return ret;
 	}
-	return store_commit(st, false);
+	return store_commit(st);
 }
 
 int session_rename(struct store *st, struct tree *t, const char *from,
@@ -343,7 +343,7 @@ int session_rename(struct store *st, struct tree *t, const char *from,
 	if (ret < 0)
 		goto out;
 done:
-	return store_commit(st, false);
+	return store_commit(st);
 out:
 	store_rollback(st);
 	return ret;
@@ -373,7 +373,7 @@ int session_renew_uploads(struct store *st, struct tree *t,
 	ret = add_links(st, s->root_ino, 1);
 	if (ret < 0)
 		goto out;
-	ret = store_commit(st, false);
+	ret = store_commit(st);
 	if (ret == 0)
 		s->uploads_ino = ino;
 	return ret;
@@ -560,7 +560,7 @@ int session_log(struct store *st, int64_t id, const char *path,
 	ret = step_errno(rc);
 	if (ret < 0)
 		goto rollback;
-	ret = store_commit(st, false);
+	ret = store_commit(st);
 	goto out;
 rollback:
 	store_rollback(st);

@@ -18,6 +18,7 @@ struct stmt_entry {
 struct store {
 	sqlite3 *db;
 	char *path;
+	bool durable;		/* the open transaction syncs on commit */
 	struct stmt_entry *stmts[STMT_BUCKETS];
 };
 
@@ -184,7 +185,15 @@ int store_begin(struct store *st)
 	return store_exec(st, "BEGIN IMMEDIATE");
 }
 
-int store_commit(struct store *st, bool durable)
+/* Back to synchronous=NORMAL after a durable transaction ends. */
+static void end_durable(struct store *st)
+{
+	if (st->durable)
+		store_exec(st, "PRAGMA synchronous=NORMAL");
+	st->durable = false;
+}
+
+int store_begin_durable(struct store *st)
 {
 	int ret;
 
@@ -193,35 +202,58 @@ int store_commit(struct store *st, bool durable)
 	 * without fsync (safe against a killed process); FULL also syncs the
 	 * WAL, which covers every earlier commit too.
 	 */
-	if (durable)
-		store_exec(st, "PRAGMA synchronous=FULL");
-	ret = store_exec(st, "COMMIT");
-	if (durable)
-		store_exec(st, "PRAGMA synchronous=NORMAL");
+	ret = store_exec(st, "PRAGMA synchronous=FULL");
+	if (ret < 0)
+		return ret;
+	st->durable = true;
+	ret = store_begin(st);
+	if (ret < 0)
+		end_durable(st);
+	return ret;
+}
+
+int store_commit(struct store *st)
+{
+	int ret = store_exec(st, "COMMIT");
+
 	if (ret < 0)
 		store_rollback(st);
+	end_durable(st);
 	return ret;
 }
 
 int store_sync(struct store *st)
 {
-	int ret = store_begin(st);
+	int ret = store_begin_durable(st);
 
 	if (ret < 0)
 		return ret;
-	/* An empty commit writes nothing, so nothing would be synced. */
-	ret = store_exec(st, "UPDATE meta SET value = value WHERE key = 'created_ns'");
+	/*
+	 * A commit that changes nothing writes nothing, so nothing would be
+	 * synced (SQLite even skips rewriting a row with identical bytes):
+	 * record a new value.
+	 */
+	{
+		char sql[128];
+
+		snprintf(sql, sizeof(sql),
+			 "INSERT OR REPLACE INTO meta(key, value)"
+			 " VALUES ('synced_ns', '%lld')",
+			 (long long)store_now_ns());
+		ret = store_exec(st, sql);
+	}
 	if (ret < 0) {
 		store_rollback(st);
 		return ret;
 	}
-	return store_commit(st, true);
+	return store_commit(st);
 }
 
 void store_rollback(struct store *st)
 {
 	if (!sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	end_durable(st);
 }
 
 static int pragma_int(struct store *st, const char *sql, int64_t *out)
@@ -270,6 +302,10 @@ static int check_and_migrate(struct store *st, struct ferr *err)
 		return ferr_set(err, -EINVAL,
 				"%s is not a flowfs database (it belongs to another program)",
 				st->path);
+	if (version < 0)
+		return ferr_set(err, -EINVAL,
+				"%s is not a flowfs database (schema version %lld)",
+				st->path, (long long)version);
 	if (version > STORE_SCHEMA_VERSION)
 		return ferr_set(err, -EPROTO,
 				"%s has database schema %lld, newer than this flowfs understands (%d); use a newer flowfs",
@@ -278,7 +314,7 @@ static int check_and_migrate(struct store *st, struct ferr *err)
 	if (version == STORE_SCHEMA_VERSION)
 		return 0;
 
-	ret = store_begin(st);
+	ret = store_begin_durable(st);
 	if (ret < 0)
 		goto busy;
 	for (int64_t v = version; v < STORE_SCHEMA_VERSION; v++) {
@@ -306,7 +342,7 @@ static int check_and_migrate(struct store *st, struct ferr *err)
 		if (rc != SQLITE_OK)
 			goto rollback;
 	}
-	ret = store_commit(st, true);
+	ret = store_commit(st);
 	if (ret < 0)
 		goto busy;
 	return 0;

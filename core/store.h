@@ -9,8 +9,8 @@
  *
  * The connection runs in WAL mode (other processes may read while flowfs
  * writes), with foreign keys on and synchronous=NORMAL: a committed
- * transaction survives a killed process; store_commit(st, true) also makes
- * it survive power loss (the fsync path).
+ * transaction survives a killed process; one begun with
+ * store_begin_durable() also survives power loss (the fsync path).
  *
  * Statements are prepared once and cached by their SQL text's address:
  *
@@ -67,12 +67,15 @@ int store_exec(struct store *st, const char *sql);
 /*
  * Transactions.  store_begin() starts an IMMEDIATE transaction (the write
  * lock is taken up front, so a busy database fails here, before any work).
- * store_commit(st, durable): durable=true syncs the WAL to disk before
- * returning (SQLite synchronous=FULL for this commit).  store_rollback()
- * is safe to call when no transaction is open.
+ * store_begin_durable() starts one whose commit also syncs the WAL to
+ * disk, so it and every earlier commit survive power loss (SQLite refuses
+ * to change its sync level inside a transaction, hence a separate begin).
+ * store_commit() rolls back when the commit fails.  store_rollback() is
+ * safe to call when no transaction is open.
  */
 int store_begin(struct store *st);
-int store_commit(struct store *st, bool durable);
+int store_begin_durable(struct store *st);
+int store_commit(struct store *st);
 void store_rollback(struct store *st);
 
 /*

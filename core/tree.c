@@ -107,7 +107,8 @@ static void drop_chunks(struct tree *t, struct open_file *f)
 
 /* ---- attributes, lookup --------------------------------------------- */
 
-int tree_getattr(struct tree *t, uint64_t ino, struct tree_attr *out)
+/* The row as stored, without what open files have gathered. */
+static int read_row(struct tree *t, uint64_t ino, struct tree_attr *out)
 {
 	static const char sql[] =
 		"SELECT " ATTR_COLUMNS " FROM inodes WHERE ino = ?1";
@@ -123,6 +124,13 @@ int tree_getattr(struct tree *t, uint64_t ino, struct tree_attr *out)
 	else
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	store_done(q);
+	return ret;
+}
+
+int tree_getattr(struct tree *t, uint64_t ino, struct tree_attr *out)
+{
+	int ret = read_row(t, ino, out);
+
 	if (!ret)
 		overlay_open(t, out);
 	return ret;
@@ -250,7 +258,7 @@ int tree_create(struct tree *t, uint64_t parent, const char *name,
 	ret = touch_dir(t, parent, S_ISDIR(mode) ? 1 : 0, now);
 	if (ret < 0)
 		goto out;
-	ret = store_commit(t->st, false);
+	ret = store_commit(t->st);
 	return ret;
 out:
 	store_rollback(t->st);
@@ -348,7 +356,7 @@ static int remove_entry(struct tree *t, uint64_t parent, const char *name,
 	ret = touch_dir(t, parent, want_dir ? -1 : 0, store_now_ns());
 	if (ret < 0)
 		goto out;
-	return store_commit(t->st, false);
+	return store_commit(t->st);
 out:
 	store_rollback(t->st);
 	return ret;
@@ -443,7 +451,7 @@ int tree_rename(struct tree *t, uint64_t parent, const char *name,
 	ret = tree_lookup(t, newparent, newname, &dst);
 	if (ret == 0) {
 		if (dst.ino == src.ino) {
-			ret = store_commit(t->st, false);
+			ret = store_commit(t->st);
 			return ret;
 		}
 		if (noreplace) {
@@ -486,7 +494,7 @@ int tree_rename(struct tree *t, uint64_t parent, const char *name,
 	ret = touch_dir(t, newparent, src_dir ? 1 : 0, now);
 	if (ret < 0)
 		goto out;
-	return store_commit(t->st, false);
+	return store_commit(t->st);
 out:
 	store_rollback(t->st);
 	return ret;
@@ -587,7 +595,7 @@ static int flush_file(struct tree *t, struct open_file *f, bool durable)
 
 	if (!f->nchunks && !f->attr_dirty)
 		return durable ? store_sync(t->st) : 0;
-	ret = store_begin(t->st);
+	ret = durable ? store_begin_durable(t->st) : store_begin(t->st);
 	if (ret < 0)
 		return ret;
 	ret = write_out(t, f);
@@ -595,7 +603,7 @@ static int flush_file(struct tree *t, struct open_file *f, bool durable)
 		store_rollback(t->st);
 		return ret;
 	}
-	ret = store_commit(t->st, durable);
+	ret = store_commit(t->st);
 	if (ret < 0)
 		return ret;
 	f->stored_size = f->size;
@@ -931,6 +939,14 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 	ret = cut_chunks(t, ino, size);
 	if (ret < 0)
 		return ret;
+	if (f) {
+		struct tree_attr cut;
+
+		ret = read_row(t, ino, &cut);
+		if (ret < 0)
+			return ret;
+		f->alloc = cut.alloc;	/* no chunks are gathered now */
+	}
 	q = store_stmt(t->st, sql);
 	if (!q)
 		return -EIO;
@@ -1025,7 +1041,7 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 	ret = step_errno(rc);
 	if (ret < 0)
 		goto out;
-	ret = store_commit(t->st, false);
+	ret = store_commit(t->st);
 	if (ret < 0)
 		return ret;
 	return tree_getattr(t, ino, out);

@@ -1001,24 +1001,28 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (h->kind != H_FILE) {
-		if ((size_t)off >= h->content.len)
-			fuse_reply_buf(req, NULL, 0);
-		else
-			fuse_reply_buf(req, h->content.buf + off,
-				       h->content.len - (size_t)off < size
-					       ? h->content.len - (size_t)off
-					       : size);
-		return;
-	}
+	/*
+	 * Always reply from a private buffer: once the kernel has the reply,
+	 * a RELEASE may free the handle on another thread while this one is
+	 * still returning from writev().
+	 */
 	buf = malloc(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	lock(fs);
-	ret = tree_read(fs->tree, ino, buf, size, off, &got);
-	unlock(fs);
+	if (h->kind != H_FILE) {
+		ret = 0;
+		if ((size_t)off < h->content.len) {
+			got = h->content.len - (size_t)off < size
+				      ? h->content.len - (size_t)off : size;
+			memcpy(buf, h->content.buf + off, got);
+		}
+	} else {
+		lock(fs);
+		ret = tree_read(fs->tree, ino, buf, size, off, &got);
+		unlock(fs);
+	}
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else

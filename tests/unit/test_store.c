@@ -370,7 +370,7 @@ static void test_transactions(void **state)
 	/* not visible to another connection before the commit */
 	assert_int_equal(query_int(other, "SELECT count(*) FROM meta"
 				   " WHERE key = 'a'"), 0);
-	assert_int_equal(store_commit(st, false), 0);
+	assert_int_equal(store_commit(st), 0);
 	assert_int_equal(query_int(other, "SELECT count(*) FROM meta"
 				   " WHERE key = 'a'"), 1);
 
@@ -385,9 +385,9 @@ static void test_transactions(void **state)
 	/* safe without a transaction */
 	store_rollback(st);
 
-	assert_int_equal(store_begin(st), 0);
+	assert_int_equal(store_begin_durable(st), 0);
 	assert_int_equal(store_exec(st, "INSERT INTO meta VALUES ('c', '3')"), 0);
-	assert_int_equal(store_commit(st, true), 0);
+	assert_int_equal(store_commit(st), 0);
 	assert_int_equal(query_int(other, "SELECT count(*) FROM meta"
 				   " WHERE key = 'c'"), 1);
 	assert_int_equal(store_sync(st), 0);
@@ -477,7 +477,7 @@ static void test_busy_is_eagain(void **state)
 	assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL),
 			 SQLITE_OK);
 	assert_int_equal(store_begin(st), 0);
-	assert_int_equal(store_commit(st, false), 0);
+	assert_int_equal(store_commit(st), 0);
 	sqlite3_close(other);
 	store_close(st);
 }
@@ -665,7 +665,7 @@ static void test_durable_commit_syncs_wal(void **state)
 	before = wal_syncs;
 	assert_int_equal(store_begin(st), 0);
 	assert_int_equal(store_exec(st, "INSERT INTO meta VALUES ('n', '1')"), 0);
-	assert_int_equal(store_commit(st, false), 0);
+	assert_int_equal(store_commit(st), 0);
 	if (wal_syncs != before) {
 		store_close(st);
 		sqlite3_vfs_unregister(&count_vfs);
@@ -673,9 +673,9 @@ static void test_durable_commit_syncs_wal(void **state)
 	}
 
 	before = wal_syncs;
-	assert_int_equal(store_begin(st), 0);
+	assert_int_equal(store_begin_durable(st), 0);
 	assert_int_equal(store_exec(st, "INSERT INTO meta VALUES ('d', '1')"), 0);
-	assert_int_equal(store_commit(st, true), 0);
+	assert_int_equal(store_commit(st), 0);
 	if (wal_syncs == before) {
 		/* BUG: store.c store_commit() runs PRAGMA synchronous=FULL
 		 * inside the open transaction, which SQLite refuses ("Safety
@@ -683,7 +683,7 @@ static void test_durable_commit_syncs_wal(void **state)
 		 * is ignored and the durable commit is not synced. */
 		store_close(st);
 		sqlite3_vfs_unregister(&count_vfs);
-		fail_msg("store_commit(st, true) did not sync the WAL");
+		fail_msg("store_commit(st) did not sync the WAL");
 	}
 	before = wal_syncs;
 	assert_int_equal(store_sync(st), 0);
