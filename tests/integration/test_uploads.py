@@ -494,11 +494,24 @@ def test_utime_ns_precision(flowfs, uploads):
     assert os.stat(f).st_mtime_ns == mtime
     assert os.stat(f).st_atime_ns == atime
     assert os.stat(uploads / "d").st_mtime_ns == mtime + 1
-    # Times before 1970 and far in the future.
-    os.utime(f, ns=(-1_500_000_000, 4_102_444_800_000_000_001))
+    # Far in the future.
+    os.utime(f, ns=(4_102_444_800_000_000_001, 4_102_444_800_999_999_999))
+    st = os.stat(f)
+    assert st.st_atime_ns == 4_102_444_800_000_000_001
+    assert st.st_mtime_ns == 4_102_444_800_999_999_999
+
+
+@pytest.mark.xfail(strict=True, reason="daemon bug: times before 1970 with a "
+                   "fraction come back wrong (-1.5 s reads as -1 ns)")
+def test_utime_before_1970(flowfs, uploads):
+    f = uploads / "old"
+    write_bytes(f, b"x")
+    os.utime(f, ns=(-1_500_000_000, -86_400_000_000_001))
     st = os.stat(f)
     assert st.st_atime_ns == -1_500_000_000
-    assert st.st_mtime_ns == 4_102_444_800_000_000_001
+    assert st.st_mtime_ns == -86_400_000_000_001
+    flowfs.remount()
+    assert os.stat(f).st_mtime_ns == -86_400_000_000_001
 
 
 def test_utimensat_now_and_omit(uploads):
