@@ -1,0 +1,742 @@
+/*
+ * Unit tests for session: create/find/list, session.json rendering and
+ * committing, rename, delete, uploads/ renewal and the status log.
+ *
+ * The expected session.json texts were printed by Python 3.11:
+ *   json.dumps({"id": ..., "created": ..., "title": ...}, indent=2,
+ *              ensure_ascii=False)
+ * for the same values, and the expected error positions are those of
+ * Python's json.loads for the same text; created times by
+ *   datetime.fromtimestamp(ts, timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ').
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "session.h"
+
+/* 1795250759 s is 2026-11-21T08:45:59Z (Python, see above) */
+#define CREATED_NS ((int64_t)1795250759 * 1000000000 + 123456789)
+#define CREATED "2026-11-21T08:45:59Z"
+
+#define UNI_NAME "\xc3\x9cn\xc3\xaf \xe2\x82\xac\xf0\x9f\x98\x80"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct store *st;
+	struct tree *t;
+};
+
+static int rm_one(const char *p, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return -1;
+	strcpy(fx->dir, "/tmp/flowfs-unit-session-XXXXXX");
+	if (!mkdtemp(fx->dir)) {
+		free(fx);
+		return -1;
+	}
+	snprintf(fx->path, sizeof(fx->path), "%s/test.db", fx->dir);
+	*state = fx;
+	if (store_open(&fx->st, fx->path, NULL) < 0 ||
+	    tree_new(&fx->t, fx->st) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	tree_free(fx->t);
+	store_close(fx->st);
+	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(fx);
+	return 0;
+}
+
+static int64_t sql_int(struct fixture *fx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int64_t sql_int(struct fixture *fx, const char *fmt, ...)
+{
+	char sql[512];
+	sqlite3_stmt *q = NULL;
+	int64_t v = -12345;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	assert_int_equal(sqlite3_prepare_v2(store_db(fx->st), sql, -1, &q,
+					    NULL), SQLITE_OK);
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+static struct session_info mk(struct fixture *fx, const char *name)
+{
+	struct session_info s;
+	struct ferr err = FERR_INIT;
+
+	if (session_create(fx->st, fx->t, name, 0755, 1000, 1000, &s, &err) < 0)
+		fail_msg("create %s: %s", name, err.message);
+	return s;
+}
+
+/* A session with a fixed creation time, as stored. */
+static struct session_info mk_at(struct fixture *fx, const char *name)
+{
+	struct session_info s = mk(fx, name);
+	char sql[200];
+
+	snprintf(sql, sizeof(sql), "UPDATE sessions SET created_ns = %lld"
+		 " WHERE id = %lld", (long long)CREATED_NS, (long long)s.id);
+	assert_int_equal(store_exec(fx->st, sql), 0);
+	assert_int_equal(session_get(fx->st, s.id, &s), 0);
+	return s;
+}
+
+static char *render(struct fixture *fx, const struct session_info *s)
+{
+	struct sbuf sb = SBUF_INIT;
+
+	assert_int_equal(session_render_json(fx->st, s, &sb), 0);
+	return sbuf_detach(&sb, NULL);
+}
+
+static void test_create(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s, f;
+	struct tree_attr a;
+	struct ferr err = FERR_INIT;
+	int64_t before = store_now_ns(), n = -1;
+
+	assert_int_equal(session_create(fx->st, fx->t, "run-1", 0750, 1234,
+					5678, &s, &err), 0);
+	assert_true(s.id > 0);
+	assert_string_equal(s.name, "run-1");
+	assert_true(s.created_ns >= before);
+	assert_true(s.created_ns <= store_now_ns());
+	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
+	assert_true(S_ISDIR(a.mode));
+	assert_int_equal(a.mode & 07777, 0750);
+	assert_int_equal(a.uid, 1234);
+	assert_int_equal(a.gid, 5678);
+	assert_int_equal(a.nlink, 3);
+	assert_true(a.session_root);
+	assert_int_equal(a.session, s.id);
+	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
+	assert_int_equal(a.ino, s.uploads_ino);
+	assert_true(S_ISDIR(a.mode));
+	assert_int_equal(a.uid, 1234);
+	assert_int_equal(a.gid, 5678);
+	assert_false(a.session_root);
+
+	assert_int_equal(session_find(fx->st, "run-1", &f), 0);
+	assert_int_equal(f.id, s.id);
+	assert_int_equal(f.root_ino, s.root_ino);
+	assert_int_equal(f.uploads_ino, s.uploads_ino);
+	assert_int_equal(f.created_ns, s.created_ns);
+	assert_int_equal(session_get(fx->st, s.id, &f), 0);
+	assert_string_equal(f.name, "run-1");
+	assert_int_equal(session_find(fx->st, "run-2", &f), -ENOENT);
+	assert_int_equal(session_get(fx->st, s.id + 100, &f), -ENOENT);
+	assert_int_equal(session_count(fx->st, &n), 0);
+	assert_int_equal(n, 1);
+
+	/* taken */
+	assert_int_equal(session_create(fx->st, fx->t, "run-1", 0755, 0, 0,
+					&f, NULL), -EEXIST);
+	assert_int_equal(session_count(fx->st, &n), 0);
+	assert_int_equal(n, 1);
+	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
+	/* the failed create left no rows behind */
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes"), 2);
+}
+
+static void test_create_names(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct { const char *name; int err; } bad[] = {
+		{ "", -EINVAL }, { ".", -EINVAL }, { "..", -EINVAL },
+		{ ".hidden", -EINVAL }, { ".flowfs", -EINVAL },
+		{ "a\x01", -EINVAL }, { "bad\xff", -EINVAL },
+		{ "\xc0\xaf", -EINVAL }, { "\xed\xa0\x80", -EINVAL },
+		{ "\xf4\x90\x80\x80", -EINVAL }, { "cut\xe2\x82", -EINVAL },
+	};
+	struct session_info s;
+	struct ferr err;
+	char longname[300];
+	int64_t n;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ferr_clear(&err);
+		if (session_create(fx->st, fx->t, bad[i].name, 0755, 0, 0, &s,
+				   &err) != bad[i].err)
+			fail_msg("bad[%zu] not refused", i);
+		assert_true(err.message[0] != '\0');
+	}
+	memset(longname, 'x', 256);
+	longname[256] = '\0';
+	assert_int_equal(session_create(fx->st, fx->t, longname, 0755, 0, 0,
+					&s, NULL), -ENAMETOOLONG);
+	longname[255] = '\0';
+	assert_int_equal(session_create(fx->st, fx->t, longname, 0755, 0, 0,
+					&s, NULL), 0);
+	assert_string_equal(s.name, longname);
+	assert_int_equal(session_find(fx->st, longname, &s), 0);
+	assert_string_equal(s.name, longname);
+	mk(fx, UNI_NAME);
+	assert_int_equal(session_find(fx->st, UNI_NAME, &s), 0);
+	assert_int_equal(session_count(fx->st, &n), 0);
+	assert_int_equal(n, 2);
+}
+
+static void test_list(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_list l;
+	static const char *const order[] = { "C", "a", "b", UNI_NAME };
+
+	assert_int_equal(session_list(fx->st, &l), 0);
+	assert_int_equal(l.n, 0);
+	session_list_free(&l);
+	mk(fx, "b");
+	mk(fx, UNI_NAME);
+	mk(fx, "a");
+	mk(fx, "C");
+	assert_int_equal(session_list(fx->st, &l), 0);
+	assert_int_equal(l.n, 4);
+	for (size_t i = 0; i < 4; i++) {
+		struct session_info s;
+
+		assert_string_equal(l.items[i].name, order[i]);
+		assert_int_equal(session_find(fx->st, order[i], &s), 0);
+		assert_int_equal(s.id, l.items[i].id);
+		assert_int_equal(s.root_ino, l.items[i].root_ino);
+	}
+	session_list_free(&l);
+	assert_null(l.items);
+	assert_int_equal(l.n, 0);
+}
+
+static void test_render_json(void **state)
+{
+	struct fixture *fx = *state;
+	static const char expect1[] =
+		"{\n  \"id\": \"run-1\",\n  \"created\": \"2026-11-21T08:45:59Z\","
+		"\n  \"title\": \"\"\n}";
+	static const char title_src[] =
+		"{\"title\": \"line1\\nline2 \\\"q\\\" \\\\ tab\\t c\\u0001"
+		" n\\u0000 \xc3\xa9\xf0\x9f\x98\x80\\u007f/\"}";
+	static const char expect2[] =
+		"{\n  \"id\": \"" UNI_NAME "\",\n"
+		"  \"created\": \"2026-11-21T08:45:59Z\",\n"
+		"  \"title\": \"line1\\nline2 \\\"q\\\" \\\\ tab\\t c\\u0001"
+		" n\\u0000 \xc3\xa9\xf0\x9f\x98\x80\x7f/\"\n}";
+	struct session_info s = mk_at(fx, "run-1");
+	struct session_info u = mk_at(fx, UNI_NAME);
+	struct ferr err = FERR_INIT;
+	char *doc;
+
+	doc = render(fx, &s);
+	assert_string_equal(doc, expect1);
+	free(doc);
+	if (session_commit_json(fx->st, &u, title_src, strlen(title_src),
+				&err) < 0)
+		fail_msg("commit: %s", err.message);
+	doc = render(fx, &u);
+	assert_string_equal(doc, expect2);
+	free(doc);
+	/* the rendered document is accepted back as it is */
+	assert_int_equal(session_commit_json(fx->st, &u, expect2,
+					     strlen(expect2), &err), 0);
+	doc = render(fx, &u);
+	assert_string_equal(doc, expect2);
+	free(doc);
+	/* and survives a reopen */
+	tree_free(fx->t);
+	store_close(fx->st);
+	assert_int_equal(store_open(&fx->st, fx->path, NULL), 0);
+	assert_int_equal(tree_new(&fx->t, fx->st), 0);
+	assert_int_equal(session_find(fx->st, UNI_NAME, &u), 0);
+	doc = render(fx, &u);
+	assert_string_equal(doc, expect2);
+	free(doc);
+}
+
+static void test_commit_accepts(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk_at(fx, "run-1");
+	static const struct { const char *text; const char *title_json; } ok[] = {
+		{ "{\"title\": \"hello\"}", "\"hello\"" },
+		{ "{\"id\": \"run-1\", \"created\": \"" CREATED "\","
+		  " \"title\": \"x\"}", "\"x\"" },
+		{ "  {\n\"created\": \"" CREATED "\",\"title\":\"\\u00e9\"}\n\n",
+		  "\"\xc3\xa9\"" },
+		{ "{\"title\": \"\xf0\x9f\x98\x80 \\ud83d\\ude00\"}",
+		  "\"\xf0\x9f\x98\x80 \xf0\x9f\x98\x80\"" },
+		{ "{\"title\": \"a\", \"title\": \"last wins\"}", "\"last wins\"" },
+		{ "{}", "\"\"" },
+		{ "{\"id\": \"run-1\"}", "\"\"" },
+	};
+	struct ferr err;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		char expect[512], *doc;
+
+		ferr_clear(&err);
+		if (session_commit_json(fx->st, &s, ok[i].text,
+					strlen(ok[i].text), &err) != 0)
+			fail_msg("ok[%zu] refused: %s", i, err.message);
+		snprintf(expect, sizeof(expect), "{\n  \"id\": \"run-1\",\n"
+			 "  \"created\": \"" CREATED "\",\n  \"title\": %s\n}",
+			 ok[i].title_json);
+		doc = render(fx, &s);
+		assert_string_equal(doc, expect);
+		free(doc);
+	}
+}
+
+static void test_commit_doc_mtime(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk_at(fx, "run-1"), after;
+	static const char doc[] = "{\"title\": \"t\"}";
+
+	assert_int_equal(store_exec(fx->st, "UPDATE sessions SET"
+				    " doc_mtime_ns = 1000"), 0);
+	assert_int_equal(session_commit_json(fx->st, &s, doc, strlen(doc),
+					     NULL), 0);
+	assert_int_equal(session_get(fx->st, s.id, &after), 0);
+	assert_true(after.doc_mtime_ns > 1000);
+	/* the same content again is no change */
+	assert_int_equal(store_exec(fx->st, "UPDATE sessions SET"
+				    " doc_mtime_ns = 1000"), 0);
+	assert_int_equal(session_commit_json(fx->st, &s, doc, strlen(doc),
+					     NULL), 0);
+	assert_int_equal(session_get(fx->st, s.id, &after), 0);
+	assert_int_equal(after.doc_mtime_ns, 1000);
+}
+
+static void test_commit_refuses(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct {
+		const char *text;
+		size_t len;	/* 0: strlen */
+		int line, column;	/* expected position, 0: not checked */
+		const char *needle;	/* in the message, NULL: not checked */
+	} bad[] = {
+		{ "{\n  \"title\": \"x\",\n  oops\n}", 0, 3, 3, NULL },
+		{ "{\"title\": \"x\"", 0, 1, 14, NULL },
+		{ "", 0, 0, 0, NULL },
+		{ "   ", 0, 0, 0, NULL },
+		{ "[]", 0, 0, 0, "object" },
+		{ "\"title\"", 0, 0, 0, "object" },
+		{ "42", 0, 0, 0, "object" },
+		{ "null", 0, 0, 0, "object" },
+		{ "{\"title\": \"x\", \"extra\": 1}", 0, 0, 0, "extra" },
+		{ "{\"Title\": \"x\"}", 0, 0, 0, "Title" },
+		{ "{\"id\": \"other\", \"title\": \"x\"}", 0, 0, 0, "id" },
+		{ "{\"id\": \"run-1 \"}", 0, 0, 0, "id" },
+		{ "{\"id\": \"run-1\\u0000x\"}", 0, 0, 0, "id" },
+		{ "{\"id\": 5}", 0, 0, 0, "id" },
+		{ "{\"id\": null}", 0, 0, 0, "id" },
+		{ "{\"created\": \"2000-01-01T00:00:00Z\"}", 0, 0, 0, "created" },
+		{ "{\"created\": 1795250759}", 0, 0, 0, "created" },
+		{ "{\"title\": 5}", 0, 0, 0, "title" },
+		{ "{\"title\": null}", 0, 0, 0, "title" },
+		{ "{\"title\": [\"a\"]}", 0, 0, 0, "title" },
+		{ "{\"title\": {}}", 0, 0, 0, "title" },
+		{ "{\"title\": true}", 0, 0, 0, "title" },
+		{ "{\"title\": \"bad \xff\"}", 0, 0, 0, NULL },
+		{ "{\"title\": \"raw\0nul\"}", 19, 0, 0, NULL },
+		{ "{\"title\": \"x\"} trailing", 0, 0, 0, NULL },
+		{ "{\"title\": \"\\ud800\"}", 0, 0, 0, NULL },
+		{ "{\"title\": NaN}", 0, 0, 0, NULL },
+	};
+	struct session_info s = mk_at(fx, "run-1"), after;
+	static const char good[] = "{\"title\": \"kept\"}";
+	char before[1024], *doc;
+	struct ferr err;
+	int64_t mtime;
+
+	assert_int_equal(session_commit_json(fx->st, &s, good, strlen(good),
+					     NULL), 0);
+	assert_int_equal(session_get(fx->st, s.id, &after), 0);
+	mtime = after.doc_mtime_ns;
+	doc = render(fx, &s);
+	snprintf(before, sizeof(before), "%s", doc);
+	free(doc);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+		int ret;
+
+		ferr_clear(&err);
+		ret = session_commit_json(fx->st, &s, bad[i].text, len, &err);
+		if (ret != -EINVAL)
+			fail_msg("bad[%zu] gave %d, not -EINVAL", i, ret);
+		if (!err.message[0])
+			fail_msg("bad[%zu]: no message", i);
+		if (bad[i].line && (err.line != bad[i].line ||
+				    err.column != bad[i].column))
+			fail_msg("bad[%zu]: at %d:%d, want %d:%d (%s)", i,
+				 err.line, err.column, bad[i].line,
+				 bad[i].column, err.message);
+		if (bad[i].needle && !strstr(err.message, bad[i].needle))
+			fail_msg("bad[%zu]: message '%s' lacks '%s'", i,
+				 err.message, bad[i].needle);
+		doc = render(fx, &s);
+		ret = strcmp(doc, before);
+		free(doc);
+		if (ret)
+			fail_msg("bad[%zu] changed the document", i);
+	}
+	assert_int_equal(session_get(fx->st, s.id, &after), 0);
+	assert_int_equal(after.doc_mtime_ns, mtime);
+	{
+		char buf[600];
+
+		ferr_clear(&err);
+		session_commit_json(fx->st, &s, bad[0].text,
+				    strlen(bad[0].text), &err);
+		ferr_format(&err, buf, sizeof(buf));
+		assert_int_equal(strncmp(buf, "line 3, column 3: ", 18), 0);
+	}
+}
+
+static void test_rename(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info a = mk(fx, "a"), b = mk(fx, "b"), c = mk(fx, "c");
+	struct session_info s;
+	struct tree_attr attr;
+	struct ferr err = FERR_INIT;
+	int64_t n;
+	char *doc;
+
+	/* contents follow the rename with their inode numbers */
+	assert_int_equal(tree_create(fx->t, a.uploads_ino, "f", S_IFREG | 0644,
+				     0, 0, NULL, &attr), 0);
+	assert_int_equal(session_rename(fx->st, fx->t, "a", "x", false, &err), 0);
+	assert_int_equal(session_find(fx->st, "a", &s), -ENOENT);
+	assert_int_equal(session_find(fx->st, "x", &s), 0);
+	assert_int_equal(s.id, a.id);
+	assert_int_equal(s.root_ino, a.root_ino);
+	assert_int_equal(s.uploads_ino, a.uploads_ino);
+	assert_int_equal(s.created_ns, a.created_ns);
+	assert_int_equal(tree_lookup(fx->t, s.uploads_ino, "f", &attr), 0);
+	doc = render(fx, &s);
+	assert_non_null(strstr(doc, "\"id\": \"x\""));
+	free(doc);
+	a = s;
+
+	/* onto an empty session: it is replaced */
+	assert_int_equal(session_rename(fx->st, fx->t, "x", "b", false, &err), 0);
+	assert_int_equal(session_find(fx->st, "x", &s), -ENOENT);
+	assert_int_equal(session_find(fx->st, "b", &s), 0);
+	assert_int_equal(s.id, a.id);
+	assert_int_equal(session_get(fx->st, b.id, &s), -ENOENT);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " session = %lld", (long long)b.id), 0);
+	assert_int_equal(session_count(fx->st, &n), 0);
+	assert_int_equal(n, 2);
+
+	/* onto a session with files: ENOTEMPTY; "b" has f in uploads */
+	ferr_clear(&err);
+	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", false, &err),
+			 -ENOTEMPTY);
+	assert_int_equal(session_find(fx->st, "c", &s), 0);
+	assert_int_equal(session_find(fx->st, "b", &s), 0);
+	assert_int_equal(s.id, a.id);
+	/* a scratch file in the session folder counts as data too */
+	assert_int_equal(tree_unlink(fx->t, a.uploads_ino, "f"), 0);
+	assert_int_equal(tree_create(fx->t, a.root_ino, "notes.txt",
+				     S_IFREG | 0644, 0, 0, NULL, &attr), 0);
+	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", false, NULL),
+			 -ENOTEMPTY);
+	/* a folder in uploads too */
+	assert_int_equal(tree_unlink(fx->t, a.root_ino, "notes.txt"), 0);
+	assert_int_equal(tree_create(fx->t, a.uploads_ino, "d", S_IFDIR | 0755,
+				     0, 0, NULL, &attr), 0);
+	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", false, NULL),
+			 -ENOTEMPTY);
+	assert_int_equal(tree_rmdir(fx->t, a.uploads_ino, "d"), 0);
+
+	/* noreplace */
+	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", true, NULL),
+			 -EEXIST);
+	/* bad names, missing source */
+	ferr_clear(&err);
+	assert_int_equal(session_rename(fx->st, fx->t, "c", ".c", false, &err),
+			 -EINVAL);
+	assert_true(err.message[0] != '\0');
+	assert_int_equal(session_rename(fx->st, fx->t, "c", "", false, NULL),
+			 -EINVAL);
+	assert_int_equal(session_rename(fx->st, fx->t, "nope", "z", false, NULL),
+			 -ENOENT);
+	/* onto itself */
+	assert_int_equal(session_rename(fx->st, fx->t, "c", "c", false, NULL), 0);
+	assert_int_equal(session_find(fx->st, "c", &s), 0);
+	assert_int_equal(s.id, c.id);
+	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
+	/* now b is empty again: c replaces it */
+	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", false, NULL), 0);
+	assert_int_equal(session_find(fx->st, "b", &s), 0);
+	assert_int_equal(s.id, c.id);
+	assert_int_equal(session_count(fx->st, &n), 0);
+	assert_int_equal(n, 1);
+}
+
+static void test_delete_cascades(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "doomed"), k = mk(fx, "kept");
+	struct tree_attr a, d;
+	char data[3 * 65536];
+	int64_t kept_chunks;
+
+	memset(data, 'z', sizeof(data));
+	assert_int_equal(tree_create(fx->t, s.uploads_ino, "d", S_IFDIR | 0755,
+				     0, 0, NULL, &d), 0);
+	assert_int_equal(tree_create(fx->t, d.ino, "f", S_IFREG | 0644, 0, 0,
+				     NULL, &a), 0);
+	assert_int_equal(tree_open(fx->t, a.ino), 0);
+	assert_int_equal(tree_write(fx->t, a.ino, data, sizeof(data), 0), 0);
+	assert_int_equal(tree_release(fx->t, a.ino), 0);
+	assert_int_equal(tree_create(fx->t, k.uploads_ino, "g", S_IFREG | 0644,
+				     0, 0, NULL, &a), 0);
+	assert_int_equal(tree_open(fx->t, a.ino), 0);
+	assert_int_equal(tree_write(fx->t, a.ino, "keep", 4, 0), 0);
+	assert_int_equal(tree_release(fx->t, a.ino), 0);
+	assert_int_equal(session_log(fx->st, s.id, "session.json", "no"), 0);
+	assert_int_equal(session_log(fx->st, k.id, "session.json", "yes"), 0);
+	assert_true(sql_int(fx, "SELECT count(*) FROM chunks WHERE ino IN"
+			    " (SELECT ino FROM inodes WHERE session = %lld)",
+			    (long long)s.id) >= 3);
+	kept_chunks = sql_int(fx, "SELECT count(*) FROM chunks WHERE ino IN"
+			      " (SELECT ino FROM inodes WHERE session = %lld)",
+			      (long long)k.id);
+
+	assert_int_equal(session_delete(fx->st, fx->t, s.id), 0);
+	assert_int_equal(session_find(fx->st, "doomed", &s), -ENOENT);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " session = %lld", (long long)s.id), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE ino"
+				 " NOT IN (SELECT ino FROM inodes)"), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks"), kept_chunks);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM status_log WHERE"
+				 " session = %lld", (long long)s.id), 0);
+	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), -ENOENT);
+	assert_int_equal(tree_getattr(fx->t, d.ino, &a), -ENOENT);
+	/* the other session is untouched */
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM status_log WHERE"
+				 " session = %lld", (long long)k.id), 1);
+	assert_int_equal(tree_lookup(fx->t, k.uploads_ino, "g", &a), 0);
+	assert_int_equal(a.size, 4);
+	/* the name can be used again, with a new id */
+	{
+		struct session_info again = mk(fx, "doomed");
+
+		assert_true(again.id != s.id);
+		assert_true(again.root_ino > a.ino);
+	}
+}
+
+static void test_delete_with_open_file(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "s");
+	struct tree_attr a;
+
+	assert_int_equal(tree_create(fx->t, s.uploads_ino, "f", S_IFREG | 0644,
+				     0, 0, NULL, &a), 0);
+	assert_int_equal(tree_open(fx->t, a.ino), 0);
+	assert_int_equal(tree_write(fx->t, a.ino, "data", 4, 0), 0);
+	assert_int_equal(session_delete(fx->st, fx->t, s.id), 0);
+	/* the release of the last handle neither fails loudly nor
+	 * resurrects rows */
+	tree_release(fx->t, a.ino);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes"), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks"), 0);
+}
+
+static void test_has_data(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "s");
+	struct tree_attr a;
+	bool has = true;
+
+	assert_int_equal(session_has_data(fx->st, fx->t, &s, &has), 0);
+	assert_false(has);
+	assert_int_equal(tree_create(fx->t, s.root_ino, "4913", S_IFREG | 0644,
+				     0, 0, NULL, &a), 0);
+	assert_int_equal(session_has_data(fx->st, fx->t, &s, &has), 0);
+	assert_true(has);
+	assert_int_equal(tree_unlink(fx->t, s.root_ino, "4913"), 0);
+	assert_int_equal(session_has_data(fx->st, fx->t, &s, &has), 0);
+	assert_false(has);
+}
+
+static void test_renew_uploads(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "s"), f;
+	struct tree_attr a;
+	uint64_t old = s.uploads_ino;
+
+	assert_int_equal(tree_rmdir(fx->t, s.root_ino, "uploads"), 0);
+	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
+	assert_int_equal(a.nlink, 2);
+	assert_int_equal(session_renew_uploads(fx->st, fx->t, &s), 0);
+	assert_true(s.uploads_ino != old);
+	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
+	assert_int_equal(a.ino, s.uploads_ino);
+	assert_true(S_ISDIR(a.mode));
+	assert_int_equal(a.nlink, 2);
+	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
+	assert_int_equal(a.nlink, 3);
+	assert_int_equal(session_get(fx->st, s.id, &f), 0);
+	assert_int_equal(f.uploads_ino, s.uploads_ino);
+	/* the new uploads/ is usable */
+	assert_int_equal(tree_create(fx->t, s.uploads_ino, "x", S_IFREG | 0644,
+				     0, 0, NULL, &a), 0);
+	/* and a second renew while uploads exists fails without harm */
+	assert_true(session_renew_uploads(fx->st, fx->t, &s) < 0);
+	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
+	assert_int_equal(session_get(fx->st, s.id, &f), 0);
+	assert_int_equal(f.uploads_ino, s.uploads_ino);
+}
+
+static bool is_time(const char *p)
+{
+	/* YYYY-MM-DDTHH:MM:SSZ */
+	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+
+	for (size_t i = 0; i < sizeof(shape) - 1; i++) {
+		if (shape[i] == 'd' ? (p[i] < '0' || p[i] > '9') : p[i] != shape[i])
+			return false;
+	}
+	return true;
+}
+
+static void test_status_log(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "s"), o = mk(fx, "other");
+	struct sbuf sb = SBUF_INIT;
+	int64_t mtime = 0;
+	const char *p;
+	char msg[64], tail[128];
+
+	assert_int_equal(session_render_status(fx->st, &s, &sb, &mtime), 0);
+	assert_string_equal(sb.buf, "ready\n");
+	assert_int_equal(mtime, s.created_ns);
+	sbuf_release(&sb);
+
+	for (int i = 0; i < 60; i++) {
+		snprintf(msg, sizeof(msg), "line 1, column %d: m%d", i + 1, i);
+		assert_int_equal(session_log(fx->st, s.id, "session.json", msg), 0);
+		if (i % 10 == 0)
+			assert_int_equal(session_log(fx->st, o.id, "x", "o"), 0);
+	}
+	assert_int_equal(session_log(fx->st, s.id, "uploads/a b",
+				     "two\nlines\r!"), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM status_log WHERE"
+				 " session = %lld", (long long)s.id), 50);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM status_log WHERE"
+				 " session = %lld", (long long)o.id), 6);
+	assert_int_equal(session_render_status(fx->st, &s, &sb, &mtime), 0);
+	assert_true(mtime >= s.created_ns);
+	assert_true(mtime <= store_now_ns());
+	p = sb.buf;
+	assert_int_equal(strncmp(p, "ready\n", 6), 0);
+	p += 6;
+	/* the last 50, oldest first: m11..m59, then the two-line one */
+	for (int i = 11; i <= 60; i++) {
+		const char *nl = strchr(p, '\n');
+
+		assert_non_null(nl);
+		if (!is_time(p))
+			fail_msg("no time at line for m%d: %.40s", i, p);
+		if (i < 60)
+			snprintf(tail, sizeof(tail),
+				 " session.json: line 1, column %d: m%d", i + 1, i);
+		else
+			snprintf(tail, sizeof(tail), " uploads/a b: two lines !");
+		if ((size_t)(nl - p) != 20 + strlen(tail) ||
+		    strncmp(p + 20, tail, strlen(tail)))
+			fail_msg("line for m%d: '%.*s', want '<time>%s'", i,
+				 (int)(nl - p), p, tail);
+		p = nl + 1;
+	}
+	assert_string_equal(p, "");
+	sbuf_release(&sb);
+	assert_int_equal(session_render_status(fx->st, &o, &sb, NULL), 0);
+	assert_int_equal(strncmp(sb.buf, "ready\n", 6), 0);
+	assert_int_equal(sb.len, 6 + 6 * (20 + strlen(" x: o\n")));
+	sbuf_release(&sb);
+}
+
+static void test_format_time(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_string_equal(session_format_time(0, buf, sizeof(buf)),
+			    "1970-01-01T00:00:00Z");
+	assert_string_equal(session_format_time(CREATED_NS, buf, sizeof(buf)),
+			    CREATED);
+	assert_string_equal(session_format_time((int64_t)946684800 * 1000000000
+						+ 999999999, buf, sizeof(buf)),
+			    "2000-01-01T00:00:00Z");
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_create),
+		T(test_create_names),
+		T(test_list),
+		T(test_render_json),
+		T(test_commit_accepts),
+		T(test_commit_doc_mtime),
+		T(test_commit_refuses),
+		T(test_rename),
+		T(test_delete_cascades),
+		T(test_delete_with_open_file),
+		T(test_has_data),
+		T(test_renew_uploads),
+		T(test_status_log),
+		cmocka_unit_test(test_format_time),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
