@@ -28,10 +28,12 @@ and fuse-overlayfs. Run through tests/bench/run, which builds a release build.
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import shutil
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -652,33 +654,45 @@ def build_big_db(binary, path, nsessions, per_session, chunk, base):
         tmp.close()
 
 
-def flowfs_version(binary, base):
-    """Contents of .flowfs/version on a fresh empty database (used as the key
-    of the cached big database, so a schema change rebuilds it)."""
+def schema_key(binary, base):
+    """Short key of the database layout the current flowfs creates: the
+    schema number from .flowfs/version plus a hash of sqlite_master of a
+    fresh empty database (a layout change during development rebuilds the
+    cached big database even if the number stayed)."""
     tmp = TmpfsMount(os.path.join(base, "ver-backing"), size="64m")
     mnt = os.path.join(base, "ver-mnt")
     os.makedirs(mnt, exist_ok=True)
+    db = os.path.join(tmp.path, "v.db")
     proc = None
     try:
-        proc = spawn_daemon([binary, f"--db={tmp.path}/v.db", "-f", mnt], mnt + ".log")
+        proc = spawn_daemon([binary, f"--db={db}", "-f", mnt], mnt + ".log")
         wait_for(lambda: mounted(mnt), 30, "mounting flowfs", proc)
         try:
             with open(os.path.join(mnt, ".flowfs", "version")) as f:
-                return f.read()
+                version = f.read()
         except OSError:
-            return "unknown\n"
+            version = ""
+        fuse_unmount(mnt, proc)
+        proc = None
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            sql = "\n".join(r[0] or "" for r in con.execute(
+                "SELECT sql FROM sqlite_master ORDER BY type, name"))
+        finally:
+            con.close()
     finally:
         fuse_unmount(mnt, proc)
         tmp.close()
+    number = "".join(c for c in version.split("schema")[-1] if c.isalnum()) or "x"
+    return f"schema{number}-{hashlib.sha256(sql.encode()).hexdigest()[:10]}"
 
 
 def big_db(binary, ctx, base):
     """Path of the cached big database, building it if missing or stale."""
     nsessions = 100 if ctx.quick else 1000
     per = MiB
-    version = flowfs_version(binary, base)
-    schema = "".join(c for c in version.split("schema")[-1] if c.isalnum()) or "x"
-    path = os.path.join(CACHE_DIR, f"sessions{nsessions}-{per // 1024}KiB-schema{schema}.db")
+    key = schema_key(binary, base)
+    path = os.path.join(CACHE_DIR, f"sessions{nsessions}-{per // 1024}KiB-{key}.db")
     if not os.path.exists(path):
         log(f"building {path} ({nsessions} sessions x {per // 1024} KiB) through the mount...")
         build_big_db(binary, path, nsessions, per, ctx.chunk, base)
