@@ -69,9 +69,5 @@ int fname_check_session(const char *name, struct ferr *err)
 	if (!fname_valid_utf8(name, len))
 		return ferr_set(err, -EINVAL,
 				"session names must be valid UTF-8");
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
-			return ferr_set(err, -EINVAL,
-					"session names cannot hold control characters");
 	return 0;
 }

@@ -25,9 +25,9 @@ int fname_check_entry(const char *name, struct ferr *err);
 
 /*
  * A session name: an entry name that is also valid UTF-8 (it is the "id"
- * of session.json, a JSON string), has no control characters, and does not
- * start with '.' (the root's hidden names are flowfs's own).  Returns 0,
- * -ENAMETOOLONG or -EINVAL.
+ * of session.json, a JSON string) and does not start with '.' (the root's
+ * hidden names are flowfs's own).  Control characters are allowed, as in
+ * any file name; JSON escapes them.  Returns 0, -ENAMETOOLONG or -EINVAL.
  */
 int fname_check_session(const char *name, struct ferr *err);
 

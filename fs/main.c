@@ -20,6 +20,8 @@
 
 struct options {
 	char *db;
+	char *mountpoint;
+	int extra_args;
 	int help;
 	int version;
 };
@@ -33,6 +35,26 @@ static const struct fuse_opt option_spec[] = {
 	OPT("-V", version),
 	FUSE_OPT_END
 };
+
+/*
+ * Take the mountpoint out of the arguments: libfuse would resolve it
+ * itself and report a missing one in its own words, not ours.
+ */
+static int take_mountpoint(void *data, const char *arg, int key,
+			   struct fuse_args *outargs)
+{
+	struct options *opts = data;
+
+	(void)outargs;
+	if (key != FUSE_OPT_KEY_NONOPT)
+		return 1;
+	if (opts->mountpoint) {
+		opts->extra_args++;
+		return 0;
+	}
+	opts->mountpoint = strdup(arg);
+	return opts->mountpoint ? 0 : -1;
+}
 
 static void usage(const char *prog)
 {
@@ -146,7 +168,7 @@ int main(int argc, char *argv[])
 	char *db = NULL;
 	int ret = 1;
 
-	if (fuse_opt_parse(&args, &opts, option_spec, NULL) < 0)
+	if (fuse_opt_parse(&args, &opts, option_spec, take_mountpoint) < 0)
 		return 1;
 	if (opts.help) {
 		usage(argv[0]);
@@ -161,8 +183,20 @@ int main(int argc, char *argv[])
 	}
 	if (fuse_parse_cmdline(&args, &cmd) < 0)
 		goto out;
-	if (!cmd.mountpoint) {
+	if (!opts.mountpoint) {
 		fprintf(stderr, "flowfs: no mountpoint given (see flowfs --help)\n");
+		goto out;
+	}
+	if (opts.extra_args) {
+		fprintf(stderr, "flowfs: more than one mountpoint given (see flowfs --help)\n");
+		goto out;
+	}
+	if (check_mountpoint(opts.mountpoint) < 0)
+		goto out;
+	cmd.mountpoint = realpath(opts.mountpoint, NULL);
+	if (!cmd.mountpoint) {
+		fprintf(stderr, "flowfs: mountpoint %s: %s\n", opts.mountpoint,
+			strerror(errno));
 		goto out;
 	}
 	db = opts.db ? absolute_path(opts.db) : default_db_path();
@@ -170,8 +204,6 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: no --db given and $HOME is not set\n");
 		goto out;
 	}
-	if (check_mountpoint(cmd.mountpoint) < 0)
-		goto out;
 	/*
 	 * Check and migrate the database now, in the process the caller
 	 * waits for.  It is opened again after detaching: SQLite's locks
@@ -199,7 +231,7 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	}
 	pthread_mutex_init(&fs.lock, NULL);
-	fs.mountpoint = realpath(cmd.mountpoint, NULL);
+	fs.mountpoint = strdup(cmd.mountpoint);
 	fs.mounted_ns = store_now_ns();
 	fs.uid = getuid();
 	fs.gid = getgid();
@@ -232,6 +264,7 @@ out:
 	free(db);
 	free(cmd.mountpoint);
 	free(opts.db);
+	free(opts.mountpoint);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -28,6 +28,8 @@ struct dir_item {
 	bool generated;
 };
 
+
+
 struct handle {
 	enum handle_kind kind;
 	uint64_t ino;
@@ -38,6 +40,7 @@ struct handle {
 	struct sbuf content;	/* H_DOC, H_GENERATED */
 	struct dir_item *items;	/* H_DIR */
 	size_t nitems;
+	double entry_timeout;	/* H_DIR */
 };
 
 /* What an inode number stands for. */
@@ -83,8 +86,15 @@ static void handle_free(struct handle *h)
 
 static void ts_from_ns(struct timespec *ts, int64_t ns)
 {
-	ts->tv_sec = (time_t)(ns / 1000000000);
-	ts->tv_nsec = (long)(ns % 1000000000);
+	int64_t sec = ns / 1000000000, nsec = ns % 1000000000;
+
+	/* tv_nsec is never negative: -1.5 s is -2 s + 0.5 s */
+	if (nsec < 0) {
+		sec--;
+		nsec += 1000000000;
+	}
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = (long)nsec;
 }
 
 static void stat_from_attr(const struct tree_attr *a, struct stat *st)
@@ -249,8 +259,20 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 	return ret;
 }
 
-static int fill_entry(struct flowfs *fs, const struct node *n,
-		      struct fuse_entry_param *e)
+/*
+ * How long the kernel may keep a name in `parent`.  In a session folder,
+ * a rename onto or away from a reserved name (an editor's save) leaves the
+ * kernel with a dentry that no longer matches ours: the renamed scratch
+ * file's inode under "session.json", or the document under the backup
+ * name.  Those few names are looked up again on each use instead.
+ */
+static double entry_timeout(const struct node *parent)
+{
+	return is_session_root(parent) ? 0.0 : LONG_TIMEOUT;
+}
+
+static int fill_entry(struct flowfs *fs, const struct node *parent,
+		      const struct node *n, struct fuse_entry_param *e)
 {
 	bool generated;
 	int ret;
@@ -261,7 +283,7 @@ static int fill_entry(struct flowfs *fs, const struct node *n,
 		return ret;
 	e->ino = n->ino;
 	e->generation = 1;
-	e->entry_timeout = LONG_TIMEOUT;
+	e->entry_timeout = entry_timeout(parent);
 	e->attr_timeout = generated ? 0.0 : LONG_TIMEOUT;
 	return 0;
 }
@@ -294,7 +316,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (!ret)
 		ret = lookup_in(fs, &p, name, &n);
 	if (!ret)
-		ret = fill_entry(fs, &n, &e);
+		ret = fill_entry(fs, &p, &n, &e);
 	unlock(fs);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
@@ -431,7 +453,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	/* touch(1) on a generated file: nothing to store, not an error. */
 reply:
-	ret = node_stat(fs, &n, &st, &generated);
+	if (!ret)
+		ret = node_stat(fs, &n, &st, &generated);
 	if (!ret && h && h->kind == H_DOC)
 		st.st_size = (off_t)h->content.len;
 out:
@@ -482,16 +505,18 @@ static int may_create(struct flowfs *fs, fuse_ino_t parent, const char *name,
 }
 
 static void reply_created(struct flowfs *fs, fuse_req_t req, int ret,
-			  uint64_t ino)
+			  fuse_ino_t parent, uint64_t ino)
 {
 	struct fuse_entry_param e;
-	struct node n;
+	struct node p, n;
 
 	if (!ret) {
 		lock(fs);
-		ret = resolve(fs, ino, &n);
+		ret = resolve(fs, parent, &p);
 		if (!ret)
-			ret = fill_entry(fs, &n, &e);
+			ret = resolve(fs, ino, &n);
+		if (!ret)
+			ret = fill_entry(fs, &p, &n, &e);
 		unlock(fs);
 	}
 	if (ret < 0)
@@ -526,7 +551,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 out:
 	unlock(fs);
-	reply_created(fs, req, ret, ino);
+	reply_created(fs, req, ret, parent, ino);
 }
 
 static int create_file(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
@@ -564,7 +589,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	lock(fs);
 	ret = create_file(fs, req, parent, name, mode, NULL, &a);
 	unlock(fs);
-	reply_created(fs, req, ret, a.ino);
+	reply_created(fs, req, ret, parent, a.ino);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -581,7 +606,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	lock(fs);
 	ret = create_file(fs, req, parent, name, S_IFLNK | 0777, link, &a);
 	unlock(fs);
-	reply_created(fs, req, ret, a.ino);
+	reply_created(fs, req, ret, parent, a.ino);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
@@ -962,16 +987,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fuse_entry_param e;
 	struct handle *h = NULL;
 	struct tree_attr a;
-	struct node n;
+	struct node p, n;
 	int ret;
 
 	lock(fs);
 	ret = create_file(fs, req, parent, name, S_IFREG | (mode & 07777),
 			  NULL, &a);
 	if (!ret)
+		ret = resolve(fs, parent, &p);
+	if (!ret)
 		ret = resolve(fs, a.ino, &n);
 	if (!ret)
-		ret = fill_entry(fs, &n, &e);
+		ret = fill_entry(fs, &p, &n, &e);
 	if (!ret)
 		ret = open_node(fs, &n, fi->flags & ~O_TRUNC, &h);
 	unlock(fs);
@@ -1291,6 +1318,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		ret = -ENOTDIR;
 	if (!ret)
 		ret = dir_fill(fs, h, &n);
+	h->entry_timeout = entry_timeout(&n);
 	unlock(fs);
 	if (ret < 0) {
 		handle_free(h);
@@ -1326,7 +1354,7 @@ static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 			/* "." and ".." must not create dentries */
 			e.ino = dot ? 0 : it->st.st_ino;
 			e.generation = 1;
-			e.entry_timeout = LONG_TIMEOUT;
+			e.entry_timeout = h->entry_timeout;
 			e.attr_timeout = it->generated ? 0.0 : LONG_TIMEOUT;
 			n = fuse_add_direntry_plus(req, buf + used, size - used,
 						   it->name, &e, (off_t)i + 1);
