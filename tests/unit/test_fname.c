@@ -1,4 +1,7 @@
-/* Unit tests for fname: entry names, session names, the UTF-8 check. */
+/*
+ * Unit tests for fname: entry names, session names (valid UTF-8, no
+ * leading '.', control characters allowed), the UTF-8 check.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -67,6 +70,8 @@ static void test_session_names(void **state)
 		"\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf",
 		"\xc2\x80", "\xef\xbf\xbd", "\xed\x9f\xbf", "\xee\x80\x80",
 		"~", "4913",
+		/* control characters are allowed (JSON escapes them) */
+		"a\x01", "\x1f", "tab\there", "new\nline", "del\x7f",
 	};
 	static const char *const bad[] = {
 		/* leading '.' */
@@ -87,8 +92,6 @@ static void test_session_names(void **state)
 		"\x80", "a\xbfz", "\xfe", "\xff",
 		/* a lead byte followed by a non-continuation */
 		"\xc3(", "\xe2\x28\xa1", "\xf0\x9f(\x80",
-		/* control characters */
-		"a\x01", "\x1f", "tab\there", "new\nline", "del\x7f",
 	};
 	struct ferr err;
 

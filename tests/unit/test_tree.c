@@ -760,9 +760,9 @@ static void test_alloc_after_truncate_open(void **state)
 	held = sql_int(fx, "SELECT coalesce(sum(length(data)), 0) FROM chunks"
 		       " WHERE ino = %llu", (unsigned long long)f);
 	assert_int_equal(held, 10);
-	/* BUG (tree.c set_size): f->alloc is not refreshed after the cut,
-	 * so an open file reports the old alloc and the next flush writes
-	 * old alloc + new bytes back into the row. */
+	/* set_size() must refresh the open file's alloc after the cut, or
+	 * getattr reports the old alloc and the next flush writes old alloc
+	 * + new bytes back into the row (as it once did). */
 	if (open_alloc != 0 || attr(fx, f).alloc != held)
 		fail_msg("alloc after truncate to 0 while open: %lld (want 0);"
 			 " after writing 10 bytes and release: %lld (want 10)",
