@@ -63,6 +63,8 @@ static const char schema_v1[] =
 	"CREATE UNIQUE INDEX inodes_by_name ON inodes(parent, name)"
 	"  WHERE parent IS NOT NULL;"
 	"CREATE INDEX inodes_by_session ON inodes(session);"
+	/* Files unlinked while open, swept at mount: found without a scan. */
+	"CREATE INDEX inodes_unlinked ON inodes(ino) WHERE nlink = 0;"
 	/* A rowid table: SQLite writes 64 KiB blobs about 1.7x faster
 	 * into one than into a WITHOUT ROWID table (measured here). */
 	"CREATE TABLE chunks ("

@@ -1182,8 +1182,7 @@ int tree_new(struct tree **out, struct store *st)
 		return -ENOMEM;
 	t->st = st;
 	/* Files unlinked while open when the last daemon died. */
-	ret = store_exec(st, "DELETE FROM inodes WHERE nlink = 0 AND parent IS NULL"
-			 " AND ino NOT IN (SELECT root_ino FROM sessions)");
+	ret = store_exec(st, "DELETE FROM inodes WHERE nlink = 0");
 	if (ret < 0) {
 		free(t);
 		return ret;
