@@ -769,6 +769,29 @@ static void test_alloc_after_truncate_open(void **state)
 			 (long long)open_alloc, (long long)attr(fx, f).alloc);
 }
 
+/* write(2) of 0 bytes changes nothing: not the size, not mtime. */
+static void test_zero_length_write(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t f = mkfile(fx, fx->up, "f");
+	struct tree_setattr sa = { .what = TREE_SET_MTIME, .mtime_ns = 7000000000 };
+	struct tree_attr a;
+
+	assert_int_equal(tree_setattr(fx->t, f, &sa, &a), 0);
+	assert_int_equal(tree_open(fx->t, f), 0);
+	assert_int_equal(tree_write(fx->t, f, "", 0, 0), 0);
+	assert_int_equal(tree_write(fx->t, f, "", 0, CHUNK + 5), 0);
+	a = attr(fx, f);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	/* BUG (tree.c tree_write): an empty write past the end still
+	 * sets f->size = off and stamps mtime. */
+	assert_int_equal(a.size, 0);
+	assert_int_equal(a.mtime_ns, 7000000000);
+	a = attr(fx, f);
+	assert_int_equal(a.size, 0);
+	assert_int_equal(a.mtime_ns, 7000000000);
+}
+
 static void test_spill_large_write(void **state)
 {
 	struct fixture *fx = *state;
@@ -1076,6 +1099,7 @@ int main(void)
 		T(test_truncate_no_stale_data),
 		T(test_truncate_while_gathered),
 		T(test_alloc_after_truncate_open),
+		T(test_zero_length_write),
 		T(test_spill_large_write),
 		T(test_unlink_while_open),
 		T(test_rename_over_open_file),
