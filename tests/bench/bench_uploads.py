@@ -2,7 +2,7 @@
 """Side-by-side benchmark of uploads/ on tmpfs, fuse-overlayfs and flowfs.
 
 Not a test: nothing here asserts a time. It measures each operation on every
-target in the same run, interleaving the targets rep by rep so that load from
+target in the same run, interleaving the targets rep by rep (in rotating order) so that load from
 other work on the machine hits all of them alike, and prints the medians and
 the ratios that DESIGN.md §10 sets targets for.
 
@@ -256,6 +256,12 @@ class Target:
 
     def rss(self):
         return proc_status(self.pid, "VmRSS") if self.pid else None
+
+    def backing_used(self):
+        """Bytes used on the tmpfs that holds this target's data (for flowfs:
+        the database and its WAL)."""
+        st = os.statvfs(self.tmp.path)
+        return (st.f_blocks - st.f_bfree) * st.f_frsize
 
     def hwm(self):
         return proc_status(self.pid, "VmHWM") if self.pid else None
@@ -598,10 +604,14 @@ class Row:
 
 
 def measure(row, targets, ctx, reps):
-    """Run row.fn `reps` times on each target, interleaved, keep the medians."""
+    """Run row.fn `reps` times on each target, interleaved, keep the medians.
+
+    The order rotates every rep so that no target always runs right after
+    another one's work (or always first)."""
     active = [t for t in targets if row.targets is None or t.name in row.targets]
     for rep in range(reps):
-        for t in active:
+        k = rep % len(active) if active else 0
+        for t in active[k:] + active[:k]:
             v = row.fn(t, ctx)
             row.samples.setdefault(t.name, []).append(v)
             log(f"  {row.label:<34} {t.name:<10} rep {rep + 1}: {fmt(v)} {row.unit}")
@@ -930,6 +940,10 @@ def main(argv):
             if t.pid:
                 daemon.values[t.name] = t.rss() / MiB
         extra.append(daemon)
+        space = Row("tmpfs space used after the above", "MiB", higher_better=False)
+        for t in targets:
+            space.values[t.name] = t.backing_used() / MiB
+        extra.append(space)
         for t in reversed(targets):
             t.close()
         targets = []
