@@ -164,18 +164,11 @@ def test_debug_flag_stays_in_foreground(tmp_path):
     assert not sanitizer_report(text), text[-20000:]
 
 
-MOUNTPOINT_XFAIL = pytest.mark.xfail(
-    strict=True, reason="daemon bug: a missing mountpoint is reported by "
-    "libfuse as 'fuse: bad mount point ...', not as 'flowfs: ...'")
-
-
-@MOUNTPOINT_XFAIL
 def test_missing_mountpoint(tmp_path):
     r = run_flowfs([f"--db={tmp_path / 'db'}", str(tmp_path / "nope")])
     assert_one_line_error(r)
 
 
-@MOUNTPOINT_XFAIL
 def test_missing_mountpoint_foreground(tmp_path):
     r = run_flowfs([f"--db={tmp_path / 'db'}", "-f", str(tmp_path / "nope")])
     assert_one_line_error(r)

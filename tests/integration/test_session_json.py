@@ -58,12 +58,6 @@ def iso_to_epoch(s):
     return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))
 
 
-STALE_DENTRY = pytest.mark.xfail(
-    strict=True, reason="daemon bug: after a rename onto/away from "
-    "session.json the kernel keeps the moved dentry (no entry invalidation): "
-    "session.json is ENOENT / the renamed copy still acts as session.json")
-
-
 # -- reading ---------------------------------------------------------------
 
 def test_fresh_session_json(mnt):
@@ -354,7 +348,6 @@ def test_rename_bad_scratch_onto_session_json(flowfs, session):
     assert read_bytes(tmp) == b"{nope"
 
 
-@STALE_DENTRY
 def test_rename_good_scratch_onto_session_json(session):
     sj = session / "session.json"
     tmp = session / ".session.json.new"
@@ -452,7 +445,6 @@ def test_rmdir_empty_uploads_comes_back(session):
     assert read_bytes(session / "uploads" / "f") == b"x"
 
 
-@STALE_DENTRY
 def test_rename_session_json_away_leaves_copy(session):
     sj = session / "session.json"
     assert put(sj, b'{"title": "orig"}') == 0

@@ -218,8 +218,6 @@ def expected_session_json(session, title):
                       indent=2, ensure_ascii=False).encode()
 
 
-@pytest.mark.xfail(strict=True, reason="daemon bug: session.json is ENOENT "
-                   "after a scratch file is renamed onto it (stale dentry)")
 def test_sed_i_on_session_json(flowfs, session):
     sj = session / "session.json"
     run(["sed", "-i", 's/"title": ""/"title": "from sed ✓"/', sj])

@@ -501,8 +501,6 @@ def test_utime_ns_precision(flowfs, uploads):
     assert st.st_mtime_ns == 4_102_444_800_999_999_999
 
 
-@pytest.mark.xfail(strict=True, reason="daemon bug: times before 1970 with a "
-                   "fraction come back wrong (-1.5 s reads as -1 ns)")
 def test_utime_before_1970(flowfs, uploads):
     f = uploads / "old"
     write_bytes(f, b"x")
