@@ -236,7 +236,6 @@ def created_of(session):
 BAD_DOCS = {
     "invalid_json": lambda s: b'{"title": "x",',
     "trailing_garbage": lambda s: b'{"title": "x"} extra',
-    "empty": lambda s: b"",
     "not_object_array": lambda s: b'["title"]',
     "not_object_string": lambda s: b'"title"',
     "not_object_number": lambda s: b"42",
@@ -258,11 +257,7 @@ BAD_DOCS = {
 }
 
 
-@pytest.mark.parametrize("kind", [
-    pytest.param(k, marks=pytest.mark.xfail(
-        strict=True, reason="daemon bug: open(O_TRUNC)+close with no write "
-        "returns 0 and logs nothing (an empty document is not valid JSON)"))
-    if k == "empty" else k for k in BAD_DOCS])
+@pytest.mark.parametrize("kind", list(BAD_DOCS))
 def test_refused_on_close(flowfs, session, kind):
     sj = session / "session.json"
     assert put(sj, b'{"title": "stored"}') == 0
@@ -277,6 +272,39 @@ def test_refused_on_close(flowfs, session, kind):
     assert len(msgs) == 1, msgs
     flowfs.remount()
     assert read_bytes(sj) == before
+
+
+def test_truncate_without_writing_keeps_document(session):
+    # Shells open with O_TRUNC, dup2 and close before the first write
+    # (`echo x > session.json`): that close must not commit an empty
+    # document, nor log a refusal.
+    sj = session / "session.json"
+    assert put(sj, b'{"title": "stored"}') == 0
+    before = read_bytes(sj)
+    fd = os.open(sj, os.O_WRONLY | os.O_TRUNC)
+    dup = os.dup(fd)
+    os.close(fd)
+    os.write(dup, b'{"title": "after dup"}')
+    os.close(dup)
+    assert json.loads(read_bytes(sj))["title"] == "after dup"
+    fd = os.open(sj, os.O_WRONLY | os.O_TRUNC)
+    os.close(fd)
+    assert json.loads(read_bytes(sj))["title"] == "after dup"
+    assert refusals(session) == []
+    assert before != read_bytes(sj)
+
+
+def test_explicit_truncate_to_empty_is_refused(session):
+    sj = session / "session.json"
+    assert put(sj, b'{"title": "stored"}') == 0
+    before = read_bytes(sj)
+    fd = os.open(sj, os.O_WRONLY)
+    os.ftruncate(fd, 0)
+    err = oserror(os.close, fd)
+    assert err == errno.EINVAL, errname(err)
+    assert read_bytes(sj) == before
+    (msg,) = refusals(session)
+    assert "empty" in msg
 
 
 def test_invalid_json_message_has_line_and_column(session):
