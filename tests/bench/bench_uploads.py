@@ -704,6 +704,10 @@ def big_db(binary, ctx, base):
     key = schema_key(binary, base)
     path = os.path.join(CACHE_DIR, f"sessions{nsessions}-{per // 1024}KiB-{key}.db")
     if not os.path.exists(path):
+        prefix = f"sessions{nsessions}-{per // 1024}KiB-"
+        for old in os.listdir(CACHE_DIR) if os.path.isdir(CACHE_DIR) else []:
+            if old.startswith(prefix):  # an older layout's copy: 1 GiB each
+                os.unlink(os.path.join(CACHE_DIR, old))
         log(f"building {path} ({nsessions} sessions x {per // 1024} KiB) through the mount...")
         build_big_db(binary, path, nsessions, per, ctx.chunk, base)
     return path, nsessions, nsessions * per
