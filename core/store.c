@@ -46,7 +46,8 @@ static const char schema_v1[] =
 	");"
 	"CREATE TABLE inodes ("
 	"  ino INTEGER PRIMARY KEY AUTOINCREMENT,"
-	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	/* NULL for a file unlinked while open whose session is gone */
+	"  session INTEGER REFERENCES sessions(id) ON DELETE CASCADE,"
 	"  parent INTEGER,"		/* NULL: a session root, or unlinked */
 	"  name BLOB,"
 	"  mode INTEGER NOT NULL,"

@@ -20,6 +20,7 @@ struct dirty_chunk {
 /* One per inode with open handles, shared by them. */
 struct open_file {
 	uint64_t ino;
+	int64_t session;
 	int handles;
 	bool orphan;		/* unlinked while open */
 	int64_t size;		/* as the caller sees it */
@@ -631,6 +632,7 @@ int tree_open(struct tree *t, uint64_t ino)
 	if (!f)
 		return -ENOMEM;
 	f->ino = ino;
+	f->session = a.session;
 	f->handles = 1;
 	f->orphan = a.nlink == 0;
 	f->size = f->stored_size = a.size;
@@ -790,6 +792,9 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 		return -EINVAL;
 	if (off > TREE_MAX_SIZE || (int64_t)size > TREE_MAX_SIZE - off)
 		return -EFBIG;
+	/* write(2) of nothing changes nothing, not even mtime */
+	if (!size)
+		return 0;
 	while (done < size) {
 		int64_t pos = off + (int64_t)done;
 		int64_t idx = pos / TREE_CHUNK_SIZE;
@@ -1148,26 +1153,33 @@ int tree_session_has_data(struct tree *t, int64_t session, uint64_t root,
 
 int tree_forget_session(struct tree *t, int64_t session)
 {
-	static const char sql[] = "SELECT ino FROM inodes WHERE session = ?1";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc;
+	static const char sql[] = "UPDATE inodes SET session = NULL,"
+		" parent = NULL, name = NULL, nlink = 0 WHERE ino = ?1";
 
-	/* Open files of the session lose their gathered writes: the rows
-	 * they would go to are deleted by the caller's transaction. */
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		struct open_file *f =
-			open_find(t, (uint64_t)sqlite3_column_int64(q, 0));
+	/*
+	 * Open files of the session become unlinked-while-open files with
+	 * no session, which the session's cascading delete spares: their
+	 * descriptors keep working until the last release deletes them.
+	 */
+	for (int b = 0; b < OPEN_BUCKETS; b++) {
+		for (struct open_file *f = t->open[b]; f; f = f->next) {
+			sqlite3_stmt *q;
+			int rc;
 
-		if (f) {
-			drop_chunks(t, f);
+			if (f->session != session || f->orphan)
+				continue;
+			q = store_stmt(t->st, sql);
+			if (!q)
+				return -EIO;
+			sqlite3_bind_int64(q, 1, (int64_t)f->ino);
+			rc = sqlite3_step(q);
+			store_done(q);
+			if (rc != SQLITE_DONE)
+				return store_errno(rc);
 			f->orphan = true;
 		}
 	}
-	store_done(q);
-	return step_errno(rc);
+	return 0;
 }
 
 /* ---- life cycle ---------------------------------------------------------- */

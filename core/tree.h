@@ -140,7 +140,11 @@ int tree_release(struct tree *t, uint64_t ino);
 /* Read a whole file (a scratch file renamed onto a document). */
 int tree_read_all(struct tree *t, uint64_t ino, struct sbuf *out);
 
-/* Delete every row of a session's tree (the session itself goes too). */
+/*
+ * Before a session is deleted: its open files become unlinked-while-open
+ * files of no session, so their descriptors keep working.  The caller's
+ * transaction then deletes the session, which takes every other row.
+ */
 int tree_forget_session(struct tree *t, int64_t session);
 
 #endif

@@ -40,7 +40,7 @@ struct handle {
 	struct sbuf content;	/* H_DOC, H_GENERATED */
 	struct dir_item *items;	/* H_DIR */
 	size_t nitems;
-	double entry_timeout;	/* H_DIR */
+	bool in_session_root;	/* H_DIR: lists a session folder */
 };
 
 /* What an inode number stands for. */
@@ -260,15 +260,17 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 }
 
 /*
- * How long the kernel may keep a name in `parent`.  In a session folder,
- * a rename onto or away from a reserved name (an editor's save) leaves the
- * kernel with a dentry that no longer matches ours: the renamed scratch
- * file's inode under "session.json", or the document under the backup
- * name.  Those few names are looked up again on each use instead.
+ * How long the kernel may keep the name of an object of `mode` in
+ * `parent`.  In a session folder, a rename onto or away from a reserved
+ * file name (an editor's save) leaves the kernel with a dentry that no
+ * longer matches ours: the renamed scratch file's inode under
+ * "session.json", or the document under the backup name.  Those few file
+ * names are looked up again on each use instead.  Folders (uploads/ above
+ * all, which every path below it walks through) are never renamed so.
  */
-static double entry_timeout(const struct node *parent)
+static double entry_timeout(const struct node *parent, mode_t mode)
 {
-	return is_session_root(parent) ? 0.0 : LONG_TIMEOUT;
+	return is_session_root(parent) && !S_ISDIR(mode) ? 0.0 : LONG_TIMEOUT;
 }
 
 static int fill_entry(struct flowfs *fs, const struct node *parent,
@@ -283,7 +285,7 @@ static int fill_entry(struct flowfs *fs, const struct node *parent,
 		return ret;
 	e->ino = n->ino;
 	e->generation = 1;
-	e->entry_timeout = entry_timeout(parent);
+	e->entry_timeout = entry_timeout(parent, e->attr.st_mode);
 	e->attr_timeout = generated ? 0.0 : LONG_TIMEOUT;
 	return 0;
 }
@@ -1318,7 +1320,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		ret = -ENOTDIR;
 	if (!ret)
 		ret = dir_fill(fs, h, &n);
-	h->entry_timeout = entry_timeout(&n);
+	h->in_session_root = is_session_root(&n);
 	unlock(fs);
 	if (ret < 0) {
 		handle_free(h);
@@ -1354,7 +1356,8 @@ static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 			/* "." and ".." must not create dentries */
 			e.ino = dot ? 0 : it->st.st_ino;
 			e.generation = 1;
-			e.entry_timeout = h->entry_timeout;
+			e.entry_timeout = h->in_session_root && !S_ISDIR(it->st.st_mode)
+						  ? 0.0 : LONG_TIMEOUT;
 			e.attr_timeout = it->generated ? 0.0 : LONG_TIMEOUT;
 			n = fuse_add_direntry_plus(req, buf + used, size - used,
 						   it->name, &e, (off_t)i + 1);
