@@ -404,6 +404,9 @@ int store_open(struct store **out, const char *path, struct ferr *err)
 			  "PRAGMA synchronous=NORMAL;"
 			  "PRAGMA foreign_keys=ON;"
 			  "PRAGMA cache_size=-8192;"
+			  /* a large write leaves a long WAL: cut it back once
+			   * checkpointed, not to hold twice the space */
+			  "PRAGMA journal_size_limit=67108864;"
 			  "PRAGMA temp_store=MEMORY;",
 			  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {

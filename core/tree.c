@@ -34,11 +34,30 @@ struct open_file {
 	struct open_file *next;
 };
 
+/* Chunk buffers kept for reuse, at most FILE_DIRTY_LIMIT worth: freeing
+ * them lets malloc trim the heap, and every spill faulted pages anew. */
+#define POOL_MAX (FILE_DIRTY_LIMIT / TREE_CHUNK_SIZE)
+
 struct tree {
 	struct store *st;
 	struct open_file *open[OPEN_BUCKETS];
 	size_t dirty_bytes;
+	char *pool[POOL_MAX];
+	size_t npool;
 };
+
+static char *chunk_alloc(struct tree *t)
+{
+	return t->npool ? t->pool[--t->npool] : malloc(TREE_CHUNK_SIZE);
+}
+
+static void chunk_free(struct tree *t, char *data)
+{
+	if (t->npool < POOL_MAX)
+		t->pool[t->npool++] = data;
+	else
+		free(data);
+}
 
 #define ATTR_COLUMNS \
 	"ino, session, mode, uid, gid, nlink, size, alloc, atime_ns, mtime_ns," \
@@ -100,7 +119,7 @@ static void overlay_open(struct tree *t, struct tree_attr *a)
 static void drop_chunks(struct tree *t, struct open_file *f)
 {
 	for (size_t i = 0; i < f->nchunks; i++)
-		free(f->chunks[i].data);
+		chunk_free(t, f->chunks[i].data);
 	f->nchunks = 0;
 	t->dirty_bytes -= f->dirty_bytes;
 	f->dirty_bytes = 0;
@@ -757,7 +776,7 @@ static int get_chunk(struct tree *t, struct open_file *f, int64_t idx,
 	c->idx = idx;
 	/* Not zeroed: bytes past c->len are zeroed when a write skips
 	 * over them, and never read before that. */
-	c->data = malloc(TREE_CHUNK_SIZE);
+	c->data = chunk_alloc(t);
 	if (!c->data)
 		return -ENOMEM;
 	/* Past the stored size no stored chunk can exist (truncate cuts). */
@@ -771,7 +790,7 @@ static int get_chunk(struct tree *t, struct open_file *f, int64_t idx,
 			c->len = c->stored_len;
 	}
 	if (ret < 0) {
-		free(c->data);
+		chunk_free(t, c->data);
 		return ret;
 	}
 	f->nchunks++;
@@ -1221,5 +1240,7 @@ void tree_free(struct tree *t)
 			free(f);
 		}
 	}
+	while (t->npool)
+		free(t->pool[--t->npool]);
 	free(t);
 }
