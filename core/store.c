@@ -1,6 +1,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,22 @@ struct stmt_entry {
 	struct stmt_entry *next;
 };
 
+/*
+ * WAL frames past which a commit checkpoints inline anyway, so the log
+ * stays bounded when the background checkpointer cannot keep up.
+ */
+#define WAL_FRAMES_LIMIT 8192
+
+struct checkpointer {
+	sqlite3 *db;		/* its own connection */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool pending, stop, running;
+};
+
 struct store {
+	struct checkpointer ckpt;
 	sqlite3 *db;
 	char *path;
 	bool durable;		/* the open transaction syncs on commit */
@@ -421,10 +437,104 @@ fail:
 	return ret;
 }
 
+/*
+ * Copying the WAL back into the database file is a large part of a big
+ * write; a thread with its own connection does it beside the FUSE
+ * threads (a PASSIVE checkpoint never blocks the writer).
+ */
+static void *checkpoint_loop(void *arg)
+{
+	struct checkpointer *c = arg;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->stop) {
+		while (!c->pending && !c->stop)
+			pthread_cond_wait(&c->wake, &c->lock);
+		c->pending = false;
+		pthread_mutex_unlock(&c->lock);
+		sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+					  NULL, NULL);
+		pthread_mutex_lock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct checkpointer *c = arg;
+
+	/* A failed inline checkpoint only means the log stays long. */
+	if (frames > WAL_FRAMES_LIMIT) {
+		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
+					  NULL, NULL);
+		return SQLITE_OK;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->pending = true;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	return SQLITE_OK;
+}
+
+int store_start_checkpointer(struct store *st, struct ferr *err)
+{
+	struct checkpointer *c = &st->ckpt;
+	int rc;
+
+	if (c->running)
+		return 0;
+	rc = sqlite3_open_v2(st->path, &c->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	/* Until it has read the database, a connection does not know it is
+	 * in WAL mode, and its checkpoints do nothing. */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(c->db, "SELECT count(*) FROM sqlite_master",
+				  NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(c->db);
+		c->db = NULL;
+		return ferr_set(err, store_errno(rc) ? store_errno(rc) : -EIO,
+				"cannot open %s a second time: %s", st->path,
+				sqlite3_errstr(rc));
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->wake, NULL);
+	if (pthread_create(&c->thread, NULL, checkpoint_loop, c) != 0) {
+		pthread_cond_destroy(&c->wake);
+		pthread_mutex_destroy(&c->lock);
+		sqlite3_close(c->db);
+		c->db = NULL;
+		return ferr_set(err, -EAGAIN, "cannot start a thread");
+	}
+	c->running = true;
+	sqlite3_wal_hook(st->db, wal_hook, c);
+	return 0;
+}
+
+static void stop_checkpointer(struct store *st)
+{
+	struct checkpointer *c = &st->ckpt;
+
+	if (!c->running)
+		return;
+	sqlite3_wal_hook(st->db, NULL, NULL);
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->thread, NULL);
+	sqlite3_close(c->db);
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->lock);
+	c->running = false;
+}
+
 void store_close(struct store *st)
 {
 	if (!st)
 		return;
+	stop_checkpointer(st);
 	for (int b = 0; b < STMT_BUCKETS; b++) {
 		struct stmt_entry *e = st->stmts[b], *next;
 

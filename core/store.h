@@ -53,6 +53,14 @@ struct store;
 int store_open(struct store **out, const char *path, struct ferr *err);
 void store_close(struct store *st);
 
+/*
+ * Move WAL checkpoints (copying committed pages back into the database
+ * file) to a background thread with its own connection, so commits do
+ * not wait for them.  For a long-lived store (the daemon); stopped by
+ * store_close().  Call it after any fork().
+ */
+int store_start_checkpointer(struct store *st, struct ferr *err);
+
 sqlite3 *store_db(struct store *st);
 const char *store_path(const struct store *st);
 

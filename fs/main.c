@@ -165,6 +165,7 @@ int main(int argc, char *argv[])
 	struct flowfs fs = { 0 };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
+	struct ferr err = FERR_INIT;
 	char *db = NULL;
 	int ret = 1;
 
@@ -226,6 +227,10 @@ int main(int argc, char *argv[])
 
 	if (open_store(db, &fs.st) < 0)
 		goto out_unmount;
+	if (store_start_checkpointer(fs.st, &err) < 0) {
+		fprintf(stderr, "flowfs: %s\n", err.message);
+		goto out_unmount;
+	}
 	if (tree_new(&fs.tree, fs.st) < 0) {
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
