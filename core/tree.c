@@ -340,11 +340,32 @@ static int has_children(struct tree *t, uint64_t dir, bool *has)
 	return step_errno(rc);
 }
 
+/*
+ * Whether `victim` may go to make room for (or as) an object that is a
+ * folder when `dir`: the errnos of unlink(2), rmdir(2) and rename(2).
+ */
+static int check_removable(struct tree *t, const struct tree_attr *victim,
+			   bool dir)
+{
+	bool has;
+	int ret;
+
+	if (dir && !S_ISDIR(victim->mode))
+		return -ENOTDIR;
+	if (!dir && S_ISDIR(victim->mode))
+		return -EISDIR;
+	if (!dir)
+		return 0;
+	ret = has_children(t, victim->ino, &has);
+	if (ret < 0)
+		return ret;
+	return has ? -ENOTEMPTY : 0;
+}
+
 static int remove_entry(struct tree *t, uint64_t parent, const char *name,
 			bool want_dir)
 {
 	struct tree_attr a;
-	bool has;
 	int ret;
 
 	ret = store_begin(t->st);
@@ -353,23 +374,9 @@ static int remove_entry(struct tree *t, uint64_t parent, const char *name,
 	ret = tree_lookup(t, parent, name, &a);
 	if (ret < 0)
 		goto out;
-	if (want_dir && !S_ISDIR(a.mode)) {
-		ret = -ENOTDIR;
+	ret = check_removable(t, &a, want_dir);
+	if (ret < 0)
 		goto out;
-	}
-	if (!want_dir && S_ISDIR(a.mode)) {
-		ret = -EISDIR;
-		goto out;
-	}
-	if (want_dir) {
-		ret = has_children(t, a.ino, &has);
-		if (ret < 0)
-			goto out;
-		if (has) {
-			ret = -ENOTEMPTY;
-			goto out;
-		}
-	}
 	ret = detach_inode(t, a.ino);
 	if (ret < 0)
 		goto out;
@@ -438,7 +445,7 @@ int tree_rename(struct tree *t, uint64_t parent, const char *name,
 {
 	struct tree_attr src, dst, np;
 	int64_t now = store_now_ns();
-	bool src_dir, has, within;
+	bool src_dir, within;
 	int ret;
 
 	ret = store_begin(t->st);
@@ -478,22 +485,10 @@ int tree_rename(struct tree *t, uint64_t parent, const char *name,
 			ret = -EEXIST;
 			goto out;
 		}
-		if (src_dir && !S_ISDIR(dst.mode)) {
-			ret = -ENOTDIR;
+		ret = check_removable(t, &dst, src_dir);
+		if (ret < 0)
 			goto out;
-		}
-		if (!src_dir && S_ISDIR(dst.mode)) {
-			ret = -EISDIR;
-			goto out;
-		}
 		if (src_dir) {
-			ret = has_children(t, dst.ino, &has);
-			if (ret < 0)
-				goto out;
-			if (has) {
-				ret = -ENOTEMPTY;
-				goto out;
-			}
 			/* the replaced folder's ".." link goes away */
 			ret = touch_dir(t, newparent, -1, now);
 			if (ret < 0)

@@ -489,16 +489,24 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- creating ------------------------------------------------------------ */
 
+/* Resolve a folder whose entries are about to change; -EROFS for ours. */
+static int resolve_writable(struct flowfs *fs, fuse_ino_t dir, struct node *p)
+{
+	int ret = resolve(fs, dir, p);
+
+	if (ret < 0)
+		return ret;
+	return p->type == N_ENTRY ? -EROFS : 0;
+}
+
 /* Check that `name` may be created in `parent`; 0 or -errno. */
 static int may_create(struct flowfs *fs, fuse_ino_t parent, const char *name,
 		      struct node *p)
 {
-	int ret = resolve(fs, parent, p);
+	int ret = resolve_writable(fs, parent, p);
 
 	if (ret < 0)
 		return ret;
-	if (p->type == N_ENTRY)
-		return -EROFS;
 	if (reserved_row(p, name) >= 0)
 		return -EEXIST;
 	if (p->type == N_ROOT)
@@ -630,13 +638,9 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int row, ret;
 
 	lock(fs);
-	ret = resolve(fs, parent, &p);
+	ret = resolve_writable(fs, parent, &p);
 	if (ret < 0)
 		goto out;
-	if (p.type == N_ENTRY) {
-		ret = -EROFS;
-		goto out;
-	}
 	row = reserved_row(&p, name);
 	if (row >= 0) {
 		/* Generated files cannot go away: unlinking is a no-op, so
@@ -668,13 +672,9 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int row, ret;
 
 	lock(fs);
-	ret = resolve(fs, parent, &p);
+	ret = resolve_writable(fs, parent, &p);
 	if (ret < 0)
 		goto out;
-	if (p.type == N_ENTRY) {
-		ret = -EROFS;
-		goto out;
-	}
 	row = reserved_row(&p, name);
 	if (p.type == N_ROOT) {
 		if (row >= 0) {
@@ -838,15 +838,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	lock(fs);
-	ret = resolve(fs, parent, &p);
+	ret = resolve_writable(fs, parent, &p);
 	if (!ret)
-		ret = resolve(fs, newparent, &np);
+		ret = resolve_writable(fs, newparent, &np);
 	if (ret < 0)
 		goto out;
-	if (p.type == N_ENTRY || np.type == N_ENTRY) {
-		ret = -EROFS;
-		goto out;
-	}
 	row = reserved_row(&p, name);
 	newrow = reserved_row(&np, newname);
 	if (p.type == N_ROOT || np.type == N_ROOT) {
