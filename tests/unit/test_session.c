@@ -580,10 +580,9 @@ static void test_delete_with_open_file(void **state)
 	assert_int_equal(tree_open(fx->t, a.ino), 0);
 	assert_int_equal(tree_write(fx->t, a.ino, "data", 4, 0), 0);
 	assert_int_equal(session_delete(fx->st, fx->t, s.id), 0);
-	/* like a file unlinked while open: the descriptor still works.
-	 * BUG (tree.c write_out): the flush inserts chunks for a row the
-	 * delete cascaded away; the foreign key fails and SQLITE_CONSTRAINT
-	 * comes back as -EEXIST from close(). */
+	/* like a file unlinked while open: the descriptor still works
+	 * (a flush once inserted chunks for the deleted row and close()
+	 * got -EEXIST from the foreign key) */
 	assert_int_equal(tree_write(fx->t, a.ino, "more", 4, 4), 0);
 	assert_int_equal(tree_flush(fx->t, a.ino, false), 0);
 	/* the release of the last handle neither fails loudly nor

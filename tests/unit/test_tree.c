@@ -783,8 +783,7 @@ static void test_zero_length_write(void **state)
 	assert_int_equal(tree_write(fx->t, f, "", 0, CHUNK + 5), 0);
 	a = attr(fx, f);
 	assert_int_equal(tree_release(fx->t, f), 0);
-	/* BUG (tree.c tree_write): an empty write past the end still
-	 * sets f->size = off and stamps mtime. */
+	/* (an empty write past the end once set the size to its offset) */
 	assert_int_equal(a.size, 0);
 	assert_int_equal(a.mtime_ns, 7000000000);
 	a = attr(fx, f);
