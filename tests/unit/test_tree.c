@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tree.h"
@@ -922,6 +923,58 @@ static void test_orphans_removed_by_tree_new(void **state)
 	check_file(fx, keep, "kept", 4);
 }
 
+/*
+ * A daemon killed with files open: a child process works on the same
+ * database and _exit()s without tree_free() or store_close().  What it
+ * closed is intact; the file it had unlinked while open is gone after the
+ * next tree_new().
+ */
+static void test_killed_with_open_files(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t kept = mkfile(fx, fx->up, "kept");
+	uint64_t doomed = mkfile(fx, fx->up, "doomed");
+	pid_t pid;
+	int status;
+	struct tree_attr a;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct store *st;
+		struct tree *t;
+
+		if (store_open(&st, fx->path, NULL) || tree_new(&t, st))
+			_exit(90);
+		if (tree_open(t, kept) || tree_write(t, kept, "closed", 6, 0) ||
+		    tree_release(t, kept))
+			_exit(91);
+		if (tree_open(t, doomed) || tree_write(t, doomed, "open", 4, 0) ||
+		    tree_flush(t, doomed, false) ||
+		    tree_unlink(t, fx->up, "doomed"))
+			_exit(92);
+		/* and one more file written but never flushed */
+		if (tree_open(t, kept) || tree_write(t, kept, "lost", 4, 100))
+			_exit(93);
+		_exit(0);	/* as if killed: nothing is cleaned up */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* the orphan's row is still there until a tree is bound again */
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " ino = %llu AND nlink = 0",
+				 (unsigned long long)doomed), 1);
+	close_all(fx);
+	open_all(fx);
+	assert_int_equal(tree_getattr(fx->t, doomed, &a), -ENOENT);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE"
+				 " ino = %llu", (unsigned long long)doomed), 0);
+	check_file(fx, kept, "closed", 6);
+	assert_int_equal(tree_lookup(fx->t, fx->up, "doomed", &a), -ENOENT);
+	assert_int_equal(attr(fx, fx->up).nlink, 2);
+}
+
 static void test_durability_across_reopen(void **state)
 {
 	struct fixture *fx = *state;
@@ -1103,6 +1156,7 @@ int main(void)
 		T(test_unlink_while_open),
 		T(test_rename_over_open_file),
 		T(test_orphans_removed_by_tree_new),
+		T(test_killed_with_open_files),
 		T(test_durability_across_reopen),
 		T(test_setattr),
 		T(test_read_all),
