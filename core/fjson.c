@@ -567,9 +567,20 @@ int fjson_parse(json_t **out, const char *text, size_t len, struct ferr *err)
 	*out = NULL;
 	for (i = 0; i < len && is_ws(text[i]); i++)
 		;
-	if (i == len)
-		return ferr_set_at(err, -EINVAL, 0, 0,
+	/* Where a value was expected, as Python's json.loads says it. */
+	if (i == len) {
+		int line = 1, col = 1;
+
+		for (size_t k = 0; k < len; k++) {
+			col++;
+			if (text[k] == '\n') {
+				line++;
+				col = 1;
+			}
+		}
+		return ferr_set_at(err, -EINVAL, line, col,
 				   "the document is empty");
+	}
 	/*
 	 * jansson already behaves as Python's json.loads for repeated keys:
 	 * the later value replaces the earlier one in place, so the key

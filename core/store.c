@@ -380,6 +380,25 @@ sql_error:
 			"cannot read %s: %s", st->path, sqlite3_errmsg(st->db));
 }
 
+/* Why SQLite could not open `path`: its own result code does not say. */
+static int open_errno(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	int ret = -EROFS;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	if (access(slash ? dir : ".", F_OK) < 0)
+		ret = -ENOENT;
+	else if (access(path, F_OK) == 0)
+		ret = -EACCES;
+	free(dir);
+	return ret;
+}
+
 int store_open(struct store **out, const char *path, struct ferr *err)
 {
 	struct store *st;
@@ -395,8 +414,7 @@ int store_open(struct store **out, const char *path, struct ferr *err)
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 			     SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		ret = ferr_set(err, access(path, F_OK) == 0 ? -EACCES : -EROFS,
-			       "cannot open %s: %s", path,
+		ret = ferr_set(err, open_errno(path), "cannot open %s: %s", path,
 			       st->db ? sqlite3_errmsg(st->db) : "out of memory");
 		goto fail;
 	}

@@ -28,7 +28,9 @@
  * Errors from SQLite become errnos through store_errno(): SQLITE_BUSY and
  * SQLITE_LOCKED become -EAGAIN (another process holds the write lock; the
  * caller may retry), SQLITE_FULL -ENOSPC, SQLITE_READONLY -EROFS,
- * SQLITE_NOMEM -ENOMEM, SQLITE_TOOBIG -EFBIG, anything else -EIO.
+ * SQLITE_NOMEM -ENOMEM, SQLITE_TOOBIG -EFBIG, SQLITE_CONSTRAINT -EEXIST
+ * (a unique name taken; callers that can break another constraint check
+ * for it first), anything else -EIO.
  */
 #ifndef FLOWFS_STORE_H
 #define FLOWFS_STORE_H

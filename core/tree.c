@@ -947,25 +947,19 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 	sqlite3_stmt *q;
 	int ret, rc;
 
-	/* Gathered writes first, so the cut applies to them too. */
+	/*
+	 * Gathered writes first, so the cut applies to them too.  They stay
+	 * gathered until the caller's commit succeeds (a rollback must not
+	 * lose them); see settle_after_cut().
+	 */
 	if (f && (f->nchunks || f->attr_dirty)) {
 		ret = write_out(t, f);
 		if (ret < 0)
 			return ret;
-		f->attr_dirty = false;
-		drop_chunks(t, f);
 	}
 	ret = cut_chunks(t, ino, size);
 	if (ret < 0)
 		return ret;
-	if (f) {
-		struct tree_attr cut;
-
-		ret = read_row(t, ino, &cut);
-		if (ret < 0)
-			return ret;
-		f->alloc = cut.alloc;	/* no chunks are gathered now */
-	}
 	q = store_stmt(t->st, sql);
 	if (!q)
 		return -EIO;
@@ -977,6 +971,24 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 	return step_errno(rc);
 }
 
+/* After a committed set_size(): the store holds all of an open file. */
+static int settle_after_cut(struct tree *t, struct open_file *f)
+{
+	struct tree_attr row;
+	int ret;
+
+	drop_chunks(t, f);
+	f->attr_dirty = false;
+	ret = read_row(t, f->ino, &row);
+	if (ret < 0)
+		return ret;
+	f->size = f->stored_size = row.size;
+	f->alloc = row.alloc;
+	f->mtime_ns = row.mtime_ns;
+	f->ctime_ns = row.ctime_ns;
+	return 0;
+}
+
 int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 		 struct tree_attr *out)
 {
@@ -986,6 +998,7 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 	struct open_file *f = open_find(t, ino);
 	struct tree_attr a;
 	int64_t now = store_now_ns();
+	bool cut = false;
 	sqlite3_stmt *q;
 	int ret, rc;
 
@@ -1014,10 +1027,7 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 			if (ret < 0)
 				goto out;
 			a.mtime_ns = a.ctime_ns = now;
-			if (f) {
-				f->size = f->stored_size = sa->size;
-				f->mtime_ns = f->ctime_ns = now;
-			}
+			cut = true;
 		}
 		a.size = sa->size;
 	}
@@ -1039,10 +1049,6 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 		a.ctime_ns = sa->ctime_ns;
 	else if (sa->what & ~(unsigned)TREE_SET_SIZE)
 		a.ctime_ns = now;
-	if (f) {
-		f->mtime_ns = a.mtime_ns;
-		f->ctime_ns = a.ctime_ns;
-	}
 	q = store_stmt(t->st, sql);
 	if (!q) {
 		ret = -EIO;
@@ -1061,6 +1067,14 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 	if (ret < 0)
 		goto out;
 	ret = store_commit(t->st);
+	if (ret < 0)
+		return ret;
+	if (f && cut)
+		ret = settle_after_cut(t, f);
+	if (f) {
+		f->mtime_ns = a.mtime_ns;
+		f->ctime_ns = a.ctime_ns;
+	}
 	if (ret < 0)
 		return ret;
 	return tree_getattr(t, ino, out);

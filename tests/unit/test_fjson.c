@@ -279,12 +279,16 @@ static void test_parse_special(void **state)
 	const char *text;
 
 	(void)state;
+	/* Positions as Python's json.loads reports them: "Expecting value:
+	 * line 1 column 1 (char 0)" and "line 2 column 4 (char 5)". */
 	assert_int_equal(fjson_parse(&v, "", 0, &err), -EINVAL);
 	assert_string_equal(err.message, "the document is empty");
+	assert_int_equal(err.line, 1);
+	assert_int_equal(err.column, 1);
 	assert_int_equal(fjson_parse(&v, " \n\t\r ", 5, &err), -EINVAL);
 	assert_string_equal(err.message, "the document is empty");
 	assert_string_equal(ferr_format(&err, buf, sizeof(buf)),
-			    "the document is empty");
+			    "line 2, column 4: the document is empty");
 
 	/* A raw NUL byte is never JSON; jansson would read it as the end. */
 	assert_int_equal(fjson_parse(&v, "[1]\0", 4, &err), -EINVAL);
