@@ -699,13 +699,19 @@ static struct dirty_chunk *find_chunk(struct open_file *f, int64_t idx)
 	return NULL;
 }
 
-/* Read stored chunk `idx` into `buf` (zeros past its end); its length. */
-static int load_chunk(struct tree *t, uint64_t ino, int64_t idx, char *buf,
-		      size_t *len)
+/*
+ * The stored chunk `idx`: its length, and its bytes into `buf` unless
+ * `buf` is NULL (a write that covers the whole chunk needs only the
+ * length, and length() spares SQLite reading the blob).
+ */
+static int read_stored_chunk(struct tree *t, uint64_t ino, int64_t idx,
+			     char *buf, size_t *len)
 {
-	static const char sql[] =
+	static const char data_sql[] =
 		"SELECT data FROM chunks WHERE ino = ?1 AND idx = ?2";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
+	static const char len_sql[] =
+		"SELECT length(data) FROM chunks WHERE ino = ?1 AND idx = ?2";
+	sqlite3_stmt *q = store_stmt(t->st, buf ? data_sql : len_sql);
 	int rc;
 
 	*len = 0;
@@ -714,34 +720,16 @@ static int load_chunk(struct tree *t, uint64_t ino, int64_t idx, char *buf,
 	sqlite3_bind_int64(q, 1, (int64_t)ino);
 	sqlite3_bind_int64(q, 2, idx);
 	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
+	if (rc == SQLITE_ROW && buf) {
 		size_t n = (size_t)sqlite3_column_bytes(q, 0);
 
 		if (n > TREE_CHUNK_SIZE)
 			n = TREE_CHUNK_SIZE;
 		memcpy(buf, sqlite3_column_blob(q, 0), n);
 		*len = n;
-	}
-	store_done(q);
-	return step_errno(rc);
-}
-
-static int stored_chunk_len(struct tree *t, uint64_t ino, int64_t idx,
-			    size_t *len)
-{
-	static const char sql[] =
-		"SELECT length(data) FROM chunks WHERE ino = ?1 AND idx = ?2";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc;
-
-	*len = 0;
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	sqlite3_bind_int64(q, 2, idx);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
+	} else if (rc == SQLITE_ROW) {
 		*len = (size_t)sqlite3_column_int64(q, 0);
+	}
 	store_done(q);
 	return step_errno(rc);
 }
@@ -776,11 +764,8 @@ static int get_chunk(struct tree *t, struct open_file *f, int64_t idx,
 		return -ENOMEM;
 	/* Past the stored size no stored chunk can exist (truncate cuts). */
 	if (idx * TREE_CHUNK_SIZE < f->stored_size) {
-		if (whole)
-			ret = stored_chunk_len(t, f->ino, idx, &c->stored_len);
-		else
-			ret = load_chunk(t, f->ino, idx, c->data,
-					 &c->stored_len);
+		ret = read_stored_chunk(t, f->ino, idx, whole ? NULL : c->data,
+					&c->stored_len);
 		if (!whole)
 			c->len = c->stored_len;
 	}
