@@ -9,20 +9,35 @@
 
 #include "fjson.h"
 #include "fname.h"
+#include "inputs.h"
 
 #define SESSION_COLUMNS \
-	"id, name, created_ns, doc_mtime_ns, root_ino, uploads_ino"
+	"id, name, created_ns, doc_mtime_ns, root_ino, uploads_ino," \
+	" output_ino, coalesce(skill, ''), coalesce(engine, '')," \
+	" request_mtime_ns"
+
+static void copy_text(char *dst, size_t size, const unsigned char *text)
+{
+	snprintf(dst, size, "%s", text ? (const char *)text : "");
+}
 
 static void row_to_info(sqlite3_stmt *q, struct session_info *s)
 {
-	const unsigned char *name = sqlite3_column_text(q, 1);
-
 	s->id = sqlite3_column_int64(q, 0);
-	snprintf(s->name, sizeof(s->name), "%s", name ? (const char *)name : "");
+	copy_text(s->name, sizeof(s->name), sqlite3_column_text(q, 1));
 	s->created_ns = sqlite3_column_int64(q, 2);
 	s->doc_mtime_ns = sqlite3_column_int64(q, 3);
 	s->root_ino = (uint64_t)sqlite3_column_int64(q, 4);
 	s->uploads_ino = (uint64_t)sqlite3_column_int64(q, 5);
+	s->output_ino = (uint64_t)sqlite3_column_int64(q, 6);
+	copy_text(s->skill, sizeof(s->skill), sqlite3_column_text(q, 7));
+	copy_text(s->engine, sizeof(s->engine), sqlite3_column_text(q, 8));
+	s->request_mtime_ns = sqlite3_column_int64(q, 9);
+}
+
+static const char *folder_name(enum session_folder which)
+{
+	return which == SESSION_UPLOADS ? "uploads" : "output";
 }
 
 static int step_errno(int rc)
@@ -134,19 +149,18 @@ int session_count(struct store *st, int64_t *count)
 	return step_errno(rc);
 }
 
-static int set_inodes(struct store *st, int64_t id, uint64_t root,
-		      uint64_t uploads)
+static int set_folder(struct store *st, int64_t id, enum session_folder which,
+		      uint64_t ino)
 {
-	static const char sql[] = "UPDATE sessions SET root_ino = ?2,"
-		" uploads_ino = ?3 WHERE id = ?1";
-	sqlite3_stmt *q = store_stmt(st, sql);
+	static const char up[] = "UPDATE sessions SET uploads_ino = ?2 WHERE id = ?1";
+	static const char out[] = "UPDATE sessions SET output_ino = ?2 WHERE id = ?1";
+	sqlite3_stmt *q = store_stmt(st, which == SESSION_UPLOADS ? up : out);
 	int rc;
 
 	if (!q)
 		return -EIO;
 	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_int64(q, 2, (int64_t)root);
-	sqlite3_bind_int64(q, 3, (int64_t)uploads);
+	sqlite3_bind_int64(q, 2, (int64_t)ino);
 	rc = sqlite3_step(q);
 	store_done(q);
 	return step_errno(rc);
@@ -169,14 +183,40 @@ static int add_links(struct store *st, uint64_t dir, int delta)
 	return step_errno(rc);
 }
 
-/* An uploads/ row below `root`; the caller holds a transaction. */
-static int add_uploads(struct store *st, int64_t id, uint64_t root,
-		       uint32_t uid, uint32_t gid, uint64_t *ino)
+/* A session folder (uploads/, output/) in `root`; the caller holds a
+ * transaction. */
+static int add_folder(struct store *st, int64_t id, uint64_t root,
+		      enum session_folder which, uint32_t uid, uint32_t gid)
 {
 	static const char sql[] =
 		"INSERT INTO inodes(session, parent, name, mode, uid, gid, nlink,"
-		" atime_ns, mtime_ns, ctime_ns)"
-		" VALUES (?1, ?2, CAST('uploads' AS BLOB), ?3, ?4, ?5, 2, ?6, ?6, ?6)";
+		" atime_ns, mtime_ns, ctime_ns, tag)"
+		" VALUES (?1, ?2, CAST(?3 AS BLOB), ?4, ?5, ?6, 2, ?7, ?7, ?7, ?8)";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_int64(q, 2, (int64_t)root);
+	sqlite3_bind_text(q, 3, folder_name(which), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 4, S_IFDIR | 0755);
+	sqlite3_bind_int64(q, 5, uid);
+	sqlite3_bind_int64(q, 6, gid);
+	sqlite3_bind_int64(q, 7, store_now_ns());
+	sqlite3_bind_int(q, 8, which);
+	rc = sqlite3_step(q);
+	store_done(q);
+	if (rc != SQLITE_DONE)
+		return store_errno(rc);
+	ret = set_folder(st, id, which,
+			 (uint64_t)sqlite3_last_insert_rowid(store_db(st)));
+	return ret < 0 ? ret : add_links(st, root, 1);
+}
+
+static int set_root(struct store *st, int64_t id, uint64_t root)
+{
+	static const char sql[] = "UPDATE sessions SET root_ino = ?2 WHERE id = ?1";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int rc;
 
@@ -184,16 +224,9 @@ static int add_uploads(struct store *st, int64_t id, uint64_t root,
 		return -EIO;
 	sqlite3_bind_int64(q, 1, id);
 	sqlite3_bind_int64(q, 2, (int64_t)root);
-	sqlite3_bind_int64(q, 3, S_IFDIR | 0755);
-	sqlite3_bind_int64(q, 4, uid);
-	sqlite3_bind_int64(q, 5, gid);
-	sqlite3_bind_int64(q, 6, store_now_ns());
 	rc = sqlite3_step(q);
 	store_done(q);
-	if (rc != SQLITE_DONE)
-		return store_errno(rc);
-	*ino = (uint64_t)sqlite3_last_insert_rowid(store_db(st));
-	return 0;
+	return step_errno(rc);
 }
 
 int session_create(struct store *st, struct tree *t, const char *name,
@@ -205,7 +238,6 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	struct tree_attr root;
 	int64_t now = store_now_ns();
 	sqlite3_stmt *q;
-	uint64_t uploads;
 	int ret, rc;
 
 	ret = fname_check_session(name, err);
@@ -231,13 +263,13 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	ret = tree_create_root(t, out->id, mode, uid, gid, &root);
 	if (ret < 0)
 		goto out;
-	ret = add_uploads(st, out->id, root.ino, uid, gid, &uploads);
+	ret = set_root(st, out->id, root.ino);
 	if (ret < 0)
 		goto out;
-	ret = add_links(st, root.ino, 1);
+	ret = add_folder(st, out->id, root.ino, SESSION_UPLOADS, uid, gid);
 	if (ret < 0)
 		goto out;
-	ret = set_inodes(st, out->id, root.ino, uploads);
+	ret = add_folder(st, out->id, root.ino, SESSION_OUTPUT, uid, gid);
 	if (ret < 0)
 		goto out;
 	ret = store_commit(st);
@@ -253,7 +285,7 @@ int session_has_data(struct store *st, struct tree *t,
 		     const struct session_info *s, bool *has)
 {
 	(void)st;
-	return tree_session_has_data(t, s->id, s->root_ino, s->uploads_ino, has);
+	return tree_session_has_data(t, s->id, has);
 }
 
 static int delete_row(struct store *st, struct tree *t, int64_t id)
@@ -349,37 +381,27 @@ out:
 	return ret;
 }
 
-int session_renew_uploads(struct store *st, struct tree *t,
-			  struct session_info *s)
+int session_renew_folder(struct store *st, struct tree *t,
+			 struct session_info *s, enum session_folder which)
 {
-	struct tree_attr old;
-	uint64_t ino;
+	struct tree_attr root;
 	int ret;
 
-	ret = tree_getattr(t, s->uploads_ino, &old);
-	if (ret == -ENOENT)
-		old = (struct tree_attr){ .uid = 0, .gid = 0 };
-	else if (ret < 0)
+	ret = tree_getattr(t, s->root_ino, &root);
+	if (ret < 0)
 		return ret;
 	ret = store_begin(st);
 	if (ret < 0)
 		return ret;
-	ret = add_uploads(st, s->id, s->root_ino, old.uid, old.gid, &ino);
-	if (ret < 0)
-		goto out;
-	ret = set_inodes(st, s->id, s->root_ino, ino);
-	if (ret < 0)
-		goto out;
-	ret = add_links(st, s->root_ino, 1);
-	if (ret < 0)
-		goto out;
+	ret = add_folder(st, s->id, s->root_ino, which, root.uid, root.gid);
+	if (ret < 0) {
+		store_rollback(st);
+		return ret;
+	}
 	ret = store_commit(st);
-	if (ret == 0)
-		s->uploads_ino = ino;
-	return ret;
-out:
-	store_rollback(st);
-	return ret;
+	if (ret < 0)
+		return ret;
+	return session_get(st, s->id, s);
 }
 
 /* ---- session.json -------------------------------------------------------- */
@@ -409,6 +431,12 @@ static int load_title(struct store *st, int64_t id, json_t **title)
 	return ret;
 }
 
+/* A JSON string, or null for "" (no skill, no engine). */
+static json_t *string_or_null(const char *s)
+{
+	return *s ? json_string(s) : json_null();
+}
+
 int session_render_json(struct store *st, const struct session_info *s,
 			struct sbuf *out)
 {
@@ -423,6 +451,8 @@ int session_render_json(struct store *st, const struct session_info *s,
 	doc = json_object();
 	if (!doc || json_object_set_new(doc, "id", json_string(s->name)) ||
 	    json_object_set_new(doc, "created", json_string(created)) ||
+	    json_object_set_new(doc, "skill", string_or_null(s->skill)) ||
+	    json_object_set_new(doc, "engine", string_or_null(s->engine)) ||
 	    json_object_set(doc, "title", title)) {
 		ret = -ENOMEM;
 		goto out;
@@ -449,11 +479,84 @@ static int check_fixed(json_t *doc, const char *key, const char *stored,
 	return 0;
 }
 
+/* A string field or null; *out is NULL for null or absent. */
+static int optional_string(json_t *doc, const char *key, const char **out,
+			   struct ferr *err)
+{
+	json_t *v = json_object_get(doc, key);
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) || !json_string_length(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return ferr_set(err, -EINVAL,
+				"\"%s\" must be a name (a string) or null", key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+/* Which skill and engine the document asks for; "" for none. */
+static int check_binding(json_t *doc, const struct session_info *s,
+			 const struct skill_registry *reg, const char **skill,
+			 const char **engine, struct ferr *err)
+{
+	const struct skill *sk;
+	int ret;
+
+	ret = optional_string(doc, "skill", skill, err);
+	if (!ret)
+		ret = optional_string(doc, "engine", engine, err);
+	if (ret < 0)
+		return ret;
+	if (!*skill) {
+		if (*engine)
+			return ferr_set(err, -EINVAL,
+					"\"engine\" needs a \"skill\"");
+		*skill = *engine = "";
+		return 0;
+	}
+	sk = reg ? skill_find(reg, *skill) : NULL;
+	if (!sk)
+		return ferr_set(err, -EINVAL,
+				"unknown skill \"%s\" (see .flowfs/skills/)",
+				*skill);
+	if (sk->error)
+		return ferr_set(err, -EINVAL, "skill \"%s\" did not load: %s",
+				*skill, sk->error);
+	if (*engine && !skill_has_engine(sk, *engine)) {
+		struct sbuf list = SBUF_INIT;
+		const json_t *v;
+		size_t i;
+
+		json_array_foreach(sk->engines, i, v)
+			sbuf_addf(&list, "%s%s", i ? ", " : "",
+				  json_string_value(v));
+		ret = ferr_set(err, -EINVAL,
+			       "engine \"%s\" is not one of skill %s's engines (%s)",
+			       *engine, sk->id, list.buf);
+		sbuf_release(&list);
+		return ret;
+	}
+	/* Keep the engine while the skill stays, else the skill's first. */
+	if (!*engine)
+		*engine = !strcmp(s->skill, sk->id) && *s->engine
+				  ? s->engine : skill_default_engine(sk);
+	return 0;
+}
+
 int session_commit_json(struct store *st, const struct session_info *s,
-			const char *text, size_t len, struct ferr *err)
+			const struct skill_registry *reg, const char *text,
+			size_t len, struct ferr *err)
 {
 	static const char sql[] = "UPDATE sessions SET title = ?2,"
-		" doc_mtime_ns = ?3 WHERE id = ?1 AND title IS NOT ?2";
+		" skill = nullif(?4, ''), engine = nullif(?5, ''),"
+		" doc_mtime_ns = ?3 WHERE id = ?1 AND (title IS NOT ?2"
+		" OR coalesce(skill, '') IS NOT ?4 OR coalesce(engine, '') IS NOT ?5)";
+	static const char *const fields[] = {
+		"id", "created", "skill", "engine", "title", NULL
+	};
+	const char *skill, *engine;
 	char created[32];
 	json_t *doc = NULL, *title;
 	const char *key;
@@ -470,10 +573,13 @@ int session_commit_json(struct store *st, const struct session_info *s,
 		goto out;
 	}
 	json_object_foreach(doc, key, value) {
-		if (strcmp(key, "id") && strcmp(key, "created") &&
-		    strcmp(key, "title")) {
+		size_t i = 0;
+
+		while (fields[i] && strcmp(fields[i], key))
+			i++;
+		if (!fields[i]) {
 			ret = ferr_set(err, -EINVAL,
-				       "unknown field \"%s\" (session.json has id, created, title)",
+				       "unknown field \"%s\" (session.json has id, created, skill, engine, title)",
 				       key);
 			goto out;
 		}
@@ -490,6 +596,9 @@ int session_commit_json(struct store *st, const struct session_info *s,
 		ret = ferr_set(err, -EINVAL, "\"title\" must be a string");
 		goto out;
 	}
+	ret = check_binding(doc, s, reg, &skill, &engine, err);
+	if (ret < 0)
+		goto out;
 	q = store_stmt(st, sql);
 	if (!q) {
 		ret = -EIO;
@@ -500,6 +609,8 @@ int session_commit_json(struct store *st, const struct session_info *s,
 			  title ? (int)json_string_length(title) : 0,
 			  SQLITE_STATIC);
 	sqlite3_bind_int64(q, 3, store_now_ns());
+	sqlite3_bind_text(q, 4, skill, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 5, engine, -1, SQLITE_STATIC);
 	rc = sqlite3_step(q);
 	store_done(q);
 	ret = step_errno(rc);
@@ -508,6 +619,88 @@ int session_commit_json(struct store *st, const struct session_info *s,
 			 store_errmsg(st));
 out:
 	json_decref(doc);
+	return ret;
+}
+
+/* ---- request.json ------------------------------------------------------- */
+
+int session_load_request(struct store *st, const struct session_info *s,
+			 json_t **out)
+{
+	static const char sql[] = "SELECT request FROM sessions WHERE id = ?1";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	*out = NULL;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, s->id);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+		ret = fjson_parse(out, (const char *)sqlite3_column_text(q, 0),
+				  (size_t)sqlite3_column_bytes(q, 0), NULL);
+	else if (rc != SQLITE_ROW)
+		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	store_done(q);
+	/* What was stored was checked JSON; unreadable means damaged. */
+	return ret == -EINVAL ? -EIO : ret;
+}
+
+int session_render_request(struct store *st, const struct session_info *s,
+			   struct sbuf *out)
+{
+	json_t *req = NULL;
+	int ret = session_load_request(st, s, &req);
+
+	if (ret < 0)
+		return ret;
+	if (!req)
+		req = json_pack("{s{}s{}}", "input", "parameter");
+	ret = req ? fjson_dump(out, req) : -ENOMEM;
+	json_decref(req);
+	return ret;
+}
+
+int session_commit_request(struct store *st, const struct session_info *s,
+			   const struct skill *sk, const char *text,
+			   size_t len, struct ferr *err)
+{
+	static const char sql[] = "UPDATE sessions SET request = ?2,"
+		" request_mtime_ns = ?3 WHERE id = ?1 AND request IS NOT ?2";
+	struct sbuf canon = SBUF_INIT;
+	json_t *req = NULL;
+	sqlite3_stmt *q;
+	int ret, rc;
+
+	if (!sk)
+		return ferr_set(err, -EINVAL,
+				"no skill is bound: set \"skill\" in session.json first");
+	ret = fjson_parse(&req, text, len, err);
+	if (ret < 0)
+		return ret;
+	ret = inputs_check_request(sk, req, err);
+	if (ret < 0)
+		goto out;
+	ret = fjson_dump(&canon, req);
+	if (ret < 0)
+		goto out;
+	q = store_stmt(st, sql);
+	if (!q) {
+		ret = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(q, 1, s->id);
+	sqlite3_bind_text(q, 2, canon.buf, (int)canon.len, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, store_now_ns());
+	rc = sqlite3_step(q);
+	store_done(q);
+	ret = step_errno(rc);
+	if (ret < 0)
+		ferr_set(err, ret, "cannot store request.json: %s",
+			 store_errmsg(st));
+out:
+	sbuf_release(&canon);
+	json_decref(req);
 	return ret;
 }
 
@@ -570,7 +763,8 @@ out:
 }
 
 int session_render_status(struct store *st, const struct session_info *s,
-			  struct sbuf *out, int64_t *mtime_ns)
+			  const struct sbuf *problems, struct sbuf *out,
+			  int64_t *mtime_ns)
 {
 	static const char sql[] = "SELECT time_ns, path, message FROM status_log"
 		" WHERE session = ?1 ORDER BY id";
@@ -580,7 +774,8 @@ int session_render_status(struct store *st, const struct session_info *s,
 
 	if (!q)
 		return -EIO;
-	ret = sbuf_addstr(out, "ready\n");
+	ret = problems->len ? sbuf_add(out, problems->buf, problems->len)
+			    : sbuf_addstr(out, "ready\n");
 	sqlite3_bind_int64(q, 1, s->id);
 	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		char when[32];

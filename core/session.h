@@ -8,12 +8,19 @@
  * title, and two rows of the tree: its root folder and its uploads/.
  *
  * session.json is rendered byte-identical to Python's
- * json.dumps({"id", "created", "title"}, indent=2, ensure_ascii=False).
+ * json.dumps({"id", "created", "skill", "engine", "title"}, indent=2,
+ * ensure_ascii=False); skill and engine are null while no skill is bound.
  * session_commit_json() takes a whole new document: "title" (a string,
- * "" when absent) is stored; "id" and "created" may be present only with
- * their current values; anything else is refused with -EINVAL and a
- * message (with line and column for syntax errors) — the stored document
- * is left as it was.
+ * "" when absent) is stored; "skill" binds a skill of the registry (null
+ * unbinds); "engine" must be one of the skill's engines (absent: its
+ * first; `reg` may be NULL: no skill is known); "id" and "created"
+ * may be present only with their current
+ * values; anything else is refused with -EINVAL and a message (with line
+ * and column for syntax errors) — the stored document is left as it was.
+ *
+ * request.json ({"input": {...}, "parameter": {...}}) is stored as the
+ * writer gave it (re-serialized), once inputs_check_request() accepts it
+ * for the bound skill; with no skill bound it is refused.
  *
  * The status log keeps the last SESSION_LOG_KEEP refused writes of a
  * session as "<UTC time> <path>: <message>" lines.
@@ -29,6 +36,7 @@
 
 #include "ferr.h"
 #include "sbuf.h"
+#include "skill.h"
 #include "store.h"
 #include "tree.h"
 
@@ -39,9 +47,17 @@ struct session_info {
 	char name[256];
 	int64_t created_ns;
 	int64_t doc_mtime_ns;	/* last change of session.json's content */
+	int64_t request_mtime_ns; /* last change of request.json; 0: none */
 	uint64_t root_ino;
 	uint64_t uploads_ino;
+	uint64_t output_ino;
+	char skill[256];	/* "" when no skill is bound */
+	char engine[256];
 };
+
+/* The real folders every session has; their rows carry the value as
+ * their tree tag (tree_attr.tag). */
+enum session_folder { SESSION_UPLOADS = 1, SESSION_OUTPUT = 2 };
 
 struct session_list {
 	struct session_info *items;
@@ -74,21 +90,37 @@ int session_delete(struct store *st, struct tree *t, int64_t id);
 int session_has_data(struct store *st, struct tree *t,
 		     const struct session_info *s, bool *has);
 
-/* Replace an (empty) uploads/ folder by a fresh one (after its rmdir). */
-int session_renew_uploads(struct store *st, struct tree *t,
-			  struct session_info *s);
+/* Replace an (empty) uploads/ or output/ by a fresh one (after rmdir). */
+int session_renew_folder(struct store *st, struct tree *t,
+			 struct session_info *s, enum session_folder which);
 
 int session_render_json(struct store *st, const struct session_info *s,
 			struct sbuf *out);
 int session_commit_json(struct store *st, const struct session_info *s,
-			const char *text, size_t len, struct ferr *err);
+			const struct skill_registry *reg, const char *text,
+			size_t len, struct ferr *err);
+
+/* The stored request (a new reference), or NULL in *out when none. */
+int session_load_request(struct store *st, const struct session_info *s,
+			 json_t **out);
+/* request.json as shown: the stored one, or an empty request. */
+int session_render_request(struct store *st, const struct session_info *s,
+			   struct sbuf *out);
+int session_commit_request(struct store *st, const struct session_info *s,
+			   const struct skill *sk, const char *text,
+			   size_t len, struct ferr *err);
 
 /* Add a refused write to the status log (keeps the last 50). */
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message);
-/* The status file; `mtime_ns` gets the time of its last change. */
+/*
+ * The status file: `problems` (lines, each ending in '\n'), or "ready"
+ * when there are none, then the log of refused writes.  `mtime_ns` gets
+ * the time of the last refusal (at least the session's creation).
+ */
 int session_render_status(struct store *st, const struct session_info *s,
-			  struct sbuf *out, int64_t *mtime_ns);
+			  const struct sbuf *problems, struct sbuf *out,
+			  int64_t *mtime_ns);
 
 /* "2026-11-21T08:45:59Z" for a time in ns; `buf` holds at least 32. */
 const char *session_format_time(int64_t ns, char *buf, size_t size);

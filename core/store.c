@@ -102,9 +102,42 @@ static const char schema_v1[] =
 	/* Inode 1 is the mount's root, which is not a row. */
 	"INSERT INTO sqlite_sequence(name, seq) VALUES ('inodes', 1);";
 
+/*
+ * Version 2: sessions bind a skill and an engine and keep their
+ * request.json; every session gets an output/ folder.  A scratch entry
+ * that a version-1 session already had under that name is kept, renamed
+ * "output.v1" (a folder of that name is adopted instead).
+ */
+static const char schema_v2[] =
+	"ALTER TABLE sessions ADD COLUMN skill TEXT;"
+	"ALTER TABLE sessions ADD COLUMN engine TEXT;"
+	"ALTER TABLE sessions ADD COLUMN request TEXT;"
+	"ALTER TABLE sessions ADD COLUMN request_mtime_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sessions ADD COLUMN output_ino INTEGER NOT NULL DEFAULT 0;"
+	/* what a folder is to its session: 1 uploads/, 2 output/ */
+	"ALTER TABLE inodes ADD COLUMN tag INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE inodes SET tag = 1 WHERE ino IN (SELECT uploads_ino FROM sessions);"
+	"UPDATE inodes SET name = CAST('output.v1' AS BLOB)"
+	"  WHERE name = CAST('output' AS BLOB) AND (mode & 61440) != 16384"
+	"  AND parent IN (SELECT root_ino FROM sessions);"
+	"INSERT INTO inodes(session, parent, name, mode, uid, gid, nlink,"
+	"  atime_ns, mtime_ns, ctime_ns, tag)"
+	"  SELECT s.id, s.root_ino, CAST('output' AS BLOB), 16877, r.uid, r.gid,"
+	"    2, r.mtime_ns, r.mtime_ns, r.mtime_ns, 2"
+	"  FROM sessions s JOIN inodes r ON r.ino = s.root_ino"
+	"  WHERE NOT EXISTS (SELECT 1 FROM inodes o WHERE o.parent = s.root_ino"
+	"    AND o.name = CAST('output' AS BLOB));"
+	"UPDATE inodes SET nlink = 2 + (SELECT count(*) FROM inodes c"
+	"  WHERE c.parent = inodes.ino AND (c.mode & 61440) = 16384)"
+	"  WHERE ino IN (SELECT root_ino FROM sessions);"
+	"UPDATE sessions SET output_ino = (SELECT ino FROM inodes"
+	"  WHERE parent = sessions.root_ino AND name = CAST('output' AS BLOB));"
+	"UPDATE inodes SET tag = 2 WHERE ino IN (SELECT output_ino FROM sessions);";
+
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
+	schema_v2,
 };
 
 int store_errno(int rc)

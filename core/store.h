@@ -42,7 +42,7 @@
 #include "ferr.h"
 
 /* The schema version this build creates and understands. */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 /* 'FlFS': marks a database as flowfs's (PRAGMA application_id). */
 #define STORE_APPLICATION_ID 0x466c4653
 

@@ -61,7 +61,7 @@ static void chunk_free(struct tree *t, char *data)
 
 #define ATTR_COLUMNS \
 	"ino, session, mode, uid, gid, nlink, size, alloc, atime_ns, mtime_ns," \
-	" ctime_ns, parent IS NULL AND nlink > 0"
+	" ctime_ns, parent IS NULL AND nlink > 0, tag"
 
 static void row_to_attr(sqlite3_stmt *q, int col, struct tree_attr *a)
 {
@@ -77,6 +77,7 @@ static void row_to_attr(sqlite3_stmt *q, int col, struct tree_attr *a)
 	a->mtime_ns = sqlite3_column_int64(q, col + 9);
 	a->ctime_ns = sqlite3_column_int64(q, col + 10);
 	a->session_root = sqlite3_column_int(q, col + 11);
+	a->tag = (unsigned)sqlite3_column_int(q, col + 12);
 }
 
 static int step_errno(int rc)
@@ -1145,19 +1146,17 @@ int tree_readdir(struct tree *t, uint64_t ino, struct tree_dir *out)
 	return ret;
 }
 
-int tree_session_has_data(struct tree *t, int64_t session, uint64_t root,
-			  uint64_t uploads, bool *has)
+int tree_session_has_data(struct tree *t, int64_t session, bool *has)
 {
 	static const char sql[] = "SELECT EXISTS (SELECT 1 FROM inodes"
-		" WHERE session = ?1 AND ino NOT IN (?2, ?3) AND nlink > 0)";
+		" WHERE session = ?1 AND parent IS NOT NULL AND tag = 0"
+		" AND nlink > 0)";
 	sqlite3_stmt *q = store_stmt(t->st, sql);
 	int rc;
 
 	if (!q)
 		return -EIO;
 	sqlite3_bind_int64(q, 1, session);
-	sqlite3_bind_int64(q, 2, (int64_t)root);
-	sqlite3_bind_int64(q, 3, (int64_t)uploads);
 	rc = sqlite3_step(q);
 	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
 	store_done(q);

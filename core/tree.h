@@ -48,6 +48,7 @@ struct tree_attr {
 	int64_t alloc;		/* bytes of data stored (sparse files hold less) */
 	int64_t atime_ns, mtime_ns, ctime_ns;
 	bool session_root;	/* the root folder of its session */
+	unsigned tag;		/* what the row is to its session (session.h) */
 };
 
 /* What tree_setattr() changes; a flag per field. */
@@ -124,9 +125,11 @@ int tree_readlink(struct tree *t, uint64_t ino, struct sbuf *out);
 int tree_readdir(struct tree *t, uint64_t ino, struct tree_dir *out);
 void tree_dir_free(struct tree_dir *dir);
 
-/* Whether a session holds any row besides the given ones (user data). */
-int tree_session_has_data(struct tree *t, int64_t session, uint64_t root,
-			  uint64_t uploads, bool *has);
+/*
+ * Whether a session holds user data: any row but its root folder and
+ * the tagged folders the session itself keeps (uploads/, output/).
+ */
+int tree_session_has_data(struct tree *t, int64_t session, bool *has);
 
 /* Open files (see above). */
 int tree_open(struct tree *t, uint64_t ino);

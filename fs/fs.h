@@ -2,9 +2,16 @@
  * The FUSE adapter's shared state and the path → entry table.
  *
  * Inode numbers: 1 is the mount's root; rows of the tree (core/tree.h)
- * use their row id; every other object is an *entry* of the table in
- * entries.c, numbered FS_VIRTUAL | session id << 16 | row, so it is the
- * same number on every mount (row 0 = no session: .flowfs and below).
+ * use their row id; everything else has FS_VIRTUAL set and lives in one
+ * of three spaces (bits 61-62):
+ *   FS_SPACE_ENTRY   a row of the entry table (entries.c) in a session:
+ *                    session id << 16 | row (session 0: .flowfs and below)
+ *   FS_SPACE_SKILL   a file of the skill bound to a session (its skill/):
+ *                    session id << 28 | skill serial << 16 | file
+ *   FS_SPACE_CATALOG a file of a skill under .flowfs/skills/:
+ *                    skill serial << 16 | file
+ * where file 0 is the skill's own folder and file n its n-th file.  The
+ * numbers are the same on every mount (skill serials: for a mount).
  */
 #ifndef FLOWFS_FS_H
 #define FLOWFS_FS_H
@@ -14,21 +21,28 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "binding.h"
 #include "ferr.h"
 #include "sbuf.h"
 #include "session.h"
+#include "skill.h"
 #include "store.h"
 #include "tree.h"
 
 #define FS_ROOT_INO 1
 #define FS_VIRTUAL ((uint64_t)1 << 63)
+#define FS_SPACE_SHIFT 61
+#define FS_SPACE_ENTRY 0u
+#define FS_SPACE_SKILL 1u
+#define FS_SPACE_CATALOG 2u
 
 struct flowfs {
-	/* One lock around every request: the store and tree are not
-	 * thread-safe, and requests are short. */
+	/* One lock around every request: the store, tree and registry are
+	 * not thread-safe, and requests are short. */
 	pthread_mutex_t lock;
 	struct store *st;
 	struct tree *tree;
+	struct skill_registry *skills;
 	char *mountpoint;	/* absolute */
 	int64_t mounted_ns;
 	uid_t uid;
@@ -40,13 +54,16 @@ enum entry_scope {
 	SCOPE_ROOT,		/* in the mount's root, beside the sessions */
 	SCOPE_DOTDIR,		/* in .flowfs/ */
 	SCOPE_SESSION,		/* in every session folder */
+	SCOPE_OUTPUT,		/* in every session's output/, beside its files */
 };
 
 enum entry_kind {
 	ENTRY_DIR,		/* a read-only folder of entries */
-	ENTRY_UPLOADS,		/* a real folder: rows of the tree */
+	ENTRY_FOLDER,		/* a real folder of the session (uploads/, output/) */
 	ENTRY_DOC,		/* a JSON document: rendered, written whole */
 	ENTRY_GENERATED,	/* read-only, rendered on each open */
+	ENTRY_SKILL,		/* the bound skill's package, read-only */
+	ENTRY_CATALOG,		/* every known skill, read-only */
 };
 
 struct entry {
@@ -54,7 +71,10 @@ struct entry {
 	enum entry_scope scope;
 	enum entry_kind kind;
 	mode_t mode;
-	/* Content and the time it last changed (DOC, GENERATED). */
+	/* ENTRY_FOLDER: which of the session's folders */
+	enum session_folder folder;
+	/* Content and the time it last changed (DOC, GENERATED);
+	 * -ENOENT when the entry does not exist now. */
 	int (*render)(struct flowfs *fs, const struct session_info *s,
 		      struct sbuf *out, int64_t *mtime_ns);
 	/* Validate and store a whole new document (DOC). */
@@ -68,22 +88,50 @@ extern const unsigned fs_entry_count;
 /* The entry `name` in `scope`, as a row index; -1 when there is none. */
 int fs_entry_find(enum entry_scope scope, const char *name);
 
+/* The binding context of a session (its path under the mountpoint). */
+struct fs_binding {
+	struct binding_ctx ctx;
+	char path[4096 + 256];
+};
+void fs_binding_init(struct flowfs *fs, const struct session_info *s,
+		     struct fs_binding *b);
+
 static inline uint64_t fs_entry_ino(int64_t session, unsigned row)
 {
 	return FS_VIRTUAL | (uint64_t)session << 16 | row;
 }
 
-static inline bool fs_ino_is_entry(uint64_t ino)
+static inline uint64_t fs_skill_ino(unsigned space, int64_t session,
+				    unsigned serial, size_t file)
+{
+	return FS_VIRTUAL | (uint64_t)space << FS_SPACE_SHIFT |
+	       (uint64_t)session << 28 | (uint64_t)serial << 16 | file;
+}
+
+static inline bool fs_ino_is_virtual(uint64_t ino)
 {
 	return ino & FS_VIRTUAL;
 }
 
-static inline int64_t fs_ino_session(uint64_t ino)
+static inline unsigned fs_ino_space(uint64_t ino)
 {
-	return (int64_t)((ino & ~FS_VIRTUAL) >> 16);
+	return (unsigned)(ino >> FS_SPACE_SHIFT) & 3u;
 }
 
-static inline unsigned fs_ino_row(uint64_t ino)
+static inline int64_t fs_ino_session(uint64_t ino)
+{
+	uint64_t bits = ino & (((uint64_t)1 << FS_SPACE_SHIFT) - 1);
+
+	return (int64_t)(fs_ino_space(ino) == FS_SPACE_ENTRY ? bits >> 16
+							     : bits >> 28);
+}
+
+static inline unsigned fs_ino_serial(uint64_t ino)
+{
+	return (unsigned)(ino >> 16) & 0xfffu;
+}
+
+static inline unsigned fs_ino_low(uint64_t ino)
 {
 	return (unsigned)(ino & 0xffff);
 }

@@ -18,8 +18,14 @@
 #include "flowfs-config.h"
 #include "fs.h"
 
+#define MAX_SKILL_DIRS 32
+/* fuse_opt key of --skills=DIR, handed to take_mountpoint() */
+#define KEY_SKILLS 1
+
 struct options {
 	char *db;
+	char *skill_dirs[MAX_SKILL_DIRS];
+	size_t nskill_dirs;
 	char *mountpoint;
 	int extra_args;
 	int help;
@@ -29,6 +35,7 @@ struct options {
 #define OPT(t, p) { t, offsetof(struct options, p), 1 }
 static const struct fuse_opt option_spec[] = {
 	{ "--db=%s", offsetof(struct options, db), 0 },
+	{ "--skills=%s", -1U, KEY_SKILLS },
 	OPT("--help", help),
 	OPT("-h", help),
 	OPT("--version", version),
@@ -36,9 +43,25 @@ static const struct fuse_opt option_spec[] = {
 	FUSE_OPT_END
 };
 
+/* An absolute path for `path`, so the daemon's chdir("/") changes nothing. */
+static char *absolute_path(const char *path)
+{
+	char cwd[PATH_MAX];
+	char *out = NULL;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	if (asprintf(&out, "%s/%s", cwd, path) < 0)
+		return NULL;
+	return out;
+}
+
 /*
  * Take the mountpoint out of the arguments: libfuse would resolve it
- * itself and report a missing one in its own words, not ours.
+ * itself and report a missing one in its own words, not ours.  Collect
+ * the --skills folders (the option may be repeated).
  */
 static int take_mountpoint(void *data, const char *arg, int key,
 			   struct fuse_args *outargs)
@@ -46,6 +69,16 @@ static int take_mountpoint(void *data, const char *arg, int key,
 	struct options *opts = data;
 
 	(void)outargs;
+	if (key == KEY_SKILLS) {
+		if (opts->nskill_dirs == MAX_SKILL_DIRS) {
+			fprintf(stderr, "flowfs: at most %d --skills folders\n",
+				MAX_SKILL_DIRS);
+			return -1;
+		}
+		opts->skill_dirs[opts->nskill_dirs] =
+			absolute_path(arg + strlen("--skills="));
+		return opts->skill_dirs[opts->nskill_dirs++] ? 0 : -1;
+	}
 	if (key != FUSE_OPT_KEY_NONOPT)
 		return 1;
 	if (opts->mountpoint) {
@@ -64,6 +97,8 @@ static void usage(const char *prog)
 	       "\n"
 	       "  --db=FILE   the database (default $XDG_DATA_HOME/flowfs/flowfs.db,\n"
 	       "              i.e. ~/.local/share/flowfs/flowfs.db; created if missing)\n"
+	       "  --skills=DIR  a folder of skill packages (repeatable); also searched:\n"
+	       "              $XDG_CONFIG_HOME/flowfs/skills and the built-in skills\n"
 	       "  -f          stay in the foreground\n"
 	       "  -d          debug: print every request (implies -f)\n"
 	       "  -o OPTS     mount options (see mount.fuse3(8))\n"
@@ -92,19 +127,36 @@ static int make_parent_dirs(const char *path)
 	return 0;
 }
 
-/* An absolute path for `path`, so the daemon's chdir("/") changes nothing. */
-static char *absolute_path(const char *path)
+/*
+ * The skill search folders: --skills first, then the user's, then the
+ * built-in ones (installed, or the source tree's when running from a
+ * build that was not installed).
+ */
+static int open_skills(const struct options *opts, struct skill_registry **out)
 {
-	char cwd[PATH_MAX];
-	char *out = NULL;
+	const char *dirs[MAX_SKILL_DIRS + 2];
+	const char *config = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	char *user = NULL;
+	struct stat st;
+	size_t n = 0;
+	int ret;
 
-	if (path[0] == '/')
-		return strdup(path);
-	if (!getcwd(cwd, sizeof(cwd)))
-		return NULL;
-	if (asprintf(&out, "%s/%s", cwd, path) < 0)
-		return NULL;
-	return out;
+	for (size_t i = 0; i < opts->nskill_dirs; i++)
+		dirs[n++] = opts->skill_dirs[i];
+	if (config && config[0] == '/')
+		ret = asprintf(&user, "%s/flowfs/skills", config);
+	else
+		ret = home ? asprintf(&user, "%s/.config/flowfs/skills", home) : 0;
+	if (ret < 0)
+		return -ENOMEM;
+	if (user)
+		dirs[n++] = user;
+	dirs[n++] = stat(FLOWFS_DATADIR "/skills", &st) == 0
+			    ? FLOWFS_DATADIR "/skills" : FLOWFS_SOURCE_SKILLS;
+	ret = skill_registry_new(out, dirs, n);
+	free(user);
+	return ret;
 }
 
 static char *default_db_path(void)
@@ -231,6 +283,10 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: %s\n", err.message);
 		goto out_unmount;
 	}
+	if (open_skills(&opts, &fs.skills) < 0) {
+		fprintf(stderr, "flowfs: cannot read the skill folders\n");
+		goto out_unmount;
+	}
 	if (tree_new(&fs.tree, fs.st) < 0) {
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
@@ -262,6 +318,7 @@ out:
 	if (loop)
 		fuse_loop_cfg_destroy(loop);
 	tree_free(fs.tree);
+	skill_registry_free(fs.skills);
 	store_close(fs.st);
 	if (fs.tree)
 		pthread_mutex_destroy(&fs.lock);
@@ -270,6 +327,8 @@ out:
 	free(cmd.mountpoint);
 	free(opts.db);
 	free(opts.mountpoint);
+	for (size_t i = 0; i < opts.nskill_dirs; i++)
+		free(opts.skill_dirs[i]);
 	fuse_opt_free_args(&args);
 	return ret;
 }

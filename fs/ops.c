@@ -26,6 +26,7 @@ struct dir_item {
 	char *name;
 	struct stat st;
 	bool generated;
+	double entry_timeout;
 };
 
 
@@ -40,18 +41,25 @@ struct handle {
 	struct sbuf content;	/* H_DOC, H_GENERATED */
 	struct dir_item *items;	/* H_DIR */
 	size_t nitems;
-	bool in_session_root;	/* H_DIR: lists a session folder */
 };
 
 /* What an inode number stands for. */
 struct node {
-	enum { N_ROOT, N_ENTRY, N_REAL } type;
+	enum { N_ROOT, N_ENTRY, N_REAL, N_VIEW } type;
 	uint64_t ino;
 	unsigned row;			/* N_ENTRY */
 	struct session_info s;		/* when has_session */
 	bool has_session;
 	struct tree_attr attr;		/* N_REAL */
+	/* N_VIEW: a skill's folder or file, in a session's skill/ or in
+	 * .flowfs/skills/ (space); file 0 is the skill's folder. */
+	unsigned space;
+	const struct skill *sk;
+	size_t file;
 };
+
+/* What a failed skill shows instead of its files. */
+static const char error_name[] = "ERROR";
 
 static struct flowfs *fs_of(fuse_req_t req)
 {
@@ -115,6 +123,66 @@ static void stat_from_attr(const struct tree_attr *a, struct stat *st)
 
 /* ---- resolving inodes ---------------------------------------------------- */
 
+/* ---- skill views ------------------------------------------------------ */
+
+/* How many files a view of `sk` has (a failed skill: only ERROR). */
+static size_t view_count(const struct skill *sk)
+{
+	return sk->error ? 1 : sk->nfiles;
+}
+
+/* The relative path of a view node ("" for the skill's folder). */
+static const char *view_path(const struct node *n)
+{
+	if (!n->file)
+		return "";
+	return n->sk->error ? error_name : n->sk->files[n->file - 1].path;
+}
+
+static bool view_is_dir(const struct node *n)
+{
+	return !n->file || (!n->sk->error && n->sk->files[n->file - 1].dir);
+}
+
+/* The content of a view file. */
+static int view_content(const struct node *n, struct sbuf *out)
+{
+	const struct skill_file *f;
+
+	if (n->sk->error)
+		return sbuf_addf(out, "%s\n", n->sk->error);
+	f = &n->sk->files[n->file - 1];
+	return sbuf_add(out, f->data, f->len);
+}
+
+static uint64_t view_ino(const struct node *n, size_t file)
+{
+	return fs_skill_ino(n->space, n->space == FS_SPACE_SKILL ? n->s.id : 0,
+			    n->sk->serial, file);
+}
+
+/* ---- resolving inodes ---------------------------------------------------- */
+
+static int resolve_view(struct flowfs *fs, uint64_t ino, struct node *n)
+{
+	int ret;
+
+	n->type = N_VIEW;
+	n->space = fs_ino_space(ino);
+	n->file = fs_ino_low(ino);
+	n->sk = skill_by_serial(fs->skills, fs_ino_serial(ino));
+	if (!n->sk || n->file > view_count(n->sk))
+		return -ENOENT;
+	if (n->space == FS_SPACE_CATALOG)
+		return fs_ino_session(ino) ? -ENOENT : 0;
+	n->has_session = true;
+	ret = session_get(fs->st, fs_ino_session(ino), &n->s);
+	/* a skill/ of a session bound to another skill by now */
+	if (!ret && strcmp(n->s.skill, n->sk->id))
+		ret = -ENOENT;
+	return ret;
+}
+
 static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 {
 	int ret;
@@ -125,12 +193,14 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 		n->type = N_ROOT;
 		return 0;
 	}
-	if (fs_ino_is_entry(ino)) {
+	if (fs_ino_is_virtual(ino) && fs_ino_space(ino) != FS_SPACE_ENTRY)
+		return resolve_view(fs, ino, n);
+	if (fs_ino_is_virtual(ino)) {
 		n->type = N_ENTRY;
-		n->row = fs_ino_row(ino);
+		n->row = fs_ino_low(ino);
 		if (n->row == 0 || n->row >= fs_entry_count)
 			return -ENOENT;
-		if (fs_entries[n->row].scope != SCOPE_SESSION)
+		if (fs_entries[n->row].scope < SCOPE_SESSION)
 			return fs_ino_session(ino) ? -ENOENT : 0;
 		n->has_session = true;
 		return session_get(fs->st, fs_ino_session(ino), &n->s);
@@ -139,7 +209,8 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 	ret = tree_getattr(fs->tree, ino, &n->attr);
 	if (ret < 0)
 		return ret;
-	if (n->attr.session_root) {
+	/* Folders with entries of the table in them know their session. */
+	if (n->attr.session_root || n->attr.tag == SESSION_OUTPUT) {
 		n->has_session = true;
 		return session_get(fs->st, n->attr.session, &n->s);
 	}
@@ -151,18 +222,40 @@ static bool is_session_root(const struct node *n)
 	return n->type == N_REAL && n->attr.session_root;
 }
 
-static bool in_dotdir(const struct node *n)
+/* The scope of the table's entries that live in folder `n`, or -1. */
+static int scope_of(const struct node *n)
 {
-	return n->type == N_ENTRY && fs_entries[n->row].scope != SCOPE_SESSION;
+	if (n->type == N_ROOT)
+		return SCOPE_ROOT;
+	if (n->type == N_ENTRY && fs_entries[n->row].kind == ENTRY_DIR)
+		return SCOPE_DOTDIR;
+	if (is_session_root(n))
+		return SCOPE_SESSION;
+	if (n->type == N_REAL && n->attr.tag == SESSION_OUTPUT)
+		return SCOPE_OUTPUT;
+	return -1;
+}
+
+/* .flowfs/ and below, and skill views: nothing there can be changed. */
+static bool read_only_tree(const struct node *n)
+{
+	return n->type == N_VIEW ||
+	       (n->type == N_ENTRY && fs_entries[n->row].scope < SCOPE_SESSION);
 }
 
 /* Render an entry's content; its size and mtime follow from it. */
 static int render_entry(struct flowfs *fs, const struct node *n,
 			struct sbuf *out, int64_t *mtime_ns)
 {
-	const struct entry *e = &fs_entries[n->row];
+	const struct entry *e;
 
 	*mtime_ns = fs->mounted_ns;
+	if (n->type == N_VIEW) {
+		if (!view_is_dir(n) && !n->sk->error)
+			*mtime_ns = n->sk->files[n->file - 1].mtime_ns;
+		return view_content(n, out);
+	}
+	e = &fs_entries[n->row];
 	if (!e->render)
 		return 0;
 	return e->render(fs, n->has_session ? &n->s : NULL, out, mtime_ns);
@@ -198,6 +291,21 @@ static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 		st->st_nlink = 3 + (nlink_t)count;
 		return ret;
 	}
+	if (n->type == N_VIEW) {
+		st->st_mode = view_is_dir(n) ? S_IFDIR | 0555 : S_IFREG | 0444;
+		st->st_nlink = view_is_dir(n) ? 2 : 1;
+		/* a rescan may change a file under the same number */
+		*generated = true;
+		if (view_is_dir(n))
+			return 0;
+		ret = render_entry(fs, n, &sb, &mtime);
+		st->st_size = (off_t)sb.len;
+		st->st_blocks = ((off_t)sb.len + 511) / 512;
+		ts_from_ns(&st->st_mtim, mtime);
+		st->st_ctim = st->st_mtim;
+		sbuf_release(&sb);
+		return ret;
+	}
 	e = &fs_entries[n->row];
 	st->st_mode = e->mode;
 	st->st_nlink = S_ISDIR(e->mode) ? 2 : 1;
@@ -218,40 +326,85 @@ static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 	return ret;
 }
 
+/* The view node `name` in view folder `parent`. */
+static int lookup_view(struct flowfs *fs, const struct node *parent,
+		       const char *name, struct node *out)
+{
+	const char *dir = view_path(parent);
+	struct sbuf path = SBUF_INIT;
+	size_t index;
+	int ret;
+
+	if (!view_is_dir(parent))
+		return -ENOTDIR;
+	if (parent->sk->error)
+		return !parent->file && !strcmp(name, error_name)
+			       ? resolve(fs, view_ino(parent, 1), out) : -ENOENT;
+	if (sbuf_addf(&path, "%s%s%s", dir, *dir ? "/" : "", name) < 0)
+		return -ENOMEM;
+	ret = skill_file_find(parent->sk, path.buf, &index) ? 0 : -ENOENT;
+	sbuf_release(&path);
+	return ret < 0 ? ret : resolve(fs, view_ino(parent, index + 1), out);
+}
+
+/* The node an entry of the table stands for in `parent`'s session. */
+static int resolve_row(struct flowfs *fs, const struct node *parent,
+		       unsigned row, struct node *out)
+{
+	const struct entry *e = &fs_entries[row];
+	int64_t session = parent->has_session ? parent->s.id : 0;
+	struct fs_binding b;
+	const struct skill *sk;
+
+	switch (e->kind) {
+	case ENTRY_FOLDER:
+		return resolve(fs, e->folder == SESSION_UPLOADS
+				       ? parent->s.uploads_ino
+				       : parent->s.output_ino, out);
+	case ENTRY_SKILL:
+		fs_binding_init(fs, &parent->s, &b);
+		sk = binding_skill(&b.ctx);
+		if (!sk)
+			return -ENOENT;
+		return resolve(fs, fs_skill_ino(FS_SPACE_SKILL, session,
+						sk->serial, 0), out);
+	default:
+		return resolve(fs, fs_entry_ino(session, row), out);
+	}
+}
+
 /* The node `name` in folder `parent` (the parent already resolved). */
 static int lookup_in(struct flowfs *fs, const struct node *parent,
 		     const char *name, struct node *out)
 {
-	int row, ret;
+	int scope = scope_of(parent);
+	int row = scope >= 0 ? fs_entry_find((enum entry_scope)scope, name) : -1;
+	const struct skill *sk;
+	int ret;
 
+	if (row >= 0)
+		return resolve_row(fs, parent, (unsigned)row, out);
 	if (parent->type == N_ROOT) {
-		row = fs_entry_find(SCOPE_ROOT, name);
-		if (row >= 0)
-			return resolve(fs, fs_entry_ino(0, (unsigned)row), out);
 		memset(out, 0, sizeof(*out));
 		ret = session_find(fs->st, name, &out->s);
 		if (ret < 0)
 			return ret;
 		return resolve(fs, out->s.root_ino, out);
 	}
+	if (parent->type == N_VIEW)
+		return lookup_view(fs, parent, name, out);
 	if (parent->type == N_ENTRY) {
-		if (!in_dotdir(parent) || !S_ISDIR(fs_entries[parent->row].mode))
-			return -ENOTDIR;
-		row = fs_entry_find(SCOPE_DOTDIR, name);
-		if (row < 0)
+		if (fs_entries[parent->row].kind != ENTRY_CATALOG)
+			return S_ISDIR(fs_entries[parent->row].mode) ? -ENOENT
+								     : -ENOTDIR;
+		sk = skill_find(fs->skills, name);
+		if (!sk)
 			return -ENOENT;
-		return resolve(fs, fs_entry_ino(0, (unsigned)row), out);
+		return resolve(fs, fs_skill_ino(FS_SPACE_CATALOG, 0, sk->serial,
+						0), out);
 	}
 	if (!S_ISDIR(parent->attr.mode))
 		return -ENOTDIR;
-	if (is_session_root(parent)) {
-		row = fs_entry_find(SCOPE_SESSION, name);
-		if (row >= 0 && fs_entries[row].kind == ENTRY_UPLOADS)
-			return resolve(fs, parent->s.uploads_ino, out);
-		if (row >= 0)
-			return resolve(fs, fs_entry_ino(parent->s.id,
-							(unsigned)row), out);
-	}
 	memset(out, 0, sizeof(*out));
 	out->type = N_REAL;
 	ret = tree_lookup(fs->tree, parent->ino, name, &out->attr);
@@ -260,17 +413,28 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 }
 
 /*
- * How long the kernel may keep the name of an object of `mode` in
- * `parent`.  In a session folder, a rename onto or away from a reserved
- * file name (an editor's save) leaves the kernel with a dentry that no
- * longer matches ours: the renamed scratch file's inode under
- * "session.json", or the document under the backup name.  Those few file
- * names are looked up again on each use instead.  Folders (uploads/ above
- * all, which every path below it walks through) are never renamed so.
+ * How long the kernel may keep the name of `n` in `parent`.  In a folder
+ * with entries of the table (a session folder, output/), a rename onto or
+ * away from a reserved file name (an editor's save) leaves the kernel
+ * with a dentry that no longer matches ours: the renamed scratch file's
+ * inode under "session.json", or the document under the backup name.
+ * Those few file names are looked up again on each use instead.  Skill
+ * views change with the binding and with rescans.  Other folders
+ * (uploads/ above all, which every path below it walks through) keep
+ * their names long.
  */
-static double entry_timeout(const struct node *parent, mode_t mode)
+static double entry_timeout(const struct node *parent, const struct node *n,
+			    mode_t mode)
 {
-	return is_session_root(parent) && !S_ISDIR(mode) ? 0.0 : LONG_TIMEOUT;
+	if (n->type == N_VIEW || parent->type == N_VIEW ||
+	    (parent->type == N_ENTRY &&
+	     fs_entries[parent->row].kind == ENTRY_CATALOG))
+		return 0.0;
+	if ((is_session_root(parent) ||
+	     (parent->type == N_REAL && parent->attr.tag == SESSION_OUTPUT)) &&
+	    !S_ISDIR(mode))
+		return 0.0;
+	return LONG_TIMEOUT;
 }
 
 static int fill_entry(struct flowfs *fs, const struct node *parent,
@@ -285,7 +449,7 @@ static int fill_entry(struct flowfs *fs, const struct node *parent,
 		return ret;
 	e->ino = n->ino;
 	e->generation = 1;
-	e->entry_timeout = entry_timeout(parent, e->attr.st_mode);
+	e->entry_timeout = entry_timeout(parent, n, e->attr.st_mode);
 	e->attr_timeout = generated ? 0.0 : LONG_TIMEOUT;
 	return 0;
 }
@@ -293,11 +457,9 @@ static int fill_entry(struct flowfs *fs, const struct node *parent,
 /* The reserved entry `name` would stand for in this folder, or -1. */
 static int reserved_row(const struct node *parent, const char *name)
 {
-	if (parent->type == N_ROOT)
-		return fs_entry_find(SCOPE_ROOT, name);
-	if (is_session_root(parent))
-		return fs_entry_find(SCOPE_SESSION, name);
-	return -1;
+	int scope = scope_of(parent);
+
+	return scope >= 0 ? fs_entry_find((enum entry_scope)scope, name) : -1;
 }
 
 /* ---- lookup, getattr, setattr ----------------------------------------- */
@@ -412,7 +574,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	bool generated;
 	int ret;
 
-	if (!fs_ino_is_entry(ino) && ino != FS_ROOT_INO) {
+	if (!fs_ino_is_virtual(ino) && ino != FS_ROOT_INO) {
 		setattr_real(fs, req, ino, attr, to_set);
 		return;
 	}
@@ -420,7 +582,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	ret = resolve(fs, ino, &n);
 	if (ret < 0)
 		goto out;
-	if (in_dotdir(&n) || n.type == N_ROOT) {
+	if (read_only_tree(&n) || n.type == N_ROOT) {
 		ret = (to_set & ~times) ? -EROFS : 0;
 		goto reply;
 	}
@@ -473,7 +635,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct sbuf sb = SBUF_INIT;
 	int ret;
 
-	if (fs_ino_is_entry(ino) || ino == FS_ROOT_INO) {
+	if (fs_ino_is_virtual(ino) || ino == FS_ROOT_INO) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -496,7 +658,25 @@ static int resolve_writable(struct flowfs *fs, fuse_ino_t dir, struct node *p)
 
 	if (ret < 0)
 		return ret;
-	return p->type == N_ENTRY ? -EROFS : 0;
+	return p->type == N_ENTRY || p->type == N_VIEW ? -EROFS : 0;
+}
+
+/*
+ * unlink/rmdir of `name` in a skill view: what a view shows is generated,
+ * so removing it is a no-op that succeeds (rm -rf of a session must
+ * work), with the errnos of a real folder for a wrong type or no name.
+ */
+static int remove_in_view(struct flowfs *fs, const struct node *p,
+			  const char *name, bool dir)
+{
+	struct node n;
+	int ret = lookup_in(fs, p, name, &n);
+
+	if (ret < 0)
+		return ret;
+	if (dir != view_is_dir(&n))
+		return dir ? -ENOTDIR : -EISDIR;
+	return 0;
 }
 
 /* Check that `name` may be created in `parent`; 0 or -errno. */
@@ -639,7 +819,9 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	lock(fs);
 	ret = resolve_writable(fs, parent, &p);
-	if (ret < 0)
+	if (ret == -EROFS && p.type == N_VIEW)
+		ret = remove_in_view(fs, &p, name, false);
+	if (ret < 0 || p.type == N_VIEW)
 		goto out;
 	row = reserved_row(&p, name);
 	if (row >= 0) {
@@ -673,7 +855,9 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	lock(fs);
 	ret = resolve_writable(fs, parent, &p);
-	if (ret < 0)
+	if (ret == -EROFS && p.type == N_VIEW)
+		ret = remove_in_view(fs, &p, name, true);
+	if (ret < 0 || p.type == N_VIEW)
 		goto out;
 	row = reserved_row(&p, name);
 	if (p.type == N_ROOT) {
@@ -689,12 +873,18 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 				  : session_delete(fs->st, fs->tree, s.id);
 		goto out;
 	}
-	if (row >= 0 && fs_entries[row].kind == ENTRY_UPLOADS) {
-		/* An empty uploads/ is removed and comes back as a new,
-		 * empty folder, so rm -rf of a session works. */
+	if (row >= 0 && fs_entries[row].kind == ENTRY_FOLDER) {
+		/* An empty uploads/ or output/ is removed and comes back as a
+		 * new, empty folder, so rm -rf of a session works. */
 		ret = tree_rmdir(fs->tree, parent, name);
 		if (!ret)
-			ret = session_renew_uploads(fs->st, fs->tree, &p.s);
+			ret = session_renew_folder(fs->st, fs->tree, &p.s,
+						   fs_entries[row].folder);
+		goto out;
+	}
+	if (row >= 0 && fs_entries[row].kind == ENTRY_SKILL) {
+		/* skill/ is generated: it stays, like generated files */
+		ret = 0;
 		goto out;
 	}
 	if (row >= 0) {
@@ -781,7 +971,8 @@ static int rename_from_entry(struct flowfs *fs, fuse_req_t req,
 	int64_t mtime;
 	int ret;
 
-	if (fs_entries[row].kind == ENTRY_UPLOADS ||
+	if (fs_entries[row].kind == ENTRY_FOLDER ||
+	    fs_entries[row].kind == ENTRY_SKILL ||
 	    fs_entries[row].kind == ENTRY_DIR)
 		return -EPERM;
 	ret = resolve(fs, newparent, &np);
@@ -914,16 +1105,20 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 		*out = h;
 		return 0;
 	}
-	e = &fs_entries[n->row];
-	if (S_ISDIR(e->mode)) {
+	if (n->type == N_VIEW && view_is_dir(n)) {
 		ret = -EISDIR;
 		goto fail;
 	}
-	if (writing && e->kind != ENTRY_DOC) {
-		ret = in_dotdir(n) ? -EROFS : -EACCES;
+	e = n->type == N_VIEW ? NULL : &fs_entries[n->row];
+	if (e && S_ISDIR(e->mode)) {
+		ret = -EISDIR;
 		goto fail;
 	}
-	h->kind = e->kind == ENTRY_DOC && writing ? H_DOC : H_GENERATED;
+	if (writing && (!e || e->kind != ENTRY_DOC)) {
+		ret = read_only_tree(n) ? -EROFS : -EACCES;
+		goto fail;
+	}
+	h->kind = e && e->kind == ENTRY_DOC && writing ? H_DOC : H_GENERATED;
 	h->session = n->s.id;
 	h->row = n->row;
 	if (!(writing && (flags & O_TRUNC))) {
@@ -1173,7 +1368,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 /* ---- folders --------------------------------------------------------------- */
 
 static int dir_add(struct handle *h, size_t *alloc, const char *name,
-		   const struct stat *st, bool generated)
+		   const struct stat *st, bool generated, double timeout)
 {
 	struct dir_item *it;
 
@@ -1192,21 +1387,30 @@ static int dir_add(struct handle *h, size_t *alloc, const char *name,
 		return -ENOMEM;
 	it->st = *st;
 	it->generated = generated;
+	it->entry_timeout = timeout;
 	h->nitems++;
 	return 0;
 }
 
+/* Add node `n` of folder `dir`; an entry that does not exist now is
+ * left out. */
 static int dir_add_node(struct flowfs *fs, struct handle *h, size_t *alloc,
-			const char *name, const struct node *n)
+			const struct node *dir, const char *name,
+			const struct node *n)
 {
 	struct stat st;
 	bool generated;
 	int ret = node_stat(fs, n, &st, &generated);
 
-	return ret < 0 ? ret : dir_add(h, alloc, name, &st, generated);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0)
+		return ret;
+	return dir_add(h, alloc, name, &st, generated,
+		       entry_timeout(dir, n, st.st_mode));
 }
 
-/* The entries of the table that live in `scope`. */
+/* The entries of the table that live in folder `dir`. */
 static int dir_add_entries(struct flowfs *fs, struct handle *h, size_t *alloc,
 			   enum entry_scope scope, const struct node *dir)
 {
@@ -1217,22 +1421,105 @@ static int dir_add_entries(struct flowfs *fs, struct handle *h, size_t *alloc,
 
 		if (e->scope != scope)
 			continue;
-		if (e->kind == ENTRY_UPLOADS)
-			ret = resolve(fs, dir->s.uploads_ino, &n);
-		else
-			ret = resolve(fs, fs_entry_ino(scope == SCOPE_SESSION
-							       ? dir->s.id : 0,
-						       row), &n);
+		ret = resolve_row(fs, dir, row, &n);
 		if (!ret)
-			ret = dir_add_node(fs, h, alloc, e->name, &n);
-		if (ret < 0)
+			ret = dir_add_node(fs, h, alloc, dir, e->name, &n);
+		if (ret < 0 && ret != -ENOENT)
 			return ret;
 	}
 	return 0;
 }
 
+/* Every skill of the registry, read again first. */
+static int dir_add_catalog(struct flowfs *fs, struct handle *h, size_t *alloc,
+			   const struct node *dir)
+{
+	int ret = skill_registry_scan(fs->skills);
+
+	for (size_t i = 0; !ret && i < skill_count(fs->skills); i++) {
+		const struct skill *sk = skill_at(fs->skills, i);
+		struct node n;
+
+		ret = resolve(fs, fs_skill_ino(FS_SPACE_CATALOG, 0, sk->serial,
+					       0), &n);
+		if (!ret)
+			ret = dir_add_node(fs, h, alloc, dir, sk->id, &n);
+	}
+	return ret;
+}
+
+/* The files of a skill folder view directly in `dir`. */
+static int dir_add_view(struct flowfs *fs, struct handle *h, size_t *alloc,
+			const struct node *dir)
+{
+	const char *path = view_path(dir);
+	size_t plen = strlen(path);
+	int ret = 0;
+
+	for (size_t i = 1; !ret && i <= view_count(dir->sk); i++) {
+		const char *p = dir->sk->error ? error_name
+					       : dir->sk->files[i - 1].path;
+		const char *name = p;
+		struct node n;
+
+		if (plen) {
+			if (strncmp(p, path, plen) || p[plen] != '/')
+				continue;
+			name = p + plen + 1;
+		}
+		if (strchr(name, '/'))
+			continue;	/* deeper down */
+		ret = resolve(fs, view_ino(dir, i), &n);
+		if (!ret)
+			ret = dir_add_node(fs, h, alloc, dir, name, &n);
+	}
+	return ret;
+}
+
+static int dir_add_sessions(struct flowfs *fs, struct handle *h, size_t *alloc,
+			    const struct node *dir)
+{
+	struct session_list list;
+	int ret = session_list(fs->st, &list);
+
+	for (size_t i = 0; !ret && i < list.n; i++) {
+		struct node n;
+
+		ret = resolve(fs, list.items[i].root_ino, &n);
+		if (!ret)
+			ret = dir_add_node(fs, h, alloc, dir, list.items[i].name,
+					   &n);
+	}
+	if (!ret || list.items)
+		session_list_free(&list);
+	return ret;
+}
+
+/* The rows of a real folder, but for names the table has taken. */
+static int dir_add_rows(struct flowfs *fs, struct handle *h, size_t *alloc,
+			const struct node *dir)
+{
+	struct tree_dir td;
+	int ret = tree_readdir(fs->tree, dir->ino, &td);
+
+	for (size_t i = 0; !ret && i < td.n; i++) {
+		struct node n = { .type = N_REAL, .ino = td.ents[i].attr.ino };
+		struct stat st;
+
+		if (reserved_row(dir, td.ents[i].name) >= 0)
+			continue;
+		n.attr = td.ents[i].attr;
+		stat_from_attr(&td.ents[i].attr, &st);
+		ret = dir_add(h, alloc, td.ents[i].name, &st, false,
+			      entry_timeout(dir, &n, st.st_mode));
+	}
+	tree_dir_free(&td);
+	return ret;
+}
+
 static int dir_fill(struct flowfs *fs, struct handle *h, const struct node *dir)
 {
+	int scope = scope_of(dir);
 	struct stat st;
 	size_t alloc = 0;
 	bool generated;
@@ -1240,56 +1527,41 @@ static int dir_fill(struct flowfs *fs, struct handle *h, const struct node *dir)
 
 	ret = node_stat(fs, dir, &st, &generated);
 	if (!ret)
-		ret = dir_add(h, &alloc, ".", &st, false);
+		ret = dir_add(h, &alloc, ".", &st, false, 0.0);
 	if (!ret) {
 		/* ".." is only a name here; its attributes are not used */
 		st.st_ino = FS_ROOT_INO;
-		ret = dir_add(h, &alloc, "..", &st, false);
+		ret = dir_add(h, &alloc, "..", &st, false, 0.0);
 	}
+	if (!ret && scope >= 0)
+		ret = dir_add_entries(fs, h, &alloc, (enum entry_scope)scope, dir);
 	if (ret < 0)
 		return ret;
-	if (dir->type == N_ROOT) {
-		struct session_list list;
-
-		ret = dir_add_entries(fs, h, &alloc, SCOPE_ROOT, dir);
-		if (!ret)
-			ret = session_list(fs->st, &list);
-		if (ret < 0)
-			return ret;
-		for (size_t i = 0; !ret && i < list.n; i++) {
-			struct node n;
-
-			ret = resolve(fs, list.items[i].root_ino, &n);
-			if (!ret)
-				ret = dir_add_node(fs, h, &alloc,
-						   list.items[i].name, &n);
-		}
-		session_list_free(&list);
-		return ret;
+	switch (dir->type) {
+	case N_ROOT:
+		return dir_add_sessions(fs, h, &alloc, dir);
+	case N_ENTRY:
+		return fs_entries[dir->row].kind == ENTRY_CATALOG
+			       ? dir_add_catalog(fs, h, &alloc, dir) : 0;
+	case N_VIEW:
+		return dir_add_view(fs, h, &alloc, dir);
+	default:
+		return dir_add_rows(fs, h, &alloc, dir);
 	}
-	if (dir->type == N_ENTRY)
-		return dir_add_entries(fs, h, &alloc, SCOPE_DOTDIR, dir);
-	if (is_session_root(dir)) {
-		ret = dir_add_entries(fs, h, &alloc, SCOPE_SESSION, dir);
-		if (ret < 0)
-			return ret;
-	}
-	{
-		struct tree_dir td;
+}
 
-		ret = tree_readdir(fs->tree, dir->ino, &td);
-		if (ret < 0)
-			return ret;
-		for (size_t i = 0; !ret && i < td.n; i++) {
-			if (td.ents[i].attr.ino == dir->s.uploads_ino &&
-			    is_session_root(dir))
-				continue;
-			stat_from_attr(&td.ents[i].attr, &st);
-			ret = dir_add(h, &alloc, td.ents[i].name, &st, false);
-		}
-		tree_dir_free(&td);
+static bool node_is_dir(const struct node *n)
+{
+	switch (n->type) {
+	case N_ROOT:
+		return true;
+	case N_ENTRY:
+		return S_ISDIR(fs_entries[n->row].mode);
+	case N_VIEW:
+		return view_is_dir(n);
+	default:
+		return S_ISDIR(n->attr.mode);
 	}
-	return ret;
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -1310,13 +1582,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	h->ino = ino;
 	lock(fs);
 	ret = resolve(fs, ino, &n);
-	if (!ret && n.type == N_REAL && !S_ISDIR(n.attr.mode))
-		ret = -ENOTDIR;
-	if (!ret && n.type == N_ENTRY && !S_ISDIR(fs_entries[n.row].mode))
+	if (!ret && !node_is_dir(&n))
 		ret = -ENOTDIR;
 	if (!ret)
 		ret = dir_fill(fs, h, &n);
-	h->in_session_root = is_session_root(&n);
 	unlock(fs);
 	if (ret < 0) {
 		handle_free(h);
@@ -1352,8 +1621,7 @@ static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 			/* "." and ".." must not create dentries */
 			e.ino = dot ? 0 : it->st.st_ino;
 			e.generation = 1;
-			e.entry_timeout = h->in_session_root && !S_ISDIR(it->st.st_mode)
-						  ? 0.0 : LONG_TIMEOUT;
+			e.entry_timeout = it->entry_timeout;
 			e.attr_timeout = it->generated ? 0.0 : LONG_TIMEOUT;
 			n = fuse_add_direntry_plus(req, buf + used, size - used,
 						   it->name, &e, (off_t)i + 1);

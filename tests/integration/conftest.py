@@ -265,3 +265,15 @@ def write_bytes(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
         os.close(fd)
         raise
     os.close(fd)
+
+
+# What every session folder holds while no skill is bound (prompt.txt and
+# skill/ appear once one is).
+SESSION_ENTRIES = {"session.json", "request.json", "input.json",
+                   "parameter.json", "status", "uploads", "output"}
+
+
+def session_doc(sid, created, title="", skill=None, engine=None):
+    """The session.json object flowfs shows, in its key order."""
+    return {"id": sid, "created": created, "skill": skill, "engine": engine,
+            "title": title}

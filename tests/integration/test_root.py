@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, errname, oserror, read_bytes, write_bytes
+from conftest import (REPO, SESSION_ENTRIES, errname, oserror, read_bytes,
+                      session_doc, write_bytes)
 
-SESSION_ENTRIES = {"session.json", "status", "uploads"}
 
 
 def project_version():
@@ -72,7 +72,7 @@ def test_flowfs_is_read_only(mnt):
     expect_errno(errno.EROFS, os.symlink, "x", d / "link")
     assert oserror(os.rmdir, d) != 0
     assert read_bytes(v) == before
-    assert os.listdir(d) == ["version"]
+    assert sorted(os.listdir(d)) == ["skills", "version"]
     assert os.listdir(mnt) == [".flowfs"]
 
 
@@ -201,11 +201,11 @@ def test_rename_session(flowfs):
     for p, ino in inos.items():
         assert os.lstat(y / p).st_ino == ino, p
     data = read_bytes(y / "session.json")
-    assert data.decode() == json.dumps({"id": "Y", "created": created, "title": ""},
+    assert data.decode() == json.dumps(session_doc("Y", created),
                                        indent=2, ensure_ascii=False)
     flowfs.remount()
     data = read_bytes(y / "session.json")
-    assert json.loads(data) == {"id": "Y", "created": created, "title": ""}
+    assert json.loads(data) == session_doc("Y", created)
     assert read_bytes(y / "uploads" / "d" / "g") == b"world"
     # The old name can be used again for a fresh session.
     os.mkdir(x)
@@ -239,7 +239,7 @@ def test_rename_session_onto_empty_session_replaces(mnt):
     assert sorted(os.listdir(mnt)) == [".flowfs", "dst"]
     assert read_bytes(mnt / "dst" / "uploads" / "f") == b"data"
     doc = json.loads(read_bytes(mnt / "dst" / "session.json"))
-    assert doc == {"id": "dst", "created": src_created, "title": ""}
+    assert doc == session_doc("dst", src_created)
 
 
 def test_rename_session_onto_session_with_data_enotempty(mnt):

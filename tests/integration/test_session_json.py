@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from conftest import errname, oserror, read_bytes, write_bytes
+from conftest import (SESSION_ENTRIES, errname, oserror, read_bytes,
+                      session_doc, write_bytes)
 
 TIME_RE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 # <time> <path>: <message>; the path is relative to the session.
@@ -26,7 +27,7 @@ def doc_of(session):
 
 def expected_bytes(session, title):
     d = doc_of(session)
-    return dumps({"id": d["id"], "created": d["created"], "title": title}).encode()
+    return dumps(session_doc(d["id"], d["created"], title)).encode()
 
 
 def status_lines(session):
@@ -66,10 +67,11 @@ def test_fresh_session_json(mnt):
     after = time.time()
     data = read_bytes(mnt / "fresh" / "session.json")
     doc = json.loads(data)
-    assert list(doc) == ["id", "created", "title"]
+    assert list(doc) == ["id", "created", "skill", "engine", "title"]
     assert re.fullmatch(TIME_RE, doc["created"]), doc["created"]
     assert int(before) - 2 <= iso_to_epoch(doc["created"]) <= after + 2
     assert data.decode() == dumps({"id": "fresh", "created": doc["created"],
+                                  "skill": None, "engine": None,
                                    "title": ""})
     assert not data.endswith(b"\n")
     assert os.stat(mnt / "fresh" / "session.json").st_size == len(data)
@@ -138,7 +140,7 @@ def test_accepted_forms(session, style):
     d = doc_of(session)
     title = "T"
     if style == "full":
-        payload = dumps({"id": d["id"], "created": d["created"], "title": title})
+        payload = dumps(session_doc(d["id"], d["created"], title))
     elif style == "reordered":
         payload = json.dumps({"title": title, "created": d["created"], "id": d["id"]})
     elif style == "compact":
@@ -439,7 +441,7 @@ def test_scratch_files_kept_as_is(flowfs, session):
     for name in SCRATCH:
         payloads[name] = os.urandom(3000) + b"{not json"
         write_bytes(session / name, payloads[name])
-    assert set(os.listdir(session)) == {"session.json", "status", "uploads",
+    assert set(os.listdir(session)) == SESSION_ENTRIES | {
                                         *SCRATCH}
     flowfs.remount()
     for name, data in payloads.items():
@@ -449,9 +451,9 @@ def test_scratch_files_kept_as_is(flowfs, session):
     os.rename(session / "notes.txt", session / "notes2.txt")
     assert read_bytes(session / "notes2.txt") == payloads["notes.txt"]
     for name in os.listdir(session):
-        if name not in ("session.json", "status", "uploads"):
+        if name not in SESSION_ENTRIES:
             os.unlink(session / name)
-    assert set(os.listdir(session)) == {"session.json", "status", "uploads"}
+    assert set(os.listdir(session)) == SESSION_ENTRIES
     os.rmdir(session)
 
 
@@ -461,7 +463,7 @@ def test_unlink_generated_files_is_noop(session):
     os.unlink(session / "status")
     assert read_bytes(session / "session.json") == before
     assert read_bytes(session / "status") == b"ready\n"
-    assert set(os.listdir(session)) == {"session.json", "status", "uploads"}
+    assert set(os.listdir(session)) == SESSION_ENTRIES
 
 
 def test_rmdir_empty_uploads_comes_back(session):
@@ -493,5 +495,5 @@ def test_editor_style_save_sequence(session):
     write_bytes(sj, json.dumps({"title": "edited"}).encode())
     os.unlink(session / "session.json~")
     assert read_bytes(sj) == expected_bytes(session, "edited")
-    assert set(os.listdir(session)) == {"session.json", "status", "uploads"}
+    assert set(os.listdir(session)) == SESSION_ENTRIES
     assert refusals(session) == []

@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from conftest import read_bytes, write_bytes
+from conftest import SESSION_ENTRIES, read_bytes, session_doc, write_bytes
 
 
 def run(args, **kw):
@@ -214,7 +214,7 @@ def test_sed_i_in_uploads(flowfs, uploads):
 
 def expected_session_json(session, title):
     d = json.loads(read_bytes(session / "session.json"))
-    return json.dumps({"id": d["id"], "created": d["created"], "title": title},
+    return json.dumps(session_doc(d["id"], d["created"], title),
                       indent=2, ensure_ascii=False).encode()
 
 
@@ -222,7 +222,7 @@ def test_sed_i_on_session_json(flowfs, session):
     sj = session / "session.json"
     run(["sed", "-i", 's/"title": ""/"title": "from sed ✓"/', sj])
     assert read_bytes(sj) == expected_session_json(session, "from sed ✓")
-    assert set(os.listdir(session)) == {"session.json", "status", "uploads"}
+    assert set(os.listdir(session)) == SESSION_ENTRIES
     assert read_bytes(session / "status") == b"ready\n"
     # A sed that breaks the document is refused; the document stays.
     before = read_bytes(sj)
@@ -294,7 +294,7 @@ def test_vim_on_session_json(flowfs, session, setting):
         want = expected_session_json(session, new)
         assert read_bytes(sj) == want
         assert read_bytes(session / "status") == b"ready\n"
-        extra = set(os.listdir(session)) - {"session.json", "status", "uploads"}
+        extra = set(os.listdir(session)) - SESSION_ENTRIES
         if setting == "backup":
             assert extra == {"session.json~"}
         else:

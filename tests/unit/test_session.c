@@ -30,6 +30,9 @@
 
 #define UNI_NAME "\xc3\x9cn\xc3\xaf \xe2\x82\xac\xf0\x9f\x98\x80"
 
+/* status with nothing wrong with the session */
+static const struct sbuf no_problems = SBUF_INIT;
+
 struct fixture {
 	char dir[64];
 	char path[128];
@@ -144,7 +147,7 @@ static void test_create(void **state)
 	assert_int_equal(a.mode & 07777, 0750);
 	assert_int_equal(a.uid, 1234);
 	assert_int_equal(a.gid, 5678);
-	assert_int_equal(a.nlink, 3);
+	assert_int_equal(a.nlink, 4);	/* 2 + uploads/ + output/ */
 	assert_true(a.session_root);
 	assert_int_equal(a.session, s.id);
 	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
@@ -172,8 +175,8 @@ static void test_create(void **state)
 	assert_int_equal(session_count(fx->st, &n), 0);
 	assert_int_equal(n, 1);
 	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
-	/* the failed create left no rows behind */
-	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes"), 2);
+	/* the failed create left no rows behind: root, uploads/, output/ */
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes"), 3);
 }
 
 static void test_create_names(void **state)
@@ -249,6 +252,7 @@ static void test_render_json(void **state)
 	struct fixture *fx = *state;
 	static const char expect1[] =
 		"{\n  \"id\": \"run-1\",\n  \"created\": \"2026-11-21T08:45:59Z\","
+		"\n  \"skill\": null,\n  \"engine\": null,"
 		"\n  \"title\": \"\"\n}";
 	static const char title_src[] =
 		"{\"title\": \"line1\\nline2 \\\"q\\\" \\\\ tab\\t c\\u0001"
@@ -256,6 +260,7 @@ static void test_render_json(void **state)
 	static const char expect2[] =
 		"{\n  \"id\": \"" UNI_NAME "\",\n"
 		"  \"created\": \"2026-11-21T08:45:59Z\",\n"
+		"  \"skill\": null,\n  \"engine\": null,\n"
 		"  \"title\": \"line1\\nline2 \\\"q\\\" \\\\ tab\\t c\\u0001"
 		" n\\u0000 \xc3\xa9\xf0\x9f\x98\x80\x7f/\"\n}";
 	struct session_info s = mk_at(fx, "run-1");
@@ -266,14 +271,14 @@ static void test_render_json(void **state)
 	doc = render(fx, &s);
 	assert_string_equal(doc, expect1);
 	free(doc);
-	if (session_commit_json(fx->st, &u, title_src, strlen(title_src),
+	if (session_commit_json(fx->st, &u, NULL, title_src, strlen(title_src),
 				&err) < 0)
 		fail_msg("commit: %s", err.message);
 	doc = render(fx, &u);
 	assert_string_equal(doc, expect2);
 	free(doc);
 	/* the rendered document is accepted back as it is */
-	assert_int_equal(session_commit_json(fx->st, &u, expect2,
+	assert_int_equal(session_commit_json(fx->st, &u, NULL, expect2,
 					     strlen(expect2), &err), 0);
 	doc = render(fx, &u);
 	assert_string_equal(doc, expect2);
@@ -311,11 +316,12 @@ static void test_commit_accepts(void **state)
 		char expect[512], *doc;
 
 		ferr_clear(&err);
-		if (session_commit_json(fx->st, &s, ok[i].text,
+		if (session_commit_json(fx->st, &s, NULL, ok[i].text,
 					strlen(ok[i].text), &err) != 0)
 			fail_msg("ok[%zu] refused: %s", i, err.message);
 		snprintf(expect, sizeof(expect), "{\n  \"id\": \"run-1\",\n"
-			 "  \"created\": \"" CREATED "\",\n  \"title\": %s\n}",
+			 "  \"created\": \"" CREATED "\",\n  \"skill\": null,\n"
+			 "  \"engine\": null,\n  \"title\": %s\n}",
 			 ok[i].title_json);
 		doc = render(fx, &s);
 		assert_string_equal(doc, expect);
@@ -331,14 +337,14 @@ static void test_commit_doc_mtime(void **state)
 
 	assert_int_equal(store_exec(fx->st, "UPDATE sessions SET"
 				    " doc_mtime_ns = 1000"), 0);
-	assert_int_equal(session_commit_json(fx->st, &s, doc, strlen(doc),
+	assert_int_equal(session_commit_json(fx->st, &s, NULL, doc, strlen(doc),
 					     NULL), 0);
 	assert_int_equal(session_get(fx->st, s.id, &after), 0);
 	assert_true(after.doc_mtime_ns > 1000);
 	/* the same content again is no change */
 	assert_int_equal(store_exec(fx->st, "UPDATE sessions SET"
 				    " doc_mtime_ns = 1000"), 0);
-	assert_int_equal(session_commit_json(fx->st, &s, doc, strlen(doc),
+	assert_int_equal(session_commit_json(fx->st, &s, NULL, doc, strlen(doc),
 					     NULL), 0);
 	assert_int_equal(session_get(fx->st, s.id, &after), 0);
 	assert_int_equal(after.doc_mtime_ns, 1000);
@@ -387,7 +393,7 @@ static void test_commit_refuses(void **state)
 	struct ferr err;
 	int64_t mtime;
 
-	assert_int_equal(session_commit_json(fx->st, &s, good, strlen(good),
+	assert_int_equal(session_commit_json(fx->st, &s, NULL, good, strlen(good),
 					     NULL), 0);
 	assert_int_equal(session_get(fx->st, s.id, &after), 0);
 	mtime = after.doc_mtime_ns;
@@ -399,7 +405,7 @@ static void test_commit_refuses(void **state)
 		int ret;
 
 		ferr_clear(&err);
-		ret = session_commit_json(fx->st, &s, bad[i].text, len, &err);
+		ret = session_commit_json(fx->st, &s, NULL, bad[i].text, len, &err);
 		if (ret != -EINVAL)
 			fail_msg("bad[%zu] gave %d, not -EINVAL", i, ret);
 		if (!err.message[0])
@@ -424,7 +430,7 @@ static void test_commit_refuses(void **state)
 		char buf[600];
 
 		ferr_clear(&err);
-		session_commit_json(fx->st, &s, bad[0].text,
+		session_commit_json(fx->st, &s, NULL, bad[0].text,
 				    strlen(bad[0].text), &err);
 		ferr_format(&err, buf, sizeof(buf));
 		assert_int_equal(strncmp(buf, "line 3, column 3: ", 18), 0);
@@ -617,24 +623,25 @@ static void test_renew_uploads(void **state)
 	struct tree_attr a;
 	uint64_t old = s.uploads_ino;
 
+	/* root: 2 + uploads/ + output/ */
 	assert_int_equal(tree_rmdir(fx->t, s.root_ino, "uploads"), 0);
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
-	assert_int_equal(a.nlink, 2);
-	assert_int_equal(session_renew_uploads(fx->st, fx->t, &s), 0);
+	assert_int_equal(a.nlink, 3);
+	assert_int_equal(session_renew_folder(fx->st, fx->t, &s, SESSION_UPLOADS), 0);
 	assert_true(s.uploads_ino != old);
 	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
 	assert_int_equal(a.ino, s.uploads_ino);
 	assert_true(S_ISDIR(a.mode));
 	assert_int_equal(a.nlink, 2);
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
-	assert_int_equal(a.nlink, 3);
+	assert_int_equal(a.nlink, 4);
 	assert_int_equal(session_get(fx->st, s.id, &f), 0);
 	assert_int_equal(f.uploads_ino, s.uploads_ino);
 	/* the new uploads/ is usable */
 	assert_int_equal(tree_create(fx->t, s.uploads_ino, "x", S_IFREG | 0644,
 				     0, 0, NULL, &a), 0);
 	/* and a second renew while uploads exists fails without harm */
-	assert_true(session_renew_uploads(fx->st, fx->t, &s) < 0);
+	assert_true(session_renew_folder(fx->st, fx->t, &s, SESSION_UPLOADS) < 0);
 	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
 	assert_int_equal(session_get(fx->st, s.id, &f), 0);
 	assert_int_equal(f.uploads_ino, s.uploads_ino);
@@ -661,7 +668,7 @@ static void test_status_log(void **state)
 	const char *p;
 	char msg[64], tail[128];
 
-	assert_int_equal(session_render_status(fx->st, &s, &sb, &mtime), 0);
+	assert_int_equal(session_render_status(fx->st, &s, &no_problems, &sb, &mtime), 0);
 	assert_string_equal(sb.buf, "ready\n");
 	assert_int_equal(mtime, s.created_ns);
 	sbuf_release(&sb);
@@ -678,7 +685,7 @@ static void test_status_log(void **state)
 				 " session = %lld", (long long)s.id), 50);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM status_log WHERE"
 				 " session = %lld", (long long)o.id), 6);
-	assert_int_equal(session_render_status(fx->st, &s, &sb, &mtime), 0);
+	assert_int_equal(session_render_status(fx->st, &s, &no_problems, &sb, &mtime), 0);
 	assert_true(mtime >= s.created_ns);
 	assert_true(mtime <= store_now_ns());
 	p = sb.buf;
@@ -704,7 +711,7 @@ static void test_status_log(void **state)
 	}
 	assert_string_equal(p, "");
 	sbuf_release(&sb);
-	assert_int_equal(session_render_status(fx->st, &o, &sb, NULL), 0);
+	assert_int_equal(session_render_status(fx->st, &o, &no_problems, &sb, NULL), 0);
 	assert_int_equal(strncmp(sb.buf, "ready\n", 6), 0);
 	assert_int_equal(sb.len, 6 + 6 * (20 + strlen(" x: o\n")));
 	sbuf_release(&sb);

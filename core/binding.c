@@ -1,0 +1,173 @@
+#include "binding.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fjson.h"
+
+const struct skill *binding_skill(const struct binding_ctx *c)
+{
+	const struct skill *sk;
+
+	if (!c->s->skill[0])
+		return NULL;
+	sk = skill_find(c->skills, c->s->skill);
+	return sk && !sk->error ? sk : NULL;
+}
+
+int binding_resolve(const struct binding_ctx *c, const struct skill **skill,
+		    struct inputs *out)
+{
+	struct inputs_upload *ups = NULL;
+	struct tree_dir dir = { 0 };
+	json_t *request = NULL;
+	char *uploads_path = NULL;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	sbuf_init(&out->problems);
+	*skill = binding_skill(c);
+	if (!*skill) {
+		out->input = json_object();
+		out->parameter = json_object();
+		return out->input && out->parameter ? 0 : -ENOMEM;
+	}
+	ret = session_load_request(c->st, c->s, &request);
+	if (ret < 0)
+		goto out;
+	ret = tree_readdir(c->tree, c->s->uploads_ino, &dir);
+	if (ret < 0)
+		goto out;
+	ret = -ENOMEM;
+	ups = calloc(dir.n ? dir.n : 1, sizeof(*ups));
+	if (!ups || asprintf(&uploads_path, "%s/uploads", c->session_path) < 0)
+		goto out;
+	for (size_t i = 0; i < dir.n; i++) {
+		ups[i].name = dir.ents[i].name;
+		ups[i].dir = S_ISDIR(dir.ents[i].attr.mode);
+	}
+	ret = inputs_resolve(*skill, request, ups, dir.n, uploads_path, out);
+out:
+	free(uploads_path);
+	free(ups);
+	tree_dir_free(&dir);
+	json_decref(request);
+	return ret;
+}
+
+static int render_part(const struct binding_ctx *c, bool parameter,
+		       struct sbuf *out)
+{
+	const struct skill *sk;
+	struct inputs in;
+	int ret = binding_resolve(c, &sk, &in);
+
+	if (!ret)
+		ret = fjson_dump(out, parameter ? in.parameter : in.input);
+	inputs_release(&in);
+	return ret;
+}
+
+int binding_render_input(const struct binding_ctx *c, struct sbuf *out)
+{
+	return render_part(c, false, out);
+}
+
+int binding_render_parameter(const struct binding_ctx *c, struct sbuf *out)
+{
+	return render_part(c, true, out);
+}
+
+int binding_render_prompt(const struct binding_ctx *c, struct sbuf *out,
+			  struct ferr *err)
+{
+	const struct skill *sk;
+	struct inputs in;
+	char *run_dir = NULL, *skill_dir = NULL;
+	int ret = binding_resolve(c, &sk, &in);
+
+	if (!ret && !sk)
+		ret = -ENOENT;
+	if (ret < 0)
+		goto out;
+	if (asprintf(&skill_dir, "%s/skill", c->session_path) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	run_dir = strdup(c->session_path);
+	if (!run_dir) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = inputs_prompt(sk, c->s->engine, &in, run_dir, skill_dir, out, err);
+out:
+	free(run_dir);
+	free(skill_dir);
+	inputs_release(&in);
+	return ret;
+}
+
+int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out)
+{
+	const struct skill *sk = binding_skill(c);
+	json_t *list;
+	int ret;
+
+	if (!sk)
+		return -ENOENT;
+	list = inputs_manifest(sk);
+	if (!list)
+		return -ENOMEM;
+	ret = fjson_dump(out, list);
+	json_decref(list);
+	return ret;
+}
+
+int binding_problems(const struct binding_ctx *c, struct sbuf *out)
+{
+	const struct skill *sk;
+	struct sbuf prompt = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+	char msg[FERR_MESSAGE_MAX + 64];
+	struct inputs in;
+	int ret;
+
+	if (c->s->skill[0] && !binding_skill(c)) {
+		const struct skill *broken = skill_find(c->skills, c->s->skill);
+
+		if (broken)
+			return sbuf_addf(out, "skill %s did not load: %s\n",
+					 broken->id, broken->error);
+		return sbuf_addf(out, "skill %s is not installed (any more)\n",
+				 c->s->skill);
+	}
+	ret = binding_resolve(c, &sk, &in);
+	if (!ret)
+		ret = sbuf_add(out, in.problems.buf, in.problems.len);
+	inputs_release(&in);
+	if (ret < 0 || !sk)
+		return ret;
+	ret = binding_render_prompt(c, &prompt, &err);
+	sbuf_release(&prompt);
+	if (ret == -EINVAL)
+		return sbuf_addf(out, "prompt.txt: %s\n",
+				 ferr_format(&err, msg, sizeof(msg)));
+	return ret;
+}
+
+int64_t binding_mtime(const struct binding_ctx *c)
+{
+	struct tree_attr up;
+	int64_t t = c->s->doc_mtime_ns;
+
+	if (c->s->request_mtime_ns > t)
+		t = c->s->request_mtime_ns;
+	/* names in uploads/ bind files: the folder's mtime follows them */
+	if (tree_getattr(c->tree, c->s->uploads_ino, &up) == 0 &&
+	    up.mtime_ns > t)
+		t = up.mtime_ns;
+	return t;
+}

@@ -1,0 +1,57 @@
+/*
+ * binding: what a session shows because of the skill bound to it —
+ * input.json, parameter.json, prompt.txt, output/.manifest.json and the
+ * problems at the top of status.  It gathers the session's state (the
+ * bound skill, the stored request, the names in uploads/) and hands it
+ * to the input protocol (inputs.h); everything is computed on each call,
+ * so what is shown is never stale.
+ *
+ * `session_path` is the session folder's absolute path as programs see
+ * it (<mountpoint>/<session>): input.json holds paths below it.
+ *
+ * A session with no skill bound shows "{}" for input.json and
+ * parameter.json, no prompt.txt and no manifest, and no problems.
+ */
+#ifndef FLOWFS_BINDING_H
+#define FLOWFS_BINDING_H
+
+#include <stdint.h>
+
+#include "ferr.h"
+#include "inputs.h"
+#include "sbuf.h"
+#include "session.h"
+#include "skill.h"
+#include "store.h"
+#include "tree.h"
+
+struct binding_ctx {
+	struct store *st;
+	struct tree *tree;
+	const struct skill_registry *skills;
+	const struct session_info *s;
+	const char *session_path;
+};
+
+/* The bound skill, NULL when none is bound or it is gone/broken. */
+const struct skill *binding_skill(const struct binding_ctx *c);
+
+/* Resolve (see inputs_resolve); *skill is set as binding_skill(). */
+int binding_resolve(const struct binding_ctx *c, const struct skill **skill,
+		    struct inputs *out);
+
+int binding_render_input(const struct binding_ctx *c, struct sbuf *out);
+int binding_render_parameter(const struct binding_ctx *c, struct sbuf *out);
+/* -ENOENT when there is no prompt (no skill, or it cannot be rendered). */
+int binding_render_prompt(const struct binding_ctx *c, struct sbuf *out,
+			  struct ferr *err);
+/* -ENOENT when no skill is bound. */
+int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out);
+
+/* The problem lines of status (empty when the session is ready). */
+int binding_problems(const struct binding_ctx *c, struct sbuf *out);
+
+/* When what the binding shows last changed (for the files' mtimes). */
+int64_t binding_mtime(const struct binding_ctx *c);
+
+#endif

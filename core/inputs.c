@@ -1,0 +1,407 @@
+#include "inputs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "fjson.h"
+#include "schema.h"
+#include "template.h"
+
+static const json_t *properties(const json_t *schema)
+{
+	const json_t *p = json_object_get(schema, "properties");
+
+	return json_is_object(p) ? p : NULL;
+}
+
+static bool is_inline(const json_t *prop)
+{
+	const json_t *src = json_object_get(prop, "x-input-source");
+
+	return json_is_string(src) && !strcmp(json_string_value(src), "inline");
+}
+
+static bool in_required(const json_t *schema, const char *key)
+{
+	const json_t *req = json_object_get(schema, "required");
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(req, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), key))
+			return true;
+	return false;
+}
+
+/* ---- request.json ------------------------------------------------------- */
+
+static int refuse_at(struct ferr *err, const struct ferr *inner)
+{
+	char msg[FERR_MESSAGE_MAX];
+
+	snprintf(msg, sizeof(msg), "%s", inner->message);
+	if (inner->path[0])
+		return ferr_set(err, -EINVAL, "%s: %s", inner->path, msg);
+	return ferr_set(err, -EINVAL, "%s", msg);
+}
+
+static int check_inputs(const struct skill *sk, const json_t *input,
+			struct ferr *err)
+{
+	const json_t *props = properties(sk->input_schema);
+	const char *key;
+	json_t *value;
+
+	if (!json_is_object(input))
+		return ferr_set(err, -EINVAL, "input must be an object");
+	json_object_foreach((json_t *)input, key, value) {
+		const json_t *prop = props ? json_object_get(props, key) : NULL;
+		struct ferr inner = FERR_INIT;
+		char path[FERR_PATH_MAX];
+
+		if (!prop)
+			return ferr_set(err, -EINVAL, "unknown input key '%s'",
+					key);
+		if (!is_inline(prop))
+			return ferr_set(err, -EINVAL,
+					"key '%s' is file-sourced; write it to uploads/%s",
+					key, key);
+		snprintf(path, sizeof(path), "input.%s", key);
+		if (schema_validate(sk->input_schema, prop, value, path, 0,
+				    &inner) < 0)
+			return refuse_at(err, &inner);
+	}
+	return 0;
+}
+
+int inputs_check_request(const struct skill *sk, const json_t *request,
+			 struct ferr *err)
+{
+	const json_t *input, *parameter;
+	struct ferr inner = FERR_INIT;
+	const char *key;
+	json_t *value;
+	int ret;
+
+	if (!json_is_object(request))
+		return ferr_set(err, -EINVAL,
+				"request.json must be an object {\"input\": {...}, \"parameter\": {...}}");
+	json_object_foreach((json_t *)request, key, value)
+		if (strcmp(key, "input") && strcmp(key, "parameter"))
+			return ferr_set(err, -EINVAL,
+					"unknown key '%s' (request.json has input, parameter)",
+					key);
+	input = json_object_get(request, "input");
+	parameter = json_object_get(request, "parameter");
+	if (input) {
+		ret = check_inputs(sk, input, err);
+		if (ret < 0)
+			return ret;
+	}
+	if (!parameter)
+		return 0;
+	if (!json_is_object(parameter))
+		return ferr_set(err, -EINVAL, "parameter must be an object");
+	if (!sk->parameter_schema) {
+		if (json_object_size(parameter))
+			return ferr_set(err, -EINVAL,
+					"skill %s has no parameter schema: give values as inline inputs",
+					sk->id);
+		return 0;
+	}
+	if (schema_validate(sk->parameter_schema, NULL, parameter, "parameter",
+			    SCHEMA_IGNORE_REQUIRED, &inner) < 0)
+		return refuse_at(err, &inner);
+	return 0;
+}
+
+/* ---- uploads/ key matching ----------------------------------------------- */
+
+/* The extension of `name`, Python's os.path.splitext: "" when none. */
+static const char *extension(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+
+	return dot && dot != name ? dot : "";
+}
+
+static bool ext_allowed(const json_t *exts, const char *ext)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(exts, i, v) {
+		const char *e = json_string_value(v);
+
+		if (!e)
+			continue;
+		/* tolerate "csv" for ".csv" */
+		if (e[0] != '.' && ext[0] == '.' && !strcasecmp(e, ext + 1))
+			return true;
+		if (!strcasecmp(e, ext))
+			return true;
+	}
+	return false;
+}
+
+static int add_list(struct sbuf *sb, const json_t *exts)
+{
+	const json_t *v;
+	size_t i;
+	int ret = 0;
+
+	json_array_foreach(exts, i, v)
+		if (json_is_string(v))
+			ret |= sbuf_addf(sb, "%s%s", i ? ", " : "",
+					 json_string_value(v));
+	return ret;
+}
+
+/*
+ * Find the entry that binds file input `key`; -1 when none does, with
+ * the reason added to `problems` when there is one.
+ */
+static int bind_file(const char *key, const json_t *prop,
+		     const struct inputs_upload *ups, size_t n,
+		     struct sbuf *problems, int *found)
+{
+	const json_t *exts = json_object_get(prop, "extensions");
+	size_t klen = strlen(key);
+	int first = -1, count = 0, ret = 0;
+	struct sbuf names = SBUF_INIT;
+
+	if (!json_is_array(exts) || !json_array_size(exts))
+		exts = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = ups[i].name;
+		const char *ext;
+
+		if (!strcmp(name, key))
+			goto candidate;
+		if (!exts || strncmp(name, key, klen))
+			continue;
+		ext = extension(name);
+		if (strlen(name) - strlen(ext) != klen || !*ext)
+			continue;
+		if (!ext_allowed(exts, ext))
+			continue;
+candidate:
+		ret |= sbuf_addf(&names, "%s%s", count ? ", " : "", name);
+		if (first < 0)
+			first = (int)i;
+		count++;
+	}
+	*found = -1;
+	if (count == 1) {
+		*found = first;
+	} else if (count > 1) {
+		ret |= sbuf_addf(problems,
+				 "uploads/: %d files could be input %s (%s); keep one\n",
+				 count, key, names.buf);
+	} else if (exts) {
+		/* only candidates with extensions the skill refuses */
+		for (size_t i = 0; i < n; i++) {
+			const char *ext = extension(ups[i].name);
+
+			if (strncmp(ups[i].name, key, klen) || !*ext ||
+			    strlen(ups[i].name) - strlen(ext) != klen)
+				continue;
+			ret |= sbuf_addf(problems,
+					 "uploads/%s: extension %s not allowed for %s (allowed: ",
+					 ups[i].name, ext, key);
+			ret |= add_list(problems, exts);
+			ret |= sbuf_addstr(problems, ")\n");
+		}
+	}
+	sbuf_release(&names);
+	return ret ? -ENOMEM : 0;
+}
+
+/* ---- resolution ------------------------------------------------------------ */
+
+void inputs_release(struct inputs *in)
+{
+	json_decref(in->input);
+	json_decref(in->parameter);
+	in->input = in->parameter = NULL;
+	sbuf_release(&in->problems);
+}
+
+/* "missing required <what>: a, b" when `missing` is not empty. */
+static int add_missing(struct sbuf *problems, const char *what,
+		       const struct sbuf *missing)
+{
+	if (!missing->len)
+		return 0;
+	return sbuf_addf(problems, "missing required %s: %s\n", what,
+			 missing->buf);
+}
+
+static int resolve_inputs(const struct skill *sk, const json_t *req_input,
+			  const struct inputs_upload *ups, size_t n,
+			  const char *uploads_path, struct inputs *out)
+{
+	const json_t *props = properties(sk->input_schema);
+	struct sbuf miss_files = SBUF_INIT, miss_inline = SBUF_INIT;
+	const char *key;
+	json_t *prop;
+	int ret = 0;
+
+	json_object_foreach((json_t *)props, key, prop) {
+		bool required = in_required(sk->input_schema, key);
+		json_t *value = NULL;
+		int found;
+
+		if (is_inline(prop)) {
+			value = json_incref(json_object_get(req_input, key));
+			if (!value && required)
+				ret |= sbuf_addf(&miss_inline, "%s%s",
+						 miss_inline.len ? ", " : "", key);
+		} else {
+			ret |= bind_file(key, prop, ups, n, &out->problems,
+					 &found);
+			if (found >= 0) {
+				char *path = NULL;
+
+				if (asprintf(&path, "%s/%s", uploads_path,
+					     ups[found].name) < 0)
+					return -ENOMEM;
+				value = json_string(path);
+				free(path);
+				if (!value)
+					return -ENOMEM;
+			} else if (required) {
+				ret |= sbuf_addf(&miss_files, "%s%s",
+						 miss_files.len ? ", " : "", key);
+			}
+		}
+		if (value && json_object_set_new(out->input, key, value) < 0)
+			ret = -ENOMEM;
+	}
+	ret |= add_missing(&out->problems, "input files", &miss_files);
+	ret |= add_missing(&out->problems, "inputs", &miss_inline);
+	sbuf_release(&miss_files);
+	sbuf_release(&miss_inline);
+	return ret ? -ENOMEM : 0;
+}
+
+static int resolve_parameters(const struct skill *sk,
+			      const json_t *req_param, struct inputs *out)
+{
+	const json_t *schema = sk->parameter_schema;
+	struct sbuf missing = SBUF_INIT;
+	const char *key;
+	json_t *prop;
+	int ret = 0;
+
+	if (!schema) {
+		/* no parameter schema: the inline inputs are the parameters */
+		json_decref(out->parameter);
+		out->parameter = json_deep_copy(out->input);
+		return out->parameter ? 0 : -ENOMEM;
+	}
+	if (json_is_object(req_param) &&
+	    json_object_update(out->parameter, (json_t *)req_param) < 0)
+		return -ENOMEM;
+	if (schema_apply_defaults(schema, schema, out->parameter) < 0)
+		return -ENOMEM;
+	json_object_foreach((json_t *)properties(schema), key, prop)
+		if (in_required(schema, key) &&
+		    !json_object_get(out->parameter, key))
+			ret |= sbuf_addf(&missing, "%s%s",
+					 missing.len ? ", " : "", key);
+	ret |= add_missing(&out->problems, "parameters", &missing);
+	sbuf_release(&missing);
+	return ret ? -ENOMEM : 0;
+}
+
+int inputs_resolve(const struct skill *sk, const json_t *request,
+		   const struct inputs_upload *uploads, size_t nuploads,
+		   const char *uploads_path, struct inputs *out)
+{
+	struct ferr err = FERR_INIT;
+	int ret;
+
+	sbuf_init(&out->problems);
+	out->input = json_object();
+	out->parameter = json_object();
+	if (!out->input || !out->parameter)
+		return -ENOMEM;
+	ret = resolve_inputs(sk, json_object_get(request, "input"), uploads,
+			     nuploads, uploads_path, out);
+	if (!ret)
+		ret = resolve_parameters(sk, json_object_get(request, "parameter"),
+					 out);
+	/* A request stored for another skill (or before the skill changed). */
+	if (!ret && request && inputs_check_request(sk, request, &err) < 0)
+		ret = sbuf_addf(&out->problems, "request.json: %s\n",
+				err.message);
+	return ret;
+}
+
+/* ---- prompt, manifest --------------------------------------------------- */
+
+int inputs_prompt(const struct skill *sk, const char *engine,
+		  const struct inputs *in, const char *run_dir,
+		  const char *skill_dir, struct sbuf *out, struct ferr *err)
+{
+	const char *text = skill_prompt(sk, engine);
+	struct sbuf params = SBUF_INIT;
+	struct tmpl *t = NULL;
+	json_t *ctx = NULL, *both = NULL;
+	int ret;
+
+	if (!text)
+		text = tmpl_default_prompt;
+	ret = tmpl_parse(&t, text, strlen(text), err);
+	if (ret < 0)
+		goto out;
+	ret = -ENOMEM;
+	both = json_pack("{sOsO}", "input", in->input, "parameter",
+			 in->parameter);
+	if (!both || fjson_dump(&params, both) < 0)
+		goto out;
+	ctx = json_pack("{sOsOsOssssssss#}", "input", in->input, "parameter",
+			in->parameter, "skill", sk->runner, "skill_id", sk->id,
+			"run_dir", run_dir, "skill_dir", skill_dir,
+			"params_json", params.buf, params.len);
+	if (!ctx)
+		goto out;
+	ret = tmpl_render(t, ctx, out, err);
+out:
+	tmpl_free(t);
+	json_decref(ctx);
+	json_decref(both);
+	sbuf_release(&params);
+	return ret;
+}
+
+json_t *inputs_manifest(const struct skill *sk)
+{
+	const json_t *props = properties(sk->output_schema);
+	json_t *list = json_array();
+	const char *key;
+	json_t *prop;
+
+	if (!list)
+		return NULL;
+	json_object_foreach((json_t *)props, key, prop) {
+		const char *type = json_string_value(json_object_get(prop, "x-type"));
+		const char *role = json_string_value(json_object_get(prop, "x-role"));
+		const char *file = json_string_value(json_object_get(prop, "x-filename"));
+
+		if (!type || (strcmp(type, "artifact") && strcmp(type, "file")))
+			continue;
+		if (json_array_append_new(list, json_pack("{sssssb}",
+				"role", role ? role : "output",
+				"pattern", file ? file : key,
+				"required", in_required(sk->output_schema, key))) < 0) {
+			json_decref(list);
+			return NULL;
+		}
+	}
+	return list;
+}
