@@ -218,14 +218,15 @@ static int add_json_string(struct sbuf *sb, const char *s, size_t len)
  * A value on one line, with json.dumps's default separators (", ", ": "),
  * given up once the text is longer than a message can use.
  */
-static void add_value(struct sbuf *sb, const json_t *v, int depth)
+static void add_value(struct sbuf *sb, size_t start, const json_t *v,
+		      int depth)
 {
 	const char *key;
 	json_t *item;
 	size_t i;
 	int first = 1;
 
-	if (sb->len > MSG_VALUE_MAX || depth > 16) {
+	if (sb->len - start > MSG_VALUE_MAX || depth > 16) {
 		sbuf_addstr(sb, "...");
 		return;
 	}
@@ -235,8 +236,8 @@ static void add_value(struct sbuf *sb, const json_t *v, int depth)
 		for (i = 0; i < json_array_size(v); i++) {
 			if (i)
 				sbuf_addstr(sb, ", ");
-			add_value(sb, json_array_get(v, i), depth + 1);
-			if (sb->len > MSG_VALUE_MAX)
+			add_value(sb, start, json_array_get(v, i), depth + 1);
+			if (sb->len - start > MSG_VALUE_MAX)
 				break;
 		}
 		sbuf_addch(sb, ']');
@@ -249,8 +250,8 @@ static void add_value(struct sbuf *sb, const json_t *v, int depth)
 			first = 0;
 			add_json_string(sb, key, strlen(key));
 			sbuf_addstr(sb, ": ");
-			add_value(sb, item, depth + 1);
-			if (sb->len > MSG_VALUE_MAX)
+			add_value(sb, start, item, depth + 1);
+			if (sb->len - start > MSG_VALUE_MAX)
 				break;
 		}
 		sbuf_addch(sb, '}');
@@ -266,7 +267,7 @@ static void add_short_value(struct sbuf *sb, const json_t *v)
 {
 	size_t start = sb->len, cut;
 
-	add_value(sb, v, 0);
+	add_value(sb, start, v, 0);
 	if (sb->len - start <= MSG_VALUE_MAX)
 		return;
 	cut = start + MSG_VALUE_MAX - 3;
@@ -389,6 +390,7 @@ struct cnode {
 	const json_t *node;	/* NULL: free slot */
 	char *ptr;		/* its JSON pointer, for messages */
 	int state;
+	int height;		/* longest same-value chain from here */
 };
 
 struct cref {
@@ -402,6 +404,8 @@ struct cctx {
 	struct sbuf ptr;	/* pointer of what is being checked */
 	struct cnode *tab;	/* open-addressing set of schema objects */
 	size_t cap, used;
+	const json_t **order;	/* the set's members in the order walked */
+	size_t norder, order_alloc;
 	struct cref *refs;	/* $ref targets still to check */
 	size_t nrefs, refs_alloc;
 };
@@ -457,6 +461,15 @@ static int set_add(struct cctx *c, const json_t *node)
 
 	if ((c->used + 1) * 2 > c->cap && set_grow(c) < 0)
 		return -ENOMEM;
+	if (c->norder == c->order_alloc) {
+		size_t n = c->order_alloc ? c->order_alloc * 2 : 64;
+		const json_t **order = realloc(c->order, n * sizeof(*order));
+
+		if (!order)
+			return -ENOMEM;
+		c->order = order;
+		c->order_alloc = n;
+	}
 	ptr = strdup(c->ptr.buf);
 	if (!ptr)
 		return -ENOMEM;
@@ -467,6 +480,7 @@ static int set_add(struct cctx *c, const json_t *node)
 	c->tab[i].ptr = ptr;
 	c->tab[i].state = C_WALKED;
 	c->used++;
+	c->order[c->norder++] = node;
 	return 0;
 }
 
@@ -496,6 +510,8 @@ static int nesting_ok(const json_t *v, int depth)
 	json_t *item;
 	size_t i;
 
+	if (!json_is_array(v) && !json_is_object(v))
+		return 1;
 	if (depth > SCHEMA_MAX_NESTING)
 		return 0;
 	if (json_is_array(v)) {
@@ -680,61 +696,68 @@ static int check_schema(struct cctx *c, const json_t *s)
 	return 0;
 }
 
-static int find_loops(struct cctx *c, struct cnode *n, int depth);
+static int find_chains(struct cctx *c, struct cnode *n, int depth);
 
-/* Follow one edge to a schema applied to the same value. */
-static int loop_edge(struct cctx *c, struct cnode *from, const json_t *to,
-		     const char *via, int depth)
+/*
+ * Follow one edge from `from` to a schema applied to the same value, and
+ * raise *height to 1 + the height found there.
+ */
+static int chain_edge(struct cctx *c, struct cnode *from, const json_t *to,
+		      const char *via, int depth, int *height)
 {
-	struct cnode *n;
+	struct cnode *n = json_is_object(to) ? set_find(c, to) : NULL;
+	int ret;
 
-	if (!json_is_object(to))
-		return 0;
-	n = set_find(c, to);
 	if (!n)
-		return 0;	/* not reached by check_schema: cannot be */
+		return 0;	/* true/false; anything else check_schema refused */
 	if (n->state == C_GREY && !via)
 		return ferr_set(c->err, -EINVAL, "%s: infinite loop", n->ptr);
 	if (n->state == C_GREY)
 		return ferr_set(c->err, -EINVAL,
 				"%s/$ref: infinite loop: \"%s\" leads back here without stepping into a property or item",
-				from->ptr, via ? via : n->ptr);
-	if (n->state == C_BLACK)
-		return 0;
-	return find_loops(c, n, depth + 1);
+				from->ptr, via);
+	if (n->state == C_WALKED) {
+		ret = find_chains(c, n, depth + 1);
+		if (ret < 0)
+			return ret;
+	}
+	if (n->height + 1 > *height)
+		*height = n->height + 1;
+	return 0;
 }
 
 /*
  * Depth-first search over "applies to the same value" edges ($ref, or
  * allOf/anyOf/oneOf/not/if/then/else when there is no $ref: draft-07
- * ignores its siblings): a cycle is a loop validation could never leave.
+ * ignores its siblings).  A cycle is a loop validation could never leave;
+ * a chain longer than SCHEMA_MAX_NESTING is refused too (`depth` catches
+ * it on the way down, the heights on the way up), so validation recurses
+ * at most that often per level of the instance.
  */
-static int find_loops(struct cctx *c, struct cnode *n, int depth)
+static int find_chains(struct cctx *c, struct cnode *n, int depth)
 {
 	static const char *const one[] = { "not", "if", "then", "else" };
 	static const char *const many[] = { "allOf", "anyOf", "oneOf" };
 	const json_t *s = n->node, *ref = json_object_get(s, "$ref");
 	size_t i, k;
-	int ret = 0;
+	int ret = 0, height = 1;
 
-	if (depth > SCHEMA_MAX_NESTING)
-		return ferr_set(c->err, -EINVAL,
-				"%s: more than %d schemas in a row apply to the same value",
-				n->ptr, SCHEMA_MAX_NESTING);
+	if (depth >= SCHEMA_MAX_NESTING)
+		goto too_long;
 	n->state = C_GREY;
 	if (json_is_string(ref)) {
 		const json_t *target = NULL;
 
 		ret = resolve_ref(c->root, json_string_value(ref), &target);
 		if (!ret)
-			ret = loop_edge(c, n, target, json_string_value(ref),
-					depth);
+			ret = chain_edge(c, n, target, json_string_value(ref),
+					 depth, &height);
 		if (ret < 0)
 			return ret;
 	} else {
 		for (k = 0; k < 4; k++) {
-			ret = loop_edge(c, n, json_object_get(s, one[k]), NULL,
-					depth);
+			ret = chain_edge(c, n, json_object_get(s, one[k]), NULL,
+					 depth, &height);
 			if (ret < 0)
 				return ret;
 		}
@@ -742,15 +765,22 @@ static int find_loops(struct cctx *c, struct cnode *n, int depth)
 			const json_t *arr = json_object_get(s, many[k]);
 
 			for (i = 0; i < json_array_size(arr); i++) {
-				ret = loop_edge(c, n, json_array_get(arr, i),
-						NULL, depth);
+				ret = chain_edge(c, n, json_array_get(arr, i),
+						 NULL, depth, &height);
 				if (ret < 0)
 					return ret;
 			}
 		}
 	}
+	if (height > SCHEMA_MAX_NESTING)
+		goto too_long;
+	n->height = height;
 	n->state = C_BLACK;
 	return 0;
+too_long:
+	return ferr_set(c->err, -EINVAL,
+			"%s: more than %d schemas in a row apply to the same value",
+			n->ptr, SCHEMA_MAX_NESTING);
 }
 
 int schema_check(const json_t *schema, struct ferr *err)
@@ -764,7 +794,7 @@ int schema_check(const json_t *schema, struct ferr *err)
 	ret = sbuf_addstr(&c.ptr, "#");
 	if (ret < 0)
 		goto out;
-	if (!nesting_ok(schema, 0)) {
+	if (!nesting_ok(schema, 1)) {
 		ret = ferr_set(err, -EINVAL, "#: the schema nests deeper than %d levels",
 			       SCHEMA_MAX_NESTING);
 		goto out;
@@ -779,13 +809,18 @@ int schema_check(const json_t *schema, struct ferr *err)
 		if (!ret)
 			ret = check_schema(&c, c.refs[i].target);
 	}
-	for (i = 0; !ret && i < c.cap; i++)
-		if (c.tab[i].node && c.tab[i].state == C_WALKED)
-			ret = find_loops(&c, &c.tab[i], 0);
+	/* In the order walked, so that messages do not depend on addresses. */
+	for (i = 0; !ret && i < c.norder; i++) {
+		struct cnode *n = set_find(&c, c.order[i]);
+
+		if (n->state == C_WALKED)
+			ret = find_chains(&c, n, 0);
+	}
 out:
 	for (i = 0; i < c.cap; i++)
 		free(c.tab[i].ptr);
 	free(c.tab);
+	free(c.order);
 	free(c.refs);
 	sbuf_release(&c.ptr);
 	return ret;
