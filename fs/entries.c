@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fjson.h"
 #include "flowfs-config.h"
 #include "fs.h"
 
@@ -33,6 +34,32 @@ static int render_version(struct flowfs *fs, const struct session_info *s,
 	*mtime_ns = fs->mounted_ns;
 	return sbuf_addf(out, "flowfs %s\ndatabase schema %d\n",
 			 FLOWFS_VERSION, STORE_SCHEMA_VERSION);
+}
+
+/* What this mount runs with: where sessions and skills come from. */
+static int render_config(struct flowfs *fs, const struct session_info *s,
+			 struct sbuf *out, int64_t *mtime_ns)
+{
+	json_t *doc, *dirs = json_array();
+	int ret = -ENOMEM;
+
+	(void)s;
+	*mtime_ns = fs->mounted_ns;
+	for (size_t i = 0; dirs && i < skill_dir_count(fs->skills); i++)
+		if (json_array_append_new(dirs, json_string(
+				skill_dir_at(fs->skills, i))) < 0)
+			goto out;
+	doc = json_pack("{sssssisO}", "mountpoint", fs->mountpoint,
+			"database", store_path(fs->st),
+			"database_schema", STORE_SCHEMA_VERSION,
+			"skill_folders", dirs);
+	if (doc) {
+		ret = fjson_dump(out, doc);
+		json_decref(doc);
+	}
+out:
+	json_decref(dirs);
+	return ret;
 }
 
 static int render_session_json(struct flowfs *fs, const struct session_info *s,
@@ -143,6 +170,7 @@ const struct entry fs_entries[] = {
 	{ NULL, SCOPE_ROOT, ENTRY_DIR, 0, 0, NULL, NULL },
 	{ ".flowfs", SCOPE_ROOT, ENTRY_DIR, S_IFDIR | 0555, 0, NULL, NULL },
 	GENERATED("version", SCOPE_DOTDIR, render_version),
+	GENERATED("config", SCOPE_DOTDIR, render_config),
 	{ "skills", SCOPE_DOTDIR, ENTRY_CATALOG, S_IFDIR | 0555, 0, NULL, NULL },
 	DOC("session.json", render_session_json, commit_session_json),
 	DOC("request.json", render_request, commit_request),

@@ -72,7 +72,7 @@ def test_flowfs_is_read_only(mnt):
     expect_errno(errno.EROFS, os.symlink, "x", d / "link")
     assert oserror(os.rmdir, d) != 0
     assert read_bytes(v) == before
-    assert sorted(os.listdir(d)) == ["skills", "version"]
+    assert sorted(os.listdir(d)) == ["config", "skills", "version"]
     assert os.listdir(mnt) == [".flowfs"]
 
 
