@@ -277,3 +277,195 @@ def session_doc(sid, created, title="", skill=None, engine=None):
     """The session.json object flowfs shows, in its key order."""
     return {"id": sid, "created": created, "skill": skill, "engine": engine,
             "title": title}
+
+
+# -- skills (issue 3) --------------------------------------------------------
+
+# Real skill packages no one on this project wrote; read in place, never copied.
+REAL_SKILLS = REPO.parent / "shared" / "fixtures" / "skill-runner"
+
+
+@pytest.fixture
+def isolated_config(tmp_path, monkeypatch):
+    """Point $XDG_CONFIG_HOME at an empty folder so the user's own skills
+    (~/.config/flowfs/skills) never leak into a test; returns that folder."""
+    cfg = tmp_path / "xdg-config"
+    cfg.mkdir(exist_ok=True)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(cfg))
+    return cfg
+
+
+@pytest.fixture
+def real_skills():
+    """The folder of real skill packages; skips the test when it is absent."""
+    if not REAL_SKILLS.is_dir():
+        pytest.skip(f"{REAL_SKILLS} is absent")
+    return REAL_SKILLS
+
+
+@pytest.fixture
+def real_mount(make_flowfs, real_skills, isolated_config):
+    """A flowfs mounted with --skills=../shared/fixtures/skill-runner."""
+    return make_flowfs(extra_args=[f"--skills={real_skills}"])
+
+
+class SkillFolder:
+    """Throwaway skill packages built in one search folder.
+
+    add() writes <root>/<id>/SKILL.md, assets/runner.json and the schemas it
+    is given (named assets/<kind>.schema.json in runner.json), plus any extra
+    files; each argument can be left out or replaced by raw bytes to build
+    broken packages.
+    """
+
+    def __init__(self, root):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def add(self, sid, *, input=None, parameter=None, output=None,
+            engines=("gemini", "codex"), prompts=None, runner=None,
+            skill_md="# A test skill\n", files=None, runner_extra=None):
+        import json
+        d = self.root / sid
+        (d / "assets").mkdir(parents=True, exist_ok=True)
+        if skill_md is not None:
+            (d / "SKILL.md").write_text(skill_md)
+        schemas = {}
+        for kind, schema in (("input", input), ("parameter", parameter),
+                             ("output", output)):
+            if schema is None:
+                continue
+            rel = f"assets/{kind}.schema.json"
+            schemas[kind] = rel
+            data = schema if isinstance(schema, bytes) else \
+                json.dumps(schema, indent=4).encode()
+            (d / rel).write_bytes(data)
+        if runner is None:
+            runner = {"id": sid, "version": "1.0.0", "engines": list(engines),
+                      "schemas": schemas,
+                      "entrypoint": {"prompts": dict(prompts)} if prompts
+                      else {}}
+            runner.update(runner_extra or {})
+        data = runner if isinstance(runner, bytes) else \
+            json.dumps(runner, indent=4).encode()
+        (d / "assets" / "runner.json").write_bytes(data)
+        for rel, content in (files or {}).items():
+            p = d / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(content if isinstance(content, bytes)
+                          else content.encode())
+        return d
+
+
+@pytest.fixture
+def skill_folder(tmp_path):
+    """A SkillFolder at tmp_path/skills (nothing mounted)."""
+    return SkillFolder(tmp_path / "skills")
+
+
+@pytest.fixture
+def mount_skills(make_flowfs, skill_folder, isolated_config):
+    """Factory: mount_skills() mounts with --skills=<skill_folder.root>
+    (build the skills first); extra folders can be passed, searched after."""
+    def mount(*more_dirs, name="mnt"):
+        args = [f"--skills={skill_folder.root}"]
+        args += [f"--skills={d}" for d in more_dirs]
+        return make_flowfs(name=name, extra_args=args)
+    return mount
+
+
+# -- helpers for the skill and input-protocol tests --------------------------
+
+def dumps(obj):
+    """JSON as flowfs must show it."""
+    import json
+    return json.dumps(obj, indent=2, ensure_ascii=False)
+
+
+def put(path, data):
+    """Write a whole document (open O_TRUNC, write, explicit close); errno."""
+    if isinstance(data, str):
+        data = data.encode()
+    return oserror(write_bytes, path, data)
+
+
+def put_json(path, obj):
+    import json
+    return put(path, json.dumps(obj))
+
+
+_STATUS_LOG_RE = None
+
+
+def status_of(session):
+    """(problem lines, [(path, message)] of refused writes) from status.
+
+    Problem lines come first ("ready" when there are none); refused writes
+    are `<time> <path>: <message>`.  st_size must match what a read gives.
+    """
+    import re
+    global _STATUS_LOG_RE
+    if _STATUS_LOG_RE is None:
+        _STATUS_LOG_RE = re.compile(
+            r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (.+?): (.+)$")
+    data = read_bytes(session / "status")
+    assert os.stat(session / "status").st_size == len(data)
+    text = data.decode()
+    assert text.endswith("\n"), repr(text)
+    problems, log = [], []
+    for line in text.splitlines():
+        m = _STATUS_LOG_RE.match(line)
+        if m:
+            log.append((m.group(1), m.group(2)))
+        else:
+            assert not log, f"problem line after the log: {text!r}"
+            problems.append(line)
+    return problems, log
+
+
+# DESIGN.md §4, the prompt used when runner.json has none for the engine.
+DEFAULT_PROMPT = """Please call the skill named "{{ skill.id }}".
+
+# Inputs
+{% for key, value in input.items() %}
+- {{ key }}: {{ value }}
+{% endfor %}
+
+# Parameters
+{% for key, value in parameter.items() %}
+- {{ key }}: {{ value }}
+{% endfor %}
+
+Task: Execute the skill using the above inputs and parameters.
+"""
+
+
+def jinja_render(template, ctx):
+    """What Python Jinja2 (default settings) makes of `template`."""
+    jinja2 = pytest.importorskip("jinja2")
+    return jinja2.Environment().from_string(template).render(**ctx)
+
+
+def prompt_context(fs, sid, runner, skill_id, input, parameter):
+    """The prompt context issue 3 defines, built from the expected objects."""
+    run_dir = str(fs.mnt / sid)
+    return {"input": input, "parameter": parameter, "skill": runner,
+            "skill_id": skill_id, "run_dir": run_dir,
+            "skill_dir": run_dir + "/skill",
+            "params_json": dumps({"input": input, "parameter": parameter})}
+
+
+def tree_of(root):
+    """{relative path: bytes or None for folders} of a real or mounted tree."""
+    out = {}
+    root = Path(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = Path(dirpath).relative_to(root)
+        for d in dirnames:
+            out[str(rel / d)] = None
+        for f in filenames:
+            p = Path(dirpath) / f
+            data = read_bytes(p)
+            assert os.stat(p).st_size == len(data), p
+            out[str(rel / f)] = data
+    return out
