@@ -1,0 +1,322 @@
+/*
+ * Unit tests for binding: what a session shows because of its bound
+ * skill, with a real store, tree and skill registry (skill folders
+ * written to a temp dir).  Expected documents are written here as
+ * Python's json.dumps(obj, indent=2) writes them; expected lines are the
+ * texts of issue 3 (notes/issue3.md).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "binding.h"
+
+#define SESSION_PATH "/mnt/flow/s1"
+
+struct fixture {
+	char dir[64];
+	char db[128];
+	char skills[128];
+	struct store *st;
+	struct tree *t;
+	struct skill_registry *reg;
+	struct session_info s;
+};
+
+static int rm_one(const char *p, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(p);
+}
+
+static void put(const char *base, const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", base, rel);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		mkdir(path, 0755);
+		*p = '/';
+	}
+	f = fopen(path, "w");
+	if (!f)
+		fail_msg("write %s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* skill "csvstat": a required csv file, an inline query, a required
+ * parameter and a defaulted one, one artifact */
+static void mk_csvstat(const char *skills)
+{
+	char root[256];
+
+	snprintf(root, sizeof(root), "%s/csvstat", skills);
+	put(root, "SKILL.md", "# csvstat\n");
+	put(root, "assets/runner.json",
+	    "{\"id\": \"csvstat\", \"engines\": [\"gemini\", \"codex\"],"
+	    " \"entrypoint\": {\"prompts\": {\"gemini\": \"Plain prompt.\\n\"}},"
+	    " \"schemas\": {\"input\": \"assets/input.json\","
+	    " \"parameter\": \"assets/parameter.json\","
+	    " \"output\": \"assets/output.json\"}}");
+	put(root, "assets/input.json",
+	    "{\"type\": \"object\", \"properties\": {"
+	    "\"csv_file\": {\"type\": \"string\", \"extensions\": [\".csv\"]},"
+	    "\"query\": {\"type\": \"string\", \"x-input-source\": \"inline\"}},"
+	    " \"required\": [\"csv_file\"]}");
+	put(root, "assets/parameter.json",
+	    "{\"type\": \"object\", \"properties\": {"
+	    "\"column\": {\"type\": \"string\"},"
+	    "\"n\": {\"type\": \"integer\", \"default\": 3}},"
+	    " \"required\": [\"column\"]}");
+	put(root, "assets/output.json",
+	    "{\"type\": \"object\", \"properties\": {"
+	    "\"report\": {\"x-type\": \"artifact\", \"x-filename\": \"report.md\"}},"
+	    " \"required\": [\"report\"]}");
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	const char *dirs[1];
+	struct ferr err = FERR_INIT;
+
+	if (!fx)
+		return -1;
+	strcpy(fx->dir, "/tmp/flowfs-unit-binding-XXXXXX");
+	if (!mkdtemp(fx->dir)) {
+		free(fx);
+		return -1;
+	}
+	*state = fx;
+	snprintf(fx->db, sizeof(fx->db), "%s/test.db", fx->dir);
+	snprintf(fx->skills, sizeof(fx->skills), "%s/skills", fx->dir);
+	mk_csvstat(fx->skills);
+	dirs[0] = fx->skills;
+	if (store_open(&fx->st, fx->db, NULL) < 0 ||
+	    tree_new(&fx->t, fx->st) < 0 ||
+	    skill_registry_new(&fx->reg, dirs, 1) < 0)
+		return -1;
+	if (session_create(fx->st, fx->t, "s1", 0755, 1000, 1000, &fx->s,
+			   &err) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	skill_registry_free(fx->reg);
+	tree_free(fx->t);
+	store_close(fx->st);
+	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(fx);
+	return 0;
+}
+
+static struct binding_ctx ctx(struct fixture *fx)
+{
+	struct binding_ctx c = {
+		.st = fx->st, .tree = fx->t, .skills = fx->reg, .s = &fx->s,
+		.session_path = SESSION_PATH,
+	};
+
+	return c;
+}
+
+static void bind(struct fixture *fx, const char *doc)
+{
+	struct ferr err = FERR_INIT;
+
+	if (session_commit_json(fx->st, &fx->s, fx->reg, doc, strlen(doc),
+				&err) < 0)
+		fail_msg("%s refused: %s", doc, err.message);
+	assert_int_equal(session_get(fx->st, fx->s.id, &fx->s), 0);
+}
+
+static void request(struct fixture *fx, const char *doc)
+{
+	struct ferr err = FERR_INIT;
+	const struct skill *sk = skill_find(fx->reg, fx->s.skill);
+
+	assert_non_null(sk);
+	if (session_commit_request(fx->st, &fx->s, sk, doc, strlen(doc),
+				   &err) < 0)
+		fail_msg("%s refused: %s", doc, err.message);
+	assert_int_equal(session_get(fx->st, fx->s.id, &fx->s), 0);
+}
+
+static void upload(struct fixture *fx, const char *name, bool dir)
+{
+	struct tree_attr a;
+
+	assert_int_equal(tree_create(fx->t, fx->s.uploads_ino, name,
+				     dir ? (S_IFDIR | 0755) : (S_IFREG | 0644),
+				     1000, 1000, NULL, &a), 0);
+}
+
+typedef int (*render_fn)(const struct binding_ctx *, struct sbuf *);
+
+static void expect_render(struct fixture *fx, render_fn f, const char *want)
+{
+	struct binding_ctx c = ctx(fx);
+	struct sbuf sb = SBUF_INIT;
+
+	assert_int_equal(f(&c, &sb), 0);
+	assert_string_equal(sb.buf, want);
+	sbuf_release(&sb);
+}
+
+static void expect_problems(struct fixture *fx, const char *want)
+{
+	expect_render(fx, binding_problems, want);
+}
+
+static void test_unbound(void **state)
+{
+	struct fixture *fx = *state;
+	struct binding_ctx c = ctx(fx);
+	struct sbuf sb = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+
+	upload(fx, "csv_file.csv", false);
+	assert_null(binding_skill(&c));
+	expect_render(fx, binding_render_input, "{}");
+	expect_render(fx, binding_render_parameter, "{}");
+	expect_problems(fx, "");
+	assert_int_equal(binding_render_prompt(&c, &sb, &err), -ENOENT);
+	assert_int_equal(binding_render_manifest(&c, &sb), -ENOENT);
+	sbuf_release(&sb);
+}
+
+static void test_bound(void **state)
+{
+	struct fixture *fx = *state;
+	struct binding_ctx c;
+	struct sbuf sb = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+
+	bind(fx, "{\"skill\": \"csvstat\"}");
+	assert_string_equal(fx->s.skill, "csvstat");
+	c = ctx(fx);
+	assert_ptr_equal(binding_skill(&c), skill_find(fx->reg, "csvstat"));
+	expect_render(fx, binding_render_input, "{}");
+	expect_render(fx, binding_render_parameter, "{\n  \"n\": 3\n}");
+	expect_problems(fx, "missing required input files: csv_file\n"
+			    "missing required parameters: column\n");
+
+	upload(fx, "csv_file.csv", false);
+	upload(fx, "other", true);
+	request(fx, "{\"input\": {\"query\": \"q\"}, \"parameter\": {\"column\": \"a\"}}");
+	expect_render(fx, binding_render_input,
+		      "{\n  \"csv_file\": \"" SESSION_PATH "/uploads/csv_file.csv\",\n"
+		      "  \"query\": \"q\"\n}");
+	expect_render(fx, binding_render_parameter,
+		      "{\n  \"column\": \"a\",\n  \"n\": 3\n}");
+	expect_problems(fx, "");
+	expect_render(fx, binding_render_manifest,
+		      "[\n  {\n    \"role\": \"output\",\n    \"pattern\": \"report.md\",\n"
+		      "    \"required\": true\n  }\n]");
+
+	/* the prompt of the bound engine (first: gemini); a template with
+	 * no {{ }} renders as itself */
+	assert_int_equal(binding_render_prompt(&c, &sb, &err), 0);
+	assert_string_equal(sb.buf, "Plain prompt.\n");
+	sbuf_release(&sb);
+
+	/* a second candidate unbinds it, visible at once */
+	upload(fx, "csv_file", false);
+	expect_render(fx, binding_render_input, "{\n  \"query\": \"q\"\n}");
+	expect_problems(fx, "uploads/: 2 files could be input csv_file (csv_file, csv_file.csv); keep one\n"
+			    "missing required input files: csv_file\n");
+	assert_int_equal(tree_unlink(fx->t, fx->s.uploads_ino, "csv_file.csv"), 0);
+	expect_render(fx, binding_render_input,
+		      "{\n  \"csv_file\": \"" SESSION_PATH "/uploads/csv_file\",\n"
+		      "  \"query\": \"q\"\n}");
+	expect_problems(fx, "");
+}
+
+static void test_mtime(void **state)
+{
+	struct fixture *fx = *state;
+	struct binding_ctx c;
+	struct tree_attr up;
+	int64_t t0;
+
+	bind(fx, "{\"skill\": \"csvstat\"}");
+	c = ctx(fx);
+	t0 = binding_mtime(&c);
+	assert_true(t0 >= fx->s.doc_mtime_ns);
+	upload(fx, "csv_file.csv", false);
+	assert_int_equal(tree_getattr(fx->t, fx->s.uploads_ino, &up), 0);
+	assert_true(binding_mtime(&c) >= up.mtime_ns);
+	assert_true(binding_mtime(&c) >= t0);
+}
+
+static void test_skill_gone(void **state)
+{
+	struct fixture *fx = *state;
+	struct binding_ctx c;
+	struct sbuf sb = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+	char path[256];
+
+	bind(fx, "{\"skill\": \"csvstat\"}");
+	upload(fx, "csv_file.csv", false);
+	snprintf(path, sizeof(path), "%s/csvstat", fx->skills);
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	assert_int_equal(skill_registry_scan(fx->reg), 0);
+	c = ctx(fx);
+	assert_null(binding_skill(&c));
+	expect_problems(fx, "skill csvstat is not installed (any more)\n");
+	expect_render(fx, binding_render_input, "{}");
+	expect_render(fx, binding_render_parameter, "{}");
+	assert_int_equal(binding_render_prompt(&c, &sb, &err), -ENOENT);
+	assert_int_equal(binding_render_manifest(&c, &sb), -ENOENT);
+	sbuf_release(&sb);
+}
+
+static void test_skill_broken(void **state)
+{
+	struct fixture *fx = *state;
+	struct binding_ctx c;
+	char want[FERR_MESSAGE_MAX + 64];
+
+	bind(fx, "{\"skill\": \"csvstat\"}");
+	put(fx->skills, "csvstat/assets/runner.json", "{\"engines\": []}");
+	assert_int_equal(skill_registry_scan(fx->reg), 0);
+	c = ctx(fx);
+	assert_null(binding_skill(&c));
+	snprintf(want, sizeof(want), "skill csvstat did not load: %s\n",
+		 "runner.json engines must be a non-empty list of engine names");
+	expect_problems(fx, want);
+	expect_render(fx, binding_render_input, "{}");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_unbound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mtime, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_skill_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_skill_broken, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
