@@ -323,6 +323,21 @@ static void test_match_disallowed(void **state)
 	skill_free(two);
 }
 
+/* non-string entries of "extensions" are skipped, also in the list */
+static void test_match_disallowed_odd_list(void **state)
+{
+	struct skill *sk = mk(CSV_SKILL("[7, \".csv\", null, \".tsv\"]"), NULL, NULL);
+	const struct up pdf[] = { { "csv_file.pdf", false } };
+	const struct up csv[] = { { "csv_file.tsv", false } };
+
+	(void)state;
+	expect_binding(sk, "csv_file", pdf, 1, NULL,
+		       "uploads/csv_file.pdf: extension .pdf not allowed for csv_file (allowed: .csv, .tsv)\n"
+		       MISSING_CSV);
+	expect_binding(sk, "csv_file", csv, 1, "csv_file.tsv", "");
+	skill_free(sk);
+}
+
 static void test_match_no_extensions(void **state)
 {
 	struct skill *sk = mk("{\"properties\": {\"report\": {\"type\": \"string\"}},"
@@ -465,6 +480,38 @@ static void test_parameter_without_schema(void **state)
 	expect_doc(in.parameter, "{\n  \"q\": \"s\",\n  \"n\": 2\n}");
 	inputs_release(&in);
 	skill_free(sk);
+}
+
+/* required parameters the schema reaches by a top-level $ref are
+ * missing too (the defaults there are applied) */
+static void test_parameter_required_elsewhere(void **state)
+{
+	struct skill *ref = mk(NULL,
+		"{\"$ref\": \"#/definitions/p\", \"definitions\": {\"p\": {"
+		"\"properties\": {\"divisor\": {\"default\": 2}, \"mode\": {}},"
+		" \"required\": [\"divisor\", \"mode\"]}}}", NULL);
+	struct inputs in;
+
+	(void)state;
+	resolve(ref, NULL, NULL, 0, &in);
+	expect_doc(in.parameter, "{\n  \"divisor\": 2\n}");
+	assert_string_equal(in.problems.buf, "missing required parameters: mode\n");
+	inputs_release(&in);
+	skill_free(ref);
+}
+
+static void test_parameter_required_without_property(void **state)
+{
+	struct skill *bare = mk(NULL,
+		"{\"properties\": {\"a\": {}}, \"required\": [\"a\", \"b\"]}",
+		NULL);
+	struct inputs in;
+
+	(void)state;
+	resolve(bare, NULL, NULL, 0, &in);
+	assert_string_equal(in.problems.buf, "missing required parameters: a, b\n");
+	inputs_release(&in);
+	skill_free(bare);
 }
 
 static void test_no_input_schema(void **state)
@@ -655,6 +702,7 @@ int main(void)
 		cmocka_unit_test(test_match_extensions),
 		cmocka_unit_test(test_match_two_candidates),
 		cmocka_unit_test(test_match_disallowed),
+		cmocka_unit_test(test_match_disallowed_odd_list),
 		cmocka_unit_test(test_match_no_extensions),
 		cmocka_unit_test(test_match_prefix_only),
 		cmocka_unit_test(test_match_dotted_key),
@@ -662,6 +710,8 @@ int main(void)
 		cmocka_unit_test(test_input_order_and_inline),
 		cmocka_unit_test(test_parameter_order),
 		cmocka_unit_test(test_parameter_without_schema),
+		cmocka_unit_test(test_parameter_required_elsewhere),
+		cmocka_unit_test(test_parameter_required_without_property),
 		cmocka_unit_test(test_no_input_schema),
 		cmocka_unit_test(test_problem_order),
 		cmocka_unit_test(test_stale_request),

@@ -367,6 +367,30 @@ static void test_odd_entries_left_out(void **state)
 	free(fifo);
 }
 
+static void test_too_many_files(void **state)
+{
+	struct fixture *fx = *state;
+	char rel[64];
+	struct skill *s;
+
+	mk_good(fx->dir, "many");
+	/* the good skill has 6 files and folders; fill up to the limit */
+	for (int i = 0; i < SKILL_MAX_FILES - 7; i++) {
+		snprintf(rel, sizeof(rel), "many/data/f%04d", i);
+		put(fx->dir, rel, "x");
+	}
+	s = load(fx->dir, "many");
+	if (s->error)
+		fail_msg("%d files did not load: %s", SKILL_MAX_FILES, s->error);
+	assert_int_equal(s->nfiles, SKILL_MAX_FILES);
+	skill_free(s);
+	put(fx->dir, "many/data/one-more", "x");
+	s = load(fx->dir, "many");
+	assert_non_null(s->error);
+	assert_non_null(strstr(s->error, "512"));
+	skill_free(s);
+}
+
 static void test_missing_skill_md(void **state)
 {
 	struct fixture *fx = *state;
@@ -745,6 +769,7 @@ int main(void)
 		T(test_load_minimal),
 		T(test_large_files_left_out),
 		T(test_odd_entries_left_out),
+		T(test_too_many_files),
 		T(test_missing_skill_md),
 		T(test_missing_runner),
 		T(test_runner_not_json),
