@@ -387,14 +387,14 @@ MATCH_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MATCH_CASES))
-@pytest.mark.parametrize("kind", ["file", "folder"])
+# Folders bind like files; disallowed extensions are checked on files only.
+@pytest.mark.parametrize("name,kind", [
+    (name, kind) for name in sorted(MATCH_CASES) for kind in ("file", "folder")
+    if kind == "file" or MATCH_CASES[name][1] is None])
 def test_key_matching(match, name, kind):
     s = match
     key, problem = MATCH_CASES[name]
-    if kind == "file" or (key is None and problem is not None):
-        if kind == "folder":
-            pytest.skip("only files are checked for disallowed extensions")
+    if kind == "file":
         path = upload(s, name)
     else:
         path = str(s / "uploads" / name)
@@ -423,6 +423,17 @@ def test_two_candidates_bind_nothing(match):
     os.unlink(s / "uploads" / "csv_file")
     shows(s / "input.json", {"csv_file": str(s / "uploads" / "csv_file.csv")})
     assert status_of(s)[0] == ["ready"]
+
+
+def test_each_disallowed_candidate_has_a_line(match):
+    s = match
+    upload(s, "doc.pdf")
+    upload(s, "doc.docx")
+    shows(s / "input.json", {})
+    problems, _ = status_of(s)
+    assert sorted(problems) == [
+        "uploads/doc.docx: extension .docx not allowed for doc (allowed: .txt, .md)",
+        "uploads/doc.pdf: extension .pdf not allowed for doc (allowed: .txt, .md)"]
 
 
 def test_allowed_candidate_wins_over_disallowed_ones(match):

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -375,6 +374,7 @@ def test_skill_view_is_read_only_but_removable(real_mount, real_skills):
     before = tree_of(sk)
     assert oserror(os.unlink, sk / "SKILL.md") == 0
     assert oserror(os.unlink, sk / "assets" / "runner.json") == 0
+    assert oserror(os.rmdir, sk / "assets") == 0
     assert tree_of(sk) == before == tree_of(real_skills / "demo-prime-number")
 
 
