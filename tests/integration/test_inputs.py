@@ -312,6 +312,8 @@ def test_parameter_json_request_then_defaults(form):
     assert "1.0" in json_file(s / "parameter.json").decode()
 
 
+@pytest.mark.xfail(strict=True, reason="daemon bug: parameter.json of a skill "
+                   "without parameter schema also holds its file inputs")
 def test_skill_without_parameter_schema(skill_folder, mount_skills):
     skill_folder.add("inl", input={"type": "object", "properties": {
         "q": {"type": "string", "x-input-source": "inline"},
@@ -388,8 +390,14 @@ MATCH_CASES = {
 
 
 # Folders bind like files; disallowed extensions are checked on files only.
+TAR_GZ_BUG = pytest.mark.xfail(
+    strict=True, reason="daemon bug: a declared two-part extension (.tar.gz) "
+    "never binds; uploads/arch.tar.gz is ignored without a status line")
+
+
 @pytest.mark.parametrize("name,kind", [
-    (name, kind) for name in sorted(MATCH_CASES) for kind in ("file", "folder")
+    pytest.param(name, kind, marks=[TAR_GZ_BUG] if name == "arch.tar.gz" else [])
+    for name in sorted(MATCH_CASES) for kind in ("file", "folder")
     if kind == "file" or MATCH_CASES[name][1] is None])
 def test_key_matching(match, name, kind):
     s = match
