@@ -120,12 +120,17 @@ int inputs_check_request(const struct skill *sk, const json_t *request,
 
 /* ---- uploads/ key matching ----------------------------------------------- */
 
-/* The extension of `name`, Python's os.path.splitext: "" when none. */
-static const char *extension(const char *name)
+/*
+ * The extension of `name` after `key` when `name` is `key` + ".…", else
+ * NULL.  The whole rest counts, so ".tar.gz" is one extension.
+ */
+static const char *extension_after(const char *name, const char *key)
 {
-	const char *dot = strrchr(name, '.');
+	size_t klen = strlen(key);
 
-	return dot && dot != name ? dot : "";
+	if (strncmp(name, key, klen) || name[klen] != '.')
+		return NULL;
+	return name + klen;
 }
 
 static bool ext_allowed(const json_t *exts, const char *ext)
@@ -139,7 +144,7 @@ static bool ext_allowed(const json_t *exts, const char *ext)
 		if (!e)
 			continue;
 		/* tolerate "csv" for ".csv" */
-		if (e[0] != '.' && ext[0] == '.' && !strcasecmp(e, ext + 1))
+		if (e[0] != '.' && !strcasecmp(e, ext + 1))
 			return true;
 		if (!strcasecmp(e, ext))
 			return true;
@@ -147,16 +152,21 @@ static bool ext_allowed(const json_t *exts, const char *ext)
 	return false;
 }
 
+/* The allowed extensions as "a, b" (only the names among them). */
 static int add_list(struct sbuf *sb, const json_t *exts)
 {
 	const json_t *v;
+	bool first = true;
 	size_t i;
 	int ret = 0;
 
-	json_array_foreach(exts, i, v)
-		if (json_is_string(v))
-			ret |= sbuf_addf(sb, "%s%s", i ? ", " : "",
-					 json_string_value(v));
+	json_array_foreach(exts, i, v) {
+		if (!json_is_string(v))
+			continue;
+		ret |= sbuf_addf(sb, "%s%s", first ? "" : ", ",
+				 json_string_value(v));
+		first = false;
+	}
 	return ret;
 }
 
@@ -169,27 +179,18 @@ static int bind_file(const char *key, const json_t *prop,
 		     struct sbuf *problems, int *found)
 {
 	const json_t *exts = json_object_get(prop, "extensions");
-	size_t klen = strlen(key);
 	int first = -1, count = 0, ret = 0;
 	struct sbuf names = SBUF_INIT;
 
 	if (!json_is_array(exts) || !json_array_size(exts))
 		exts = NULL;
 	for (size_t i = 0; i < n; i++) {
-		const char *name = ups[i].name;
-		const char *ext;
+		const char *ext = extension_after(ups[i].name, key);
 
-		if (!strcmp(name, key))
-			goto candidate;
-		if (!exts || strncmp(name, key, klen))
+		if (strcmp(ups[i].name, key) &&
+		    !(exts && ext && ext_allowed(exts, ext)))
 			continue;
-		ext = extension(name);
-		if (strlen(name) - strlen(ext) != klen || !*ext)
-			continue;
-		if (!ext_allowed(exts, ext))
-			continue;
-candidate:
-		ret |= sbuf_addf(&names, "%s%s", count ? ", " : "", name);
+		ret |= sbuf_addf(&names, "%s%s", count ? ", " : "", ups[i].name);
 		if (first < 0)
 			first = (int)i;
 		count++;
@@ -204,10 +205,9 @@ candidate:
 	} else if (exts) {
 		/* only candidates with extensions the skill refuses */
 		for (size_t i = 0; i < n; i++) {
-			const char *ext = extension(ups[i].name);
+			const char *ext = extension_after(ups[i].name, key);
 
-			if (strncmp(ups[i].name, key, klen) || !*ext ||
-			    strlen(ups[i].name) - strlen(ext) != klen)
+			if (!ext)
 				continue;
 			ret |= sbuf_addf(problems,
 					 "uploads/%s: extension %s not allowed for %s (allowed: ",
@@ -299,9 +299,16 @@ static int resolve_parameters(const struct skill *sk,
 
 	if (!schema) {
 		/* no parameter schema: the inline inputs are the parameters */
-		json_decref(out->parameter);
-		out->parameter = json_deep_copy(out->input);
-		return out->parameter ? 0 : -ENOMEM;
+		const json_t *props = properties(sk->input_schema);
+
+		json_object_foreach((json_t *)props, key, prop) {
+			json_t *v = json_object_get(out->input, key);
+
+			if (v && is_inline(prop) &&
+			    json_object_set(out->parameter, key, v) < 0)
+				return -ENOMEM;
+		}
+		return 0;
 	}
 	if (json_is_object(req_param) &&
 	    json_object_update(out->parameter, (json_t *)req_param) < 0)

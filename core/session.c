@@ -652,11 +652,24 @@ int session_render_request(struct store *st, const struct session_info *s,
 	json_t *req = NULL;
 	int ret = session_load_request(st, s, &req);
 
+	static const char *const parts[] = { "input", "parameter" };
+	json_t *shown;
+
 	if (ret < 0)
 		return ret;
-	if (!req)
-		req = json_pack("{s{}s{}}", "input", "parameter");
-	ret = req ? fjson_dump(out, req) : -ENOMEM;
+	/* Both parts, always, in one order: what a writer left out is empty. */
+	shown = json_object();
+	for (size_t i = 0; shown && i < 2; i++) {
+		json_t *part = json_object_get(req, parts[i]);
+
+		if (json_object_set_new(shown, parts[i], part ? json_incref(part)
+							      : json_object()) < 0) {
+			json_decref(shown);
+			shown = NULL;
+		}
+	}
+	ret = shown ? fjson_dump(out, shown) : -ENOMEM;
+	json_decref(shown);
 	json_decref(req);
 	return ret;
 }

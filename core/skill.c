@@ -205,6 +205,18 @@ const struct skill_file *skill_file_find(const struct skill *s,
 	return f;
 }
 
+/* Whether a relative path has a ".." part (would leave the folder). */
+static bool has_parent_part(const char *path)
+{
+	for (const char *p = path; p; p = strchr(p, '/')) {
+		if (*p == '/')
+			p++;
+		if (p[0] == '.' && p[1] == '.' && (!p[2] || p[2] == '/'))
+			return true;
+	}
+	return false;
+}
+
 /* Parse a JSON file of the package; NULL (and the skill fails) if not. */
 static json_t *load_json(struct skill *s, const char *path, const char *what)
 {
@@ -215,7 +227,7 @@ static json_t *load_json(struct skill *s, const char *path, const char *what)
 
 	while (path[0] == '.' && path[1] == '/')
 		path += 2;
-	if (path[0] == '/' || strstr(path, "..")) {
+	if (path[0] == '/' || has_parent_part(path)) {
 		fail(s, "%s: %s must be a path inside the skill folder", what,
 		     path);
 		return NULL;
@@ -270,11 +282,12 @@ static void check_runner(struct skill *s, const char *folder_id)
 		fail(s, "assets/runner.json must hold a JSON object");
 		return;
 	}
-	if (id && (!json_is_string(id) ||
-		   strcmp(json_string_value(id), folder_id)))
-		fail(s, "runner.json id %s does not match the folder name \"%s\"",
-		     json_is_string(id) ? json_string_value(id) : "(not a string)",
+	if (id && !json_is_string(id))
+		fail(s, "runner.json id must be a string (the folder name \"%s\")",
 		     folder_id);
+	else if (id && strcmp(json_string_value(id), folder_id))
+		fail(s, "runner.json id \"%s\" does not match the folder name \"%s\"",
+		     json_string_value(id), folder_id);
 	s->engines = json_object_get(s->runner, "engines");
 	if (!json_is_array(s->engines) || !json_array_size(s->engines))
 		fail(s, "runner.json engines must be a non-empty list of engine names");

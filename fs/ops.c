@@ -662,9 +662,10 @@ static int resolve_writable(struct flowfs *fs, fuse_ino_t dir, struct node *p)
 }
 
 /*
- * unlink/rmdir of `name` in a skill view: what a view shows is generated,
- * so removing it is a no-op that succeeds (rm -rf of a session must
- * work), with the errnos of a real folder for a wrong type or no name.
+ * unlink/rmdir of `name` in a session's skill/: what it shows is
+ * generated, so removing it is a no-op that succeeds (rm -rf of a session
+ * must work), with the errnos of a real folder for a wrong type or no
+ * name.  Under .flowfs/skills/ nothing needs it: EROFS there.
  */
 static int remove_in_view(struct flowfs *fs, const struct node *p,
 			  const char *name, bool dir)
@@ -819,7 +820,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	lock(fs);
 	ret = resolve_writable(fs, parent, &p);
-	if (ret == -EROFS && p.type == N_VIEW)
+	if (ret == -EROFS && p.type == N_VIEW && p.space == FS_SPACE_SKILL)
 		ret = remove_in_view(fs, &p, name, false);
 	if (ret < 0 || p.type == N_VIEW)
 		goto out;
@@ -855,7 +856,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	lock(fs);
 	ret = resolve_writable(fs, parent, &p);
-	if (ret == -EROFS && p.type == N_VIEW)
+	if (ret == -EROFS && p.type == N_VIEW && p.space == FS_SPACE_SKILL)
 		ret = remove_in_view(fs, &p, name, true);
 	if (ret < 0 || p.type == N_VIEW)
 		goto out;

@@ -472,7 +472,7 @@ static void test_id_not_string(void **state)
 	mk_skill(fx->dir, "y", "{\"id\": 7, \"engines\": [\"a\"]}");
 	s = load(fx->dir, "y");
 	assert_non_null(s->error);
-	assert_non_null(strstr(s->error, "does not match the folder name \"y\""));
+	assert_non_null(strstr(s->error, "runner.json id must be a string"));
 	skill_free(s);
 }
 
