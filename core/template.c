@@ -1680,7 +1680,7 @@ static int parse_body(struct parser *p, struct stmt **out,
 	int ret = 0;
 
 	*out = NULL;
-	if (++p->blocks > MAX_BLOCK_DEPTH)
+	if (++p->blocks > MAX_BLOCK_DEPTH + 1)	/* + the top level */
 		return p_fail_at(p, cur(p), "%s", "blocks nested too deeply");
 	for (;;) {
 		struct tok *tk = cur(p);
