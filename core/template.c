@@ -16,7 +16,7 @@
  * recurse per level of an expression: stay well inside all of that. */
 #define MAX_BLOCK_DEPTH 16
 #define MAX_EXPR_DEPTH 32
-#define MAX_STEPS 20000000L
+#define MAX_STEPS 5000000L
 #define MAX_OUTPUT ((size_t)64 << 20)
 /* Far below Python's recursion limit, so whatever Python would print at
  * any nesting level flowfs prints the same or refuses. */

@@ -54,7 +54,7 @@
  *
  * Limits, so any text renders in bounded time and memory: templates up to
  * 16 MiB, blocks nested 64 deep, expressions nested 64 deep; a render
- * stops with an error after 20 million steps or 64 MiB of output (or of
+ * stops with an error after 5 million steps or 64 MiB of output (or of
  * one intermediate string).
  */
 #ifndef FLOWFS_TEMPLATE_H
