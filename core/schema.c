@@ -300,6 +300,45 @@ static int hexval(char c)
 	return -1;
 }
 
+/* One step of a JSON pointer: `tok` (`len` bytes, unescaped) in `cur`. */
+static const json_t *pointer_step(const json_t *cur, const char *tok,
+				  size_t len)
+{
+	size_t idx = 0, k;
+
+	if (json_is_object(cur))
+		return json_object_getn(cur, tok, len);
+	if (!json_is_array(cur) || !len || len > 18 ||
+	    (tok[0] == '0' && len > 1))
+		return NULL;
+	for (k = 0; k < len; k++) {
+		if (tok[k] < '0' || tok[k] > '9')
+			return NULL;
+		idx = idx * 10 + (size_t)(tok[k] - '0');
+	}
+	return json_array_get(cur, idx);
+}
+
+/* resolve_ref() for a fragment without escapes. */
+static int walk_plain(const json_t *root, const char *frag,
+		      const json_t **out)
+{
+	const json_t *cur = root;
+
+	if (*frag && *frag != '/')
+		return -ENOENT;
+	while (*frag) {
+		const char *end = strchrnul(++frag, '/');
+
+		cur = pointer_step(cur, frag, (size_t)(end - frag));
+		if (!cur)
+			return -ENOENT;
+		frag = end;
+	}
+	*out = cur;
+	return 0;
+}
+
 /*
  * Find what `ref` ("#", "#/definitions/a%20b/x~1y") names inside `root`:
  * the fragment is %-decoded first (it is a URI fragment), then read as a
@@ -317,6 +356,11 @@ static int resolve_ref(const json_t *root, const char *ref,
 
 	if (ref[0] != '#')
 		goto out;
+	if (!strpbrk(ref, "%~")) {
+		/* The usual "#/definitions/a": no copies, no allocation. */
+		ret = walk_plain(root, ref + 1, out);
+		goto out;
+	}
 	for (p = ref + 1; *p; p++) {
 		char c = *p;
 
@@ -354,23 +398,7 @@ static int resolve_ref(const json_t *root, const char *ref,
 				goto out;
 			}
 		}
-		if (json_is_object(cur)) {
-			cur = json_object_getn(cur, tok.buf, tok.len);
-		} else if (json_is_array(cur)) {
-			size_t idx = 0, k;
-
-			if (!tok.len || tok.len > 18 ||
-			    (tok.buf[0] == '0' && tok.len > 1))
-				goto out;
-			for (k = 0; k < tok.len; k++) {
-				if (tok.buf[k] < '0' || tok.buf[k] > '9')
-					goto out;
-				idx = idx * 10 + (size_t)(tok.buf[k] - '0');
-			}
-			cur = json_array_get(cur, idx);
-		} else {
-			cur = NULL;
-		}
+		cur = pointer_step(cur, tok.buf, tok.len);
 		if (!cur)
 			goto out;
 	}

@@ -60,8 +60,9 @@
  * loops, nesting within SCHEMA_MAX_NESTING.  Returns 0, -ENOMEM, or
  * -EINVAL with err->message naming the JSON pointer of the fault:
  * "#/properties/n/minimum: must be a number",
- * "#/definitions/a/$ref: infinite loop: \"#/definitions/b\" applies ...".
- * err->path is left alone.
+ * "#/definitions/b/$ref: infinite loop: \"#/definitions/a\" leads back
+ * here without stepping into a property or item".  Problems are looked for
+ * in document order, ref targets after the rest.  err->path is left alone.
  */
 int schema_check(const json_t *schema, struct ferr *err);
 
