@@ -288,6 +288,36 @@ static int resolve_inputs(const struct skill *sk, const json_t *req_input,
 	return ret ? -ENOMEM : 0;
 }
 
+/*
+ * The required names `instance` lacks: those with a property first, in
+ * the schema's property order, then the others in `required` order.
+ */
+static int add_missing_required(const json_t *schema, const json_t *instance,
+				struct sbuf *missing)
+{
+	const json_t *props = properties(schema);
+	const json_t *req = json_object_get(schema, "required");
+	const char *key;
+	const json_t *v;
+	json_t *prop;
+	size_t i;
+	int ret = 0;
+
+	json_object_foreach((json_t *)props, key, prop)
+		if (in_required(schema, key) && !json_object_get(instance, key))
+			ret |= sbuf_addf(missing, "%s%s",
+					 missing->len ? ", " : "", key);
+	json_array_foreach(req, i, v) {
+		const char *name = json_string_value(v);
+
+		if (name && !(props && json_object_get(props, name)) &&
+		    !json_object_get(instance, name))
+			ret |= sbuf_addf(missing, "%s%s",
+					 missing->len ? ", " : "", name);
+	}
+	return ret;
+}
+
 static int resolve_parameters(const struct skill *sk,
 			      const json_t *req_param, struct inputs *out)
 {
@@ -315,11 +345,8 @@ static int resolve_parameters(const struct skill *sk,
 		return -ENOMEM;
 	if (schema_apply_defaults(schema, schema, out->parameter) < 0)
 		return -ENOMEM;
-	json_object_foreach((json_t *)properties(schema), key, prop)
-		if (in_required(schema, key) &&
-		    !json_object_get(out->parameter, key))
-			ret |= sbuf_addf(&missing, "%s%s",
-					 missing.len ? ", " : "", key);
+	ret = add_missing_required(schema_deref(schema, NULL), out->parameter,
+				   &missing);
 	ret |= add_missing(&out->problems, "parameters", &missing);
 	sbuf_release(&missing);
 	return ret ? -ENOMEM : 0;

@@ -1412,6 +1412,15 @@ static int follow_refs(const json_t *root, const json_t **s)
 	return 0;
 }
 
+const json_t *schema_deref(const json_t *root, const json_t *schema)
+{
+	const json_t *s = schema ? schema : root;
+
+	/* -ENOMEM only comes from %-escaped pointers; s stays where it got */
+	follow_refs(root, &s);
+	return s;
+}
+
 int schema_apply_defaults(const json_t *root, const json_t *schema,
 			  json_t *instance)
 {

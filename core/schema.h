@@ -103,6 +103,15 @@ int schema_validate(const json_t *root, const json_t *sub,
 		    struct ferr *err);
 
 /*
+ * The schema `schema` stands for once its own "$ref"s are followed
+ * (against `root`; `schema` NULL means root): where to read a
+ * top-level "properties" or "required".  A $ref that resolves to
+ * nothing, or a loop, stops the walk there.  Never NULL for a non-NULL
+ * argument.
+ */
+const json_t *schema_deref(const json_t *root, const json_t *schema);
+
+/*
  * Fill in defaults: for each property of `schema` (`root` when NULL; a
  * top-level $ref is followed) that `instance` lacks and whose subschema
  * has a "default" (the subschema's own, else that of the schema its $ref

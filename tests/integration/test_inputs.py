@@ -136,13 +136,18 @@ def test_request_unbound(mnt):
         'no skill is bound: set "skill" in session.json first')])
 
 
+def shown_request(req):
+    """request.json as flowfs shows it: both parts, input first."""
+    return {"input": req.get("input", {}), "parameter": req.get("parameter", {})}
+
+
 def test_request_shown_reserialized(form):
     _, s = form
     shows(s / "request.json", EMPTY_REQUEST)
     text = ('{"parameter":{"mode":"fást \\"x\\"","temperature":1.0,"divisor":3,'
             '"scale":1e20,"tags":[]},"input":{"query":"q\\u00e9","items":[1,2]}}')
     assert put(s / "request.json", text) == 0
-    shows(s / "request.json", json.loads(text))
+    shows(s / "request.json", shown_request(json.loads(text)))
 
 
 def test_request_survives_remount(form):
@@ -227,9 +232,9 @@ def test_python_file_object_sees_the_refusal(form):
 def test_missing_required_values_are_accepted(form):
     _, s = form
     assert put_json(s / "request.json", {"input": {}}) == 0
-    shows(s / "request.json", {"input": {}})
+    shows(s / "request.json", EMPTY_REQUEST)
     assert put_json(s / "request.json", {}) == 0
-    shows(s / "request.json", {})
+    shows(s / "request.json", EMPTY_REQUEST)
     problems, log = status_of(s)
     assert log == []
     assert "missing required inputs: query" in problems
@@ -312,8 +317,6 @@ def test_parameter_json_request_then_defaults(form):
     assert "1.0" in json_file(s / "parameter.json").decode()
 
 
-@pytest.mark.xfail(strict=True, reason="daemon bug: parameter.json of a skill "
-                   "without parameter schema also holds its file inputs")
 def test_skill_without_parameter_schema(skill_folder, mount_skills):
     skill_folder.add("inl", input={"type": "object", "properties": {
         "q": {"type": "string", "x-input-source": "inline"},
@@ -390,14 +393,8 @@ MATCH_CASES = {
 
 
 # Folders bind like files; disallowed extensions are checked on files only.
-TAR_GZ_BUG = pytest.mark.xfail(
-    strict=True, reason="daemon bug: a declared two-part extension (.tar.gz) "
-    "never binds; uploads/arch.tar.gz is ignored without a status line")
-
-
 @pytest.mark.parametrize("name,kind", [
-    pytest.param(name, kind, marks=[TAR_GZ_BUG] if name == "arch.tar.gz" else [])
-    for name in sorted(MATCH_CASES) for kind in ("file", "folder")
+    (name, kind) for name in sorted(MATCH_CASES) for kind in ("file", "folder")
     if kind == "file" or MATCH_CASES[name][1] is None])
 def test_key_matching(match, name, kind):
     s = match

@@ -119,14 +119,8 @@ BROKEN = {
 }
 
 
-ID_QUOTES_BUG = pytest.mark.xfail(
-    strict=True, reason='daemon bug: the message is runner.json id x does not '
-    'match ..., without the quotes issue3.md gives around the id')
-
-
 @pytest.mark.parametrize("sid", [
-    pytest.param(sid, marks=[ID_QUOTES_BUG] if sid == "wrong-id" else [])
-    for sid in sorted(BROKEN)])
+    sid for sid in sorted(BROKEN)])
 def test_broken_skill_shows_only_error(skill_folder, mount_skills, sid):
     build, expected = BROKEN[sid]
     skill_folder.add(sid, **build)

@@ -236,7 +236,8 @@ static void test_bound(void **state)
 	/* the prompt of the bound engine (first: gemini); a template with
 	 * no {{ }} renders as itself */
 	assert_int_equal(binding_render_prompt(&c, &sb, &err), 0);
-	assert_string_equal(sb.buf, "Plain prompt.\n");
+	/* Jinja2 drops the one trailing newline */
+	assert_string_equal(sb.buf, "Plain prompt.");
 	sbuf_release(&sb);
 
 	/* a second candidate unbinds it, visible at once */
