@@ -2797,7 +2797,7 @@ static int f_join(struct render *r, const struct expr *e, const struct val *v,
 {
 	struct sbuf sb = SBUF_INIT, ssep = SBUF_INIT;
 	struct iter it;
-	json_t *item;
+	json_t *item = NULL;
 	bool first = true;
 	int ret;
 
