@@ -819,6 +819,12 @@ static int lex(struct lexer *lx)
 			size_t p = at + 2 + (sign == '-' || sign == '+');
 			int cline = lx->line, ccol = lx->col;
 
+			/* Jinja2's lexer stops without a complaint when "{#"
+			 * is all that is left of the text. */
+			if (p >= lx->n) {
+				lx_advance(lx, lx->n - lx->pos);
+				break;
+			}
 			for (; p < lx->n; p++) {
 				if (starts(lx, p, "+#}") || starts(lx, p, "-#}") ||
 				    starts(lx, p, "#}"))
@@ -2609,8 +2615,13 @@ static int f_tojson(struct render *r, const struct expr *e,
 	/* json.dumps turns indent into a string only for non-str values */
 	if (use_indent && !json_is_string(v->j)) {
 		json_int_t n;
+		/* only a non-empty container ever writes the indent */
+		bool needed = (json_is_array(v->j) && json_array_size(v->j)) ||
+			      (json_is_object(v->j) && json_object_size(v->j));
 
 		if (indent->k == V_JSON && is_intlike(indent->j, &n)) {
+			if (!needed)
+				n = 0;
 			if (n > (json_int_t)MAX_OUTPUT) {
 				ret = r_fail(r, e, "%s", "tojson indent too large");
 				goto out;

@@ -52,10 +52,17 @@
  * `lower` of a string with U+03A3 (Python's final-sigma rule), and values
  * nested deeper than 100 levels where they must be printed or compared.
  *
- * Limits, so any text renders in bounded time and memory: templates up to
- * 16 MiB, blocks nested 64 deep, expressions nested 64 deep; a render
- * stops with an error after 5 million steps or 64 MiB of output (or of
- * one intermediate string).
+ * Limits, so any text renders in bounded time and memory and stays inside
+ * what Python can compile from Jinja2's generated code (20 nested loops,
+ * 100 indentation levels, ~200 nested parentheses): templates up to
+ * 16 MiB, blocks nested 16 deep, expressions nested 32 deep (any number of
+ * elif branches and and/or operands); a render stops with an error after
+ * 5 million steps or 64 MiB of output (or of one intermediate string).
+ *
+ * Errors are matched by occurrence, not by wording: where Jinja2 raises,
+ * tmpl_parse or tmpl_render fails, with flowfs's own message.  Some
+ * mistakes Jinja2 reports only when a branch runs (a filter given three
+ * arguments, an unknown filter) are refused at parse time here.
  */
 #ifndef FLOWFS_TEMPLATE_H
 #define FLOWFS_TEMPLATE_H
@@ -91,7 +98,8 @@ int tmpl_parse(struct tmpl **out, const char *text, size_t len,
  * the call.  Context values map as json.loads gives them to Python:
  * object -> dict (insertion order), array -> list, integer -> int,
  * real -> float, string -> str, true/false -> bool, null -> None.
- * A template may be rendered any number of times, also concurrently.
+ * A template may be rendered any number of times, also from several
+ * threads at once (it is only read; jansson's reference counts are atomic).
  */
 int tmpl_render(const struct tmpl *t, const json_t *context, struct sbuf *out,
 		struct ferr *err);

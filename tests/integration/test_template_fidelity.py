@@ -427,6 +427,9 @@ HANDWRITTEN = [
     "{{ range }}",
     "{{ 'ΑΣ'|lower }}",
     "{{ 'ß'|upper }}{{ 'ﬁ'|upper }}{{ 'İ'|lower }}{{ 'ǅ'|upper }}{{ 'ǅ'|lower }}",
+    "{#", "text  {#-", "{{ x }} {#+\n", "{# x", "{#--#} {#",
+    "{{ 1|tojson(90199259) }}{{ []|length|tojson(indent=90199259) }}",
+    "{{ b|tojson(1.5) }}",
 ]
 
 
@@ -526,3 +529,27 @@ def test_mutated_templates_never_differ(render, seed):
     print(f"mutated seed {seed}: {len(cases)} cases, {identical} identical, "
           f"{len(refused)} refused")
     assert not mismatched, show(mismatched)
+
+
+def fuzz_context():
+    """The fixed context of tests/fuzz/fuzz_template.c (C adjacent string
+    literals read the same as Python's)."""
+    src = (REPO / "tests" / "fuzz" / "fuzz_template.c").read_text()
+    start = src.index("context_json[] =") + len("context_json[] =")
+    literal = src[start:src.index(";", start)]
+    return json.loads(eval("(" + literal.replace("\n", " ") + ")"))
+
+
+def test_fuzz_corpus_matches_jinja2(render):
+    ctx = fuzz_context()
+    cases = []
+    for f in sorted((REPO / "tests" / "fuzz" / "corpus" / "template").iterdir()):
+        try:
+            cases.append((f.read_bytes().decode("utf-8"), ctx))
+        except UnicodeDecodeError:
+            continue
+    identical, refused, mismatched = compare(render, cases)
+    print(f"fuzz corpus: {len(cases)} cases, {identical} identical, "
+          f"{len(refused)} refused")
+    assert not mismatched, show(mismatched)
+    assert identical > len(cases) // 3
