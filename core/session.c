@@ -149,12 +149,11 @@ int session_count(struct store *st, int64_t *count)
 	return step_errno(rc);
 }
 
-static int set_folder(struct store *st, int64_t id, enum session_folder which,
-		      uint64_t ino)
+/* Store a folder's inode number in the session row (`sql` names the
+ * column). */
+static int set_ino(struct store *st, const char *sql, int64_t id, uint64_t ino)
 {
-	static const char up[] = "UPDATE sessions SET uploads_ino = ?2 WHERE id = ?1";
-	static const char out[] = "UPDATE sessions SET output_ino = ?2 WHERE id = ?1";
-	sqlite3_stmt *q = store_stmt(st, which == SESSION_UPLOADS ? up : out);
+	sqlite3_stmt *q = store_stmt(st, sql);
 	int rc;
 
 	if (!q)
@@ -164,6 +163,20 @@ static int set_folder(struct store *st, int64_t id, enum session_folder which,
 	rc = sqlite3_step(q);
 	store_done(q);
 	return step_errno(rc);
+}
+
+static const char set_root_sql[] =
+	"UPDATE sessions SET root_ino = ?2 WHERE id = ?1";
+static const char set_uploads_sql[] =
+	"UPDATE sessions SET uploads_ino = ?2 WHERE id = ?1";
+static const char set_output_sql[] =
+	"UPDATE sessions SET output_ino = ?2 WHERE id = ?1";
+
+static int set_folder(struct store *st, int64_t id, enum session_folder which,
+		      uint64_t ino)
+{
+	return set_ino(st, which == SESSION_UPLOADS ? set_uploads_sql
+						     : set_output_sql, id, ino);
 }
 
 /* Add `delta` to a folder's link count; the caller holds a transaction. */
@@ -214,21 +227,6 @@ static int add_folder(struct store *st, int64_t id, uint64_t root,
 	return ret < 0 ? ret : add_links(st, root, 1);
 }
 
-static int set_root(struct store *st, int64_t id, uint64_t root)
-{
-	static const char sql[] = "UPDATE sessions SET root_ino = ?2 WHERE id = ?1";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc;
-
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_int64(q, 2, (int64_t)root);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return step_errno(rc);
-}
-
 int session_create(struct store *st, struct tree *t, const char *name,
 		   uint32_t mode, uint32_t uid, uint32_t gid,
 		   struct session_info *out, struct ferr *err)
@@ -263,7 +261,7 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	ret = tree_create_root(t, out->id, mode, uid, gid, &root);
 	if (ret < 0)
 		goto out;
-	ret = set_root(st, out->id, root.ino);
+	ret = set_ino(st, set_root_sql, out->id, root.ino);
 	if (ret < 0)
 		goto out;
 	ret = add_folder(st, out->id, root.ino, SESSION_UPLOADS, uid, gid);

@@ -261,14 +261,28 @@ static int render_entry(struct flowfs *fs, const struct node *n,
 	return e->render(fs, n->has_session ? &n->s : NULL, out, mtime_ns);
 }
 
+/* Size and times of generated content: true, so it is rendered. */
+static int stat_content(struct flowfs *fs, const struct node *n,
+			struct stat *st)
+{
+	struct sbuf sb = SBUF_INIT;
+	int64_t mtime;
+	int ret = render_entry(fs, n, &sb, &mtime);
+
+	st->st_size = (off_t)sb.len;
+	st->st_blocks = ((off_t)sb.len + 511) / 512;
+	ts_from_ns(&st->st_mtim, mtime);
+	st->st_ctim = st->st_mtim;
+	sbuf_release(&sb);
+	return ret;
+}
+
 /* stat of any node; `generated` tells whether the kernel may cache it. */
 static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 		     bool *generated)
 {
 	const struct entry *e;
 	struct tree_attr owner;
-	struct sbuf sb = SBUF_INIT;
-	int64_t mtime;
 	int ret = 0;
 
 	*generated = false;
@@ -296,15 +310,7 @@ static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 		st->st_nlink = view_is_dir(n) ? 2 : 1;
 		/* a rescan may change a file under the same number */
 		*generated = true;
-		if (view_is_dir(n))
-			return 0;
-		ret = render_entry(fs, n, &sb, &mtime);
-		st->st_size = (off_t)sb.len;
-		st->st_blocks = ((off_t)sb.len + 511) / 512;
-		ts_from_ns(&st->st_mtim, mtime);
-		st->st_ctim = st->st_mtim;
-		sbuf_release(&sb);
-		return ret;
+		return view_is_dir(n) ? 0 : stat_content(fs, n, st);
 	}
 	e = &fs_entries[n->row];
 	st->st_mode = e->mode;
@@ -316,12 +322,7 @@ static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 	}
 	if (e->kind == ENTRY_DOC || e->kind == ENTRY_GENERATED) {
 		*generated = true;
-		ret = render_entry(fs, n, &sb, &mtime);
-		st->st_size = (off_t)sb.len;
-		st->st_blocks = ((off_t)sb.len + 511) / 512;
-		ts_from_ns(&st->st_mtim, mtime);
-		st->st_ctim = st->st_mtim;
-		sbuf_release(&sb);
+		ret = stat_content(fs, n, st);
 	}
 	return ret;
 }

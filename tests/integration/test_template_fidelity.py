@@ -20,6 +20,12 @@ from pathlib import Path
 import jinja2
 import pytest
 
+from conftest import DEFAULT_PROMPT
+
+# Jinja2 itself warns (DeprecationWarning) on the odd escapes the generated
+# templates hold; that is the oracle talking, not flowfs.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("FLOWFS_BUILD_DIR", REPO / "build-test"))
 RENDER = BUILD / "tests" / "unit" / "tmpl_render"
@@ -29,20 +35,6 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 ENV = jinja2.Environment()
 
-DEFAULT_PROMPT = """Please call the skill named "{{ skill.id }}".
-
-# Inputs
-{% for key, value in input.items() %}
-- {{ key }}: {{ value }}
-{% endfor %}
-
-# Parameters
-{% for key, value in parameter.items() %}
-- {{ key }}: {{ value }}
-{% endfor %}
-
-Task: Execute the skill using the above inputs and parameters.
-"""
 
 
 @pytest.fixture(scope="module")
