@@ -14,7 +14,7 @@
 #define SESSION_COLUMNS \
 	"id, name, created_ns, doc_mtime_ns, root_ino, uploads_ino," \
 	" output_ino, coalesce(skill, ''), coalesce(engine, '')," \
-	" request_mtime_ns"
+	" request_mtime_ns, nodes_ino, edges_ino"
 
 static void copy_text(char *dst, size_t size, const unsigned char *text)
 {
@@ -33,11 +33,28 @@ static void row_to_info(sqlite3_stmt *q, struct session_info *s)
 	copy_text(s->skill, sizeof(s->skill), sqlite3_column_text(q, 7));
 	copy_text(s->engine, sizeof(s->engine), sqlite3_column_text(q, 8));
 	s->request_mtime_ns = sqlite3_column_int64(q, 9);
+	s->nodes_ino = (uint64_t)sqlite3_column_int64(q, 10);
+	s->edges_ino = (uint64_t)sqlite3_column_int64(q, 11);
 }
+
+/* Each session folder: its name and the sessions column holding it. */
+static const struct {
+	const char *name;
+	const char *set_sql;
+} folders[] = {
+	[SESSION_UPLOADS] = { "uploads",
+		"UPDATE sessions SET uploads_ino = ?2 WHERE id = ?1" },
+	[SESSION_OUTPUT] = { "output",
+		"UPDATE sessions SET output_ino = ?2 WHERE id = ?1" },
+	[SESSION_NODES] = { "nodes",
+		"UPDATE sessions SET nodes_ino = ?2 WHERE id = ?1" },
+	[SESSION_EDGES] = { "edges",
+		"UPDATE sessions SET edges_ino = ?2 WHERE id = ?1" },
+};
 
 static const char *folder_name(enum session_folder which)
 {
-	return which == SESSION_UPLOADS ? "uploads" : "output";
+	return folders[which].name;
 }
 
 static int step_errno(int rc)
@@ -167,16 +184,11 @@ static int set_ino(struct store *st, const char *sql, int64_t id, uint64_t ino)
 
 static const char set_root_sql[] =
 	"UPDATE sessions SET root_ino = ?2 WHERE id = ?1";
-static const char set_uploads_sql[] =
-	"UPDATE sessions SET uploads_ino = ?2 WHERE id = ?1";
-static const char set_output_sql[] =
-	"UPDATE sessions SET output_ino = ?2 WHERE id = ?1";
 
 static int set_folder(struct store *st, int64_t id, enum session_folder which,
 		      uint64_t ino)
 {
-	return set_ino(st, which == SESSION_UPLOADS ? set_uploads_sql
-						     : set_output_sql, id, ino);
+	return set_ino(st, folders[which].set_sql, id, ino);
 }
 
 /* Add `delta` to a folder's link count; the caller holds a transaction. */
@@ -232,7 +244,8 @@ int session_create(struct store *st, struct tree *t, const char *name,
 		   struct session_info *out, struct ferr *err)
 {
 	static const char sql[] = "INSERT INTO sessions(name, created_ns,"
-		" doc_mtime_ns) VALUES (?1, ?2, ?2)";
+		" doc_mtime_ns, template_uuid) VALUES (?1, ?2, ?2, "
+		STORE_SQL_UUID4 ")";
 	struct tree_attr root;
 	int64_t now = store_now_ns();
 	sqlite3_stmt *q;
@@ -267,9 +280,11 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	ret = add_folder(st, out->id, root.ino, SESSION_UPLOADS, uid, gid);
 	if (ret < 0)
 		goto out;
-	ret = add_folder(st, out->id, root.ino, SESSION_OUTPUT, uid, gid);
-	if (ret < 0)
-		goto out;
+	for (enum session_folder f = SESSION_OUTPUT; f <= SESSION_EDGES; f++) {
+		ret = add_folder(st, out->id, root.ino, f, uid, gid);
+		if (ret < 0)
+			goto out;
+	}
 	ret = store_commit(st);
 	if (ret < 0)
 		return ret;

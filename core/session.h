@@ -51,13 +51,20 @@ struct session_info {
 	uint64_t root_ino;
 	uint64_t uploads_ino;
 	uint64_t output_ino;
+	uint64_t nodes_ino;
+	uint64_t edges_ino;
 	char skill[256];	/* "" when no skill is bound */
 	char engine[256];
 };
 
 /* The real folders every session has; their rows carry the value as
  * their tree tag (tree_attr.tag). */
-enum session_folder { SESSION_UPLOADS = 1, SESSION_OUTPUT = 2 };
+enum session_folder {
+	SESSION_UPLOADS = 1,
+	SESSION_OUTPUT = 2,
+	SESSION_NODES = 3,	/* scratch files beside the graph's nodes */
+	SESSION_EDGES = 4,
+};
 
 struct session_list {
 	struct session_info *items;
@@ -90,7 +97,7 @@ int session_delete(struct store *st, struct tree *t, int64_t id);
 int session_has_data(struct store *st, struct tree *t,
 		     const struct session_info *s, bool *has);
 
-/* Replace an (empty) uploads/ or output/ by a fresh one (after rmdir). */
+/* Replace an (empty) session folder by a fresh one (after its rmdir). */
 int session_renew_folder(struct store *st, struct tree *t,
 			 struct session_info *s, enum session_folder which);
 

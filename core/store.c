@@ -134,10 +134,73 @@ static const char schema_v2[] =
 	"  WHERE parent = sessions.root_ino AND name = CAST('output' AS BLOB));"
 	"UPDATE inodes SET tag = 2 WHERE ino IN (SELECT output_ino FROM sessions);";
 
+/* A session folder `name` tagged `tag` for every session that lacks one
+ * (a non-folder scratch entry of that name is kept as "<name>.v2"). */
+#define SQL_ADD_FOLDER(name, tag, column) \
+	"UPDATE inodes SET name = CAST('" name ".v2' AS BLOB)" \
+	"  WHERE name = CAST('" name "' AS BLOB) AND (mode & 61440) != 16384" \
+	"  AND parent IN (SELECT root_ino FROM sessions);" \
+	"INSERT INTO inodes(session, parent, name, mode, uid, gid, nlink," \
+	"  atime_ns, mtime_ns, ctime_ns, tag)" \
+	"  SELECT s.id, s.root_ino, CAST('" name "' AS BLOB), 16877, r.uid," \
+	"    r.gid, 2, r.mtime_ns, r.mtime_ns, r.mtime_ns, " #tag \
+	"  FROM sessions s JOIN inodes r ON r.ino = s.root_ino" \
+	"  WHERE NOT EXISTS (SELECT 1 FROM inodes o WHERE o.parent = s.root_ino" \
+	"    AND o.name = CAST('" name "' AS BLOB));" \
+	"UPDATE sessions SET " column " = (SELECT ino FROM inodes" \
+	"  WHERE parent = sessions.root_ino AND name = CAST('" name "' AS BLOB));" \
+	"UPDATE inodes SET tag = " #tag " WHERE ino IN (SELECT " column \
+	"  FROM sessions);"
+
+/*
+ * Version 3: the job graph (seed 000).  A node keeps its canonical
+ * document; an edge its five fields (NULL while it is a draft being
+ * written).  Deleting a node deletes the edges that name it, whatever
+ * deletes it.  Every session gets nodes/ and edges/ folders (for the
+ * scratch files of editors; the graph's files are shown over them).
+ */
+static const char schema_v3[] =
+	"ALTER TABLE sessions ADD COLUMN template_uuid TEXT;"
+	"ALTER TABLE sessions ADD COLUMN graph_mtime_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sessions ADD COLUMN nodes_ino INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sessions ADD COLUMN edges_ino INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE sessions SET template_uuid = " STORE_SQL_UUID4 ";"
+	"CREATE TABLE graph_nodes ("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  id TEXT NOT NULL,"
+	"  doc TEXT,"			/* NULL: a draft */
+	"  mtime_ns INTEGER NOT NULL"
+	");"
+	"CREATE UNIQUE INDEX graph_nodes_by_id ON graph_nodes(session, id);"
+	"CREATE TABLE graph_edges ("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  id TEXT NOT NULL,"
+	"  source TEXT,"		/* NULL (all four): a draft */
+	"  source_param TEXT,"
+	"  target TEXT,"
+	"  target_param TEXT,"
+	"  mtime_ns INTEGER NOT NULL"
+	");"
+	"CREATE UNIQUE INDEX graph_edges_by_id ON graph_edges(session, id);"
+	"CREATE INDEX graph_edges_by_source ON graph_edges(session, source);"
+	"CREATE INDEX graph_edges_by_target ON graph_edges(session, target);"
+	"CREATE TRIGGER graph_node_deleted AFTER DELETE ON graph_nodes BEGIN"
+	"  DELETE FROM graph_edges WHERE session = old.session"
+	"    AND (source = old.id OR target = old.id);"
+	"END;"
+	SQL_ADD_FOLDER("nodes", 3, "nodes_ino")
+	SQL_ADD_FOLDER("edges", 4, "edges_ino")
+	"UPDATE inodes SET nlink = 2 + (SELECT count(*) FROM inodes c"
+	"  WHERE c.parent = inodes.ino AND (c.mode & 61440) = 16384)"
+	"  WHERE ino IN (SELECT root_ino FROM sessions);";
+
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
 	schema_v2,
+	schema_v3,
 };
 
 int store_errno(int rc)

@@ -41,8 +41,15 @@
 
 #include "ferr.h"
 
+/* An SQL expression for a random (version 4) UUID string. */
+#define STORE_SQL_UUID4 \
+	"lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' ||" \
+	" substr(hex(randomblob(2)), 2) || '-' ||" \
+	" substr('89ab', 1 + (abs(random()) % 4), 1) ||" \
+	" substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))"
+
 /* The schema version this build creates and understands. */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 /* 'FlFS': marks a database as flowfs's (PRAGMA application_id). */
 #define STORE_APPLICATION_ID 0x466c4653
 

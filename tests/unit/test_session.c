@@ -147,7 +147,8 @@ static void test_create(void **state)
 	assert_int_equal(a.mode & 07777, 0750);
 	assert_int_equal(a.uid, 1234);
 	assert_int_equal(a.gid, 5678);
-	assert_int_equal(a.nlink, 4);	/* 2 + uploads/ + output/ */
+	/* 2 + uploads/, output/, nodes/, edges/ */
+	assert_int_equal(a.nlink, 6);
 	assert_true(a.session_root);
 	assert_int_equal(a.session, s.id);
 	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
@@ -175,8 +176,8 @@ static void test_create(void **state)
 	assert_int_equal(session_count(fx->st, &n), 0);
 	assert_int_equal(n, 1);
 	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
-	/* the failed create left no rows behind: root, uploads/, output/ */
-	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes"), 3);
+	/* the failed create left no rows behind: the root, its 4 folders */
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes"), 5);
 }
 
 static void test_create_names(void **state)
@@ -623,10 +624,10 @@ static void test_renew_uploads(void **state)
 	struct tree_attr a;
 	uint64_t old = s.uploads_ino;
 
-	/* root: 2 + uploads/ + output/ */
+	/* root: 2 + uploads/, output/, nodes/, edges/ */
 	assert_int_equal(tree_rmdir(fx->t, s.root_ino, "uploads"), 0);
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
-	assert_int_equal(a.nlink, 3);
+	assert_int_equal(a.nlink, 5);
 	assert_int_equal(session_renew_folder(fx->st, fx->t, &s, SESSION_UPLOADS), 0);
 	assert_true(s.uploads_ino != old);
 	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
@@ -634,7 +635,7 @@ static void test_renew_uploads(void **state)
 	assert_true(S_ISDIR(a.mode));
 	assert_int_equal(a.nlink, 2);
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
-	assert_int_equal(a.nlink, 4);
+	assert_int_equal(a.nlink, 6);
 	assert_int_equal(session_get(fx->st, s.id, &f), 0);
 	assert_int_equal(f.uploads_ino, s.uploads_ino);
 	/* the new uploads/ is usable */

@@ -1,0 +1,167 @@
+/*
+ * graph: a session's job graph (seed 000, DESIGN §5) — nodes and edges,
+ * one JSON document each, and the whole graph as one seed-000 document.
+ *
+ * Storage (schema version 3, see store.c): a node is a row of graph_nodes
+ * holding its canonical document text (json.dumps(indent=2) of the node
+ * object, defaults filled); an edge is a row of graph_edges holding its
+ * five fields.  Both have a `seq` (row id, never reused: creation order,
+ * and the filesystem's inode numbers) and an `id` unique in the session.
+ * Every change stamps sessions.graph_mtime_ns.
+ *
+ * Node documents (nodes/<id>.json): id, node_uuid, node_version, label,
+ * position_x, position_y, system_values {machine_type, image,
+ * docker_image}, input_parameters [{name, type, value}],
+ * output_parameters — always in this key order.  A written node may omit
+ * anything but `label`; flowfs fills: id from the file name, node_uuid
+ * (the stored one when the node exists, else a fresh random UUID),
+ * node_version "1.2", position_x/position_y 0.0, machine_type from the
+ * tool map for the label else "c2_m4_cpu", image from the tool map else
+ * "", docker_image "", empty parameter lists.  Values that are given are
+ * kept as given (an integer position stays an integer).  Refused
+ * (-EINVAL, err->message for a person): not an object, an unknown field,
+ * a wrong type, an id that disagrees with the file name, input parameter
+ * names that repeat, a parameter without a name.
+ *
+ * Edge documents (edges/<id>.json): id, source_node_id,
+ * source_parameter_name, target_node_id, target_parameter_name.
+ * source_parameter_name may be omitted: "out_<source label>" (the
+ * MatMaster convention).  Refused: an unknown node ("target node
+ * \"node-$id9\" does not exist"), a target_parameter_name the target node
+ * lacks (a target with no input parameters at all takes "input", as the
+ * MatMaster rule makes), an edge equal in all four fields to another
+ * ("duplicates edge-$id1"), an edge that would close a cycle (the message
+ * names it: "would close a cycle: node-$id3 -> node-$id1 -> node-$id3").
+ * Cycle checks cost O(what the target reaches), never O(n^2).
+ *
+ * The whole document (parameters.json): {"nodes": [...], "edges": [...],
+ * "meta": {"template_uuid": ...}}, nodes and edges in creation order,
+ * byte-identical to Python's json.dumps(doc, indent=2,
+ * ensure_ascii=False).  Writing one replaces the graph atomically: every
+ * node and edge is checked as above (cycles over the whole new graph),
+ * and nothing changes unless all pass.  Nodes keep their stored node_uuid
+ * when the new document omits it; meta.template_uuid, when given, becomes
+ * the session's.
+ *
+ * Drafts: a nodes/x.json or edges/x.json being created (open, not yet
+ * closed) exists as a draft row with no document, so it has an inode;
+ * drafts are not in parameters.json, edges cannot name draft nodes, and
+ * they are removed by graph_drop_draft() (a refused or abandoned create)
+ * and by graph_drop_all_drafts() at mount (after a crash).
+ *
+ * Not thread-safe; the caller serializes (see store.h).
+ */
+#ifndef FLOWFS_GRAPH_H
+#define FLOWFS_GRAPH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferr.h"
+#include "sbuf.h"
+#include "store.h"
+
+enum graph_kind { GRAPH_NODE, GRAPH_EDGE };
+
+/* A node or edge as a folder lists it. */
+struct graph_item {
+	int64_t seq;
+	int64_t session;
+	char *id;
+	size_t size;		/* bytes of its document; 0 for a draft */
+	int64_t mtime_ns;	/* last change of its document */
+	bool draft;
+};
+
+/*
+ * The tool map ($XDG_CONFIG_HOME/flowfs/tools.json):
+ * {"<label>": {"image": "...", "machine_type": "..."}}, both optional.
+ */
+struct graph_tools;
+
+/* Read a tool map; a missing file is an empty map.  -EINVAL + err for a
+ * file that is not such an object. */
+int graph_tools_load(const char *path, struct graph_tools **out,
+		     struct ferr *err);
+void graph_tools_free(struct graph_tools *tools);
+
+/* All items of one kind in creation order (drafts included, flagged). */
+int graph_list(struct store *st, int64_t session, enum graph_kind kind,
+	       struct graph_item **items, size_t *n);
+void graph_items_free(struct graph_item *items, size_t n);
+
+/* One item by id, or by seq (any session); -ENOENT. Free out->id. */
+int graph_find(struct store *st, int64_t session, enum graph_kind kind,
+	       const char *id, struct graph_item *out);
+int graph_get(struct store *st, enum graph_kind kind, int64_t seq,
+	      struct graph_item *out);
+
+/* The document of an item (empty for a draft). */
+int graph_render(struct store *st, enum graph_kind kind, int64_t seq,
+		 struct sbuf *out);
+
+/* A draft for `id` (-EEXIST when the id is taken); its seq. */
+int graph_create_draft(struct store *st, int64_t session,
+		       enum graph_kind kind, const char *id, int64_t *seq);
+/* Remove the item `seq` if it is still a draft (else nothing). */
+int graph_drop_draft(struct store *st, enum graph_kind kind, int64_t seq);
+int graph_drop_all_drafts(struct store *st);
+
+/*
+ * Validate and store `text` as the document of `id` (created, replaced,
+ * or a draft completed).  -EINVAL with err for a refusal; nothing stored.
+ */
+int graph_commit(struct store *st, const struct graph_tools *tools,
+		 int64_t session, enum graph_kind kind, const char *id,
+		 const char *text, size_t len, struct ferr *err);
+
+/* Delete an item; a node takes its edges with it, in one transaction. */
+int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
+		 const char *id);
+
+/*
+ * Rename an item (mv nodes/a.json nodes/b.json): the document's id
+ * follows, and so do the edges that name a renamed node.  -EEXIST when
+ * `to` is taken (unless `replace`: the old `to` goes, a node with its
+ * edges).
+ */
+int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
+		 const char *from, const char *to, bool replace,
+		 struct ferr *err);
+
+/* parameters.json */
+int graph_render_parameters(struct store *st, int64_t session,
+			    struct sbuf *out);
+int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
+			    int64_t session, const char *text, size_t len,
+			    struct ferr *err);
+
+/*
+ * The MatMaster rule (DESIGN §5): for consecutive nodes in creation
+ * order, an edge source -> target with source_parameter_name
+ * "out_<source label>" and as target parameter the first input whose
+ * lower-cased name contains file, path, url, input, output, structure,
+ * data or result, else the first input, else "input".  Existing edges
+ * stay; an edge equal to one that exists is not added; one that would
+ * close a cycle is skipped with a line in `report`.  New edges get ids
+ * "edge-$id<N>" with the smallest free N >= 1.  *added: how many.
+ */
+int graph_infer_edges(struct store *st, int64_t session, size_t *added,
+		      struct sbuf *report);
+
+/* When the graph last changed (0: never). */
+int graph_mtime(struct store *st, int64_t session, int64_t *mtime_ns);
+
+/*
+ * The seed's file name: parameters_<sid8>_<YYYYMMDD_HHMMSS>.json, sid8 =
+ * the first 8 characters (not bytes) of the session id, the time local.
+ */
+int graph_output_name(const char *session_id, int64_t mtime_ns,
+		      struct sbuf *out);
+
+/* The session's template UUID (made when the session is). */
+int graph_template_uuid(struct store *st, int64_t session, struct sbuf *out);
+
+#endif
