@@ -297,8 +297,24 @@ out:
 int session_has_data(struct store *st, struct tree *t,
 		     const struct session_info *s, bool *has)
 {
-	(void)st;
-	return tree_session_has_data(t, s->id, has);
+	static const char sql[] = "SELECT EXISTS (SELECT 1 FROM graph_nodes"
+		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM graph_edges"
+		" WHERE session = ?1)";
+	sqlite3_stmt *q;
+	int ret, rc;
+
+	ret = tree_session_has_data(t, s->id, has);
+	if (ret < 0 || *has)
+		return ret;
+	/* the job graph is the user's too */
+	q = store_stmt(st, sql);
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, s->id);
+	rc = sqlite3_step(q);
+	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
+	store_done(q);
+	return step_errno(rc);
 }
 
 static int delete_row(struct store *st, struct tree *t, int64_t id)

@@ -93,7 +93,8 @@ int session_rename(struct store *st, struct tree *t, const char *from,
 /* Delete the session and everything in it. */
 int session_delete(struct store *st, struct tree *t, int64_t id);
 
-/* Whether the session holds user data (anything in uploads/, scratch). */
+/* Whether the session holds user data: anything in uploads/, scratch
+ * files, nodes or edges of its graph. */
 int session_has_data(struct store *st, struct tree *t,
 		     const struct session_info *s, bool *has);
 

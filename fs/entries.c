@@ -49,10 +49,19 @@ static int render_config(struct flowfs *fs, const struct session_info *s,
 		if (json_array_append_new(dirs, json_string(
 				skill_dir_at(fs->skills, i))) < 0)
 			goto out;
-	doc = json_pack("{sssssisO}", "mountpoint", fs->mountpoint,
+	doc = json_pack("{sssssisOss}", "mountpoint", fs->mountpoint,
 			"database", store_path(fs->st),
 			"database_schema", STORE_SCHEMA_VERSION,
-			"skill_folders", dirs);
+			"skill_folders", dirs, "tool_map", fs->tools_path);
+	/* a tool map that cannot be read is used as empty: say why here */
+	if (doc) {
+		struct ferr err = FERR_INIT;
+
+		fs_tools(fs, &err);
+		if (err.message[0])
+			json_object_set_new(doc, "tool_map_error",
+					    json_string(err.message));
+	}
 	if (doc) {
 		ret = fjson_dump(out, doc);
 		json_decref(doc);
@@ -149,6 +158,36 @@ static int render_status(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
+static int render_parameters(struct flowfs *fs, const struct session_info *s,
+			     struct sbuf *out, int64_t *mtime_ns)
+{
+	int ret = graph_mtime(fs->st, s->id, mtime_ns);
+
+	if (!ret && !*mtime_ns)
+		*mtime_ns = s->created_ns;
+	return ret < 0 ? ret : graph_render_parameters(fs->st, s->id, out);
+}
+
+static int commit_parameters(struct flowfs *fs, const struct session_info *s,
+			     const char *text, size_t len, struct ferr *err)
+{
+	return graph_commit_parameters(fs->st, fs_tools(fs, NULL), s->id, text,
+				       len, err);
+}
+
+/* parameters_output/'s file: the seed's name for the graph's last change. */
+static int name_parameters_output(struct flowfs *fs,
+				  const struct session_info *s,
+				  struct sbuf *out)
+{
+	int64_t mtime;
+	int ret = graph_mtime(fs->st, s->id, &mtime);
+
+	if (ret < 0)
+		return ret;
+	return graph_output_name(s->name, mtime ? mtime : s->created_ns, out);
+}
+
 static int render_manifest(struct flowfs *fs, const struct session_info *s,
 			   struct sbuf *out, int64_t *mtime_ns)
 {
@@ -159,38 +198,150 @@ static int render_manifest(struct flowfs *fs, const struct session_info *s,
 	return binding_render_manifest(&b.ctx, out);
 }
 
-#define FOLDER(n, f) { n, SCOPE_SESSION, ENTRY_FOLDER, S_IFDIR | 0755, f, NULL, NULL }
+/* ---- ctl ----------------------------------------------------------------- */
+
+static int run_infer_edges(struct flowfs *fs, const struct session_info *s,
+			   struct ferr *err)
+{
+	struct sbuf report = SBUF_INIT;
+	size_t added = 0;
+	int ret = graph_infer_edges(fs->st, s->id, &added, &report);
+
+	/* Pairs it had to skip are worth a line in status, not a failure. */
+	for (char *line = report.buf, *nl; ret == 0 && *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			nl = line + strlen(line) - 1;
+		else
+			*nl = '\0';
+		session_log(fs->st, s->id, "ctl", line);
+	}
+	if (ret < 0)
+		ferr_set(err, ret, "infer-edges failed: %s", strerror(-ret));
+	sbuf_release(&report);
+	return ret;
+}
+
+const struct fs_command fs_commands[] = {
+	{ "infer-edges", run_infer_edges },
+	{ NULL, NULL },
+};
+
+int fs_run_command(struct flowfs *fs, const struct session_info *s,
+		   const char *line, size_t len, struct ferr *err)
+{
+	struct sbuf names = SBUF_INIT;
+	int ret;
+
+	while (len && (line[len - 1] == '\n' || line[len - 1] == ' ' ||
+		       line[len - 1] == '\t' || line[len - 1] == '\r'))
+		len--;
+	while (len && (*line == ' ' || *line == '\t')) {
+		line++;
+		len--;
+	}
+	if (!len)
+		return 0;	/* an empty line asks for nothing */
+	for (const struct fs_command *c = fs_commands; c->name; c++)
+		if (strlen(c->name) == len && !memcmp(c->name, line, len))
+			return c->run(fs, s, err);
+	for (const struct fs_command *c = fs_commands; c->name; c++)
+		sbuf_addf(&names, "%s%s", c == fs_commands ? "" : ", ", c->name);
+	ret = ferr_set(err, -EINVAL, "unknown command \"%.*s\" (ctl takes: %s)",
+		       (int)(len > 64 ? 64 : len), line, names.buf);
+	sbuf_release(&names);
+	return ret;
+}
+
+/* ---- the tool map ------------------------------------------------------------ */
+
+const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err)
+{
+	struct graph_tools *fresh = NULL;
+	struct ferr local = FERR_INIT;
+	struct stat st;
+	int64_t mtime = 0;
+
+	if (stat(fs->tools_path, &st) == 0)
+		mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 +
+			st.st_mtim.tv_nsec;
+	if (fs->tools && mtime == fs->tools_mtime_ns && !err)
+		return fs->tools;
+	if (graph_tools_load(fs->tools_path, &fresh, err ? err : &local) < 0)
+		graph_tools_load("/nonexistent/flowfs-tools.json", &fresh, NULL);
+	if (fresh) {
+		graph_tools_free(fs->tools);
+		fs->tools = fresh;
+		fs->tools_mtime_ns = mtime;
+	}
+	return fs->tools;
+}
+
+#define FOLDER(n, f) { n, SCOPE_SESSION, ENTRY_FOLDER, S_IFDIR | 0755, f, 0, NULL, NULL, NULL }
 #define GENERATED(n, scope, fn) \
-	{ n, scope, ENTRY_GENERATED, S_IFREG | 0444, 0, fn, NULL }
+	{ n, scope, ENTRY_GENERATED, S_IFREG | 0444, 0, 0, NULL, fn, NULL }
 #define DOC(n, rfn, cfn) \
-	{ n, SCOPE_SESSION, ENTRY_DOC, S_IFREG | 0644, 0, rfn, cfn }
+	{ n, SCOPE_SESSION, ENTRY_DOC, S_IFREG | 0644, 0, 0, NULL, rfn, cfn }
+#define DIR(n, scope, kind, holds) \
+	{ n, scope, kind, S_IFDIR | 0555, 0, holds, NULL, NULL, NULL }
 
 const struct entry fs_entries[] = {
 	/* row 0 is never used: an entry inode is never FS_VIRTUAL alone */
-	{ NULL, SCOPE_ROOT, ENTRY_DIR, 0, 0, NULL, NULL },
-	{ ".flowfs", SCOPE_ROOT, ENTRY_DIR, S_IFDIR | 0555, 0, NULL, NULL },
+	{ NULL, SCOPE_ROOT, ENTRY_DIR, 0, 0, 0, NULL, NULL, NULL },
+	DIR(".flowfs", SCOPE_ROOT, ENTRY_DIR, SCOPE_DOTDIR),
 	GENERATED("version", SCOPE_DOTDIR, render_version),
 	GENERATED("config", SCOPE_DOTDIR, render_config),
-	{ "skills", SCOPE_DOTDIR, ENTRY_CATALOG, S_IFDIR | 0555, 0, NULL, NULL },
+	DIR("skills", SCOPE_DOTDIR, ENTRY_CATALOG, 0),
 	DOC("session.json", render_session_json, commit_session_json),
 	DOC("request.json", render_request, commit_request),
 	GENERATED("input.json", SCOPE_SESSION, render_input),
 	GENERATED("parameter.json", SCOPE_SESSION, render_parameter),
 	GENERATED("prompt.txt", SCOPE_SESSION, render_prompt),
 	GENERATED("status", SCOPE_SESSION, render_status),
-	{ "skill", SCOPE_SESSION, ENTRY_SKILL, S_IFDIR | 0555, 0, NULL, NULL },
+	DIR("skill", SCOPE_SESSION, ENTRY_SKILL, 0),
 	FOLDER("uploads", SESSION_UPLOADS),
 	FOLDER("output", SESSION_OUTPUT),
 	GENERATED(".manifest.json", SCOPE_OUTPUT, render_manifest),
+	FOLDER("nodes", SESSION_NODES),
+	FOLDER("edges", SESSION_EDGES),
+	DOC("parameters.json", render_parameters, commit_parameters),
+	DIR("parameters_output", SCOPE_SESSION, ENTRY_DIR, SCOPE_PARAMOUT),
+	{ NULL, SCOPE_PARAMOUT, ENTRY_GENERATED, S_IFREG | 0444, 0, 0,
+	  name_parameters_output, render_parameters, NULL },
+	{ "ctl", SCOPE_SESSION, ENTRY_CONTROL, S_IFREG | 0222, 0, 0, NULL,
+	  NULL, NULL },
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);
 
-int fs_entry_find(enum entry_scope scope, const char *name)
+const char *fs_entry_name(struct flowfs *fs, const struct session_info *s,
+			  unsigned row, struct sbuf *buf)
 {
-	for (unsigned i = 1; i < fs_entry_count; i++)
-		if (fs_entries[i].scope == scope &&
-		    !strcmp(fs_entries[i].name, name))
-			return (int)i;
-	return -1;
+	const struct entry *e = &fs_entries[row];
+
+	if (!e->name_fn)
+		return e->name;
+	sbuf_reset(buf);
+	if (!s || e->name_fn(fs, s, buf) < 0)
+		return NULL;
+	return buf->buf;
+}
+
+int fs_entry_find(struct flowfs *fs, const struct session_info *s,
+		  enum entry_scope scope, const char *name)
+{
+	struct sbuf buf = SBUF_INIT;
+	int found = -1;
+
+	for (unsigned i = 1; found < 0 && i < fs_entry_count; i++) {
+		const char *n;
+
+		if (fs_entries[i].scope != scope)
+			continue;
+		n = fs_entry_name(fs, s, i, &buf);
+		if (n && !strcmp(n, name))
+			found = (int)i;
+	}
+	sbuf_release(&buf);
+	return found;
 }

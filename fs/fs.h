@@ -10,6 +10,8 @@
  *                    session id << 28 | skill serial << 16 | file
  *   FS_SPACE_CATALOG a file of a skill under .flowfs/skills/:
  *                    skill serial << 16 | file
+ *   FS_SPACE_GRAPH   a node (bit 60 clear) or edge (bit 60 set) of a
+ *                    session's job graph: its row's seq
  * where file 0 is the skill's own folder and file n its n-th file.  The
  * numbers are the same on every mount (skill serials: for a mount).
  */
@@ -23,6 +25,8 @@
 
 #include "binding.h"
 #include "ferr.h"
+#include "graph.h"
+#include "notify.h"
 #include "sbuf.h"
 #include "session.h"
 #include "skill.h"
@@ -35,6 +39,8 @@
 #define FS_SPACE_ENTRY 0u
 #define FS_SPACE_SKILL 1u
 #define FS_SPACE_CATALOG 2u
+#define FS_SPACE_GRAPH 3u
+#define FS_GRAPH_EDGE_BIT ((uint64_t)1 << 60)
 
 struct flowfs {
 	/* One lock around every request: the store, tree and registry are
@@ -43,11 +49,20 @@ struct flowfs {
 	struct store *st;
 	struct tree *tree;
 	struct skill_registry *skills;
+	struct fs_notifier *notifier;
+	/* the tool map (graph.h), read again when its file changes */
+	char *tools_path;
+	struct graph_tools *tools;
+	int64_t tools_mtime_ns;
 	char *mountpoint;	/* absolute */
 	int64_t mounted_ns;
 	uid_t uid;
 	gid_t gid;
 };
+
+/* The current tool map (never NULL: empty when the file is missing or
+ * broken — then `err` says why, for .flowfs/config). */
+const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err);
 
 /* Where an entry of the table lives. */
 enum entry_scope {
@@ -55,6 +70,7 @@ enum entry_scope {
 	SCOPE_DOTDIR,		/* in .flowfs/ */
 	SCOPE_SESSION,		/* in every session folder */
 	SCOPE_OUTPUT,		/* in every session's output/, beside its files */
+	SCOPE_PARAMOUT,		/* in every session's parameters_output/ */
 };
 
 enum entry_kind {
@@ -64,6 +80,7 @@ enum entry_kind {
 	ENTRY_GENERATED,	/* read-only, rendered on each open */
 	ENTRY_SKILL,		/* the bound skill's package, read-only */
 	ENTRY_CATALOG,		/* every known skill, read-only */
+	ENTRY_CONTROL,		/* write-only: each line written is a command */
 };
 
 struct entry {
@@ -73,6 +90,11 @@ struct entry {
 	mode_t mode;
 	/* ENTRY_FOLDER: which of the session's folders */
 	enum session_folder folder;
+	/* ENTRY_DIR: the scope of the entries it holds */
+	enum entry_scope holds;
+	/* A name that depends on the session (name is NULL then). */
+	int (*name_fn)(struct flowfs *fs, const struct session_info *s,
+		       struct sbuf *out);
 	/* Content and the time it last changed (DOC, GENERATED);
 	 * -ENOENT when the entry does not exist now. */
 	int (*render)(struct flowfs *fs, const struct session_info *s,
@@ -82,11 +104,32 @@ struct entry {
 		      const char *text, size_t len, struct ferr *err);
 };
 
+/* A command of a session's ctl file. */
+struct fs_command {
+	const char *name;
+	int (*run)(struct flowfs *fs, const struct session_info *s,
+		   struct ferr *err);
+};
+
+extern const struct fs_command fs_commands[];
+
+/* Run one line written to ctl; -EINVAL + err for an unknown command. */
+int fs_run_command(struct flowfs *fs, const struct session_info *s,
+		   const char *line, size_t len, struct ferr *err);
+
 extern const struct entry fs_entries[];
 extern const unsigned fs_entry_count;
 
-/* The entry `name` in `scope`, as a row index; -1 when there is none. */
-int fs_entry_find(enum entry_scope scope, const char *name);
+/*
+ * The entry `name` in `scope`, as a row index; -1 when there is none.
+ * Entries with a computed name need the session `s` (may be NULL for
+ * scopes without them).
+ */
+int fs_entry_find(struct flowfs *fs, const struct session_info *s,
+		  enum entry_scope scope, const char *name);
+/* The name of row `row` (computed ones into `buf`). */
+const char *fs_entry_name(struct flowfs *fs, const struct session_info *s,
+			  unsigned row, struct sbuf *buf);
 
 /* The binding context of a session (its path under the mountpoint). */
 struct fs_binding {
@@ -106,6 +149,12 @@ static inline uint64_t fs_skill_ino(unsigned space, int64_t session,
 {
 	return FS_VIRTUAL | (uint64_t)space << FS_SPACE_SHIFT |
 	       (uint64_t)session << 28 | (uint64_t)serial << 16 | file;
+}
+
+static inline uint64_t fs_graph_ino(enum graph_kind kind, int64_t seq)
+{
+	return FS_VIRTUAL | (uint64_t)FS_SPACE_GRAPH << FS_SPACE_SHIFT |
+	       (kind == GRAPH_EDGE ? FS_GRAPH_EDGE_BIT : 0) | (uint64_t)seq;
 }
 
 static inline bool fs_ino_is_virtual(uint64_t ino)

@@ -127,6 +127,24 @@ static int make_parent_dirs(const char *path)
 	return 0;
 }
 
+/* $XDG_CONFIG_HOME/flowfs/<name> (~/.config/flowfs/<name>); NULL when
+ * neither is set or out of memory. */
+static char *config_path(const char *name)
+{
+	const char *config = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	char *path = NULL;
+	int ret;
+
+	if (config && config[0] == '/')
+		ret = asprintf(&path, "%s/flowfs/%s", config, name);
+	else if (home && *home)
+		ret = asprintf(&path, "%s/.config/flowfs/%s", home, name);
+	else
+		return strdup("/nonexistent");
+	return ret < 0 ? NULL : path;
+}
+
 /*
  * The skill search folders: --skills first, then the user's, then the
  * built-in ones (installed, or the source tree's when running from a
@@ -135,23 +153,16 @@ static int make_parent_dirs(const char *path)
 static int open_skills(const struct options *opts, struct skill_registry **out)
 {
 	const char *dirs[MAX_SKILL_DIRS + 2];
-	const char *config = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
-	char *user = NULL;
+	char *user = config_path("skills");
 	struct stat st;
 	size_t n = 0;
 	int ret;
 
+	if (!user)
+		return -ENOMEM;
 	for (size_t i = 0; i < opts->nskill_dirs; i++)
 		dirs[n++] = opts->skill_dirs[i];
-	if (config && config[0] == '/')
-		ret = asprintf(&user, "%s/flowfs/skills", config);
-	else
-		ret = home ? asprintf(&user, "%s/.config/flowfs/skills", home) : 0;
-	if (ret < 0)
-		return -ENOMEM;
-	if (user)
-		dirs[n++] = user;
+	dirs[n++] = user;
 	dirs[n++] = stat(FLOWFS_DATADIR "/skills", &st) == 0
 			    ? FLOWFS_DATADIR "/skills" : FLOWFS_SOURCE_SKILLS;
 	ret = skill_registry_new(out, dirs, n);
@@ -287,6 +298,16 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: cannot read the skill folders\n");
 		goto out_unmount;
 	}
+	/* Nodes and edges a crash left half-created. */
+	if (graph_drop_all_drafts(fs.st) < 0) {
+		fprintf(stderr, "flowfs: cannot read %s\n", db);
+		goto out_unmount;
+	}
+	fs.tools_path = config_path("tools.json");
+	if (!fs.tools_path || fs_notifier_start(&fs.notifier, se) < 0) {
+		fprintf(stderr, "flowfs: out of memory\n");
+		goto out_unmount;
+	}
 	if (tree_new(&fs.tree, fs.st) < 0) {
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
@@ -309,6 +330,7 @@ int main(int argc, char *argv[])
 	ret = ret != 0;
 
 out_unmount:
+	fs_notifier_stop(fs.notifier);
 	fuse_session_unmount(se);
 out_handlers:
 	fuse_remove_signal_handlers(se);
@@ -318,6 +340,8 @@ out:
 	if (loop)
 		fuse_loop_cfg_destroy(loop);
 	tree_free(fs.tree);
+	graph_tools_free(fs.tools);
+	free(fs.tools_path);
 	skill_registry_free(fs.skills);
 	store_close(fs.st);
 	if (fs.tree)

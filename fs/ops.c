@@ -20,7 +20,16 @@
 #define LONG_TIMEOUT 3600.0
 #define DOC_MAX_SIZE (16 * 1024 * 1024)
 
-enum handle_kind { H_FILE, H_DOC, H_GENERATED, H_DIR };
+enum handle_kind { H_FILE, H_DOC, H_GENERATED, H_DIR, H_CONTROL };
+
+/* Where a written document goes: a row of the table, or the graph. */
+struct doc_target {
+	int64_t session;
+	bool graph;
+	unsigned row;
+	enum graph_kind gkind;
+	char gid[256];
+};
 
 struct dir_item {
 	char *name;
@@ -35,7 +44,8 @@ struct handle {
 	enum handle_kind kind;
 	uint64_t ino;
 	int64_t session;
-	unsigned row;
+	struct doc_target target;	/* H_DOC */
+	int64_t gseq;			/* H_DOC of the graph: its row */
 	bool dirty;		/* H_DOC: written since the last commit */
 	bool refused;		/* H_DOC: this draft was refused already */
 	struct sbuf content;	/* H_DOC, H_GENERATED */
@@ -43,9 +53,11 @@ struct handle {
 	size_t nitems;
 };
 
+static void release_handle(struct flowfs *fs, struct handle *h);
+
 /* What an inode number stands for. */
 struct node {
-	enum { N_ROOT, N_ENTRY, N_REAL, N_VIEW } type;
+	enum { N_ROOT, N_ENTRY, N_REAL, N_VIEW, N_GRAPH } type;
 	uint64_t ino;
 	unsigned row;			/* N_ENTRY */
 	struct session_info s;		/* when has_session */
@@ -56,7 +68,47 @@ struct node {
 	unsigned space;
 	const struct skill *sk;
 	size_t file;
+	/* N_GRAPH: a node or edge of a session's graph */
+	enum graph_kind gkind;
+	int64_t gseq;
+	char gid[256];
+	size_t gsize;
+	int64_t gmtime_ns;
+	bool gdraft;
 };
+
+/* The graph folder a real folder is (nodes/ or edges/), or -1. */
+static int graph_folder_kind(const struct node *n)
+{
+	if (n->type != N_REAL)
+		return -1;
+	if (n->attr.tag == SESSION_NODES)
+		return GRAPH_NODE;
+	if (n->attr.tag == SESSION_EDGES)
+		return GRAPH_EDGE;
+	return -1;
+}
+
+static bool graph_name(const char *name, char *id, size_t size);
+
+static bool is_graph_name(const char *name)
+{
+	char id[256];
+
+	return graph_name(name, id, sizeof(id));
+}
+
+/* The graph id a file name in a graph folder stands for: "<id>.json". */
+static bool graph_name(const char *name, char *id, size_t size)
+{
+	size_t len = strlen(name);
+
+	if (len <= 5 || strcmp(name + len - 5, ".json") || len - 5 >= size)
+		return false;
+	memcpy(id, name, len - 5);
+	id[len - 5] = '\0';
+	return true;
+}
 
 /* What a failed skill shows instead of its files. */
 static const char error_name[] = "ERROR";
@@ -183,6 +235,26 @@ static int resolve_view(struct flowfs *fs, uint64_t ino, struct node *n)
 	return ret;
 }
 
+static int resolve_graph(struct flowfs *fs, uint64_t ino, struct node *n)
+{
+	struct graph_item item;
+	int ret;
+
+	n->type = N_GRAPH;
+	n->gkind = ino & FS_GRAPH_EDGE_BIT ? GRAPH_EDGE : GRAPH_NODE;
+	n->gseq = (int64_t)(ino & (FS_GRAPH_EDGE_BIT - 1));
+	ret = graph_get(fs->st, n->gkind, n->gseq, &item);
+	if (ret < 0)
+		return ret;
+	snprintf(n->gid, sizeof(n->gid), "%s", item.id);
+	n->gsize = item.size;
+	n->gmtime_ns = item.mtime_ns;
+	n->gdraft = item.draft;
+	free(item.id);
+	n->has_session = true;
+	return session_get(fs->st, item.session, &n->s);
+}
+
 static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 {
 	int ret;
@@ -193,6 +265,8 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 		n->type = N_ROOT;
 		return 0;
 	}
+	if (fs_ino_is_virtual(ino) && fs_ino_space(ino) == FS_SPACE_GRAPH)
+		return resolve_graph(fs, ino, n);
 	if (fs_ino_is_virtual(ino) && fs_ino_space(ino) != FS_SPACE_ENTRY)
 		return resolve_view(fs, ino, n);
 	if (fs_ino_is_virtual(ino)) {
@@ -209,8 +283,9 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 	ret = tree_getattr(fs->tree, ino, &n->attr);
 	if (ret < 0)
 		return ret;
-	/* Folders with entries of the table in them know their session. */
-	if (n->attr.session_root || n->attr.tag == SESSION_OUTPUT) {
+	/* Folders with entries of the table or the graph in them know
+	 * their session. */
+	if (n->attr.session_root || n->attr.tag != 0) {
 		n->has_session = true;
 		return session_get(fs->st, n->attr.session, &n->s);
 	}
@@ -228,7 +303,7 @@ static int scope_of(const struct node *n)
 	if (n->type == N_ROOT)
 		return SCOPE_ROOT;
 	if (n->type == N_ENTRY && fs_entries[n->row].kind == ENTRY_DIR)
-		return SCOPE_DOTDIR;
+		return (int)fs_entries[n->row].holds;
 	if (is_session_root(n))
 		return SCOPE_SESSION;
 	if (n->type == N_REAL && n->attr.tag == SESSION_OUTPUT)
@@ -240,7 +315,8 @@ static int scope_of(const struct node *n)
 static bool read_only_tree(const struct node *n)
 {
 	return n->type == N_VIEW ||
-	       (n->type == N_ENTRY && fs_entries[n->row].scope < SCOPE_SESSION);
+	       (n->type == N_ENTRY && (fs_entries[n->row].scope < SCOPE_SESSION ||
+				       fs_entries[n->row].kind == ENTRY_DIR));
 }
 
 /* Render an entry's content; its size and mtime follow from it. */
@@ -250,6 +326,10 @@ static int render_entry(struct flowfs *fs, const struct node *n,
 	const struct entry *e;
 
 	*mtime_ns = fs->mounted_ns;
+	if (n->type == N_GRAPH) {
+		*mtime_ns = n->gmtime_ns;
+		return graph_render(fs->st, n->gkind, n->gseq, out);
+	}
 	if (n->type == N_VIEW) {
 		if (!view_is_dir(n) && !n->sk->error)
 			*mtime_ns = n->sk->files[n->file - 1].mtime_ns;
@@ -291,6 +371,26 @@ static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 	st->st_blksize = 4096;
 	if (n->type == N_REAL) {
 		stat_from_attr(&n->attr, st);
+		return 0;
+	}
+	if (n->type == N_GRAPH) {
+		struct tree_attr owner;
+
+		st->st_mode = S_IFREG | 0644;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->gsize;
+		st->st_blocks = ((off_t)n->gsize + 511) / 512;
+		ts_from_ns(&st->st_mtim, n->gmtime_ns);
+		st->st_atim = st->st_ctim = st->st_mtim;
+		/* its document changes behind the kernel's back (defaults) */
+		*generated = true;
+		if (tree_getattr(fs->tree, n->s.root_ino, &owner) == 0) {
+			st->st_uid = owner.uid;
+			st->st_gid = owner.gid;
+		} else {
+			st->st_uid = fs->uid;
+			st->st_gid = fs->gid;
+		}
 		return 0;
 	}
 	st->st_uid = fs->uid;
@@ -379,12 +479,27 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 		     const char *name, struct node *out)
 {
 	int scope = scope_of(parent);
-	int row = scope >= 0 ? fs_entry_find((enum entry_scope)scope, name) : -1;
+	int row = scope >= 0 ? fs_entry_find(fs, parent->has_session
+						       ? &parent->s : NULL,
+					     (enum entry_scope)scope, name) : -1;
+	int gkind = graph_folder_kind(parent);
 	const struct skill *sk;
+	char id[256];
 	int ret;
 
 	if (row >= 0)
 		return resolve_row(fs, parent, (unsigned)row, out);
+	if (gkind >= 0 && graph_name(name, id, sizeof(id))) {
+		struct graph_item item;
+
+		ret = graph_find(fs->st, parent->attr.session,
+				 (enum graph_kind)gkind, id, &item);
+		if (ret < 0)
+			return ret;
+		free(item.id);
+		return resolve(fs, fs_graph_ino((enum graph_kind)gkind, item.seq),
+			       out);
+	}
 	if (parent->type == N_ROOT) {
 		memset(out, 0, sizeof(*out));
 		ret = session_find(fs->st, name, &out->s);
@@ -414,15 +529,14 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 }
 
 /*
- * How long the kernel may keep the name of `n` in `parent`.  In a folder
- * with entries of the table (a session folder, output/), a rename onto or
- * away from a reserved file name (an editor's save) leaves the kernel
- * with a dentry that no longer matches ours: the renamed scratch file's
- * inode under "session.json", or the document under the backup name.
- * Those few file names are looked up again on each use instead.  Skill
- * views change with the binding and with rescans.  Other folders
- * (uploads/ above all, which every path below it walks through) keep
- * their names long.
+ * How long the kernel may keep the name of `n` in `parent`.  A rename
+ * moves the kernel's dentry: after rename(scratch, "session.json") (an
+ * editor's save) the name would stand for the scratch file's deleted
+ * inode.  So the scratch files of folders where names mean something
+ * (a session folder, output/, nodes/, edges/) are looked up again on each
+ * use; the reverse case, a generated file renamed away, is invalidated by
+ * the notifier.  Skill views change with the binding and with rescans.
+ * Everything else (uploads/ above all) keeps its names long.
  */
 static double entry_timeout(const struct node *parent, const struct node *n,
 			    mode_t mode)
@@ -431,9 +545,10 @@ static double entry_timeout(const struct node *parent, const struct node *n,
 	    (parent->type == N_ENTRY &&
 	     fs_entries[parent->row].kind == ENTRY_CATALOG))
 		return 0.0;
-	if ((is_session_root(parent) ||
-	     (parent->type == N_REAL && parent->attr.tag == SESSION_OUTPUT)) &&
-	    !S_ISDIR(mode))
+	if (n->type == N_REAL && !S_ISDIR(mode) &&
+	    (is_session_root(parent) ||
+	     (parent->type == N_REAL && parent->attr.tag != SESSION_UPLOADS &&
+	      parent->attr.tag != 0)))
 		return 0.0;
 	return LONG_TIMEOUT;
 }
@@ -456,11 +571,14 @@ static int fill_entry(struct flowfs *fs, const struct node *parent,
 }
 
 /* The reserved entry `name` would stand for in this folder, or -1. */
-static int reserved_row(const struct node *parent, const char *name)
+static int reserved_row(struct flowfs *fs, const struct node *parent,
+			const char *name)
 {
 	int scope = scope_of(parent);
 
-	return scope >= 0 ? fs_entry_find((enum entry_scope)scope, name) : -1;
+	return scope >= 0 ? fs_entry_find(fs, parent->has_session ? &parent->s
+								 : NULL,
+					  (enum entry_scope)scope, name) : -1;
 }
 
 /* ---- lookup, getattr, setattr ----------------------------------------- */
@@ -596,7 +714,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		/* Only an open document can be cut: its buffer is the
 		 * draft of the next version. */
 		if (!h || h->kind != H_DOC) {
-			ret = fs_entries[n.row].kind == ENTRY_DOC ? -EINVAL
+			ret = n.type == N_GRAPH ||
+			      fs_entries[n.row].kind == ENTRY_DOC ? -EINVAL
 								  : -EACCES;
 			goto out;
 		}
@@ -689,11 +808,15 @@ static int may_create(struct flowfs *fs, fuse_ino_t parent, const char *name,
 
 	if (ret < 0)
 		return ret;
-	if (reserved_row(p, name) >= 0)
+	if (reserved_row(fs, p, name) >= 0)
 		return -EEXIST;
 	if (p->type == N_ROOT)
 		return fname_check_session(name, NULL);
-	return fname_check_entry(name, NULL);
+	ret = fname_check_entry(name, NULL);
+	/* <id>.json in nodes/ or edges/ is a document, created by open */
+	if (!ret && graph_folder_kind(p) >= 0 && is_graph_name(name))
+		ret = -EINVAL;
+	return ret;
 }
 
 static void reply_created(struct flowfs *fs, fuse_req_t req, int ret,
@@ -817,6 +940,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct flowfs *fs = fs_of(req);
 	struct node p;
+	char id[256];
 	int row, ret;
 
 	lock(fs);
@@ -825,7 +949,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = remove_in_view(fs, &p, name, false);
 	if (ret < 0 || p.type == N_VIEW)
 		goto out;
-	row = reserved_row(&p, name);
+	row = reserved_row(fs, &p, name);
 	if (row >= 0) {
 		/* Generated files cannot go away: unlinking is a no-op, so
 		 * rm -rf of a session works.  Folders stay folders. */
@@ -839,6 +963,13 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 		ret = session_find(fs->st, name, &s);
 		ret = ret < 0 ? ret : -EISDIR;
+		goto out;
+	}
+	if (graph_folder_kind(&p) >= 0 && graph_name(name, id, sizeof(id))) {
+		/* a node goes with its edges: removing all nodes works in
+		 * any order */
+		ret = graph_delete(fs->st, p.attr.session,
+				   (enum graph_kind)graph_folder_kind(&p), id);
 		goto out;
 	}
 	ret = tree_unlink(fs->tree, parent, name);
@@ -861,7 +992,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = remove_in_view(fs, &p, name, true);
 	if (ret < 0 || p.type == N_VIEW)
 		goto out;
-	row = reserved_row(&p, name);
+	row = reserved_row(fs, &p, name);
 	if (p.type == N_ROOT) {
 		if (row >= 0) {
 			ret = -EROFS;
@@ -910,38 +1041,67 @@ static int log_refusal(struct flowfs *fs, int64_t session, const char *path,
 	return session_log(fs->st, session, path, line);
 }
 
-/* Validate and store a whole document; a refusal goes to status. */
-static int commit_doc(struct flowfs *fs, int64_t session, unsigned row,
-		      const char *text, size_t len)
+/* The path status names a document by ("session.json", "nodes/x.json"). */
+static void target_path(const struct doc_target *t, char *buf, size_t size)
 {
-	const struct entry *e = &fs_entries[row];
+	if (t->graph)
+		snprintf(buf, size, "%s/%s.json",
+			 t->gkind == GRAPH_NODE ? "nodes" : "edges", t->gid);
+	else
+		snprintf(buf, size, "%s", fs_entries[t->row].name);
+}
+
+/* Validate and store a whole document; a refusal goes to status. */
+static int commit_target(struct flowfs *fs, const struct doc_target *t,
+			 const char *text, size_t len)
+{
 	struct ferr err = FERR_INIT;
 	struct session_info s;
+	char path[FERR_PATH_MAX];
 	int ret;
 
-	ret = session_get(fs->st, session, &s);
+	ret = session_get(fs->st, t->session, &s);
 	if (ret < 0)
 		return ret;
-	ret = e->commit(fs, &s, text, len, &err);
-	if (ret < 0 && err.message[0])
-		log_refusal(fs, session, e->name, &err);
+	if (t->graph)
+		ret = graph_commit(fs->st, fs_tools(fs, NULL), t->session,
+				   t->gkind, t->gid, text, len, &err);
+	else
+		ret = fs_entries[t->row].commit(fs, &s, text, len, &err);
+	if (ret < 0 && err.message[0]) {
+		target_path(t, path, sizeof(path));
+		log_refusal(fs, t->session, path, &err);
+	}
 	return ret;
+}
+
+/* The document a writer of node `n` (or of name `name` in folder `dir`)
+ * writes to. */
+static void node_target(const struct node *n, struct doc_target *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->session = n->s.id;
+	if (n->type == N_GRAPH) {
+		t->graph = true;
+		t->gkind = n->gkind;
+		snprintf(t->gid, sizeof(t->gid), "%s", n->gid);
+	} else {
+		t->row = n->row;
+	}
 }
 
 /* rename of a scratch file onto a document: store it, drop the file. */
 static int rename_onto_doc(struct flowfs *fs, const struct node *p,
-			   const char *name, const struct node *np, int row)
+			   const char *name, const struct doc_target *t)
 {
 	struct sbuf text = SBUF_INIT;
 	struct tree_attr src;
 	int ret;
 
-	if (fs_entries[row].kind != ENTRY_DOC)
-		return S_ISDIR(fs_entries[row].mode) ? -EPERM : -EACCES;
 	ret = tree_lookup(fs->tree, p->ino, name, &src);
 	if (ret < 0)
 		goto out;
-	if (src.session != np->s.id) {
+	if (src.session != t->session) {
 		ret = -EXDEV;
 		goto out;
 	}
@@ -952,7 +1112,7 @@ static int rename_onto_doc(struct flowfs *fs, const struct node *p,
 	ret = tree_read_all(fs->tree, src.ino, &text);
 	if (ret < 0)
 		goto out;
-	ret = commit_doc(fs, np->s.id, (unsigned)row, text.buf, text.len);
+	ret = commit_target(fs, t, text.buf, text.len);
 	if (ret < 0)
 		goto out;
 	ret = tree_unlink(fs->tree, p->ino, name);
@@ -961,35 +1121,34 @@ out:
 	return ret;
 }
 
-/* rename of a generated file away: the new name gets a copy, and the
- * generated file stays (editors rename the original to a backup). */
-static int rename_from_entry(struct flowfs *fs, fuse_req_t req,
-			     const struct node *p, int row,
-			     fuse_ino_t newparent, const char *newname)
+/*
+ * rename of a generated file or a document away: the new name gets a
+ * copy, and the original stays (editors rename the original to a backup
+ * before writing the new version; a node must not lose its edges over
+ * it).  The kernel has moved the original's dentry to the new name: the
+ * notifier makes it forget that alias.
+ */
+static int copy_away(struct flowfs *fs, fuse_req_t req, const struct node *n,
+		     fuse_ino_t newparent, const char *newname)
 {
 	struct sbuf text = SBUF_INIT;
 	struct tree_attr a;
-	struct node n, np;
+	struct node np;
 	int64_t mtime;
 	int ret;
 
-	if (fs_entries[row].kind == ENTRY_FOLDER ||
-	    fs_entries[row].kind == ENTRY_SKILL ||
-	    fs_entries[row].kind == ENTRY_DIR)
-		return -EPERM;
 	ret = resolve(fs, newparent, &np);
 	if (ret < 0)
 		return ret;
 	if (np.type != N_REAL)
 		return np.type == N_ROOT ? -EPERM : -EROFS;
-	if (reserved_row(&np, newname) >= 0)
+	if (reserved_row(fs, &np, newname) >= 0 ||
+	    (graph_folder_kind(&np) >= 0 && is_graph_name(newname)))
 		return -EEXIST;
 	ret = fname_check_entry(newname, NULL);
 	if (ret < 0)
 		return ret;
-	ret = resolve(fs, fs_entry_ino(p->s.id, (unsigned)row), &n);
-	if (!ret)
-		ret = render_entry(fs, &n, &text, &mtime);
+	ret = render_entry(fs, n, &text, &mtime);
 	if (ret < 0)
 		goto out;
 	ret = tree_lookup(fs->tree, newparent, newname, &a);
@@ -1012,9 +1171,71 @@ static int rename_from_entry(struct flowfs *fs, fuse_req_t req,
 		if (!ret)
 			ret = r;
 	}
+	if (!ret)
+		fs_notify_entry(fs->notifier, newparent, newname);
 out:
 	sbuf_release(&text);
 	return ret;
+}
+
+/* rename of an entry of the table away (see copy_away). */
+static int rename_from_entry(struct flowfs *fs, fuse_req_t req,
+			     const struct node *p, int row,
+			     fuse_ino_t newparent, const char *newname)
+{
+	struct node n;
+	int ret;
+
+	if (fs_entries[row].kind != ENTRY_DOC &&
+	    fs_entries[row].kind != ENTRY_GENERATED)
+		return -EPERM;
+	ret = resolve(fs, fs_entry_ino(p->s.id, (unsigned)row), &n);
+	return ret < 0 ? ret : copy_away(fs, req, &n, newparent, newname);
+}
+
+/* rename where nodes/ or edges/ documents are at either end. */
+static int rename_graph(struct flowfs *fs, fuse_req_t req, const struct node *p,
+			const char *name, const struct node *np,
+			const char *newname, bool noreplace)
+{
+	int kind = graph_folder_kind(p), newkind = graph_folder_kind(np);
+	char id[256], newid[256];
+	bool from = kind >= 0 && graph_name(name, id, sizeof(id));
+	bool to = newkind >= 0 && graph_name(newname, newid, sizeof(newid));
+	struct ferr err = FERR_INIT;
+	struct doc_target t;
+	struct node n;
+	int ret;
+
+	if (from && to) {
+		if (kind != newkind || p->attr.session != np->attr.session)
+			return -EXDEV;
+		ret = graph_rename(fs->st, p->attr.session, (enum graph_kind)kind,
+				   id, newid, !noreplace, &err);
+		if (ret == -EINVAL && err.message[0]) {
+			char path[FERR_PATH_MAX];
+
+			snprintf(path, sizeof(path), "%s/%s",
+				 kind == GRAPH_NODE ? "nodes" : "edges", newname);
+			log_refusal(fs, p->attr.session, path, &err);
+		}
+		return ret;
+	}
+	if (from) {
+		ret = lookup_in(fs, p, name, &n);
+		return ret < 0 ? ret : copy_away(fs, req, &n, np->ino, newname);
+	}
+	if (noreplace) {
+		ret = lookup_in(fs, np, newname, &n);
+		if (ret != -ENOENT)
+			return ret < 0 ? ret : -EEXIST;
+	}
+	memset(&t, 0, sizeof(t));
+	t.session = np->attr.session;
+	t.graph = true;
+	t.gkind = (enum graph_kind)newkind;
+	snprintf(t.gid, sizeof(t.gid), "%s", newid);
+	return rename_onto_doc(fs, p, name, &t);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -1036,8 +1257,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = resolve_writable(fs, newparent, &np);
 	if (ret < 0)
 		goto out;
-	row = reserved_row(&p, name);
-	newrow = reserved_row(&np, newname);
+	row = reserved_row(fs, &p, name);
+	newrow = reserved_row(fs, &np, newname);
 	if (p.type == N_ROOT || np.type == N_ROOT) {
 		if (p.type != np.type)
 			ret = -EXDEV;
@@ -1053,8 +1274,18 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	if (newrow >= 0) {
-		ret = noreplace ? -EEXIST
-				: rename_onto_doc(fs, &p, name, &np, newrow);
+		struct doc_target t = { .session = np.s.id, .row = (unsigned)newrow };
+
+		if (fs_entries[newrow].kind != ENTRY_DOC)
+			ret = S_ISDIR(fs_entries[newrow].mode) ? -EPERM : -EACCES;
+		else
+			ret = noreplace ? -EEXIST
+					: rename_onto_doc(fs, &p, name, &t);
+		goto out;
+	}
+	if ((graph_folder_kind(&p) >= 0 && is_graph_name(name)) ||
+	    (graph_folder_kind(&np) >= 0 && is_graph_name(newname))) {
+		ret = rename_graph(fs, req, &p, name, &np, newname, noreplace);
 		goto out;
 	}
 	ret = fname_check_entry(newname, NULL);
@@ -1111,7 +1342,30 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 		ret = -EISDIR;
 		goto fail;
 	}
+	if (n->type == N_GRAPH) {
+		h->kind = writing ? H_DOC : H_GENERATED;
+		h->session = n->s.id;
+		node_target(n, &h->target);
+		h->gseq = n->gseq;
+		if (!(writing && (flags & O_TRUNC))) {
+			ret = render_entry(fs, n, &h->content, &mtime);
+			if (ret < 0)
+				goto fail;
+		}
+		*out = h;
+		return 0;
+	}
 	e = n->type == N_VIEW ? NULL : &fs_entries[n->row];
+	if (e && e->kind == ENTRY_CONTROL) {
+		if (!writing || (flags & O_ACCMODE) == O_RDWR) {
+			ret = -EACCES;	/* write-only: nothing to read */
+			goto fail;
+		}
+		h->kind = H_CONTROL;
+		h->session = n->s.id;
+		*out = h;
+		return 0;
+	}
 	if (e && S_ISDIR(e->mode)) {
 		ret = -EISDIR;
 		goto fail;
@@ -1122,7 +1376,7 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	}
 	h->kind = e && e->kind == ENTRY_DOC && writing ? H_DOC : H_GENERATED;
 	h->session = n->s.id;
-	h->row = n->row;
+	node_target(n, &h->target);
 	if (!(writing && (flags & O_TRUNC))) {
 		ret = render_entry(fs, n, &h->content, &mtime);
 		if (ret < 0)
@@ -1168,11 +1422,40 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* the caller was interrupted: undo the open */
 		lock(fs);
-		if (h->kind == H_FILE)
-			tree_release(fs->tree, h->ino);
+		release_handle(fs, h);
 		unlock(fs);
 		handle_free(h);
 	}
+}
+
+/*
+ * create(2) of `name` in `parent`: a real file, or, for <id>.json in
+ * nodes/ or edges/, a draft of a new graph document (its first valid
+ * close makes it a node or an edge).
+ */
+static int create_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
+		     const char *name, mode_t mode, uint64_t *ino)
+{
+	struct tree_attr a;
+	struct node p;
+	char id[256];
+	int64_t seq;
+	int kind, ret;
+
+	ret = resolve_writable(fs, parent, &p);
+	if (ret < 0)
+		return ret;
+	kind = graph_folder_kind(&p);
+	if (kind >= 0 && graph_name(name, id, sizeof(id))) {
+		ret = graph_create_draft(fs->st, p.attr.session,
+					 (enum graph_kind)kind, id, &seq);
+		*ino = fs_graph_ino((enum graph_kind)kind, seq);
+		return ret;
+	}
+	ret = create_file(fs, req, parent, name, S_IFREG | (mode & 07777),
+			  NULL, &a);
+	*ino = a.ino;
+	return ret;
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -1181,17 +1464,16 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct flowfs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	struct handle *h = NULL;
-	struct tree_attr a;
 	struct node p, n;
+	uint64_t ino = 0;
 	int ret;
 
 	lock(fs);
-	ret = create_file(fs, req, parent, name, S_IFREG | (mode & 07777),
-			  NULL, &a);
+	ret = create_in(fs, req, parent, name, mode, &ino);
 	if (!ret)
 		ret = resolve(fs, parent, &p);
 	if (!ret)
-		ret = resolve(fs, a.ino, &n);
+		ret = resolve(fs, ino, &n);
 	if (!ret)
 		ret = fill_entry(fs, &p, &n, &e);
 	if (!ret)
@@ -1204,7 +1486,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	set_open_flags(fi, h);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		lock(fs);
-		tree_release(fs->tree, h->ino);
+		release_handle(fs, h);
 		unlock(fs);
 		handle_free(h);
 	}
@@ -1252,6 +1534,33 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/*
+ * A write to ctl: every line is a command, run now; the write fails with
+ * the first command that fails (and status says why).
+ */
+static int run_control(struct flowfs *fs, struct handle *h, const char *buf,
+		       size_t size)
+{
+	struct ferr err = FERR_INIT;
+	struct session_info s;
+	size_t start = 0;
+	int ret;
+
+	lock(fs);
+	ret = session_get(fs->st, h->session, &s);
+	while (!ret && start < size) {
+		const char *nl = memchr(buf + start, '\n', size - start);
+		size_t end = nl ? (size_t)(nl - buf) : size;
+
+		ret = fs_run_command(fs, &s, buf + start, end - start, &err);
+		start = end + 1;
+	}
+	if (ret < 0 && err.message[0])
+		log_refusal(fs, h->session, "ctl", &err);
+	unlock(fs);
+	return ret;
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -1284,6 +1593,14 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, size);
 		return;
 	}
+	if (h->kind == H_CONTROL) {
+		ret = run_control(fs, h, buf, size);
+		if (ret < 0)
+			fuse_reply_err(req, -ret);
+		else
+			fuse_reply_write(req, size);
+		return;
+	}
 	if (h->kind != H_FILE) {
 		fuse_reply_err(req, EBADF);
 		return;
@@ -1306,8 +1623,8 @@ static int flush_doc(struct flowfs *fs, struct handle *h, bool durable)
 	if (h->refused)
 		return -EINVAL;
 	if (h->dirty) {
-		ret = commit_doc(fs, h->session, h->row, h->content.buf,
-				 h->content.len);
+		ret = commit_target(fs, &h->target, h->content.buf,
+				    h->content.len);
 		h->refused = ret == -EINVAL;
 		if (ret < 0)
 			return ret;
@@ -1316,6 +1633,21 @@ static int flush_doc(struct flowfs *fs, struct handle *h, bool durable)
 	if (durable)
 		ret = store_sync(fs->st);
 	return ret;
+}
+
+/* The last close of a file handle (the caller holds the lock). */
+static void release_handle(struct flowfs *fs, struct handle *h)
+{
+	if (h->kind == H_FILE) {
+		tree_release(fs->tree, h->ino);
+	} else if (h->kind == H_DOC) {
+		/* flush normally came first; this catches writers that
+		 * never flushed (the error can only reach status) */
+		flush_doc(fs, h, false);
+		/* a new node or edge that never got a valid document */
+		if (h->target.graph)
+			graph_drop_draft(fs->st, h->target.gkind, h->gseq);
+	}
 }
 
 static void sync_handle(fuse_req_t req, struct fuse_file_info *fi,
@@ -1356,12 +1688,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 
 	(void)ino;
 	lock(fs);
-	if (h->kind == H_FILE)
-		tree_release(fs->tree, h->ino);
-	else if (h->kind == H_DOC)
-		/* flush normally came first; this catches writers that
-		 * never flushed (the error can only reach status) */
-		flush_doc(fs, h, false);
+	release_handle(fs, h);
 	unlock(fs);
 	handle_free(h);
 	fuse_reply_err(req, 0);
@@ -1424,12 +1751,58 @@ static int dir_add_entries(struct flowfs *fs, struct handle *h, size_t *alloc,
 		if (e->scope != scope)
 			continue;
 		ret = resolve_row(fs, dir, row, &n);
-		if (!ret)
-			ret = dir_add_node(fs, h, alloc, dir, e->name, &n);
+		if (!ret) {
+			struct sbuf buf = SBUF_INIT;
+			const char *name = fs_entry_name(fs, dir->has_session
+							       ? &dir->s : NULL,
+							 row, &buf);
+
+			ret = name ? dir_add_node(fs, h, alloc, dir, name, &n)
+				   : -ENOENT;
+			sbuf_release(&buf);
+		}
 		if (ret < 0 && ret != -ENOENT)
 			return ret;
 	}
 	return 0;
+}
+
+/* The documents of nodes/ or edges/ (one query, no per-item lookups). */
+static int dir_add_graph(struct flowfs *fs, struct handle *h, size_t *alloc,
+			 const struct node *dir)
+{
+	enum graph_kind kind = (enum graph_kind)graph_folder_kind(dir);
+	struct graph_item *items = NULL;
+	struct sbuf name = SBUF_INIT;
+	struct tree_attr owner;
+	size_t n = 0;
+	int ret;
+
+	ret = graph_list(fs->st, dir->attr.session, kind, &items, &n);
+	if (!ret)
+		ret = tree_getattr(fs->tree, dir->s.root_ino, &owner);
+	for (size_t i = 0; !ret && i < n; i++) {
+		struct stat st;
+
+		memset(&st, 0, sizeof(st));
+		st.st_ino = fs_graph_ino(kind, items[i].seq);
+		st.st_mode = S_IFREG | 0644;
+		st.st_nlink = 1;
+		st.st_uid = owner.uid;
+		st.st_gid = owner.gid;
+		st.st_size = (off_t)items[i].size;
+		st.st_blocks = ((off_t)items[i].size + 511) / 512;
+		st.st_blksize = 4096;
+		ts_from_ns(&st.st_mtim, items[i].mtime_ns);
+		st.st_atim = st.st_ctim = st.st_mtim;
+		sbuf_reset(&name);
+		ret = sbuf_addf(&name, "%s.json", items[i].id);
+		if (!ret)
+			ret = dir_add(h, alloc, name.buf, &st, true, LONG_TIMEOUT);
+	}
+	graph_items_free(items, n);
+	sbuf_release(&name);
+	return ret;
 }
 
 /* Every skill of the registry, read again first. */
@@ -1508,7 +1881,7 @@ static int dir_add_rows(struct flowfs *fs, struct handle *h, size_t *alloc,
 		struct node n = { .type = N_REAL, .ino = td.ents[i].attr.ino };
 		struct stat st;
 
-		if (reserved_row(dir, td.ents[i].name) >= 0)
+		if (reserved_row(fs, dir, td.ents[i].name) >= 0)
 			continue;
 		n.attr = td.ents[i].attr;
 		stat_from_attr(&td.ents[i].attr, &st);
@@ -1548,6 +1921,11 @@ static int dir_fill(struct flowfs *fs, struct handle *h, const struct node *dir)
 	case N_VIEW:
 		return dir_add_view(fs, h, &alloc, dir);
 	default:
+		if (graph_folder_kind(dir) >= 0) {
+			ret = dir_add_graph(fs, h, &alloc, dir);
+			if (ret < 0)
+				return ret;
+		}
 		return dir_add_rows(fs, h, &alloc, dir);
 	}
 }
@@ -1561,6 +1939,8 @@ static bool node_is_dir(const struct node *n)
 		return S_ISDIR(fs_entries[n->row].mode);
 	case N_VIEW:
 		return view_is_dir(n);
+	case N_GRAPH:
+		return false;
 	default:
 		return S_ISDIR(n->attr.mode);
 	}

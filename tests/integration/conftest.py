@@ -270,7 +270,9 @@ def write_bytes(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
 # What every session folder holds while no skill is bound (prompt.txt and
 # skill/ appear once one is).
 SESSION_ENTRIES = {"session.json", "request.json", "input.json",
-                   "parameter.json", "status", "uploads", "output"}
+                   "parameter.json", "status", "uploads", "output",
+                   "nodes", "edges", "parameters.json", "parameters_output",
+                   "ctl"}
 
 
 def session_doc(sid, created, title="", skill=None, engine=None):
