@@ -541,6 +541,15 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 static double entry_timeout(const struct node *parent, const struct node *n,
 			    mode_t mode)
 {
+	/*
+	 * Graph documents come and go with every parameters.json and with
+	 * refused creates, and computed names change with the graph: their
+	 * attributes are never cached anyway (one request per stat either
+	 * way), so their names are not either.
+	 */
+	if (n->type == N_GRAPH ||
+	    (n->type == N_ENTRY && fs_entries[n->row].name_fn))
+		return 0.0;
 	if (n->type == N_VIEW || parent->type == N_VIEW ||
 	    (parent->type == N_ENTRY &&
 	     fs_entries[parent->row].kind == ENTRY_CATALOG))
@@ -1798,7 +1807,7 @@ static int dir_add_graph(struct flowfs *fs, struct handle *h, size_t *alloc,
 		sbuf_reset(&name);
 		ret = sbuf_addf(&name, "%s.json", items[i].id);
 		if (!ret)
-			ret = dir_add(h, alloc, name.buf, &st, true, LONG_TIMEOUT);
+			ret = dir_add(h, alloc, name.buf, &st, true, 0.0);
 	}
 	graph_items_free(items, n);
 	sbuf_release(&name);
