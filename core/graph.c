@@ -448,6 +448,17 @@ static const char *py_type(const json_t *v)
 	}
 }
 
+/* obj[key] itself (shared, not copied) when present, else `dflt`. */
+static json_t *given_or(const json_t *obj, const char *key, json_t *dflt)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!v)
+		return dflt;
+	json_decref(dflt);
+	return json_incref(v);
+}
+
 /* Set a member, taking the reference; false on ENOMEM. */
 static bool put(json_t *obj, const char *key, json_t *v)
 {
@@ -506,8 +517,8 @@ static int build_params(const json_t *list, const char *where, json_t *out,
 		}
 		q = json_object();
 		if (!q || json_array_append_new(out, q) ||
-		    !put(q, "name", json_string(name)) ||
-		    !put(q, "type", type ? json_string(type)
+		    !put(q, "name", given_or(p, "name", NULL)) ||
+		    !put(q, "type", type ? given_or(p, "type", NULL)
 					 : json_string(py_type(value ? value
 								     : json_null()))) ||
 		    !put(q, "value", value ? json_incref((json_t *)value)
@@ -608,11 +619,13 @@ static int node_build(const json_t *v, const char *file_id,
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (!put(doc, "id", json_string(id)) ||
-	    !put(doc, "node_uuid", uuid ? json_string(uuid) : json_null()) ||
-	    !put(doc, "node_version",
-		 json_string(version ? version : DEFAULT_VERSION)) ||
-	    !put(doc, "label", json_string(label)) ||
+	if (!put(doc, "id", json_object_get(v, "id") ? given_or(v, "id", NULL)
+						     : json_string(id)) ||
+	    !put(doc, "node_uuid", uuid ? given_or(v, "node_uuid", NULL)
+					: json_null()) ||
+	    !put(doc, "node_version", version ? given_or(v, "node_version", NULL)
+				      : json_string(DEFAULT_VERSION)) ||
+	    !put(doc, "label", given_or(v, "label", NULL)) ||
 	    !put(doc, "position_x", x ? json_incref((json_t *)x)
 				      : json_real(0.0)) ||
 	    !put(doc, "position_y", y ? json_incref((json_t *)y)
@@ -628,9 +641,9 @@ static int node_build(const json_t *v, const char *file_id,
 		const char *dflt = i == 0 ? DEFAULT_MACHINE : "";
 
 		if (!put(sv, system_fields[i],
-			 json_string(given ? json_string_value(given)
-				     : mapped ? json_string_value(mapped)
-					      : dflt))) {
+			 given ? json_incref((json_t *)given)
+			 : mapped ? json_incref((json_t *)mapped)
+				  : json_string(dflt))) {
 			json_decref(params);
 			ret = -ENOMEM;
 			goto out;
@@ -646,7 +659,7 @@ static int node_build(const json_t *v, const char *file_id,
 			goto out;
 	}
 	if (!put(doc, "output_parameters",
-		 outp ? json_deep_copy(outp) : json_array())) {
+		 outp ? json_incref((json_t *)outp) : json_array())) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -1520,7 +1533,9 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 		ferr_set(err, ret, "the database is busy");
 		goto out;
 	}
-	ret = load_node(st, session, id, &seq, &old);
+	ret = session_exists(st, session);
+	if (!ret)
+		ret = load_node(st, session, id, &seq, &old);
 	if (ret < 0)
 		goto rollback;
 	if (json_is_null(json_object_get(node, "node_uuid"))) {
@@ -1618,7 +1633,8 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 		ferr_set(err, ret, "the database is busy");
 		goto out;
 	}
-	if ((ret = load_node(st, session, e.f[1], NULL, &src)) < 0 ||
+	if ((ret = session_exists(st, session)) < 0 ||
+	    (ret = load_node(st, session, e.f[1], NULL, &src)) < 0 ||
 	    (ret = load_node(st, session, e.f[3], NULL, &tgt)) < 0)
 		goto rollback;
 	if (!src) {

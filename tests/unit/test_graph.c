@@ -487,6 +487,18 @@ static void test_node_refusals(void **state)
 	ok(fx, N, "..x", "{\"label\": \"x\"}");
 	ok(fx, N, "\xe8\x8a\x82\xe7\x82\xb9 \"q\"", "{\"label\": \"x\"}");
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_nodes"), 4);
+
+	/* no such session */
+	assert_int_equal(graph_commit(fx->st, NULL, fx->s.id + 9, N, "n",
+				      "{\"label\": \"x\"}", 14, &fx->err), -ENOENT);
+	assert_int_equal(graph_commit(fx->st, NULL, fx->s.id + 9, E, "e",
+				      "{\"source_node_id\": \"keep\", \"target_node_id\":"
+				      " \"keep\", \"target_parameter_name\": \"input\"}",
+				      86, &fx->err), -ENOENT);
+	assert_int_equal(graph_commit_parameters(fx->st, NULL, fx->s.id + 9,
+				"{\"nodes\": [], \"edges\": [], \"meta\": {}}", 38,
+				&fx->err), -ENOENT);
+	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
 }
 
 static void test_node_uuid(void **state)
