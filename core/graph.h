@@ -7,7 +7,11 @@
  * object, defaults filled); an edge is a row of graph_edges holding its
  * five fields.  Both have a `seq` (row id, never reused: creation order,
  * and the filesystem's inode numbers) and an `id` unique in the session.
- * Every change stamps sessions.graph_mtime_ns.
+ * An id is a file name stem: 1..250 bytes of UTF-8, no '/' or NUL, not
+ * "." or ".." (else -EINVAL; -ENAMETOOLONG past 250 bytes).  Every change
+ * stamps sessions.graph_mtime_ns (strictly later than the last stamp)
+ * and the changed items' mtime_ns; a write that stores the same bytes
+ * as before changes nothing, times included.
  *
  * Node documents (nodes/<id>.json): id, node_uuid, node_version, label,
  * position_x, position_y, system_values {machine_type, image,
@@ -17,31 +21,49 @@
  * (the stored one when the node exists, else a fresh random UUID),
  * node_version "1.2", position_x/position_y 0.0, machine_type from the
  * tool map for the label else "c2_m4_cpu", image from the tool map else
- * "", docker_image "", empty parameter lists.  Values that are given are
- * kept as given (an integer position stays an integer).  Refused
- * (-EINVAL, err->message for a person): not an object, an unknown field,
- * a wrong type, an id that disagrees with the file name, input parameter
- * names that repeat, a parameter without a name.
+ * "", docker_image "", empty parameter lists; in an input parameter
+ * {name, type, value} a missing value is null and a missing type is
+ * Python's type name of the value ("str", "int", "float", "bool", "list",
+ * "dict", "NoneType").  Values that are given are kept as given (an
+ * integer position stays an integer; output_parameters is any array).
+ * Refused (-EINVAL, err->message for a person): not an object, an
+ * unknown field (system_values and parameters included), a wrong type,
+ * an empty label, an id that disagrees with the file name, input
+ * parameter names that repeat, a parameter without a name, and a new
+ * version of a node that lacks an input an edge feeds ("edge \"e1\"
+ * feeds input parameter \"structure_file\" of this node, which it would
+ * no longer have ...").
  *
  * Edge documents (edges/<id>.json): id, source_node_id,
  * source_parameter_name, target_node_id, target_parameter_name.
  * source_parameter_name may be omitted: "out_<source label>" (the
- * MatMaster convention).  Refused: an unknown node ("target node
+ * MatMaster convention); the other three are required non-empty strings,
+ * id optional as for nodes.  Refused: an unknown node or a draft ("target node
  * \"node-$id9\" does not exist"), a target_parameter_name the target node
  * lacks (a target with no input parameters at all takes "input", as the
  * MatMaster rule makes), an edge equal in all four fields to another
  * ("duplicates edge-$id1"), an edge that would close a cycle (the message
  * names it: "would close a cycle: node-$id3 -> node-$id1 -> node-$id3").
+ * Replacing an edge (same id) ignores its old version in both checks.
  * Cycle checks cost O(what the target reaches), never O(n^2).
  *
  * The whole document (parameters.json): {"nodes": [...], "edges": [...],
  * "meta": {"template_uuid": ...}}, nodes and edges in creation order,
  * byte-identical to Python's json.dumps(doc, indent=2,
- * ensure_ascii=False).  Writing one replaces the graph atomically: every
- * node and edge is checked as above (cycles over the whole new graph),
- * and nothing changes unless all pass.  Nodes keep their stored node_uuid
- * when the new document omits it; meta.template_uuid, when given, becomes
- * the session's.
+ * ensure_ascii=False); nodes are stored as their own canonical text and
+ * nested by re-indenting it, so rendering parses nothing.  Writing one
+ * replaces the graph atomically: the document must have exactly nodes
+ * (array), edges (array) and meta (object with at most template_uuid, a
+ * string or null); every node and edge is checked as above, each must
+ * carry its id (there is no file name), ids may not repeat, and the
+ * whole new graph must be acyclic (checked in memory, O(V+E)); messages
+ * say where: "nodes[2]: unknown field ...", "edges[3]: would close a
+ * cycle: b -> c -> a -> b" (the cycle's last edge in the document).
+ * Nothing changes unless all pass; then every node and edge is replaced
+ * in one transaction, created in document order.  Nodes keep their
+ * stored node_uuid when the new document omits it; meta.template_uuid,
+ * when given, becomes the session's.  Drafts stay, unless the document
+ * names their id (the draft gives way).
  *
  * Drafts: a nodes/x.json or edges/x.json being created (open, not yet
  * closed) exists as a draft row with no document, so it has an inode;
@@ -145,8 +167,10 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
  * lower-cased name contains file, path, url, input, output, structure,
  * data or result, else the first input, else "input".  Existing edges
  * stay; an edge equal to one that exists is not added; one that would
- * close a cycle is skipped with a line in `report`.  New edges get ids
+ * close a cycle is skipped with a line in `report` ("d -> e skipped:
+ * would close a cycle: d -> e -> a -> d\n").  New edges get ids
  * "edge-$id<N>" with the smallest free N >= 1.  *added: how many.
+ * One transaction.
  */
 int graph_infer_edges(struct store *st, int64_t session, size_t *added,
 		      struct sbuf *report);
@@ -156,12 +180,16 @@ int graph_mtime(struct store *st, int64_t session, int64_t *mtime_ns);
 
 /*
  * The seed's file name: parameters_<sid8>_<YYYYMMDD_HHMMSS>.json, sid8 =
- * the first 8 characters (not bytes) of the session id, the time local.
+ * the first 8 characters (UTF-8 code points, not bytes) of the session
+ * id ("unknown" for an empty one), the time local (localtime_r of the
+ * whole seconds).  For a graph that never changed (graph_mtime() 0) the
+ * caller passes the session's creation time.
  */
 int graph_output_name(const char *session_id, int64_t mtime_ns,
 		      struct sbuf *out);
 
-/* The session's template UUID (made when the session is). */
+/* The session's template UUID (made when the session is); nothing is
+ * appended when it has none (parameters.json then shows null). */
 int graph_template_uuid(struct store *st, int64_t session, struct sbuf *out);
 
 #endif

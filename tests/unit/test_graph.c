@@ -1,0 +1,1625 @@
+/*
+ * Unit tests for graph: node and edge documents (defaults, refusals,
+ * node_uuid stability), drafts, delete, rename, infer-edges,
+ * parameters.json (round trip of seed 000's examples, refusals,
+ * all-or-nothing replace), the output file name, and a 2,000-node chain.
+ *
+ * Expected documents are written out by hand in the layout of Python's
+ * json.dumps(obj, indent=2, ensure_ascii=False); the seed examples are
+ * read from ../shared/fixtures (skipped when absent).  The output-name
+ * times: 1795250759 s is 2026-11-21T08:45:59Z (Python:
+ * datetime.fromtimestamp(1795250759, timezone.utc)).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "flowfs-config.h"
+#include "fjson.h"
+#include "graph.h"
+#include "session.h"
+
+#define N GRAPH_NODE
+#define E GRAPH_EDGE
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct store *st;
+	struct tree *t;
+	struct session_info s;
+	struct graph_tools *tools;
+	struct ferr err;
+};
+
+static int rm_one(const char *p, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return -1;
+	strcpy(fx->dir, "/tmp/flowfs-unit-graph-XXXXXX");
+	if (!mkdtemp(fx->dir)) {
+		free(fx);
+		return -1;
+	}
+	snprintf(fx->path, sizeof(fx->path), "%s/test.db", fx->dir);
+	*state = fx;
+	if (store_open(&fx->st, fx->path, NULL) < 0 ||
+	    tree_new(&fx->t, fx->st) < 0 ||
+	    session_create(fx->st, fx->t, "sess-1", 0755, 0, 0, &fx->s,
+			   NULL) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	graph_tools_free(fx->tools);
+	tree_free(fx->t);
+	store_close(fx->st);
+	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(fx);
+	return 0;
+}
+
+static int64_t sql_int(struct fixture *fx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int64_t sql_int(struct fixture *fx, const char *fmt, ...)
+{
+	char sql[512];
+	sqlite3_stmt *q = NULL;
+	int64_t v = -12345;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	assert_int_equal(sqlite3_prepare_v2(store_db(fx->st), sql, -1, &q,
+					    NULL), SQLITE_OK);
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+static int commit(struct fixture *fx, enum graph_kind kind, const char *id,
+		  const char *text)
+{
+	ferr_clear(&fx->err);
+	return graph_commit(fx->st, fx->tools, fx->s.id, kind, id, text,
+			    strlen(text), &fx->err);
+}
+
+static void ok(struct fixture *fx, enum graph_kind kind, const char *id,
+	       const char *text)
+{
+	if (commit(fx, kind, id, text) < 0)
+		fail_msg("%s %s: %s", kind == N ? "node" : "edge", id,
+			 fx->err.message);
+}
+
+/* A node `id` with label `label` and the given input names ("" none). */
+static void node(struct fixture *fx, const char *id, const char *label,
+		 const char *inputs)
+{
+	char doc[1024];
+	size_t n;
+
+	n = (size_t)snprintf(doc, sizeof(doc),
+			     "{\"label\": \"%s\", \"input_parameters\": [",
+			     label);
+	for (const char *p = inputs; *p;) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+
+		n += (size_t)snprintf(doc + n, sizeof(doc) - n,
+				      "%s{\"name\": \"%.*s\", \"value\": \"v\"}",
+				      p == inputs ? "" : ", ", (int)len, p);
+		p += len + (c ? 1 : 0);
+	}
+	snprintf(doc + n, sizeof(doc) - n, "]}");
+	ok(fx, N, id, doc);
+}
+
+static void edge(struct fixture *fx, const char *id, const char *src,
+		 const char *tgt, const char *param)
+{
+	char doc[1024];
+
+	snprintf(doc, sizeof(doc),
+		 "{\"source_node_id\": \"%s\", \"target_node_id\": \"%s\","
+		 " \"target_parameter_name\": \"%s\"}", src, tgt, param);
+	ok(fx, E, id, doc);
+}
+
+static int edge_ret(struct fixture *fx, const char *id, const char *src,
+		    const char *tgt, const char *param)
+{
+	char doc[1024];
+
+	snprintf(doc, sizeof(doc),
+		 "{\"source_node_id\": \"%s\", \"target_node_id\": \"%s\","
+		 " \"target_parameter_name\": \"%s\"}", src, tgt, param);
+	return commit(fx, E, id, doc);
+}
+
+static char *render(struct fixture *fx, enum graph_kind kind, const char *id)
+{
+	struct graph_item it;
+	struct sbuf sb = SBUF_INIT;
+
+	assert_int_equal(graph_find(fx->st, fx->s.id, kind, id, &it), 0);
+	assert_int_equal(graph_render(fx->st, kind, it.seq, &sb), 0);
+	assert_int_equal(sb.len, it.size);
+	free(it.id);
+	return sbuf_detach(&sb, NULL);
+}
+
+static char *params(struct fixture *fx)
+{
+	struct sbuf sb = SBUF_INIT;
+
+	assert_int_equal(graph_render_parameters(fx->st, fx->s.id, &sb), 0);
+	return sbuf_detach(&sb, NULL);
+}
+
+static int commit_params(struct fixture *fx, const char *text)
+{
+	ferr_clear(&fx->err);
+	return graph_commit_parameters(fx->st, fx->tools, fx->s.id, text,
+				       strlen(text), &fx->err);
+}
+
+static int64_t gmtime_of(struct fixture *fx)
+{
+	int64_t m = -1;
+
+	assert_int_equal(graph_mtime(fx->st, fx->s.id, &m), 0);
+	return m;
+}
+
+static bool exists(struct fixture *fx, enum graph_kind kind, const char *id)
+{
+	struct graph_item it;
+	int ret = graph_find(fx->st, fx->s.id, kind, id, &it);
+
+	if (ret == 0)
+		free(it.id);
+	else
+		assert_int_equal(ret, -ENOENT);
+	return ret == 0;
+}
+
+/* The node_uuid of a node's document (checked to be a v4 UUID). */
+static void uuid_of(struct fixture *fx, const char *id, char out[37])
+{
+	char *doc = render(fx, N, id);
+	const char *p = strstr(doc, "\"node_uuid\": \"");
+
+	assert_non_null(p);
+	p += strlen("\"node_uuid\": \"");
+	memcpy(out, p, 36);
+	out[36] = '\0';
+	free(doc);
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+static void assert_v4(const char *u)
+{
+	assert_int_equal(strlen(u), 36);
+	for (int i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			assert_int_equal(u[i], '-');
+			continue;
+		}
+		assert_true((u[i] >= '0' && u[i] <= '9') ||
+			    (u[i] >= 'a' && u[i] <= 'f'));
+	}
+	assert_int_equal(u[14], '4');
+	assert_non_null(strchr("89ab", u[19]));
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+static void test_node_defaults(void **state)
+{
+	struct fixture *fx = *state;
+	char tools[200], uuid[37], want[2048], *doc;
+	struct graph_item it;
+
+	snprintf(tools, sizeof(tools), "%s/tools.json", fx->dir);
+	write_file(tools, "{\"apex_calculation\": {\"image\": \"registry/apex:1\","
+		   " \"machine_type\": \"c2_m8_cpu\"}, \"only_image\":"
+		   " {\"image\": \"img\"}}");
+	assert_int_equal(graph_tools_load(tools, &fx->tools, &fx->err), 0);
+
+	assert_int_equal(gmtime_of(fx), 0);
+	ok(fx, N, "node-$id1", "{\"label\": \"apex_calculation\"}");
+	assert_true(gmtime_of(fx) > 0);
+	uuid_of(fx, "node-$id1", uuid);
+	assert_v4(uuid);
+	snprintf(want, sizeof(want),
+		 "{\n"
+		 "  \"id\": \"node-$id1\",\n"
+		 "  \"node_uuid\": \"%s\",\n"
+		 "  \"node_version\": \"1.2\",\n"
+		 "  \"label\": \"apex_calculation\",\n"
+		 "  \"position_x\": 0.0,\n"
+		 "  \"position_y\": 0.0,\n"
+		 "  \"system_values\": {\n"
+		 "    \"machine_type\": \"c2_m8_cpu\",\n"
+		 "    \"image\": \"registry/apex:1\",\n"
+		 "    \"docker_image\": \"\"\n"
+		 "  },\n"
+		 "  \"input_parameters\": [],\n"
+		 "  \"output_parameters\": []\n"
+		 "}", uuid);
+	doc = render(fx, N, "node-$id1");
+	assert_string_equal(doc, want);
+	free(doc);
+	assert_int_equal(graph_find(fx->st, fx->s.id, N, "node-$id1", &it), 0);
+	assert_false(it.draft);
+	assert_int_equal(it.size, strlen(want));
+	assert_int_equal(it.session, fx->s.id);
+	assert_true(it.mtime_ns > 0);
+	free(it.id);
+
+	/* only the image mapped; not mapped at all; given values win; the
+	 * key order is the documented one whatever the writer's; an integer
+	 * position stays an integer; parameter types default to Python's
+	 * type names */
+	ok(fx, N, "b", "{\"label\": \"only_image\", \"position_y\": 2.5}");
+	doc = render(fx, N, "b");
+	assert_non_null(strstr(doc, "\"machine_type\": \"c2_m4_cpu\",\n"
+				    "    \"image\": \"img\",\n"));
+	assert_non_null(strstr(doc, "\"position_y\": 2.5,\n"));
+	free(doc);
+	ok(fx, N, "c", "{\"output_parameters\": [{\"k\": 1}],"
+		       " \"input_parameters\": [{\"value\": 3, \"name\": \"n\"},"
+		       " {\"name\": \"f\", \"value\": 0.5}, {\"name\": \"s\"},"
+		       " {\"name\": \"t\", \"value\": true},"
+		       " {\"name\": \"l\", \"value\": [1]},"
+		       " {\"name\": \"d\", \"value\": {}},"
+		       " {\"name\": \"x\", \"type\": \"custom\", \"value\": \"\"}],"
+		       " \"system_values\": {\"image\": \"mine\"},"
+		       " \"position_x\": 7, \"node_version\": \"2.0\","
+		       " \"label\": \"apex_calculation\", \"id\": \"c\","
+		       " \"node_uuid\": \"fixed-uuid\"}");
+	doc = render(fx, N, "c");
+	assert_string_equal(doc,
+		"{\n"
+		"  \"id\": \"c\",\n"
+		"  \"node_uuid\": \"fixed-uuid\",\n"
+		"  \"node_version\": \"2.0\",\n"
+		"  \"label\": \"apex_calculation\",\n"
+		"  \"position_x\": 7,\n"
+		"  \"position_y\": 0.0,\n"
+		"  \"system_values\": {\n"
+		"    \"machine_type\": \"c2_m8_cpu\",\n"
+		"    \"image\": \"mine\",\n"
+		"    \"docker_image\": \"\"\n"
+		"  },\n"
+		"  \"input_parameters\": [\n"
+		"    {\n"
+		"      \"name\": \"n\",\n"
+		"      \"type\": \"int\",\n"
+		"      \"value\": 3\n"
+		"    },\n"
+		"    {\n"
+		"      \"name\": \"f\",\n"
+		"      \"type\": \"float\",\n"
+		"      \"value\": 0.5\n"
+		"    },\n"
+		"    {\n"
+		"      \"name\": \"s\",\n"
+		"      \"type\": \"NoneType\",\n"
+		"      \"value\": null\n"
+		"    },\n"
+		"    {\n"
+		"      \"name\": \"t\",\n"
+		"      \"type\": \"bool\",\n"
+		"      \"value\": true\n"
+		"    },\n"
+		"    {\n"
+		"      \"name\": \"l\",\n"
+		"      \"type\": \"list\",\n"
+		"      \"value\": [\n"
+		"        1\n"
+		"      ]\n"
+		"    },\n"
+		"    {\n"
+		"      \"name\": \"d\",\n"
+		"      \"type\": \"dict\",\n"
+		"      \"value\": {}\n"
+		"    },\n"
+		"    {\n"
+		"      \"name\": \"x\",\n"
+		"      \"type\": \"custom\",\n"
+		"      \"value\": \"\"\n"
+		"    }\n"
+		"  ],\n"
+		"  \"output_parameters\": [\n"
+		"    {\n"
+		"      \"k\": 1\n"
+		"    }\n"
+		"  ]\n"
+		"}");
+	free(doc);
+
+	/* without a tool map */
+	graph_tools_free(fx->tools);
+	fx->tools = NULL;
+	ok(fx, N, "d", "{\"label\": \"apex_calculation\"}");
+	doc = render(fx, N, "d");
+	assert_non_null(strstr(doc, "\"machine_type\": \"c2_m4_cpu\",\n"
+				    "    \"image\": \"\",\n"));
+	free(doc);
+}
+
+static void test_node_refusals(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct { const char *id, *text, *msg; } bad[] = {
+		{ "n", "[]", "a node must be a JSON object" },
+		{ "n", "{\"lable\": \"x\"}",
+		  "unknown field \"lable\" (a node has id, node_uuid,"
+		  " node_version, label, position_x, position_y,"
+		  " system_values, input_parameters, output_parameters)" },
+		{ "n", "{}", "a node needs a \"label\"" },
+		{ "n", "{\"label\": \"\"}", "\"label\" must be a non-empty string" },
+		{ "n", "{\"label\": 5}", "\"label\" must be a non-empty string" },
+		{ "n", "{\"label\": \"a\\u0000b\"}",
+		  "\"label\" contains a NUL character" },
+		{ "node-$id2", "{\"id\": \"node-$id3\", \"label\": \"x\"}",
+		  "id \"node-$id3\" disagrees with the file name (node-$id2.json)" },
+		{ "n", "{\"id\": 3, \"label\": \"x\"}", "\"id\" must be a string" },
+		{ "n", "{\"label\": \"x\", \"position_x\": \"0\"}",
+		  "\"position_x\" must be a number" },
+		{ "n", "{\"label\": \"x\", \"position_y\": true}",
+		  "\"position_y\" must be a number" },
+		{ "n", "{\"label\": \"x\", \"node_uuid\": 1}",
+		  "\"node_uuid\" must be a non-empty string" },
+		{ "n", "{\"label\": \"x\", \"node_version\": 1.2}",
+		  "\"node_version\" must be a string" },
+		{ "n", "{\"label\": \"x\", \"system_values\": []}",
+		  "\"system_values\" must be an object" },
+		{ "n", "{\"label\": \"x\", \"system_values\": {\"gpu\": \"\"}}",
+		  "unknown field \"system_values.gpu\" (system_values has"
+		  " machine_type, image, docker_image)" },
+		{ "n", "{\"label\": \"x\", \"system_values\": {\"image\": null}}",
+		  "\"system_values.image\" must be a string" },
+		{ "n", "{\"label\": \"x\", \"input_parameters\": {}}",
+		  "\"input_parameters\" must be an array" },
+		{ "n", "{\"label\": \"x\", \"output_parameters\": null}",
+		  "\"output_parameters\" must be an array" },
+		{ "n", "{\"label\": \"x\", \"input_parameters\": [1]}",
+		  "\"input_parameters[0]\" must be an object" },
+		{ "n", "{\"label\": \"x\", \"input_parameters\": [{\"type\": \"str\"}]}",
+		  "input_parameters[0] has no \"name\"" },
+		{ "n", "{\"label\": \"x\", \"input_parameters\": [{\"name\": \"\"}]}",
+		  "\"input_parameters[0].name\" must be a non-empty string" },
+		{ "n", "{\"label\": \"x\", \"input_parameters\": [{\"name\": \"a\","
+		       " \"type\": 1}]}",
+		  "\"input_parameters[0].type\" must be a string" },
+		{ "n", "{\"label\": \"x\", \"input_parameters\": [{\"name\": \"a\","
+		       " \"default\": 1}]}",
+		  "unknown field \"input_parameters[0].default\" (a parameter"
+		  " has name, type, value)" },
+		{ "n", "{\"label\": \"x\", \"input_parameters\": [{\"name\": \"a\"},"
+		       " {\"name\": \"b\"}, {\"name\": \"a\"}]}",
+		  "input_parameters[2]: name \"a\" repeats input_parameters[0]" },
+		{ "n", "{\"label\": \"x\",\n  \"position_x\" 1}",
+		  "expected ':'" },
+		{ "n", "", "the document is empty" },
+	};
+	char longid[300];
+
+	node(fx, "keep", "k", "");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t before = gmtime_of(fx);
+		char *p = params(fx);
+		char *after;
+
+		if (commit(fx, N, bad[i].id, bad[i].text) != -EINVAL)
+			fail_msg("accepted %s", bad[i].text);
+		if (!strstr(fx->err.message, bad[i].msg))
+			fail_msg("%s: got '%s', want '%s'", bad[i].text,
+				 fx->err.message, bad[i].msg);
+		assert_false(exists(fx, N, bad[i].id));
+		assert_int_equal(gmtime_of(fx), before);
+		after = params(fx);
+		assert_string_equal(p, after);
+		free(p);
+		free(after);
+	}
+	/* a syntax error has its position */
+	assert_int_equal(commit(fx, N, "n", "{\"label\": \"x\",\n  \"position_x\" 1}"),
+			 -EINVAL);
+	assert_int_equal(fx->err.line, 2);
+	assert_int_equal(fx->err.column, 16);
+
+	/* ids: the file name stem */
+	assert_int_equal(commit(fx, N, "", "{\"label\": \"x\"}"), -EINVAL);
+	assert_int_equal(commit(fx, N, ".", "{\"label\": \"x\"}"), -EINVAL);
+	assert_int_equal(commit(fx, N, "..", "{\"label\": \"x\"}"), -EINVAL);
+	assert_int_equal(commit(fx, N, "a/b", "{\"label\": \"x\"}"), -EINVAL);
+	assert_string_equal(fx->err.message, "node id \"a/b\" contains '/'");
+	assert_int_equal(commit(fx, N, "bad\xff", "{\"label\": \"x\"}"), -EINVAL);
+	memset(longid, 'x', 251);
+	longid[251] = '\0';
+	assert_int_equal(commit(fx, N, longid, "{\"label\": \"x\"}"),
+			 -ENAMETOOLONG);
+	longid[250] = '\0';
+	ok(fx, N, longid, "{\"label\": \"x\"}");
+	ok(fx, N, "..x", "{\"label\": \"x\"}");
+	ok(fx, N, "\xe8\x8a\x82\xe7\x82\xb9 \"q\"", "{\"label\": \"x\"}");
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_nodes"), 4);
+
+	/* no such session */
+	assert_int_equal(graph_commit(fx->st, NULL, fx->s.id + 9, N, "n",
+				      "{\"label\": \"x\"}", 14, &fx->err), -ENOENT);
+	assert_int_equal(graph_commit(fx->st, NULL, fx->s.id + 9, E, "e",
+				      "{\"source_node_id\": \"keep\", \"target_node_id\":"
+				      " \"keep\", \"target_parameter_name\": \"input\"}",
+				      86, &fx->err), -ENOENT);
+	assert_int_equal(graph_commit_parameters(fx->st, NULL, fx->s.id + 9,
+				"{\"nodes\": [], \"edges\": [], \"meta\": {}}", 38,
+				&fx->err), -ENOENT);
+	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
+}
+
+static void test_node_uuid(void **state)
+{
+	struct fixture *fx = *state;
+	char a[37], a2[37], b[37], c[37];
+
+	node(fx, "a", "tool", "");
+	node(fx, "b", "tool", "");
+	uuid_of(fx, "a", a);
+	uuid_of(fx, "b", b);
+	assert_v4(a);
+	assert_v4(b);
+	assert_string_not_equal(a, b);
+	/* replaced without a uuid: the stored one stays */
+	node(fx, "a", "other_tool", "x");
+	uuid_of(fx, "a", a2);
+	assert_string_equal(a, a2);
+	/* given: kept as given, and stays when later omitted */
+	ok(fx, N, "a", "{\"label\": \"t\", \"node_uuid\": \"mine\"}");
+	ok(fx, N, "a", "{\"label\": \"t\"}");
+	{
+		char *doc = render(fx, N, "a");
+
+		assert_non_null(strstr(doc, "\"node_uuid\": \"mine\","));
+		free(doc);
+	}
+	/* deleted and made again: a new node, a new uuid */
+	assert_int_equal(graph_delete(fx->st, fx->s.id, N, "b"), 0);
+	node(fx, "b", "tool", "");
+	uuid_of(fx, "b", c);
+	assert_v4(c);
+	assert_string_not_equal(b, c);
+}
+
+static void test_node_unchanged(void **state)
+{
+	struct fixture *fx = *state;
+	int64_t m1, m2;
+	struct graph_item it;
+
+	node(fx, "a", "tool", "x");
+	m1 = gmtime_of(fx);
+	assert_int_equal(graph_find(fx->st, fx->s.id, N, "a", &it), 0);
+	free(it.id);
+	/* the same document again, here with its own uuid spelled out */
+	{
+		char *doc = render(fx, N, "a");
+
+		ok(fx, N, "a", doc);
+		free(doc);
+	}
+	node(fx, "a", "tool", "x");
+	m2 = gmtime_of(fx);
+	assert_int_equal(m1, m2);
+	{
+		struct graph_item it2;
+
+		assert_int_equal(graph_find(fx->st, fx->s.id, N, "a", &it2), 0);
+		assert_int_equal(it2.mtime_ns, it.mtime_ns);
+		assert_int_equal(it2.seq, it.seq);
+		free(it2.id);
+	}
+	/* a change moves both, and keeps the seq */
+	node(fx, "a", "tool", "y");
+	assert_true(gmtime_of(fx) > m2);
+	{
+		struct graph_item it3;
+
+		assert_int_equal(graph_find(fx->st, fx->s.id, N, "a", &it3), 0);
+		assert_true(it3.mtime_ns > it.mtime_ns);
+		assert_int_equal(it3.seq, it.seq);
+		free(it3.id);
+	}
+}
+
+/* A node's new version must keep the inputs edges feed. */
+static void test_node_keeps_fed_inputs(void **state)
+{
+	struct fixture *fx = *state;
+
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "structure_file,x");
+	node(fx, "c", "tc", "");
+	edge(fx, "e1", "a", "b", "structure_file");
+	edge(fx, "e2", "a", "c", "input");
+	assert_int_equal(commit(fx, N, "b", "{\"label\": \"tb\", \"input_parameters\":"
+				" [{\"name\": \"x\"}]}"), -EINVAL);
+	assert_string_equal(fx->err.message,
+			    "edge \"e1\" feeds input parameter \"structure_file\""
+			    " of this node, which it would no longer have"
+			    " (change or delete the edge first)");
+	/* "input" is fine while c has no inputs, not once it has others */
+	node(fx, "c", "tc2", "");
+	assert_int_equal(commit(fx, N, "c", "{\"label\": \"tc\", \"input_parameters\":"
+				" [{\"name\": \"data\"}]}"), -EINVAL);
+	node(fx, "c", "tc", "data,input");
+	/* other changes are fine */
+	node(fx, "b", "tb", "x,structure_file,z");
+}
+
+/* ---- edges ---------------------------------------------------------------- */
+
+static void test_edge_document(void **state)
+{
+	struct fixture *fx = *state;
+	char *doc;
+
+	node(fx, "node-$id1", "apex_calculation", "");
+	node(fx, "node-$id2", "abacus_calculation", "input_file");
+	edge(fx, "edge-$id1", "node-$id1", "node-$id2", "input_file");
+	doc = render(fx, E, "edge-$id1");
+	assert_string_equal(doc,
+		"{\n"
+		"  \"id\": \"edge-$id1\",\n"
+		"  \"source_node_id\": \"node-$id1\",\n"
+		"  \"source_parameter_name\": \"out_apex_calculation\",\n"
+		"  \"target_node_id\": \"node-$id2\",\n"
+		"  \"target_parameter_name\": \"input_file\"\n"
+		"}");
+	free(doc);
+	/* given source parameter and id; names that need escaping */
+	node(fx, "q\"\\\t", "t", "");
+	ok(fx, E, "e\"2", "{\"id\": \"e\\\"2\", \"source_node_id\": \"node-$id2\","
+			   " \"source_parameter_name\": \"out\\u0001\","
+			   " \"target_node_id\": \"q\\\"\\\\\\t\","
+			   " \"target_parameter_name\": \"input\"}");
+	doc = render(fx, E, "e\"2");
+	assert_string_equal(doc,
+		"{\n"
+		"  \"id\": \"e\\\"2\",\n"
+		"  \"source_node_id\": \"node-$id2\",\n"
+		"  \"source_parameter_name\": \"out\\u0001\",\n"
+		"  \"target_node_id\": \"q\\\"\\\\\\t\",\n"
+		"  \"target_parameter_name\": \"input\"\n"
+		"}");
+	free(doc);
+}
+
+static void test_edge_refusals(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct { const char *id, *text, *msg; } bad[] = {
+		{ "e", "7", "an edge must be a JSON object" },
+		{ "e", "{\"source\": \"node-$id1\"}",
+		  "unknown field \"source\" (an edge has id, source_node_id,"
+		  " source_parameter_name, target_node_id,"
+		  " target_parameter_name)" },
+		{ "e", "{\"target_node_id\": \"node-$id2\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "an edge needs \"source_node_id\"" },
+		{ "e", "{\"source_node_id\": \"node-$id1\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "an edge needs \"target_node_id\"" },
+		{ "e", "{\"source_node_id\": \"node-$id1\","
+		       " \"target_node_id\": \"node-$id2\"}",
+		  "an edge needs \"target_parameter_name\"" },
+		{ "e", "{\"source_node_id\": \"node-$id1\", \"target_node_id\": 2,"
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "\"target_node_id\" must be a non-empty string" },
+		{ "edge-$id5", "{\"id\": \"edge-$id1\", \"source_node_id\": \"node-$id1\","
+		       " \"target_node_id\": \"node-$id2\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "id \"edge-$id1\" disagrees with the file name (edge-$id5.json)" },
+		{ "e", "{\"source_node_id\": \"node-$id1\","
+		       " \"target_node_id\": \"node-$id9\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "target node \"node-$id9\" does not exist" },
+		{ "e", "{\"source_node_id\": \"node-$id8\","
+		       " \"target_node_id\": \"node-$id2\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "source node \"node-$id8\" does not exist" },
+		{ "e", "{\"source_node_id\": \"node-$id1\","
+		       " \"target_node_id\": \"node-$id2\","
+		       " \"target_parameter_name\": \"structure\"}",
+		  "node \"node-$id2\" has no input parameter \"structure\""
+		  " (it has: input_file, extra)" },
+		{ "e", "{\"source_node_id\": \"node-$id2\","
+		       " \"target_node_id\": \"node-$id1\","
+		       " \"target_parameter_name\": \"x\"}",
+		  "node \"node-$id1\" has no input parameter \"x\" (it has none,"
+		  " so an edge into it uses \"input\")" },
+		{ "e", "{\"source_node_id\": \"node-$id1\","
+		       " \"source_parameter_name\": \"out_apex_calculation\","
+		       " \"target_node_id\": \"node-$id2\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "duplicates edge-$id1" },
+		{ "e", "{\"source_node_id\": \"node-$id1\","
+		       " \"target_node_id\": \"node-$id2\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "duplicates edge-$id1" },
+		{ "e", "{\"source_node_id\": \"node-$id2\","
+		       " \"target_node_id\": \"node-$id1\","
+		       " \"target_parameter_name\": \"input\"}",
+		  "would close a cycle: node-$id2 -> node-$id1 -> node-$id2" },
+		{ "e", "{\"source_node_id\": \"node-$id1\","
+		       " \"target_node_id\": \"node-$id1\","
+		       " \"target_parameter_name\": \"input\"}",
+		  "would close a cycle: node-$id1 -> node-$id1" },
+		{ "e", "{\"source_node_id\": \"node-$id3\","
+		       " \"target_node_id\": \"node-$id1\","
+		       " \"target_parameter_name\": \"input\"}",
+		  "would close a cycle: node-$id3 -> node-$id1 -> node-$id2 -> node-$id3" },
+		{ "e", "{\"source_node_id\": \"draft\","
+		       " \"target_node_id\": \"node-$id2\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "source node \"draft\" does not exist" },
+	};
+	int64_t seq;
+
+	node(fx, "node-$id1", "apex_calculation", "");
+	node(fx, "node-$id2", "abacus_calculation", "input_file,extra");
+	node(fx, "node-$id3", "t3", "");
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "draft", &seq), 0);
+	edge(fx, "edge-$id1", "node-$id1", "node-$id2", "input_file");
+	edge(fx, "edge-$id2", "node-$id2", "node-$id3", "input");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t before = gmtime_of(fx);
+
+		if (commit(fx, E, bad[i].id, bad[i].text) != -EINVAL)
+			fail_msg("accepted %s", bad[i].text);
+		if (strcmp(fx->err.message, bad[i].msg))
+			fail_msg("%s: got '%s', want '%s'", bad[i].text,
+				 fx->err.message, bad[i].msg);
+		assert_false(exists(fx, E, bad[i].id));
+		assert_int_equal(gmtime_of(fx), before);
+	}
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges"), 2);
+	assert_int_equal(commit(fx, E, "..", "{}"), -EINVAL);
+	assert_string_equal(fx->err.message, "edge id cannot be \"..\"");
+}
+
+static void test_edge_replace(void **state)
+{
+	struct fixture *fx = *state;
+	struct graph_item it, it2;
+	int64_t m;
+	char *doc;
+
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	edge(fx, "e1", "a", "b", "input");
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e1", &it), 0);
+	m = gmtime_of(fx);
+	/* itself again: not a duplicate, and no change */
+	edge(fx, "e1", "a", "b", "input");
+	doc = render(fx, E, "e1");
+	ok(fx, E, "e1", doc);
+	free(doc);
+	assert_int_equal(gmtime_of(fx), m);
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e1", &it2), 0);
+	assert_int_equal(it2.mtime_ns, it.mtime_ns);
+	free(it2.id);
+	/* turned around: the old version does not count as a cycle */
+	edge(fx, "e1", "b", "a", "input");
+	assert_true(gmtime_of(fx) > m);
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e1", &it2), 0);
+	assert_int_equal(it2.seq, it.seq);
+	free(it2.id);
+	free(it.id);
+	doc = render(fx, E, "e1");
+	assert_non_null(strstr(doc, "\"source_node_id\": \"b\",\n"
+				    "  \"source_parameter_name\": \"out_tb\",\n"
+				    "  \"target_node_id\": \"a\""));
+	free(doc);
+	/* but another edge still sees it */
+	assert_int_equal(edge_ret(fx, "e2", "a", "b", "input"), -EINVAL);
+	assert_string_equal(fx->err.message, "would close a cycle: a -> b -> a");
+}
+
+/* ---- drafts --------------------------------------------------------------- */
+
+static void test_drafts(void **state)
+{
+	struct fixture *fx = *state;
+	struct graph_item *items, it;
+	struct sbuf sb = SBUF_INIT;
+	int64_t seq, eseq, seq2, m, m0;
+	size_t n;
+	char *before, *after;
+
+	node(fx, "a", "ta", "");
+	before = params(fx);
+	m = gmtime_of(fx);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "new", &seq), 0);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "new", &seq2),
+			 -EEXIST);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "a", &seq2),
+			 -EEXIST);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "a/b", &seq2),
+			 -EINVAL);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id + 99, N, "x",
+					    &seq2), -ENOENT);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, E, "enew", &eseq), 0);
+	assert_int_equal(graph_mtime(fx->st, fx->s.id, &m0), 0);
+	assert_int_equal(m0, m);
+	/* listed, flagged, empty; not in parameters.json */
+	assert_int_equal(graph_list(fx->st, fx->s.id, N, &items, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(items[0].id, "a");
+	assert_false(items[0].draft);
+	assert_string_equal(items[1].id, "new");
+	assert_true(items[1].draft);
+	assert_int_equal(items[1].size, 0);
+	assert_int_equal(items[1].seq, seq);
+	graph_items_free(items, n);
+	assert_int_equal(graph_render(fx->st, N, seq, &sb), 0);
+	assert_int_equal(sb.len, 0);
+	assert_int_equal(graph_render(fx->st, E, eseq, &sb), 0);
+	assert_int_equal(sb.len, 0);
+	assert_int_equal(graph_get(fx->st, E, eseq, &it), 0);
+	assert_true(it.draft);
+	assert_int_equal(it.size, 0);
+	assert_string_equal(it.id, "enew");
+	free(it.id);
+	after = params(fx);
+	assert_string_equal(before, after);
+	free(after);
+	/* edges cannot name it */
+	assert_int_equal(edge_ret(fx, "e", "a", "new", "input"), -EINVAL);
+	assert_string_equal(fx->err.message, "target node \"new\" does not exist");
+	/* completing it keeps its seq */
+	node(fx, "new", "tn", "");
+	assert_true(gmtime_of(fx) > m);
+	assert_int_equal(graph_get(fx->st, N, seq, &it), 0);
+	assert_false(it.draft);
+	assert_true(it.size > 0);
+	free(it.id);
+	/* no longer a draft: stays */
+	assert_int_equal(graph_drop_draft(fx->st, N, seq), 0);
+	assert_true(exists(fx, N, "new"));
+	/* the edge draft completed */
+	edge(fx, "enew", "a", "new", "input");
+	assert_int_equal(graph_get(fx->st, E, eseq, &it), 0);
+	assert_false(it.draft);
+	free(it.id);
+	/* dropped */
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "gone", &seq2), 0);
+	m = gmtime_of(fx);
+	assert_int_equal(graph_drop_draft(fx->st, N, seq2), 0);
+	assert_false(exists(fx, N, "gone"));
+	assert_int_equal(gmtime_of(fx), m);
+	assert_int_equal(graph_get(fx->st, N, seq2, &it), -ENOENT);
+	/* all of them, at mount */
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "d1", &seq2), 0);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, E, "d2", &seq2), 0);
+	assert_int_equal(graph_drop_all_drafts(fx->st), 0);
+	assert_false(exists(fx, N, "d1"));
+	assert_false(exists(fx, E, "d2"));
+	assert_true(exists(fx, N, "new"));
+	assert_true(exists(fx, E, "enew"));
+	/* a draft may be deleted like anything else */
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "d3", &seq2), 0);
+	assert_int_equal(graph_delete(fx->st, fx->s.id, N, "d3"), 0);
+	assert_int_equal(gmtime_of(fx), m);
+	free(before);
+	sbuf_release(&sb);
+}
+
+/* ---- delete, rename ------------------------------------------------------- */
+
+static void test_delete(void **state)
+{
+	struct fixture *fx = *state;
+	struct graph_item *items;
+	size_t n;
+	int64_t m;
+
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	node(fx, "c", "tc", "");
+	node(fx, "d", "td", "");
+	edge(fx, "e1", "a", "b", "input");
+	edge(fx, "e2", "b", "c", "input");
+	edge(fx, "e3", "c", "d", "input");
+	edge(fx, "e4", "a", "d", "input");
+	m = gmtime_of(fx);
+	assert_int_equal(graph_delete(fx->st, fx->s.id, N, "b"), 0);
+	assert_true(gmtime_of(fx) > m);
+	assert_int_equal(graph_list(fx->st, fx->s.id, E, &items, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(items[0].id, "e3");
+	assert_string_equal(items[1].id, "e4");
+	graph_items_free(items, n);
+	assert_int_equal(graph_delete(fx->st, fx->s.id, N, "b"), -ENOENT);
+	assert_int_equal(graph_delete(fx->st, fx->s.id, E, "e3"), 0);
+	assert_int_equal(graph_delete(fx->st, fx->s.id, E, "e3"), -ENOENT);
+	assert_int_equal(graph_delete(fx->st, fx->s.id, N, "d"), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges"), 0);
+	/* the session goes, its graph with it */
+	node(fx, "x", "tx", "");
+	edge(fx, "e5", "a", "x", "input");
+	assert_int_equal(session_delete(fx->st, fx->t, fx->s.id), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_nodes"), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges"), 0);
+}
+
+static void test_rename(void **state)
+{
+	struct fixture *fx = *state;
+	struct graph_item it, it2;
+	int64_t m, dseq;
+	char *doc;
+
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	node(fx, "c", "tc", "");
+	edge(fx, "e1", "a", "b", "input");
+	edge(fx, "e2", "b", "c", "input");
+	assert_int_equal(graph_find(fx->st, fx->s.id, N, "b", &it), 0);
+	m = gmtime_of(fx);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "b", "x", false,
+				      &fx->err), 0);
+	assert_true(gmtime_of(fx) > m);
+	assert_false(exists(fx, N, "b"));
+	assert_int_equal(graph_find(fx->st, fx->s.id, N, "x", &it2), 0);
+	assert_int_equal(it2.seq, it.seq);
+	free(it.id);
+	free(it2.id);
+	doc = render(fx, N, "x");
+	assert_true(starts_with(doc, "{\n  \"id\": \"x\",\n  \"node_uuid\": "));
+	free(doc);
+	doc = render(fx, E, "e1");
+	assert_non_null(strstr(doc, "\"target_node_id\": \"x\","));
+	free(doc);
+	doc = render(fx, E, "e2");
+	assert_non_null(strstr(doc, "\"source_node_id\": \"x\","));
+	free(doc);
+	/* the cycle check sees the new name */
+	assert_int_equal(edge_ret(fx, "e3", "c", "a", "input"), -EINVAL);
+	assert_string_equal(fx->err.message,
+			    "would close a cycle: c -> a -> x -> c");
+
+	/* taken */
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "x", "c", false,
+				      &fx->err), -EEXIST);
+	assert_true(exists(fx, N, "x"));
+	/* replace: the old c goes, with its edges */
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "a", "c", true,
+				      &fx->err), 0);
+	assert_false(exists(fx, N, "a"));
+	assert_false(exists(fx, E, "e2"));
+	doc = render(fx, E, "e1");
+	assert_non_null(strstr(doc, "\"source_node_id\": \"c\","));
+	free(doc);
+	/* to itself; missing; bad names */
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "c", "c", false,
+				      &fx->err), 0);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "nope", "y", false,
+				      &fx->err), -ENOENT);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "c", "a/b", false,
+				      &fx->err), -EINVAL);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "c", ".", false,
+				      &fx->err), -EINVAL);
+	assert_true(exists(fx, N, "c"));
+
+	/* edges */
+	assert_int_equal(graph_rename(fx->st, fx->s.id, E, "e1", "edge-1", false,
+				      &fx->err), 0);
+	doc = render(fx, E, "edge-1");
+	assert_true(starts_with(doc, "{\n  \"id\": \"edge-1\",\n"));
+	free(doc);
+	node(fx, "z", "tz", "");
+	edge(fx, "e9", "x", "z", "input");
+	assert_int_equal(graph_rename(fx->st, fx->s.id, E, "e9", "edge-1", false,
+				      &fx->err), -EEXIST);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, E, "e9", "edge-1", true,
+				      &fx->err), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges"), 1);
+	doc = render(fx, E, "edge-1");
+	assert_non_null(strstr(doc, "\"target_node_id\": \"z\","));
+	free(doc);
+
+	/* a draft is renamed like a file, without touching the graph */
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "d", &dseq), 0);
+	m = gmtime_of(fx);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "d", "d2", false,
+				      &fx->err), 0);
+	assert_int_equal(gmtime_of(fx), m);
+	assert_int_equal(graph_get(fx->st, N, dseq, &it), 0);
+	assert_string_equal(it.id, "d2");
+	assert_true(it.draft);
+	free(it.id);
+}
+
+/* ---- infer-edges ---------------------------------------------------------- */
+
+static void test_infer_rule(void **state)
+{
+	struct fixture *fx = *state;
+	/* target node inputs -> the parameter the rule picks */
+	static const struct { const char *inputs, *want; } cases[] = {
+		{ "formula,input_file", "input_file" },
+		{ "a,FILE_x", "FILE_x" },
+		{ "a,Path", "Path" },
+		{ "a,the_url", "the_url" },
+		{ "a,MyInput", "MyInput" },
+		{ "a,output_dir", "output_dir" },
+		{ "a,structure", "structure" },
+		{ "a,rawData", "rawData" },
+		{ "a,last_result", "last_result" },
+		{ "structure_file,data", "structure_file" },
+		{ "formula,method", "formula" },
+		{ "", "input" },
+		{ "fi_le,pa-th", "fi_le" },
+	};
+	size_t nc = sizeof(cases) / sizeof(cases[0]), added = 0;
+	struct sbuf report = SBUF_INIT;
+	struct graph_item *items;
+	size_t n;
+
+	node(fx, "n0", "first", "");
+	for (size_t i = 0; i < nc; i++) {
+		char id[16], label[16];
+
+		snprintf(id, sizeof(id), "n%zu", i + 1);
+		snprintf(label, sizeof(label), "tool%zu", i + 1);
+		node(fx, id, label, cases[i].inputs);
+	}
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_int_equal(added, nc);
+	assert_int_equal(report.len, 0);
+	assert_int_equal(graph_list(fx->st, fx->s.id, E, &items, &n), 0);
+	assert_int_equal(n, nc);
+	for (size_t i = 0; i < nc; i++) {
+		char want[512], *doc;
+
+		snprintf(want, sizeof(want),
+			 "{\n"
+			 "  \"id\": \"edge-$id%zu\",\n"
+			 "  \"source_node_id\": \"n%zu\",\n"
+			 "  \"source_parameter_name\": \"out_%s%.0zu\",\n"
+			 "  \"target_node_id\": \"n%zu\",\n"
+			 "  \"target_parameter_name\": \"%s\"\n"
+			 "}", i + 1, i, i ? "tool" : "first", i, i + 1,
+			 cases[i].want);
+		doc = render(fx, E, items[i].id);
+		assert_string_equal(doc, want);
+		free(doc);
+	}
+	graph_items_free(items, n);
+	/* again: everything is there already */
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(report.len, 0);
+	sbuf_release(&report);
+}
+
+static void test_infer_existing(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf report = SBUF_INIT;
+	struct graph_item *items;
+	size_t added, n;
+	int64_t m;
+
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	node(fx, "c", "tc", "");
+	node(fx, "d", "td", "");
+	node(fx, "e", "te", "");
+	/* taken ids; an existing edge equal to what the rule gives (b -> c);
+	 * one that makes d -> e close a cycle; one the rule would not make */
+	edge(fx, "edge-$id1", "b", "c", "input");
+	edge(fx, "edge-$id3", "e", "a", "input");
+	edge(fx, "edge-$id4", "a", "d", "input");
+	m = gmtime_of(fx);
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_true(gmtime_of(fx) > m);
+	/* a -> b gets 2, c -> d gets 5; d -> e is skipped */
+	assert_int_equal(added, 2);
+	assert_string_equal(report.buf,
+			    "d -> e skipped: would close a cycle: d -> e -> a -> d\n");
+	assert_int_equal(graph_list(fx->st, fx->s.id, E, &items, &n), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(items[0].id, "edge-$id1");
+	assert_string_equal(items[1].id, "edge-$id3");
+	assert_string_equal(items[2].id, "edge-$id4");
+	assert_string_equal(items[3].id, "edge-$id2");
+	assert_string_equal(items[4].id, "edge-$id5");
+	graph_items_free(items, n);
+	{
+		char *doc = render(fx, E, "edge-$id5");
+
+		assert_non_null(strstr(doc, "\"source_node_id\": \"c\",\n"
+					    "  \"source_parameter_name\": \"out_tc\",\n"
+					    "  \"target_node_id\": \"d\""));
+		free(doc);
+	}
+	/* nothing to add: no change */
+	sbuf_reset(&report);
+	m = gmtime_of(fx);
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(gmtime_of(fx), m);
+	assert_non_null(strstr(report.buf, "d -> e skipped"));
+	/* drafts take no part; an empty graph is fine */
+	sbuf_release(&report);
+}
+
+static void test_infer_empty(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf report = SBUF_INIT;
+	size_t added = 7;
+	int64_t seq;
+
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_int_equal(added, 0);
+	node(fx, "a", "ta", "");
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "b", &seq), 0);
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_int_equal(added, 0);
+	node(fx, "c", "tc", "");
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(report.len, 0);
+	sbuf_release(&report);
+}
+
+/* ---- parameters.json ------------------------------------------------------ */
+
+static char *read_fixture(const char *name, size_t *len)
+{
+	/* FLOWFS_SOURCE_SKILLS is <repo>/core/skills */
+	const char *src = FLOWFS_SOURCE_SKILLS;
+	size_t n = strlen(src) - strlen("/core/skills");
+	char path[1024];
+	FILE *f;
+	char *buf;
+	long size;
+
+	snprintf(path, sizeof(path), "%.*s/../shared/fixtures/%s", (int)n,
+		 src, name);
+	f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	size = ftell(f);
+	assert_true(size > 0);
+	rewind(f);
+	buf = malloc((size_t)size + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+	buf[size] = '\0';
+	fclose(f);
+	*len = (size_t)size;
+	return buf;
+}
+
+static void test_parameters_seed(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const names[] = {
+		"seed000-example1.json", "seed000-example2.json"
+	};
+	struct sbuf uuid = SBUF_INIT;
+
+	for (size_t i = 0; i < 2; i++) {
+		size_t len;
+		char *text = read_fixture(names[i], &len), *back;
+		struct graph_item *items;
+		size_t n;
+
+		if (!text)
+			skip();
+		ferr_clear(&fx->err);
+		if (graph_commit_parameters(fx->st, fx->tools, fx->s.id, text,
+					    len, &fx->err) < 0)
+			fail_msg("%s: %s", names[i], fx->err.message);
+		back = params(fx);
+		assert_string_equal(back, text);
+		free(back);
+		/* the pieces are the nodes and edges of the document */
+		assert_int_equal(graph_list(fx->st, fx->s.id, N, &items, &n), 0);
+		assert_int_equal(n, i ? 3 : 1);
+		assert_string_equal(items[n - 1].id, i ? "node-$id3" : "node-$id1");
+		graph_items_free(items, n);
+		assert_int_equal(graph_list(fx->st, fx->s.id, E, &items, &n), 0);
+		assert_int_equal(n, i ? 2 : 0);
+		graph_items_free(items, n);
+		free(text);
+	}
+	assert_int_equal(graph_template_uuid(fx->st, fx->s.id, &uuid), 0);
+	assert_string_equal(uuid.buf, "68a4ed99-9fff-4b1a-9b47-98a8624b5143");
+	sbuf_release(&uuid);
+}
+
+static void test_parameters_render(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf uuid = SBUF_INIT;
+	char want[512], *doc;
+
+	/* a new session has its own template uuid and an empty graph */
+	assert_int_equal(graph_template_uuid(fx->st, fx->s.id, &uuid), 0);
+	assert_v4(uuid.buf);
+	snprintf(want, sizeof(want),
+		 "{\n"
+		 "  \"nodes\": [],\n"
+		 "  \"edges\": [],\n"
+		 "  \"meta\": {\n"
+		 "    \"template_uuid\": \"%s\"\n"
+		 "  }\n"
+		 "}", uuid.buf);
+	doc = params(fx);
+	assert_string_equal(doc, want);
+	free(doc);
+	assert_int_equal(graph_template_uuid(fx->st, fx->s.id + 9, &uuid),
+			 -ENOENT);
+	{
+		struct sbuf sb = SBUF_INIT;
+
+		assert_int_equal(graph_render_parameters(fx->st, fx->s.id + 9,
+							 &sb), -ENOENT);
+		assert_int_equal(sb.len, 0);
+		sbuf_release(&sb);
+	}
+	/* nodes written one by one, in creation order, nested */
+	ok(fx, N, "b", "{\"label\": \"tb\", \"node_uuid\": \"u-b\"}");
+	ok(fx, N, "a", "{\"label\": \"ta\", \"node_uuid\": \"u-a\","
+		       " \"input_parameters\": [{\"name\": \"p\", \"type\": \"str\","
+		       " \"value\": \"line\\nbreak\"}]}");
+	edge(fx, "e", "b", "a", "p");
+	doc = params(fx);
+	snprintf(want, sizeof(want), "    \"template_uuid\": \"%s\"\n  }\n}",
+		 uuid.buf);
+	assert_non_null(strstr(doc, want));
+	{
+		const char *expect =
+			"{\n"
+			"  \"nodes\": [\n"
+			"    {\n"
+			"      \"id\": \"b\",\n"
+			"      \"node_uuid\": \"u-b\",\n"
+			"      \"node_version\": \"1.2\",\n"
+			"      \"label\": \"tb\",\n"
+			"      \"position_x\": 0.0,\n"
+			"      \"position_y\": 0.0,\n"
+			"      \"system_values\": {\n"
+			"        \"machine_type\": \"c2_m4_cpu\",\n"
+			"        \"image\": \"\",\n"
+			"        \"docker_image\": \"\"\n"
+			"      },\n"
+			"      \"input_parameters\": [],\n"
+			"      \"output_parameters\": []\n"
+			"    },\n"
+			"    {\n"
+			"      \"id\": \"a\",\n"
+			"      \"node_uuid\": \"u-a\",\n"
+			"      \"node_version\": \"1.2\",\n"
+			"      \"label\": \"ta\",\n"
+			"      \"position_x\": 0.0,\n"
+			"      \"position_y\": 0.0,\n"
+			"      \"system_values\": {\n"
+			"        \"machine_type\": \"c2_m4_cpu\",\n"
+			"        \"image\": \"\",\n"
+			"        \"docker_image\": \"\"\n"
+			"      },\n"
+			"      \"input_parameters\": [\n"
+			"        {\n"
+			"          \"name\": \"p\",\n"
+			"          \"type\": \"str\",\n"
+			"          \"value\": \"line\\nbreak\"\n"
+			"        }\n"
+			"      ],\n"
+			"      \"output_parameters\": []\n"
+			"    }\n"
+			"  ],\n"
+			"  \"edges\": [\n"
+			"    {\n"
+			"      \"id\": \"e\",\n"
+			"      \"source_node_id\": \"b\",\n"
+			"      \"source_parameter_name\": \"out_tb\",\n"
+			"      \"target_node_id\": \"a\",\n"
+			"      \"target_parameter_name\": \"p\"\n"
+			"    }\n"
+			"  ],\n"
+			"  \"meta\": {\n";
+
+		assert_true(!strncmp(doc, expect, strlen(expect)));
+	}
+	free(doc);
+	sbuf_release(&uuid);
+}
+
+static void test_parameters_refusals(void **state)
+{
+	struct fixture *fx = *state;
+#define ND(id) "{\"id\": \"" id "\", \"label\": \"t\"}"
+#define ED(id, s, t) "{\"id\": \"" id "\", \"source_node_id\": \"" s "\"," \
+	" \"target_node_id\": \"" t "\", \"target_parameter_name\": \"input\"}"
+#define DOC(nodes, edges) "{\"nodes\": [" nodes "], \"edges\": [" edges "]," \
+	" \"meta\": {}}"
+	static const struct { const char *text, *msg; } bad[] = {
+		{ "[]", "parameters.json must be a JSON object" },
+		{ "{\"nodes\": [], \"edges\": []}", "missing \"meta\"" },
+		{ "{\"edges\": [], \"meta\": {}}", "missing \"nodes\"" },
+		{ "{\"nodes\": [], \"edges\": [], \"meta\": {}, \"x\": 1}",
+		  "unknown field \"x\" (parameters.json has nodes, edges, meta)" },
+		{ "{\"nodes\": {}, \"edges\": [], \"meta\": {}}",
+		  "\"nodes\" must be an array" },
+		{ "{\"nodes\": [], \"edges\": 1, \"meta\": {}}",
+		  "\"edges\" must be an array" },
+		{ "{\"nodes\": [], \"edges\": [], \"meta\": []}",
+		  "\"meta\" must be an object" },
+		{ "{\"nodes\": [], \"edges\": [], \"meta\": {\"v\": 1}}",
+		  "unknown field \"meta.v\" (meta has template_uuid)" },
+		{ "{\"nodes\": [], \"edges\": [], \"meta\": {\"template_uuid\": 1}}",
+		  "\"meta.template_uuid\" must be a string" },
+		{ DOC(ND("a") ", {\"label\": \"t\"}", ""),
+		  "nodes[1]: a node needs an \"id\"" },
+		{ DOC(ND("a") ", " ND("b") ", {\"id\": \"c\", \"lable\": \"t\"}", ""),
+		  "nodes[2]: unknown field \"lable\"" },
+		{ DOC(ND("a") ", {\"id\": \"b\", \"label\": \"t\", \"position_x\": []}", ""),
+		  "nodes[1]: \"position_x\" must be a number" },
+		{ DOC(ND("a") ", " ND("b") ", " ND("a"), ""),
+		  "nodes[2]: id \"a\" repeats nodes[0]" },
+		{ DOC(ND("a/b"), ""), "nodes[0]: \"id\" \"a/b\" contains '/'" },
+		{ DOC(ND("a") ", 3", ""), "nodes[1]: a node must be a JSON object" },
+		{ DOC(ND("a") ", " ND("b"), ED("e1", "a", "b") ", " ED("e2", "a", "c")),
+		  "edges[1]: target node \"c\" does not exist" },
+		{ DOC(ND("a") ", " ND("b"), ED("e1", "x", "b")),
+		  "edges[0]: source node \"x\" does not exist" },
+		{ DOC(ND("a") ", " ND("b"), "{\"source_node_id\": \"a\","
+		      " \"target_node_id\": \"b\", \"target_parameter_name\": \"input\"}"),
+		  "edges[0]: an edge needs an \"id\"" },
+		{ DOC(ND("a") ", " ND("b"), ED("e1", "a", "b") ", " ED("e1", "b", "a")),
+		  "edges[1]: id \"e1\" repeats edges[0]" },
+		{ DOC(ND("a") ", " ND("b"), ED("e1", "a", "b") ", " ED("e2", "a", "b")),
+		  "edges[1]: duplicates e1" },
+		{ DOC(ND("a") ", " ND("b"), "{\"id\": \"e1\", \"source_node_id\": \"a\","
+		      " \"target_node_id\": \"b\", \"target_parameter_name\": \"x\"}"),
+		  "edges[0]: node \"b\" has no input parameter \"x\" (it has none,"
+		  " so an edge into it uses \"input\")" },
+		{ DOC(ND("a"), ED("e1", "a", "a")),
+		  "edges[0]: would close a cycle: a -> a" },
+		{ DOC(ND("a") ", " ND("b") ", " ND("c"),
+		      ED("e1", "a", "b") ", " ED("e2", "b", "c") ", " ED("e3", "c", "a")),
+		  "edges[2]: would close a cycle: c -> a -> b -> c" },
+		{ DOC(ND("a") ", " ND("b") ", " ND("c") ", " ND("d"),
+		      ED("e1", "c", "a") ", " ED("e2", "a", "b") ", "
+		      ED("e3", "d", "a") ", " ED("e4", "b", "c")),
+		  "edges[3]: would close a cycle: b -> c -> a -> b" },
+		{ DOC(ND("a") ", " ND("b") ", " ND("c"),
+		      ED("e1", "b", "a") ", " ED("e2", "a", "b") ", " ED("e3", "b", "c")),
+		  "edges[1]: would close a cycle: a -> b -> a" },
+		{ "{\"nodes\": [}", "line 1, column 12" },
+	};
+	char *before;
+	int64_t m;
+
+	node(fx, "keep", "k", "");
+	before = params(fx);
+	m = gmtime_of(fx);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *after, line[700];
+
+		if (commit_params(fx, bad[i].text) != -EINVAL)
+			fail_msg("accepted %s", bad[i].text);
+		ferr_format(&fx->err, line, sizeof(line));
+		if (!strstr(line, bad[i].msg))
+			fail_msg("%s: got '%s', want '%s'", bad[i].text, line,
+				 bad[i].msg);
+		after = params(fx);
+		assert_string_equal(before, after);
+		free(after);
+		assert_int_equal(gmtime_of(fx), m);
+	}
+	free(before);
+#undef ND
+#undef ED
+#undef DOC
+}
+
+static void test_parameters_replace(void **state)
+{
+	struct fixture *fx = *state;
+	struct graph_item *items, it;
+	struct sbuf uuid = SBUF_INIT;
+	char ua[37], ub[37], uc[37], *doc, *again;
+	int64_t m, dseq, keep_seq;
+	size_t n;
+
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	edge(fx, "old", "a", "b", "input");
+	uuid_of(fx, "a", ua);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "writing", &dseq),
+			 0);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "c", &keep_seq),
+			 0);
+	/* b, c (new; its draft gives way), a (uuid kept), in that order */
+	assert_int_equal(commit_params(fx,
+		"{\"nodes\": [{\"id\": \"b\", \"label\": \"tb2\"},"
+		" {\"id\": \"c\", \"label\": \"tc\"},"
+		" {\"id\": \"a\", \"label\": \"ta\", \"input_parameters\":"
+		"  [{\"name\": \"structure\"}]}],"
+		" \"edges\": [{\"id\": \"e1\", \"source_node_id\": \"c\","
+		"  \"target_node_id\": \"a\", \"target_parameter_name\": \"structure\"},"
+		"  {\"id\": \"e2\", \"source_node_id\": \"b\", \"source_parameter_name\":"
+		"  \"mine\", \"target_node_id\": \"c\", \"target_parameter_name\": \"input\"}],"
+		" \"meta\": {\"template_uuid\": \"tpl-1\"}}"), 0);
+	assert_int_equal(graph_list(fx->st, fx->s.id, N, &items, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(items[0].id, "writing");	/* drafts stay */
+	assert_true(items[0].draft);
+	assert_string_equal(items[1].id, "b");
+	assert_string_equal(items[2].id, "c");
+	assert_false(items[2].draft);
+	assert_string_equal(items[3].id, "a");
+	graph_items_free(items, n);
+	assert_false(exists(fx, E, "old"));
+	uuid_of(fx, "a", uc);
+	assert_string_equal(ua, uc);
+	uuid_of(fx, "c", uc);
+	assert_v4(uc);
+	uuid_of(fx, "b", ub);
+	assert_v4(ub);
+	doc = render(fx, E, "e1");
+	assert_non_null(strstr(doc, "\"source_parameter_name\": \"out_tc\","));
+	free(doc);
+	doc = render(fx, E, "e2");
+	assert_non_null(strstr(doc, "\"source_parameter_name\": \"mine\","));
+	free(doc);
+	assert_int_equal(graph_template_uuid(fx->st, fx->s.id, &uuid), 0);
+	assert_string_equal(uuid.buf, "tpl-1");
+
+	/* its own rendering again: nothing changes, not even times */
+	doc = params(fx);
+	m = gmtime_of(fx);
+	assert_int_equal(graph_find(fx->st, fx->s.id, N, "b", &it), 0);
+	assert_int_equal(commit_params(fx, doc), 0);
+	again = params(fx);
+	assert_string_equal(doc, again);
+	free(again);
+	assert_int_equal(gmtime_of(fx), m);
+	{
+		struct graph_item it2;
+
+		assert_int_equal(graph_find(fx->st, fx->s.id, N, "b", &it2), 0);
+		assert_int_equal(it2.seq, it.seq);
+		assert_int_equal(it2.mtime_ns, it.mtime_ns);
+		free(it2.id);
+	}
+	free(it.id);
+	/* without meta.template_uuid the session keeps its own */
+	assert_int_equal(commit_params(fx, "{\"nodes\": [], \"edges\": [],"
+				       " \"meta\": {}}"), 0);
+	assert_true(gmtime_of(fx) > m);
+	sbuf_reset(&uuid);
+	assert_int_equal(graph_template_uuid(fx->st, fx->s.id, &uuid), 0);
+	assert_string_equal(uuid.buf, "tpl-1");
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_nodes"
+				 " WHERE doc IS NOT NULL"), 0);
+	assert_true(exists(fx, N, "writing"));
+	/* what was written by parts reads back as the whole */
+	assert_int_equal(commit_params(fx, doc), 0);
+	again = params(fx);
+	assert_string_equal(doc, again);
+	free(again);
+	free(doc);
+	sbuf_release(&uuid);
+}
+
+/* ---- times, names, tools -------------------------------------------------- */
+
+static void test_output_name(void **state)
+{
+	static const struct { const char *id; int64_t s; const char *want; } cases[] = {
+		{ "a1b2c3d4e5f6", 1795250759,
+		  "parameters_a1b2c3d4_20261121_084559.json" },
+		{ "ab", 1795250759, "parameters_ab_20261121_084559.json" },
+		{ "abcdefgh", 0, "parameters_abcdefgh_19700101_000000.json" },
+		/* 3-byte characters: 8 of them, not 8 bytes */
+		{ "\xe4\xbc\x9a\xe8\xaf\x9d\xe4\xb8\x80\xe4\xba\x8c\xe4\xb8\x89"
+		  "\xe5\x9b\x9b\xe4\xba\x94\xe5\x85\xad\xe4\xb8\x83\xe5\x85\xab"
+		  "\xe4\xb9\x9d",
+		  1795250759,
+		  "parameters_\xe4\xbc\x9a\xe8\xaf\x9d\xe4\xb8\x80\xe4\xba\x8c"
+		  "\xe4\xb8\x89\xe5\x9b\x9b\xe4\xba\x94\xe5\x85\xad"
+		  "_20261121_084559.json" },
+		/* mixed widths: a, e-acute, a 4-byte emoji */
+		{ "a\xc3\xa9\xf0\x9f\x98\x80" "bcdefgh", 1795250759,
+		  "parameters_a\xc3\xa9\xf0\x9f\x98\x80" "bcdef_20261121_084559.json" },
+		{ "", 1795250759, "parameters_unknown_20261121_084559.json" },
+	};
+	char *tz = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
+	struct sbuf sb = SBUF_INIT;
+
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sbuf_reset(&sb);
+		assert_int_equal(graph_output_name(cases[i].id,
+						   cases[i].s * 1000000000 + 999,
+						   &sb), 0);
+		assert_string_equal(sb.buf, cases[i].want);
+	}
+	/* local time: 9 hours east */
+	setenv("TZ", "JST-9", 1);
+	tzset();
+	sbuf_reset(&sb);
+	assert_int_equal(graph_output_name("s", (int64_t)1795250759 * 1000000000,
+					   &sb), 0);
+	assert_string_equal(sb.buf, "parameters_s_20261121_174559.json");
+	if (tz)
+		setenv("TZ", tz, 1);
+	else
+		unsetenv("TZ");
+	tzset();
+	free(tz);
+	sbuf_release(&sb);
+}
+
+static void test_tools(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct { const char *text, *msg; } bad[] = {
+		{ "[]", "must be a JSON object" },
+		{ "{\"t\": 1}", "\"t\" must be an object" },
+		{ "{\"t\": {\"image\": 1}}", "\"t.image\" must be a string" },
+		{ "{\"t\": {\"imgae\": \"x\"}}",
+		  "\"t\": unknown field \"imgae\" (a tool has image, machine_type)" },
+		{ "{", "line 1, column 2" },
+	};
+	struct graph_tools *t = NULL;
+	char path[200];
+
+	snprintf(path, sizeof(path), "%s/none.json", fx->dir);
+	assert_int_equal(graph_tools_load(path, &t, &fx->err), 0);
+	assert_non_null(t);
+	graph_tools_free(t);
+	snprintf(path, sizeof(path), "%s/tools.json", fx->dir);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char line[700];
+
+		write_file(path, bad[i].text);
+		ferr_clear(&fx->err);
+		t = NULL;
+		assert_int_equal(graph_tools_load(path, &t, &fx->err), -EINVAL);
+		assert_null(t);
+		ferr_format(&fx->err, line, sizeof(line));
+		if (!strstr(line, bad[i].msg))
+			fail_msg("%s: got '%s'", bad[i].text, line);
+	}
+	graph_tools_free(NULL);
+}
+
+/* 2,000 nodes in a chain, one edge at a time, then the edge that closes
+ * it: each check only walks what the new edge's target reaches. */
+static void test_chain(void **state)
+{
+	struct fixture *fx = *state;
+	enum { LEN = 2000 };
+	char id[32], prev[32], doc[256];
+	struct graph_item *items;
+	size_t n;
+
+	for (int i = 0; i < LEN; i++) {
+		snprintf(id, sizeof(id), "node-$id%d", i);
+		snprintf(doc, sizeof(doc), "{\"label\": \"step_%d\"}", i);
+		ok(fx, N, id, doc);
+		if (i) {
+			char eid[32];
+
+			snprintf(eid, sizeof(eid), "edge-$id%d", i);
+			edge(fx, eid, prev, id, "input");
+		}
+		memcpy(prev, id, sizeof(id));
+	}
+	assert_int_equal(graph_list(fx->st, fx->s.id, E, &items, &n), 0);
+	assert_int_equal(n, LEN - 1);
+	graph_items_free(items, n);
+	assert_int_equal(edge_ret(fx, "back", "node-$id1999", "node-$id0",
+				  "input"), -EINVAL);
+	assert_true(starts_with(fx->err.message,
+				"would close a cycle: node-$id1999 -> node-$id0 ->"
+				" node-$id1 -> node-$id2 -> "));
+	/* the whole chain as one document, read back the same */
+	{
+		char *p = params(fx), *q;
+
+		assert_int_equal(commit_params(fx, p), 0);
+		q = params(fx);
+		assert_string_equal(p, q);
+		free(p);
+		free(q);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_node_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_uuid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_unchanged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_keeps_fed_inputs, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_edge_document, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_edge_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_edge_replace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drafts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_infer_rule, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_infer_existing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_infer_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parameters_seed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parameters_render, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_parameters_refusals, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_parameters_replace, setup,
+						teardown),
+		cmocka_unit_test(test_output_name),
+		cmocka_unit_test_setup_teardown(test_tools, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chain, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
