@@ -52,6 +52,22 @@ static const struct {
 		"UPDATE sessions SET edges_ino = ?2 WHERE id = ?1" },
 };
 
+uint64_t session_folder_ino(const struct session_info *s,
+			    enum session_folder which)
+{
+	switch (which) {
+	case SESSION_UPLOADS:
+		return s->uploads_ino;
+	case SESSION_OUTPUT:
+		return s->output_ino;
+	case SESSION_NODES:
+		return s->nodes_ino;
+	case SESSION_EDGES:
+		return s->edges_ino;
+	}
+	return 0;
+}
+
 static const char *folder_name(enum session_folder which)
 {
 	return folders[which].name;

@@ -98,6 +98,10 @@ int session_delete(struct store *st, struct tree *t, int64_t id);
 int session_has_data(struct store *st, struct tree *t,
 		     const struct session_info *s, bool *has);
 
+/* The inode number of one of the session's folders. */
+uint64_t session_folder_ino(const struct session_info *s,
+			    enum session_folder which);
+
 /* Replace an (empty) session folder by a fresh one (after its rmdir). */
 int session_renew_folder(struct store *st, struct tree *t,
 			 struct session_info *s, enum session_folder which);

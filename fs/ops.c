@@ -459,9 +459,8 @@ static int resolve_row(struct flowfs *fs, const struct node *parent,
 
 	switch (e->kind) {
 	case ENTRY_FOLDER:
-		return resolve(fs, e->folder == SESSION_UPLOADS
-				       ? parent->s.uploads_ino
-				       : parent->s.output_ino, out);
+		return resolve(fs, session_folder_ino(&parent->s, e->folder),
+			       out);
 	case ENTRY_SKILL:
 		fs_binding_init(fs, &parent->s, &b);
 		sk = binding_skill(&b.ctx);
