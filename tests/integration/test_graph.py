@@ -372,9 +372,7 @@ def test_draft_exists_while_open(s):
     fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         os.write(fd, part)
-        st = os.stat(p)
-        assert stat.S_ISREG(st.st_mode)
-        assert st.st_size == len(part)
+        assert stat.S_ISREG(os.stat(p).st_mode)
         assert f"{N2}.json" in os.listdir(s / "nodes")
         # Not part of the graph yet, and no edge may name it.
         assert [n["id"] for n in graph(s)["nodes"]] == [N1]
@@ -393,18 +391,33 @@ def test_draft_exists_while_open(s):
 
 def test_draft_refused_first_close_disappears_at_release(s):
     p = npath(s, N1)
-    bad = b'{"label": "x", "bogus": 1}'
     fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        os.write(fd, bad)
-        size_while_open = os.stat(p).st_size
+        os.write(fd, b'{"label": "x", "bogus": 1}')
+        assert os.path.exists(p)
     finally:
         rc = oserror(os.close, fd)
     assert rc == errno.EINVAL, errname(rc)
     assert wait_gone(p)
-    assert size_while_open == len(bad)
     assert os.listdir(s / "nodes") == []
     assert last_refusal(s)[0] == f"nodes/{N1}.json"
+
+
+@pytest.mark.parametrize("folder", ["nodes", "edges"])
+def test_draft_stat_shows_written_size(s, folder):
+    # DESIGN §2: sizes are true; issue 4: a draft's stat shows the size of
+    # what was written so far.
+    p = s / folder / "x-draft.json"
+    parts = [b'{"label": "dra', b'ft", ', b'"position_x": 1.5}']
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    sizes = []
+    try:
+        for i in range(len(parts)):
+            os.write(fd, parts[i])
+            sizes.append(os.stat(p).st_size)
+    finally:
+        oserror(os.close, fd)
+    assert sizes == [len(b"".join(parts[:i + 1])) for i in range(len(parts))]
 
 
 def test_fsync_validates(s):
@@ -718,6 +731,38 @@ def test_edge_cycles_named(s):
     assert cycle_pairs(msg) == {(N1, N2), (N2, N3), (N3, N1)}, msg
     # Forward edges are fine (a DAG, not a tree).
     add_edge(s, "edge-$fwd", N1, N4, "input")
+
+
+def test_node_losing_a_fed_input_refused(s):
+    add_node(s, N1, "a")
+    add_node(s, N2, "b", input_parameters=[param("structure_file"),
+                                           param("other")])
+    add_edge(s, E1, N1, N2, "structure_file")
+    before = read_bytes(npath(s, N2))
+    assert put_json(npath(s, N2), {"label": "b",
+                                   "input_parameters": [param("other")]}) \
+        == errno.EINVAL
+    assert read_bytes(npath(s, N2)) == before
+    path, msg = last_refusal(s)
+    assert path == f"nodes/{N2}.json"
+    assert E1 in msg and "structure_file" in msg, msg
+    # Dropping an input no edge feeds is fine.
+    add_node(s, N2, "b", input_parameters=[param("structure_file")])
+
+
+def test_same_bytes_change_nothing(s):
+    add_node(s, N1, "a")
+    p = s / "parameters.json"
+    m_node = os.stat(npath(s, N1)).st_mtime_ns
+    m_all = os.stat(p).st_mtime_ns
+    out = os.listdir(s / "parameters_output")
+    add_node(s, N1, "a")                       # the same document again
+    assert os.stat(npath(s, N1)).st_mtime_ns == m_node
+    assert os.stat(p).st_mtime_ns == m_all
+    assert os.listdir(s / "parameters_output") == out
+    add_node(s, N1, "b")
+    assert os.stat(p).st_mtime_ns > m_all
+    assert os.stat(npath(s, N1)).st_mtime_ns > m_node
 
 
 def test_replacing_an_edge_is_not_a_cycle_with_itself(s):
@@ -1145,7 +1190,7 @@ cat > 's/edges/edge-$id1.json' <<'EOF'
 {"source_node_id": "node-$id1", "target_node_id": "node-$id2",
  "target_parameter_name": "structure_file"}
 EOF
-jq -c '.nodes[] | {id, "label": .label, machine: .system_values.machine_type}' s/parameters.json
+jq -c '.nodes[] | {id: .id, label: .label, machine: .system_values.machine_type}' s/parameters.json
 echo ---
 jq -c '.edges[]' s/parameters.json
 echo ---
