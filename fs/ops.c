@@ -54,6 +54,8 @@ struct handle {
 };
 
 static void release_handle(struct flowfs *fs, struct handle *h);
+struct node;
+static bool node_is_dir(const struct node *n);
 
 /* What an inode number stands for. */
 struct node {
@@ -790,10 +792,10 @@ static int resolve_writable(struct flowfs *fs, fuse_ino_t dir, struct node *p)
 }
 
 /*
- * unlink/rmdir of `name` in a session's skill/: what it shows is
- * generated, so removing it is a no-op that succeeds (rm -rf of a session
- * must work), with the errnos of a real folder for a wrong type or no
- * name.  Under .flowfs/skills/ nothing needs it: EROFS there.
+ * unlink/rmdir of `name` in a session's skill/ or parameters_output/:
+ * what they show is generated, so removing it is a no-op that succeeds
+ * (rm -rf of a session must work), with the errnos of a real folder for
+ * a wrong type or no name.  Under .flowfs/ nothing needs it: EROFS.
  */
 static int remove_in_view(struct flowfs *fs, const struct node *p,
 			  const char *name, bool dir)
@@ -803,9 +805,18 @@ static int remove_in_view(struct flowfs *fs, const struct node *p,
 
 	if (ret < 0)
 		return ret;
-	if (dir != view_is_dir(&n))
+	if (dir != node_is_dir(&n))
 		return dir ? -ENOTDIR : -EISDIR;
 	return 0;
+}
+
+/* Removing in `p` is such a no-op: a session's skill/ or another of its
+ * read-only folders (parameters_output/); not .flowfs/. */
+static bool removal_is_noop(const struct node *p)
+{
+	if (p->type == N_VIEW)
+		return p->space == FS_SPACE_SKILL;
+	return p->type == N_ENTRY && fs_entries[p->row].scope >= SCOPE_SESSION;
 }
 
 /* Check that `name` may be created in `parent`; 0 or -errno. */
@@ -953,9 +964,11 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	lock(fs);
 	ret = resolve_writable(fs, parent, &p);
-	if (ret == -EROFS && p.type == N_VIEW && p.space == FS_SPACE_SKILL)
+	if (ret == -EROFS && removal_is_noop(&p)) {
 		ret = remove_in_view(fs, &p, name, false);
-	if (ret < 0 || p.type == N_VIEW)
+		goto out;
+	}
+	if (ret < 0)
 		goto out;
 	row = reserved_row(fs, &p, name);
 	if (row >= 0) {
@@ -996,9 +1009,11 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	lock(fs);
 	ret = resolve_writable(fs, parent, &p);
-	if (ret == -EROFS && p.type == N_VIEW && p.space == FS_SPACE_SKILL)
+	if (ret == -EROFS && removal_is_noop(&p)) {
 		ret = remove_in_view(fs, &p, name, true);
-	if (ret < 0 || p.type == N_VIEW)
+		goto out;
+	}
+	if (ret < 0)
 		goto out;
 	row = reserved_row(fs, &p, name);
 	if (p.type == N_ROOT) {
@@ -1023,8 +1038,10 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 						   fs_entries[row].folder);
 		goto out;
 	}
-	if (row >= 0 && fs_entries[row].kind == ENTRY_SKILL) {
-		/* skill/ is generated: it stays, like generated files */
+	if (row >= 0 && (fs_entries[row].kind == ENTRY_SKILL ||
+			 fs_entries[row].kind == ENTRY_DIR)) {
+		/* skill/ and parameters_output/ are generated: they stay,
+		 * like generated files */
 		ret = 0;
 		goto out;
 	}
