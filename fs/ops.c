@@ -1066,6 +1066,9 @@ static int log_refusal(struct flowfs *fs, int64_t session, const char *path,
 	return session_log(fs->st, session, path, line);
 }
 
+/* A path in a session as status names it: "nodes/" + a 255-byte name. */
+#define STATUS_PATH_MAX 272
+
 /* The path status names a document by ("session.json", "nodes/x.json"). */
 static void target_path(const struct doc_target *t, char *buf, size_t size)
 {
@@ -1082,7 +1085,7 @@ static int commit_target(struct flowfs *fs, const struct doc_target *t,
 {
 	struct ferr err = FERR_INIT;
 	struct session_info s;
-	char path[FERR_PATH_MAX];
+	char path[STATUS_PATH_MAX];
 	int ret;
 
 	ret = session_get(fs->st, t->session, &s);
@@ -1238,7 +1241,7 @@ static int rename_graph(struct flowfs *fs, fuse_req_t req, const struct node *p,
 		ret = graph_rename(fs->st, p->attr.session, (enum graph_kind)kind,
 				   id, newid, !noreplace, &err);
 		if (ret == -EINVAL && err.message[0]) {
-			char path[FERR_PATH_MAX];
+			char path[STATUS_PATH_MAX];
 
 			snprintf(path, sizeof(path), "%s/%s",
 				 kind == GRAPH_NODE ? "nodes" : "edges", newname);
