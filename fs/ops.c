@@ -77,6 +77,8 @@ struct node {
 	size_t gsize;
 	int64_t gmtime_ns;
 	bool gdraft;
+	uid_t guid;		/* owner: the session's */
+	gid_t ggid;
 };
 
 /* The graph folder a real folder is (nodes/ or edges/), or -1. */
@@ -237,24 +239,45 @@ static int resolve_view(struct flowfs *fs, uint64_t ino, struct node *n)
 	return ret;
 }
 
+/* The node of a graph item (its session and owner known). */
+static void graph_node(struct node *n, enum graph_kind kind,
+		       const struct graph_item *item,
+		       const struct session_info *s, uid_t uid, gid_t gid)
+{
+	memset(n, 0, sizeof(*n));
+	n->type = N_GRAPH;
+	n->ino = fs_graph_ino(kind, item->seq);
+	n->gkind = kind;
+	n->gseq = item->seq;
+	snprintf(n->gid, sizeof(n->gid), "%s", item->id);
+	n->gsize = item->size;
+	n->gmtime_ns = item->mtime_ns;
+	n->gdraft = item->draft;
+	n->guid = uid;
+	n->ggid = gid;
+	n->s = *s;
+	n->has_session = true;
+}
+
 static int resolve_graph(struct flowfs *fs, uint64_t ino, struct node *n)
 {
+	enum graph_kind kind = ino & FS_GRAPH_EDGE_BIT ? GRAPH_EDGE : GRAPH_NODE;
 	struct graph_item item;
+	struct session_info s;
+	struct tree_attr owner;
 	int ret;
 
-	n->type = N_GRAPH;
-	n->gkind = ino & FS_GRAPH_EDGE_BIT ? GRAPH_EDGE : GRAPH_NODE;
-	n->gseq = (int64_t)(ino & (FS_GRAPH_EDGE_BIT - 1));
-	ret = graph_get(fs->st, n->gkind, n->gseq, &item);
+	ret = graph_get(fs->st, kind, (int64_t)(ino & (FS_GRAPH_EDGE_BIT - 1)),
+			&item);
 	if (ret < 0)
 		return ret;
-	snprintf(n->gid, sizeof(n->gid), "%s", item.id);
-	n->gsize = item.size;
-	n->gmtime_ns = item.mtime_ns;
-	n->gdraft = item.draft;
+	ret = session_get(fs->st, item.session, &s);
+	if (!ret)
+		ret = tree_getattr(fs->tree, s.root_ino, &owner);
+	if (!ret)
+		graph_node(n, kind, &item, &s, owner.uid, owner.gid);
 	free(item.id);
-	n->has_session = true;
-	return session_get(fs->st, item.session, &n->s);
+	return ret;
 }
 
 static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
@@ -376,23 +399,16 @@ static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 		return 0;
 	}
 	if (n->type == N_GRAPH) {
-		struct tree_attr owner;
-
 		st->st_mode = S_IFREG | 0644;
 		st->st_nlink = 1;
 		st->st_size = (off_t)n->gsize;
 		st->st_blocks = ((off_t)n->gsize + 511) / 512;
 		ts_from_ns(&st->st_mtim, n->gmtime_ns);
 		st->st_atim = st->st_ctim = st->st_mtim;
+		st->st_uid = n->guid;
+		st->st_gid = n->ggid;
 		/* its document changes behind the kernel's back (defaults) */
 		*generated = true;
-		if (tree_getattr(fs->tree, n->s.root_ino, &owner) == 0) {
-			st->st_uid = owner.uid;
-			st->st_gid = owner.gid;
-		} else {
-			st->st_uid = fs->uid;
-			st->st_gid = fs->gid;
-		}
 		return 0;
 	}
 	st->st_uid = fs->uid;
@@ -493,13 +509,15 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 	if (gkind >= 0 && graph_name(name, id, sizeof(id))) {
 		struct graph_item item;
 
+		/* One query: the folder already knows session and owner. */
 		ret = graph_find(fs->st, parent->attr.session,
 				 (enum graph_kind)gkind, id, &item);
 		if (ret < 0)
 			return ret;
+		graph_node(out, (enum graph_kind)gkind, &item, &parent->s,
+			   parent->attr.uid, parent->attr.gid);
 		free(item.id);
-		return resolve(fs, fs_graph_ino((enum graph_kind)gkind, item.seq),
-			       out);
+		return 0;
 	}
 	if (parent->type == N_ROOT) {
 		memset(out, 0, sizeof(*out));
@@ -1802,31 +1820,19 @@ static int dir_add_graph(struct flowfs *fs, struct handle *h, size_t *alloc,
 	enum graph_kind kind = (enum graph_kind)graph_folder_kind(dir);
 	struct graph_item *items = NULL;
 	struct sbuf name = SBUF_INIT;
-	struct tree_attr owner;
 	size_t n = 0;
 	int ret;
 
 	ret = graph_list(fs->st, dir->attr.session, kind, &items, &n);
-	if (!ret)
-		ret = tree_getattr(fs->tree, dir->s.root_ino, &owner);
 	for (size_t i = 0; !ret && i < n; i++) {
-		struct stat st;
+		struct node gn;
 
-		memset(&st, 0, sizeof(st));
-		st.st_ino = fs_graph_ino(kind, items[i].seq);
-		st.st_mode = S_IFREG | 0644;
-		st.st_nlink = 1;
-		st.st_uid = owner.uid;
-		st.st_gid = owner.gid;
-		st.st_size = (off_t)items[i].size;
-		st.st_blocks = ((off_t)items[i].size + 511) / 512;
-		st.st_blksize = 4096;
-		ts_from_ns(&st.st_mtim, items[i].mtime_ns);
-		st.st_atim = st.st_ctim = st.st_mtim;
+		graph_node(&gn, kind, &items[i], &dir->s, dir->attr.uid,
+			   dir->attr.gid);
 		sbuf_reset(&name);
 		ret = sbuf_addf(&name, "%s.json", items[i].id);
 		if (!ret)
-			ret = dir_add(h, alloc, name.buf, &st, true, 0.0);
+			ret = dir_add_node(fs, h, alloc, dir, name.buf, &gn);
 	}
 	graph_items_free(items, n);
 	sbuf_release(&name);
