@@ -83,7 +83,8 @@ static void put(const char *base, const char *rel, const char *text)
 	char path[1024];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", base, rel);
+	if (snprintf(path, sizeof(path), "%s/%s", base, rel) >= (int)sizeof(path))
+		fail_msg("path too long: %s/%s", base, rel);
 	mkparents(path);
 	f = fopen(path, "w");
 	if (!f)
