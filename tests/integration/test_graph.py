@@ -403,6 +403,8 @@ def test_draft_refused_first_close_disappears_at_release(s):
     assert last_refusal(s)[0] == f"nodes/{N1}.json"
 
 
+@pytest.mark.xfail(strict=True, reason="flowfs bug: a draft's getattr "
+                   "reports size 0, not the bytes its writer has written")
 @pytest.mark.parametrize("folder", ["nodes", "edges"])
 def test_draft_stat_shows_written_size(s, folder):
     # DESIGN §2: sizes are true; issue 4: a draft's stat shows the size of
