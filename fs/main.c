@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,14 @@ int main(int argc, char *argv[])
 	char *db = NULL;
 	int ret = 1;
 
+	/*
+	 * One request runs at a time (one lock), so per-thread malloc arenas
+	 * buy nothing, and large transient buffers (a rendered
+	 * parameters.json is megabytes) should go back to the system when
+	 * freed instead of staying in an arena for good.
+	 */
+	mallopt(M_ARENA_MAX, 2);
+	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 	if (fuse_opt_parse(&args, &opts, option_spec, take_mountpoint) < 0)
 		return 1;
 	if (opts.help) {

@@ -49,6 +49,7 @@ struct handle {
 	bool dirty;		/* H_DOC: written since the last commit */
 	bool refused;		/* H_DOC: this draft was refused already */
 	struct sbuf content;	/* H_DOC, H_GENERATED */
+	int64_t mtime_ns;	/* of content, as rendered at open */
 	struct dir_item *items;	/* H_DIR */
 	size_t nitems;
 };
@@ -366,13 +367,28 @@ static int render_entry(struct flowfs *fs, const struct node *n,
 	return e->render(fs, n->has_session ? &n->s : NULL, out, mtime_ns);
 }
 
-/* Size and times of generated content: true, so it is rendered. */
+/*
+ * Size and times of generated content: true, so it is rendered — unless
+ * the caller reads it through an open handle (`snap`): then the handle's
+ * copy is the truth for it.  The kernel asks before every read() of a
+ * file whose attributes it may not cache, and rendering a 9 MB
+ * parameters.json for each 128 KiB read would make reading quadratic.
+ */
 static int stat_content(struct flowfs *fs, const struct node *n,
-			struct stat *st)
+			struct stat *st, const struct handle *snap)
 {
 	struct sbuf sb = SBUF_INIT;
 	int64_t mtime;
-	int ret = render_entry(fs, n, &sb, &mtime);
+	int ret;
+
+	if (snap) {
+		st->st_size = (off_t)snap->content.len;
+		st->st_blocks = ((off_t)snap->content.len + 511) / 512;
+		ts_from_ns(&st->st_mtim, snap->mtime_ns);
+		st->st_ctim = st->st_mtim;
+		return 0;
+	}
+	ret = render_entry(fs, n, &sb, &mtime);
 
 	st->st_size = (off_t)sb.len;
 	st->st_blocks = ((off_t)sb.len + 511) / 512;
@@ -383,8 +399,20 @@ static int stat_content(struct flowfs *fs, const struct node *n,
 }
 
 /* stat of any node; `generated` tells whether the kernel may cache it. */
+static int node_stat_snap(struct flowfs *fs, const struct node *n,
+			  struct stat *st, bool *generated,
+			  const struct handle *snap);
+
 static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 		     bool *generated)
+{
+	return node_stat_snap(fs, n, st, generated, NULL);
+}
+
+/* node_stat, with the content of an open handle when there is one. */
+static int node_stat_snap(struct flowfs *fs, const struct node *n,
+			  struct stat *st, bool *generated,
+			  const struct handle *snap)
 {
 	const struct entry *e;
 	struct tree_attr owner;
@@ -401,8 +429,8 @@ static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 	if (n->type == N_GRAPH) {
 		st->st_mode = S_IFREG | 0644;
 		st->st_nlink = 1;
-		st->st_size = (off_t)n->gsize;
-		st->st_blocks = ((off_t)n->gsize + 511) / 512;
+		st->st_size = (off_t)(snap ? snap->content.len : n->gsize);
+		st->st_blocks = (st->st_size + 511) / 512;
 		ts_from_ns(&st->st_mtim, n->gmtime_ns);
 		st->st_atim = st->st_ctim = st->st_mtim;
 		st->st_uid = n->guid;
@@ -428,7 +456,7 @@ static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 		st->st_nlink = view_is_dir(n) ? 2 : 1;
 		/* a rescan may change a file under the same number */
 		*generated = true;
-		return view_is_dir(n) ? 0 : stat_content(fs, n, st);
+		return view_is_dir(n) ? 0 : stat_content(fs, n, st, snap);
 	}
 	e = &fs_entries[n->row];
 	st->st_mode = e->mode;
@@ -440,7 +468,7 @@ static int node_stat(struct flowfs *fs, const struct node *n, struct stat *st,
 	}
 	if (e->kind == ENTRY_DOC || e->kind == ENTRY_GENERATED) {
 		*generated = true;
-		ret = stat_content(fs, n, st);
+		ret = stat_content(fs, n, st, snap);
 	}
 	return ret;
 }
@@ -645,13 +673,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	bool generated;
 	int ret;
 
+	/* Through an open handle of generated content or a document, its
+	 * copy answers (for a writer: what it has written so far). */
+	if (h && h->kind != H_GENERATED && h->kind != H_DOC)
+		h = NULL;
 	lock(fs);
 	ret = resolve(fs, ino, &n);
 	if (!ret)
-		ret = node_stat(fs, &n, &st, &generated);
-	/* An open document shows what its writer has written so far. */
-	if (!ret && h && h->kind == H_DOC)
-		st.st_size = (off_t)h->content.len;
+		ret = node_stat_snap(fs, &n, &st, &generated, h);
 	unlock(fs);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
@@ -1351,7 +1380,6 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	bool writing = (flags & O_ACCMODE) != O_RDONLY;
 	const struct entry *e;
 	struct handle *h;
-	int64_t mtime;
 	int ret;
 
 	*out = NULL;
@@ -1394,7 +1422,7 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 		node_target(n, &h->target);
 		h->gseq = n->gseq;
 		if (!(writing && (flags & O_TRUNC))) {
-			ret = render_entry(fs, n, &h->content, &mtime);
+			ret = render_entry(fs, n, &h->content, &h->mtime_ns);
 			if (ret < 0)
 				goto fail;
 		}
@@ -1424,7 +1452,7 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	h->session = n->s.id;
 	node_target(n, &h->target);
 	if (!(writing && (flags & O_TRUNC))) {
-		ret = render_entry(fs, n, &h->content, &mtime);
+		ret = render_entry(fs, n, &h->content, &h->mtime_ns);
 		if (ret < 0)
 			goto fail;
 	}
