@@ -12,13 +12,13 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "binding.h"
+#include "unit.h"
 
 #define SESSION_PATH "/mnt/flow/s1"
 
@@ -31,13 +31,6 @@ struct fixture {
 	struct skill_registry *reg;
 	struct session_info s;
 };
-
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	return remove(p);
-}
 
 static void put(const char *base, const char *rel, const char *text)
 {
@@ -97,8 +90,7 @@ static int setup(void **state)
 
 	if (!fx)
 		return -1;
-	strcpy(fx->dir, "/tmp/flowfs-unit-binding-XXXXXX");
-	if (!mkdtemp(fx->dir)) {
+	if (unit_tmpdir(fx->dir, sizeof(fx->dir), "binding") < 0) {
 		free(fx);
 		return -1;
 	}
@@ -124,7 +116,7 @@ static int teardown(void **state)
 	skill_registry_free(fx->reg);
 	tree_free(fx->t);
 	store_close(fx->st);
-	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	unit_rmtree(fx->dir);
 	free(fx);
 	return 0;
 }
@@ -280,7 +272,7 @@ static void test_skill_gone(void **state)
 	bind(fx, "{\"skill\": \"csvstat\"}");
 	upload(fx, "csv_file.csv", false);
 	snprintf(path, sizeof(path), "%s/csvstat", fx->skills);
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	unit_rmtree(path);
 	assert_int_equal(skill_registry_scan(fx->reg), 0);
 	c = ctx(fx);
 	assert_null(binding_skill(&c));

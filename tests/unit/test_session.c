@@ -16,13 +16,13 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "session.h"
+#include "unit.h"
 
 /* 1795250759 s is 2026-11-21T08:45:59Z (Python, see above) */
 #define CREATED_NS ((int64_t)1795250759 * 1000000000 + 123456789)
@@ -40,21 +40,13 @@ struct fixture {
 	struct tree *t;
 };
 
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	return remove(p);
-}
-
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 
 	if (!fx)
 		return -1;
-	strcpy(fx->dir, "/tmp/flowfs-unit-session-XXXXXX");
-	if (!mkdtemp(fx->dir)) {
+	if (unit_tmpdir(fx->dir, sizeof(fx->dir), "session") < 0) {
 		free(fx);
 		return -1;
 	}
@@ -72,30 +64,13 @@ static int teardown(void **state)
 
 	tree_free(fx->t);
 	store_close(fx->st);
-	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	unit_rmtree(fx->dir);
 	free(fx);
 	return 0;
 }
 
-static int64_t sql_int(struct fixture *fx, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int64_t sql_int(struct fixture *fx, const char *fmt, ...)
-{
-	char sql[512];
-	sqlite3_stmt *q = NULL;
-	int64_t v = -12345;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	assert_int_equal(sqlite3_prepare_v2(store_db(fx->st), sql, -1, &q,
-					    NULL), SQLITE_OK);
-	if (sqlite3_step(q) == SQLITE_ROW)
-		v = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return v;
-}
+/* the database's rows, counted */
+#define sql_int(fx, ...) unit_sql_int(store_db((fx)->st), __VA_ARGS__)
 
 static struct session_info mk(struct fixture *fx, const char *name)
 {

@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,17 +24,11 @@
 
 #include "flowfs-config.h"
 #include "skill.h"
+#include "unit.h"
 
 struct fixture {
 	char dir[64];
 };
-
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	return remove(p);
-}
 
 static int setup(void **state)
 {
@@ -43,8 +36,7 @@ static int setup(void **state)
 
 	if (!fx)
 		return -1;
-	strcpy(fx->dir, "/tmp/flowfs-unit-skill-XXXXXX");
-	if (!mkdtemp(fx->dir)) {
+	if (unit_tmpdir(fx->dir, sizeof(fx->dir), "skill") < 0) {
 		free(fx);
 		return -1;
 	}
@@ -56,7 +48,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	unit_rmtree(fx->dir);
 	free(fx);
 	return 0;
 }
@@ -106,7 +98,7 @@ static void rm_in(const char *base, const char *rel)
 	char path[1024];
 
 	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	unit_rmtree(path);
 }
 
 static char *join(const char *a, const char *b)

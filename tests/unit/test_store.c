@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,18 +20,12 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "unit.h"
 
 struct fixture {
 	char dir[64];
 	char path[128];
 };
-
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	return remove(p);
-}
 
 static int setup(void **state)
 {
@@ -40,8 +33,7 @@ static int setup(void **state)
 
 	if (!fx)
 		return -1;
-	strcpy(fx->dir, "/tmp/flowfs-unit-store-XXXXXX");
-	if (!mkdtemp(fx->dir)) {
+	if (unit_tmpdir(fx->dir, sizeof(fx->dir), "store") < 0) {
 		free(fx);
 		return -1;
 	}
@@ -54,7 +46,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	unit_rmtree(fx->dir);
 	free(fx);
 	return 0;
 }

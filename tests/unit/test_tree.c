@@ -12,7 +12,6 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "tree.h"
+#include "unit.h"
 
 #define CHUNK TREE_CHUNK_SIZE
 #define MiB (1024 * 1024)
@@ -35,32 +35,8 @@ struct fixture {
 	uint64_t up;		/* "uploads" in the first session */
 };
 
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	return remove(p);
-}
-
-static int64_t sql_int(struct fixture *fx, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int64_t sql_int(struct fixture *fx, const char *fmt, ...)
-{
-	char sql[512];
-	sqlite3_stmt *q = NULL;
-	int64_t v = -12345;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	assert_int_equal(sqlite3_prepare_v2(store_db(fx->st), sql, -1, &q,
-					    NULL), SQLITE_OK);
-	if (sqlite3_step(q) == SQLITE_ROW)
-		v = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return v;
-}
+/* the database's rows, counted */
+#define sql_int(fx, ...) unit_sql_int(store_db((fx)->st), __VA_ARGS__)
 
 static int64_t add_session(struct fixture *fx, const char *name,
 			   uint64_t *root)
@@ -107,8 +83,7 @@ static int setup(void **state)
 
 	if (!fx)
 		return -1;
-	strcpy(fx->dir, "/tmp/flowfs-unit-tree-XXXXXX");
-	if (!mkdtemp(fx->dir)) {
+	if (unit_tmpdir(fx->dir, sizeof(fx->dir), "tree") < 0) {
 		free(fx);
 		return -1;
 	}
@@ -139,7 +114,7 @@ static int teardown(void **state)
 	struct fixture *fx = *state;
 
 	close_all(fx);
-	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	unit_rmtree(fx->dir);
 	free(fx);
 	return 0;
 }

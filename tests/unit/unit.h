@@ -1,0 +1,25 @@
+/*
+ * unit: what the cmocka programs share — a temporary folder per fixture
+ * and a probe of the database's rows.
+ */
+#ifndef FLOWFS_UNIT_H
+#define FLOWFS_UNIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+/* Make /tmp/flowfs-unit-<what>-XXXXXX into `dir`; 0, or -1 on failure. */
+int unit_tmpdir(char *dir, size_t size, const char *what);
+
+/* Remove `dir` and everything below it (errors ignored: it is /tmp). */
+void unit_rmtree(const char *dir);
+
+/*
+ * The first column of the first row of a printf-formatted query, or
+ * -12345 when there is no row.  Fails the running test on bad SQL.
+ */
+int64_t unit_sql_int(sqlite3 *db, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif
