@@ -1,0 +1,107 @@
+/*
+ * datcom: from the datcom skill's parameters (parameter.json: the
+ * request's parameters with the schema's defaults) to a Digital DATCOM
+ * input deck (for005.dat, DESIGN §6).
+ *
+ *	struct sbuf deck = SBUF_INIT;
+ *	struct ferr err = FERR_INIT;
+ *	if (datcom_render(params, &deck, &err) < 0)
+ *		... err.path "parameter.alschd", err.message "The number of
+ *		    angles of attack (5) must match NALPHA (6)"
+ *
+ * The parameters are the 57 of core/skills/datcom/assets/
+ * parameter.schema.json (case_id, dim, FLTCON nalpha..wt, OPTINS
+ * sref/cbarr/blref, SYNTHS xcg..zv, BODY nx..method, wing_*, htail_*,
+ * vtail_*) and the extras loop, rnnub, deriv, damp, build.  Keys outside
+ * them are ignored here (the schema refuses them in a request).  Nothing
+ * is assumed to have passed the schema: every value's type and range is
+ * checked again, so any JSON value can be given.
+ *
+ * Values:
+ *   - counts (nalpha, nmach, nalt, nx) and codes (itype, method, *_type,
+ *     loop) are JSON numbers with a whole value (6 or 6.0);
+ *   - lists (alschd, mach, alt, x_coords, r_coords, zu_coords, zl_coords,
+ *     rnnub) are JSON arrays of numbers or one comma-separated string,
+ *     parsed strictly: each item a decimal number ("1", "-2.5", "1e4",
+ *     ".5"; blanks around it allowed), nothing else ("", "abc", "0x10",
+ *     "inf", "1,,2", a trailing comma are refused, naming the parameter
+ *     and the item), independent of the locale;
+ *   - *_naca: a NACA designation, the series given or inferred:
+ *     "0012", "2412", "0012-25" (4), "23012", "23012-33" (5), "63-415",
+ *     "64A204", "631-012", "64A204 A=0.8" (6), "16-212" (1),
+ *     "S-1-40.0-9.0" (supersonic; series required), "4-0012" (series
+ *     first); an optional leading "NACA", "NACA " or "NACA-"; letters in
+ *     any case (written upper case).  The card is NACA-<W|H|V>-<series>-
+ *     <designation>.
+ *
+ * Every value the deck would print is refused when it would print as
+ * 0.0 but is not zero, or would not fit on a card (deck_format_number's
+ * -ERANGE), naming the parameter.
+ *
+ * Functions return 0, -ENOMEM, or -EINVAL with err->message saying what
+ * is wrong in words naming the parameter and err->path
+ * "parameter.<name>".  No state is kept between calls; thread-safe.
+ */
+#ifndef FLOWFS_DATCOM_H
+#define FLOWFS_DATCOM_H
+
+#include <jansson.h>
+
+#include "ferr.h"
+#include "sbuf.h"
+
+struct deck;
+
+/* Most values any DATCOM array holds (ALSCHD(20), MACH(20), X(20), ...). */
+#define DATCOM_MAX_LIST 20
+
+/*
+ * Check the parameters that are present (missing ones are not a problem
+ * here: see datcom_missing()): types, ranges, formats, and the rules
+ * between them that DATCOM does not check itself (CARDS.md):
+ *
+ *   every count within 1..20 and equal to its list's length
+ *	"The number of angles of attack (5) must match NALPHA (6)"
+ *	(also Mach numbers/NMACH, altitudes/NALT, body stations in
+ *	x_coords, r_coords, zu_coords, zl_coords/NX, Reynolds numbers in
+ *	rnnub/NMACH)
+ *	"NALPHA (25) must be between 1 and 20"
+ *   NALT = NMACH unless LOOP is 2 or 3
+ *	"NALT (2) must equal NMACH (1) when LOOP is 1"
+ *   alschd strictly ascending, x_coords ascending
+ *	"The angles of attack (ALSCHD) must be strictly ascending: value 3
+ *	(2.0) does not exceed value 2 (2.0)"
+ *   *_sspne <= *_sspn
+ *	"The wing's exposed semi-span SSPNE (wing_sspne = 20.0) must not
+ *	exceed its semi-span SSPN (wing_sspn = 16.0)"
+ *   *_chstat in [0, 1], *_type 1..3, itype 1..3, method 1..2
+ *   NACA designations well formed, case_id printable ASCII (<= 74)
+ *   values that would print as 0.0: "TWISTA of the wing (wing_twista)
+ *	is 1e-05, which a DATCOM card would show as 0.0; ..."
+ *
+ * The first problem found is reported: each parameter in schema order,
+ * then the rules between parameters.
+ */
+int datcom_check(const json_t *params, struct ferr *err);
+
+/*
+ * Append to `out` the names of the required parameters `params` lacks,
+ * comma-and-blank separated in schema order ("wing_naca, htail_naca").
+ * Returns the number of names, or -ENOMEM.  A non-object `params` lacks
+ * all of them.
+ */
+int datcom_missing(const json_t *params, struct sbuf *out);
+
+/*
+ * The deck for `params` (checked as datcom_check() does; every required
+ * parameter must be present: "missing required parameters: a, b"):
+ * CASEID, DIM, $FLTCON, $OPTINS (when sref, cbarr or blref is given),
+ * $SYNTHS, $BODY, $WGPLNF + NACA-W, $HTPLNF + NACA-H, $VTPLNF + NACA-V,
+ * DERIV/DAMP/BUILD when asked for, NEXT CASE.  Free with deck_free().
+ */
+int datcom_build(const json_t *params, struct deck **out, struct ferr *err);
+
+/* datcom_build() then deck_write() appended to `out`. */
+int datcom_render(const json_t *params, struct sbuf *out, struct ferr *err);
+
+#endif
