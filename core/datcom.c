@@ -115,6 +115,8 @@ enum { PARAMS(X_ENUM) NPARAMS };
 	{ name, kind, var, of, flags, lo, hi },
 static const struct dparam params_table[NPARAMS] = { PARAMS(X_TABLE) };
 
+#define DATCOM_REAL_MAX 3.4e38
+
 /* Longest NACA designation kept; a card holds at most 80 columns anyway. */
 #define NACA_MAX 80
 
@@ -188,6 +190,8 @@ static void show(char *buf, size_t size, double v)
 /* What a JSON value is, for "must be a number, not a string". */
 static const char *jtype(const json_t *j)
 {
+	if (!j)
+		return "nothing";
 	switch (json_typeof(j)) {
 	case JSON_OBJECT: return "an object";
 	case JSON_ARRAY: return "a list";
@@ -267,6 +271,12 @@ static int check_number(struct ferr *err, int pi, const char *lbl, double v)
 		show(shown, sizeof(shown), v);
 		return fail(err, pi, "%s must be %s, not %s", lbl, words,
 			    shown);
+	}
+	/* DATCOM's REALs are single precision: beyond this they overflow */
+	if (fabs(v) > DATCOM_REAL_MAX) {
+		show(shown, sizeof(shown), v);
+		return fail(err, pi, "%s is %s, beyond what a DATCOM REAL "
+			    "holds (about 3.4E38)", lbl, shown);
 	}
 	r = deck_format_number(v, num, sizeof(num));
 	if (r == -ERANGE) {

@@ -60,24 +60,39 @@ struct deck;
  * here: see datcom_missing()): types, ranges, formats, and the rules
  * between them that DATCOM does not check itself (CARDS.md):
  *
- *   every count within 1..20 and equal to its list's length
+ *   types and ranges, the parameter named as "<VAR>[ of the <surface>]
+ *   (<name>)":
+ *	"NALPHA (nalpha) must be between 1 and 20, not 25"
+ *	"NALT (nalt) must be a whole number, not 2.5"
+ *	"CHSTAT of the wing (wing_chstat) must be between 0 and 1, not 1.5"
+ *	"TYPE of the wing (wing_type) must be 1, 2 or 3, not 4" (also
+ *	itype 1..3, method 1..2, loop 1..3)
+ *	"MACH(1) (mach) must be greater than 0, not -0.5"
+ *	"WT (wt) must be a number, not a string"
+ *	"ALSCHD (alschd) is not a list of numbers: item 4 (\"abc\") is not
+ *	a number"
+ *	"NACA-W of the wing (wing_naca): \"12\" is not a NACA designation
+ *	DATCOM reads (...)"
+ *	"CASEID (case_id) has 74 characters; a CASEID card holds at most 73"
+ *   values a card cannot hold:
+ *	"TWISTA of the wing (wing_twista) is 1e-05, which a DATCOM card
+ *	would show as 0.0 (...)"
+ *	"XCG (xcg) is 1e+300, beyond what a DATCOM REAL holds (about 3.4E38)"
+ *   every count equal to its list's length
  *	"The number of angles of attack (5) must match NALPHA (6)"
  *	(also Mach numbers/NMACH, altitudes/NALT, body stations in
- *	x_coords, r_coords, zu_coords, zl_coords/NX, Reynolds numbers in
- *	rnnub/NMACH)
- *	"NALPHA (25) must be between 1 and 20"
+ *	x_coords, body radii in r_coords, upper/lower body heights in
+ *	zu_coords/zl_coords/NX, Reynolds numbers in rnnub/NMACH)
  *   NALT = NMACH unless LOOP is 2 or 3
- *	"NALT (2) must equal NMACH (1) when LOOP is 1"
+ *	"NALT (2) must equal NMACH (1) when LOOP is 1 (...)"
  *   alschd strictly ascending, x_coords ascending
  *	"The angles of attack (ALSCHD) must be strictly ascending: value 3
  *	(2.0) does not exceed value 2 (2.0)"
+ *	"The body stations (X) must be ascending: value 6 (11.0) is less
+ *	than value 5 (12.0)"
  *   *_sspne <= *_sspn
  *	"The wing's exposed semi-span SSPNE (wing_sspne = 20.0) must not
- *	exceed its semi-span SSPN (wing_sspn = 16.0)"
- *   *_chstat in [0, 1], *_type 1..3, itype 1..3, method 1..2
- *   NACA designations well formed, case_id printable ASCII (<= 74)
- *   values that would print as 0.0: "TWISTA of the wing (wing_twista)
- *	is 1e-05, which a DATCOM card would show as 0.0; ..."
+ *	exceed its semi-span SSPN (wing_sspn = 16.7)"
  *
  * The first problem found is reported: each parameter in schema order,
  * then the rules between parameters.
