@@ -47,7 +47,7 @@ struct rules_deck {
 	char cards[RULES_MAX_CARDS][84];
 };
 
-static bool rules_real(const char *s, size_t n)
+static inline bool rules_real(const char *s, size_t n)
 {
 	size_t i = 0, d = 0;
 	bool dot = false;
@@ -80,7 +80,7 @@ static bool rules_real(const char *s, size_t n)
 	return i == n;
 }
 
-static bool rules_control(const char *l, size_t n)
+static inline bool rules_control(const char *l, size_t n)
 {
 	static const char *const exact[] = {
 		"DIM FT", "DIM IN", "DIM M", "DIM CM", "DERIV DEG",
@@ -109,7 +109,7 @@ static bool rules_control(const char *l, size_t n)
  * Parse the items of one namelist's text (its lines joined, continuation
  * blanks removed), the part after " $NAME " up to the closing '$'.
  */
-static const char *rules_items(struct rules_deck *rd, const char *nl,
+static inline const char *rules_items(struct rules_deck *rd, const char *nl,
 			       const char *s, size_t n)
 {
 	size_t i = 0;
@@ -162,7 +162,7 @@ static const char *rules_items(struct rules_deck *rd, const char *nl,
 	return NULL;
 }
 
-static const char *rules_check(const char *text, size_t len,
+static inline const char *rules_check(const char *text, size_t len,
 			       struct rules_deck *rd, int *line)
 {
 	char joined[8192], name[8] = "";
@@ -272,7 +272,7 @@ static const char *rules_check(const char *text, size_t len,
 }
 
 /* The variable `name` of namelist `nl`, or NULL. */
-static const struct rules_var *rules_find(const struct rules_deck *rd,
+static inline const struct rules_var *rules_find(const struct rules_deck *rd,
 					  const char *nl, const char *name)
 {
 	for (int i = 0; i < rd->nvars; i++)
