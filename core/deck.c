@@ -663,7 +663,7 @@ int deck_get_logical(const struct deck_case *c, const char *nlname,
 /* The spelling of one value, repeat prefix included, into buf. */
 static int value_spell(const struct deck_value *val, char *buf, size_t size)
 {
-	char num[64];
+	char num[DECK_VALUE_MAX + 16];
 	const char *body;
 	int n;
 
