@@ -264,7 +264,7 @@ static const char *range_words(const struct dparam *p, double v, char *buf,
 /* A value the deck will print: in range, and printable as DATCOM reads it. */
 static int check_number(struct ferr *err, int pi, const char *lbl, double v)
 {
-	char words[96], num[40], shown[40];
+	char words[160], num[40], shown[40];
 	int r;
 
 	if (range_words(&params_table[pi], v, words, sizeof(words))) {
