@@ -6,7 +6,33 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "datcom.h"
 #include "fjson.h"
+#include "schema.h"
+
+/*
+ * The files built-in skills generate from a session's parameters: one
+ * row each.  `check` says what is wrong (the first problem), `render`
+ * makes the file.
+ */
+static const struct artifact {
+	const char *skill;
+	const char *name;
+	int (*check)(const json_t *params, struct ferr *err);
+	int (*render)(const json_t *params, struct sbuf *out, struct ferr *err);
+} artifacts[] = {
+	{ "datcom", "for005.dat", datcom_check, datcom_render },
+};
+
+static const struct artifact *find_artifact(const char *skill,
+					    const char *name)
+{
+	for (size_t i = 0; i < sizeof(artifacts) / sizeof(artifacts[0]); i++)
+		if (!strcmp(artifacts[i].skill, skill) &&
+		    (!name || !strcmp(artifacts[i].name, name)))
+			return &artifacts[i];
+	return NULL;
+}
 
 const struct skill *binding_skill(const struct binding_ctx *c)
 {
@@ -126,6 +152,65 @@ int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out)
 	return ret;
 }
 
+int binding_render_artifact(const struct binding_ctx *c, const char *name,
+			    struct sbuf *out)
+{
+	const struct artifact *a;
+	const struct skill *sk;
+	struct inputs in;
+	int ret;
+
+	ret = binding_resolve(c, &sk, &in);
+	if (!ret && (!sk || !(a = find_artifact(sk->id, name))))
+		ret = -ENOENT;
+	/* incomplete or invalid parameters: no file (status says why) */
+	if (!ret && (in.problems.len || a->check(in.parameter, NULL) < 0))
+		ret = -ENOENT;
+	if (!ret)
+		ret = a->render(in.parameter, out, NULL) < 0 ? -ENOENT : 0;
+	inputs_release(&in);
+	return ret;
+}
+
+int binding_check_request(const struct skill *sk, const json_t *request,
+			  struct ferr *err)
+{
+	const struct artifact *a = find_artifact(sk->id, NULL);
+	const json_t *given = json_object_get(request, "parameter");
+	json_t *params;
+	int ret;
+
+	if (!a)
+		return 0;
+	params = json_is_object(given) ? json_deep_copy(given) : json_object();
+	if (!params)
+		return -ENOMEM;
+	ret = schema_apply_defaults(sk->parameter_schema, sk->parameter_schema,
+				    params);
+	if (!ret)
+		ret = a->check(params, err);
+	json_decref(params);
+	return ret;
+}
+
+/* What keeps a built-in skill's generated file from existing. */
+static int artifact_problems(const struct skill *sk, const struct inputs *in,
+			     struct sbuf *out)
+{
+	char msg[FERR_MESSAGE_MAX + 64];
+	struct ferr err = FERR_INIT;
+	const struct artifact *a = find_artifact(sk->id, NULL);
+
+	/* missing values are already listed; check only complete sets */
+	if (!a || in->problems.len || a->check(in->parameter, &err) == 0)
+		return 0;
+	if (err.path[0])
+		return sbuf_addf(out, "output/%s: %s: %s\n", a->name, err.path,
+				 err.message);
+	return sbuf_addf(out, "output/%s: %s\n", a->name,
+			 ferr_format(&err, msg, sizeof(msg)));
+}
+
 int binding_problems(const struct binding_ctx *c, struct sbuf *out)
 {
 	const struct skill *sk;
@@ -147,6 +232,8 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out)
 	ret = binding_resolve(c, &sk, &in);
 	if (!ret)
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
+	if (!ret && sk)
+		ret = artifact_problems(sk, &in, out);
 	inputs_release(&in);
 	if (ret < 0 || !sk)
 		return ret;

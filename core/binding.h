@@ -48,6 +48,23 @@ int binding_render_prompt(const struct binding_ctx *c, struct sbuf *out,
 /* -ENOENT when no skill is bound. */
 int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out);
 
+/*
+ * A file a built-in skill's session generates in output/ on every read
+ * (output/for005.dat of "datcom"): present while the session is bound
+ * to the skill and its parameters are complete and valid; -ENOENT
+ * otherwise (status says what is missing or wrong).
+ */
+int binding_render_artifact(const struct binding_ctx *c, const char *name,
+			    struct sbuf *out);
+
+/*
+ * The checks a built-in skill adds to a request.json write (datcom: the
+ * rules between its parameters, on the request's parameters with the
+ * schema's defaults): 0, or -EINVAL with `err`.  Others: 0.
+ */
+int binding_check_request(const struct skill *sk, const json_t *request,
+			  struct ferr *err);
+
 /* The problem lines of status (empty when the session is ready). */
 int binding_problems(const struct binding_ctx *c, struct sbuf *out);
 

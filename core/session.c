@@ -720,8 +720,10 @@ int session_render_request(struct store *st, const struct session_info *s,
 }
 
 int session_commit_request(struct store *st, const struct session_info *s,
-			   const struct skill *sk, const char *text,
-			   size_t len, struct ferr *err)
+			   const struct skill *sk,
+			   int (*extra)(const struct skill *sk,
+					const json_t *request, struct ferr *err),
+			   const char *text, size_t len, struct ferr *err)
 {
 	static const char sql[] = "UPDATE sessions SET request = ?2,"
 		" request_mtime_ns = ?3 WHERE id = ?1 AND request IS NOT ?2";
@@ -737,6 +739,8 @@ int session_commit_request(struct store *st, const struct session_info *s,
 	if (ret < 0)
 		return ret;
 	ret = inputs_check_request(sk, req, err);
+	if (!ret && extra)
+		ret = extra(sk, req, err);
 	if (ret < 0)
 		goto out;
 	ret = fjson_dump(&canon, req);

@@ -118,9 +118,15 @@ int session_load_request(struct store *st, const struct session_info *s,
 /* request.json as shown: the stored one, or an empty request. */
 int session_render_request(struct store *st, const struct session_info *s,
 			   struct sbuf *out);
+/*
+ * `extra`, when not NULL, adds a skill's own checks after the protocol's
+ * (binding_check_request).
+ */
 int session_commit_request(struct store *st, const struct session_info *s,
-			   const struct skill *sk, const char *text,
-			   size_t len, struct ferr *err);
+			   const struct skill *sk,
+			   int (*extra)(const struct skill *sk,
+					const json_t *request, struct ferr *err),
+			   const char *text, size_t len, struct ferr *err);
 
 /* Add a refused write to the status log (keeps the last 50). */
 int session_log(struct store *st, int64_t id, const char *path,

@@ -105,8 +105,8 @@ static int commit_request(struct flowfs *fs, const struct session_info *s,
 	struct fs_binding b;
 
 	fs_binding_init(fs, s, &b);
-	return session_commit_request(fs->st, s, binding_skill(&b.ctx), text,
-				      len, err);
+	return session_commit_request(fs->st, s, binding_skill(&b.ctx),
+				      binding_check_request, text, len, err);
 }
 
 static int render_input(struct flowfs *fs, const struct session_info *s,
@@ -186,6 +186,16 @@ static int name_parameters_output(struct flowfs *fs,
 	if (ret < 0)
 		return ret;
 	return graph_output_name(s->name, mtime ? mtime : s->created_ns, out);
+}
+
+static int render_for005(struct flowfs *fs, const struct session_info *s,
+			 struct sbuf *out, int64_t *mtime_ns)
+{
+	struct fs_binding b;
+
+	fs_binding_init(fs, s, &b);
+	*mtime_ns = binding_mtime(&b.ctx);
+	return binding_render_artifact(&b.ctx, "for005.dat", out);
 }
 
 static int render_manifest(struct flowfs *fs, const struct session_info *s,
@@ -302,6 +312,7 @@ const struct entry fs_entries[] = {
 	FOLDER("uploads", SESSION_UPLOADS),
 	FOLDER("output", SESSION_OUTPUT),
 	GENERATED(".manifest.json", SCOPE_OUTPUT, render_manifest),
+	GENERATED("for005.dat", SCOPE_OUTPUT, render_for005),
 	FOLDER("nodes", SESSION_NODES),
 	FOLDER("edges", SESSION_EDGES),
 	DOC("parameters.json", render_parameters, commit_parameters),

@@ -147,7 +147,7 @@ static void request(struct fixture *fx, const char *doc)
 	const struct skill *sk = skill_find(fx->reg, fx->s.skill);
 
 	assert_non_null(sk);
-	if (session_commit_request(fx->st, &fx->s, sk, doc, strlen(doc),
+	if (session_commit_request(fx->st, &fx->s, sk, NULL, doc, strlen(doc),
 				   &err) < 0)
 		fail_msg("%s refused: %s", doc, err.message);
 	assert_int_equal(session_get(fx->st, fx->s.id, &fx->s), 0);
