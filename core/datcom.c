@@ -932,19 +932,128 @@ static int add_vars(struct deck_namelist *nl, const struct dcase *c,
 	return 0;
 }
 
+/* Is `name` one of the namelists the parameters are written to? */
+static const char *const mapped_namelists[] = {
+	"FLTCON", "OPTINS", "SYNTHS", "BODY", "WGPLNF", "HTPLNF", "VTPLNF",
+};
+
+#define NELEM(a) (sizeof(a) / sizeof(*(a)))
+
+static bool is_mapped_namelist(const char *name)
+{
+	for (size_t i = 0; i < NELEM(mapped_namelists); i++)
+		if (!strcmp(name, mapped_namelists[i]))
+			return true;
+	return false;
+}
+
+/* The parameters of a planform namelist, in the order they are written. */
+static size_t surface_ids(const struct surface *sf, int *ids)
+{
+	size_t n = 0;
+
+	/* CHRDTP SSPN SSPNE CHRDR SAVSI CHSTAT [TWISTA DHDADI] TYPE */
+	for (int k = S_CHRDTP; k <= S_CHSTAT; k++)
+		ids[n++] = sf->first + k;
+	ids[n++] = sf->first + S_CHSTAT + 1;
+	if (sf->twist) {
+		ids[n++] = sf->first + S_CHSTAT + 2;
+		ids[n++] = sf->first + S_CHSTAT + 3;
+	}
+	return n;
+}
+
+/*
+ * The parameters written to namelist `name` (ids, returns how many), 0
+ * for a namelist no parameter goes to.
+ */
+static size_t namelist_ids(const char *name, int *ids)
+{
+	static const struct {
+		const char *name;
+		const int *ids;
+		size_t n;
+	} fixed[] = {
+		{ "FLTCON", fltcon, NELEM(fltcon) },
+		{ "OPTINS", optins, NELEM(optins) },
+		{ "SYNTHS", synths, NELEM(synths) },
+		{ "BODY", body, NELEM(body) },
+	};
+
+	for (size_t i = 0; i < NELEM(fixed); i++)
+		if (!strcmp(name, fixed[i].name)) {
+			memcpy(ids, fixed[i].ids, fixed[i].n * sizeof(*ids));
+			return fixed[i].n;
+		}
+	for (size_t s = 0; s < NELEM(surfaces); s++)
+		if (!strcmp(name, surfaces[s].namelist))
+			return surface_ids(&surfaces[s], ids);
+	return 0;
+}
+
+/* The parameter variable `var` of namelist `nl` is written from, or -1. */
+static int mapped_param(const char *nl, const char *var)
+{
+	int ids[16];
+	size_t n = namelist_ids(nl, ids);
+
+	for (size_t k = 0; k < n; k++)
+		if (!strcmp(params_table[ids[k]].var, var))
+			return ids[k];
+	return -1;
+}
+
+/* Append the variables of every namelist `name` of rest (may be NULL). */
+static int add_extras(struct deck_namelist *nl, const struct deck_case *rest)
+{
+	const struct deck_namelist *src;
+	size_t pos = 0;
+	int r;
+
+	if (!rest)
+		return 0;
+	while ((src = deck_find_namelist(rest, nl->name, &pos)))
+		for (size_t i = 0; i < src->nr; i++)
+			if ((r = deck_copy_var(nl, src->vars[i])) < 0)
+				return r;
+	return 0;
+}
+
 static int add_namelist(struct deck_case *dc, const char *name,
 			const struct dcase *c, const int *ids, size_t n,
-			struct ferr *err)
+			const struct deck_case *rest, struct ferr *err)
 {
 	struct deck_namelist *nl;
 	int r = deck_add_namelist(dc, name, &nl);
 
 	if (r < 0)
 		return r;
-	return add_vars(nl, c, ids, n, err);
+	r = add_vars(nl, c, ids, n, err);
+	if (r < 0)
+		return r;
+	return add_extras(nl, rest);
 }
 
-#define NELEM(a) (sizeof(a) / sizeof(*(a)))
+/* Copy rest's cards: its other namelists (controls false) or controls. */
+static int add_rest(struct deck_case *dc, const struct deck_case *rest,
+		    bool controls)
+{
+	int r;
+
+	if (!rest)
+		return 0;
+	for (size_t i = 0; i < rest->nr; i++) {
+		const struct deck_card *card = rest->cards[i];
+
+		if (controls != (card->type == DECK_CONTROL))
+			continue;
+		if (!controls && is_mapped_namelist(card->namelist->name))
+			continue;
+		if ((r = deck_copy_card(dc, card)) < 0)
+			return r;
+	}
+	return 0;
+}
 
 static int add_control(struct deck_case *dc, const char *line,
 		       struct ferr *err, int pi)
@@ -958,7 +1067,7 @@ static int add_control(struct deck_case *dc, const char *line,
 }
 
 static int build_case(struct deck_case *dc, const struct dcase *c,
-		      struct ferr *err)
+		      const struct deck_case *rest, struct ferr *err)
 {
 	const struct dval *v = c->v;
 	char line[256];
@@ -972,33 +1081,27 @@ static int build_case(struct deck_case *dc, const struct dcase *c,
 	snprintf(line, sizeof(line), "DIM %s",
 		 v[P_DIMP].set ? v[P_DIMP].text : "FT");
 	if ((r = add_control(dc, line, err, P_DIMP)) < 0 ||
-	    (r = add_namelist(dc, "FLTCON", c, fltcon, NELEM(fltcon),
+	    (r = add_namelist(dc, "FLTCON", c, fltcon, NELEM(fltcon), rest,
 			      err)) < 0)
 		return r;
-	if (v[P_SREF].set || v[P_CBARR].set || v[P_BLREF].set) {
-		r = add_namelist(dc, "OPTINS", c, optins, NELEM(optins), err);
+	if (v[P_SREF].set || v[P_CBARR].set || v[P_BLREF].set ||
+	    (rest && deck_find_namelist(rest, "OPTINS", NULL))) {
+		r = add_namelist(dc, "OPTINS", c, optins, NELEM(optins), rest,
+				 err);
 		if (r < 0)
 			return r;
 	}
-	if ((r = add_namelist(dc, "SYNTHS", c, synths, NELEM(synths),
+	if ((r = add_namelist(dc, "SYNTHS", c, synths, NELEM(synths), rest,
 			      err)) < 0 ||
-	    (r = add_namelist(dc, "BODY", c, body, NELEM(body), err)) < 0)
+	    (r = add_namelist(dc, "BODY", c, body, NELEM(body), rest,
+			      err)) < 0)
 		return r;
 	for (size_t s = 0; s < NELEM(surfaces); s++) {
 		const struct surface *sf = &surfaces[s];
-		int ids[10], n = 0;
+		int ids[10];
+		size_t n = surface_ids(sf, ids);
 
-		/* CHRDTP SSPN SSPNE CHRDR SAVSI CHSTAT [TWISTA DHDADI] TYPE */
-		for (int k = S_CHRDTP; k <= S_CHSTAT; k++)
-			ids[n++] = sf->first + k;
-		if (sf->twist) {
-			ids[n++] = sf->first + S_CHSTAT + 1;
-			ids[n++] = sf->first + S_CHSTAT + 2;
-			ids[n++] = sf->first + S_CHSTAT + 3;
-		} else {
-			ids[n++] = sf->first + S_CHSTAT + 1;
-		}
-		r = add_namelist(dc, sf->namelist, c, ids, (size_t)n, err);
+		r = add_namelist(dc, sf->namelist, c, ids, n, rest, err);
 		if (r < 0)
 			return r;
 		snprintf(line, sizeof(line), "NACA-%c-%c-%s", sf->letter,
@@ -1015,6 +1118,8 @@ static int build_case(struct deck_case *dc, const struct dcase *c,
 		if ((r = add_control(dc, line, err, sf->first + S_NACA)) < 0)
 			return r;
 	}
+	if ((r = add_rest(dc, rest, false)) < 0)
+		return r;
 	if (v[P_DERIV].set) {
 		snprintf(line, sizeof(line), "DERIV %s", v[P_DERIV].text);
 		if ((r = add_control(dc, line, err, P_DERIV)) < 0)
@@ -1026,10 +1131,11 @@ static int build_case(struct deck_case *dc, const struct dcase *c,
 	if (v[P_BUILD].set && v[P_BUILD].num &&
 	    (r = add_control(dc, "BUILD", err, P_BUILD)) < 0)
 		return r;
-	return 0;
+	return add_rest(dc, rest, true);
 }
 
-int datcom_build(const json_t *params, struct deck **out, struct ferr *err)
+static int build(const json_t *params, const struct deck_case *rest,
+		 struct deck **out, struct ferr *err)
 {
 	struct dcase *c = malloc(sizeof(*c));
 	struct sbuf missing = SBUF_INIT;
@@ -1061,7 +1167,7 @@ int datcom_build(const json_t *params, struct deck **out, struct ferr *err)
 		goto out;
 	}
 	if ((r = deck_add_case(d, &dc)) < 0 ||
-	    (r = build_case(dc, c, err)) < 0)
+	    (r = build_case(dc, c, rest, err)) < 0)
 		goto out;
 	*out = d;
 	d = NULL;
@@ -1072,11 +1178,18 @@ out:
 	return r;
 }
 
-int datcom_render(const json_t *params, struct sbuf *out, struct ferr *err)
+int datcom_build(const json_t *params, struct deck **out, struct ferr *err)
+{
+	return build(params, NULL, out, err);
+}
+
+int datcom_render_with(const json_t *params, const struct deck *rest,
+		       struct sbuf *out, struct ferr *err)
 {
 	struct deck *d;
 	size_t len = out->len;
-	int r = datcom_build(params, &d, err);
+	int r = build(params, rest && rest->nr ? rest->cases[0] : NULL, &d,
+		      err);
 
 	if (r < 0)
 		return r;
@@ -1087,5 +1200,397 @@ int datcom_render(const json_t *params, struct sbuf *out, struct ferr *err)
 			ferr_set(err, r, "the deck could not be written");
 	}
 	deck_free(d);
+	return r;
+}
+
+int datcom_render(const json_t *params, struct sbuf *out, struct ferr *err)
+{
+	return datcom_render_with(params, NULL, out, err);
+}
+
+/* ------------------------------------------------------------ import */
+
+/* Most elements read of one variable; DATCOM's arrays hold at most 50. */
+#define READ_MAX 1024
+
+struct importer {
+	const struct deck_case *c;
+	json_t *params;
+	struct sbuf *notes;
+	double *buf;		/* READ_MAX */
+};
+
+static int note(struct importer *im, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int note(struct importer *im, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (!im->notes)
+		return 0;
+	va_start(ap, fmt);
+	r = sbuf_vaddf(im->notes, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return r;
+	return sbuf_addch(im->notes, '\n');
+}
+
+static int set(struct importer *im, int pi, json_t *v)
+{
+	if (!v)
+		return -ENOMEM;
+	return json_object_set_new(im->params, params_table[pi].name, v) ?
+		-ENOMEM : 0;
+}
+
+/* The first value of `var` in namelists `nl` that is not a number. */
+static const struct deck_value *non_number(const struct deck_case *c,
+					   const char *nl, const char *var)
+{
+	const struct deck_namelist *n;
+	size_t pos = 0;
+
+	while ((n = deck_find_namelist(c, nl, &pos)))
+		for (size_t i = 0; i < n->nr; i++) {
+			const struct deck_var *v = n->vars[i];
+
+			if (strcmp(v->name, var))
+				continue;
+			for (size_t j = 0; j < v->nr; j++)
+				if (v->values[j].type != DECK_NUMBER)
+					return &v->values[j];
+		}
+	return NULL;
+}
+
+/* How many times `var` is assigned in namelists `nl`. */
+static size_t occurrences(const struct deck_case *c, const char *nl,
+			  const char *var)
+{
+	const struct deck_namelist *n;
+	size_t pos = 0, count = 0;
+
+	while ((n = deck_find_namelist(c, nl, &pos)))
+		for (size_t i = 0; i < n->nr; i++)
+			count += !strcmp(n->vars[i]->name, var);
+	return count;
+}
+
+/* A number as the parameter's JSON type: whole counts and codes integer. */
+static json_t *number_json(int pi, double v)
+{
+	enum kind k = params_table[pi].kind;
+
+	if ((k == K_COUNT || k == K_CODE) && v == floor(v) && fabs(v) < 1e15)
+		return json_integer((json_int_t)v);
+	return json_real(v);
+}
+
+/* Would the deck show v as another number?  Then say so, once. */
+static int precision_note(struct importer *im, const char *nl, int pi,
+			  double v, bool *said)
+{
+	char num[40], shown[40];
+	char *end;
+
+	if (*said || deck_format_number(v, num, sizeof(num)) < 0)
+		return 0;
+	if (strtod(num, &end) == v)
+		return 0;
+	*said = true;
+	show(shown, sizeof(shown), v);
+	return note(im, "%s %s = %s has more than 4 decimals; the generated "
+		    "deck shows %s", nl, params_table[pi].var, shown, num);
+}
+
+static int import_var(struct importer *im, const char *nl, int pi)
+{
+	const char *var = params_table[pi].var;
+	const struct deck_value *bad;
+	bool list = params_table[pi].kind == K_LIST, said = false;
+	size_t n = 0, times;
+	json_t *arr;
+	int r;
+
+	r = deck_get_numbers(im->c, nl, var, im->buf, READ_MAX, &n);
+	if (r == -ENOENT)
+		return 0;
+	if (r == -EINVAL) {
+		bad = non_number(im->c, nl, var);
+		if (bad && bad->type == DECK_LOGICAL) {
+			r = note(im, "%s %s holds %s, not a number", nl, var,
+				 bad->logical ? ".TRUE." : ".FALSE.");
+			return r < 0 ? r : set(im, pi,
+					       json_boolean(bad->logical));
+		} else {
+			char q[DECK_VALUE_MAX + 3];
+
+			snprintf(q, sizeof(q), "'%s'",
+				 bad && bad->text ? bad->text : "");
+			r = note(im, "%s %s holds %s, not a number", nl, var,
+				 q);
+			return r < 0 ? r : set(im, pi, json_string(q));
+		}
+	}
+	if (r < 0)
+		return r;
+	times = occurrences(im->c, nl, var);
+	if (!list && n == 1 && !isnan(im->buf[0])) {
+		if (times > 1 &&
+		    (r = note(im, "%s %s is given %zu times; the last value "
+			      "is used", nl, var, times)) < 0)
+			return r;
+		if ((r = precision_note(im, nl, pi, im->buf[0], &said)) < 0)
+			return r;
+		return set(im, pi, number_json(pi, im->buf[0]));
+	}
+	if (!list && (r = note(im, "%s %s is given %zu values; it takes one",
+			       nl, var, n)) < 0)
+		return r;
+	if (n > READ_MAX) {
+		if ((r = note(im, "%s %s has %zu elements; only the first %d "
+			      "are read", nl, var, n, READ_MAX)) < 0)
+			return r;
+		n = READ_MAX;
+	}
+	arr = json_array();
+	if (!arr)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		double v = im->buf[i];
+		json_t *item;
+
+		if (isnan(v)) {
+			item = json_null();
+			r = note(im, "%s %s(%zu) is never given", nl, var,
+				 i + 1);
+		} else {
+			item = number_json(pi, v);
+			r = precision_note(im, nl, pi, v, &said);
+		}
+		if (r < 0 || json_array_append_new(arr, item)) {
+			json_decref(arr);
+			return r < 0 ? r : -ENOMEM;
+		}
+	}
+	return set(im, pi, arr);
+}
+
+/*
+ * The designation of a NACA card (its text from column 10) in the form
+ * the schema takes: alone when the series would be inferred from it, else
+ * "series-designation"; the card's text unchanged when it is not one
+ * DATCOM reads (datcom_check() then says so).
+ */
+static json_t *naca_json(char series, const char *desig)
+{
+	struct dval full, alone;
+	char given[sizeof(full.text) + 4];
+
+	snprintf(given, sizeof(given), "%c-%s", series, desig);
+	memset(&full, 0, sizeof(full));
+	memset(&alone, 0, sizeof(alone));
+	if (!naca_parse(given, strlen(given), &full))
+		return json_string(given);
+	if (naca_parse(full.text, strlen(full.text), &alone) &&
+	    alone.series == full.series && !strcmp(alone.text, full.text))
+		return json_string(full.text);
+	snprintf(given, sizeof(given), "%c-%s", full.series, full.text);
+	return json_string(given);
+}
+
+/* The control card kinds that parameters come from. */
+enum { C_CASEID, C_DIM, C_NACA_W, C_NACA_H, C_NACA_V, C_DERIV, C_DAMP,
+       C_BUILD, NCONTROLS, C_OTHER = NCONTROLS };
+
+static int control_kind(const char *s)
+{
+	static const char *const words[] = { "CASEID", "DIM", NULL, NULL,
+					     NULL, "DERIV", "DAMP", "BUILD" };
+	size_t len = strlen(s);
+
+	if (len >= 9 && !strncmp(s, "NACA", 4))
+		return s[5] == 'W' ? C_NACA_W : s[5] == 'H' ? C_NACA_H :
+		       s[5] == 'V' ? C_NACA_V : C_OTHER;
+	for (int k = 0; k < NCONTROLS; k++) {
+		size_t wl;
+
+		if (!words[k])
+			continue;
+		wl = strlen(words[k]);
+		if (!strncmp(s, words[k], wl) && (s[wl] == 0 || s[wl] == ' '))
+			return k;
+	}
+	return C_OTHER;
+}
+
+static const char *const control_names[NCONTROLS] = {
+	"CASEID", "DIM", "NACA-W", "NACA-H", "NACA-V", "DERIV", "DAMP", "BUILD",
+};
+
+/* The argument of a control card after its keyword and a blank, or "". */
+static const char *argument(const char *s, size_t keyword)
+{
+	return strlen(s) > keyword ? s + keyword + 1 : "";
+}
+
+static int import_control(struct importer *im, int kind, const char *s)
+{
+	int pi;
+
+	switch (kind) {
+	case C_CASEID:
+		return set(im, P_CASE_ID, json_string(argument(s, 6)));
+	case C_DIM:
+		return set(im, P_DIMP, json_string(argument(s, 3)));
+	case C_NACA_W:
+	case C_NACA_H:
+	case C_NACA_V:
+		pi = surfaces[kind - C_NACA_W].first + S_NACA;
+		return set(im, pi, naca_json(s[7], s + 9));
+	case C_DERIV:
+		return set(im, P_DERIV, json_string(argument(s, 5)));
+	case C_DAMP:
+	case C_BUILD:
+		pi = kind == C_DAMP ? P_DAMP : P_BUILD;
+		/* `DAMP` alone means yes; anything after it is not ours */
+		return set(im, pi, strlen(s) == strlen(control_names[kind]) ?
+			   json_true() : json_string(s));
+	}
+	return 0;
+}
+
+/* Sections carried through by a NACA card's absence. */
+static const struct {
+	const char *namelist, *noun, *param;
+	int kind;
+} sections[] = {
+	{ "WGSCHR", "the wing section", "wing_naca", C_NACA_W },
+	{ "HTSCHR", "the horizontal tail section", "htail_naca", C_NACA_H },
+	{ "VTSCHR", "the vertical tail section", "vtail_naca", C_NACA_V },
+};
+
+static int import_case(struct importer *im, struct deck_case *rc)
+{
+	const struct deck_case *c = im->c;
+	size_t seen[NCONTROLS] = { 0 };
+	int ids[16], r;
+
+	/* the parameters of the mapped namelists */
+	for (size_t m = 0; m < NELEM(mapped_namelists); m++) {
+		size_t n = namelist_ids(mapped_namelists[m], ids);
+
+		for (size_t k = 0; k < n; k++)
+			if ((r = import_var(im, mapped_namelists[m],
+					    ids[k])) < 0)
+				return r;
+	}
+	/* the control cards: the last of each kind wins */
+	for (size_t i = 0; i < c->nr; i++) {
+		const struct deck_card *card = c->cards[i];
+		int kind;
+
+		if (card->type != DECK_CONTROL)
+			continue;
+		kind = control_kind(card->control);
+		if (kind == C_OTHER)
+			continue;
+		seen[kind]++;
+		if ((r = import_control(im, kind, card->control)) < 0)
+			return r;
+	}
+	for (int k = 0; k < NCONTROLS; k++)
+		if (seen[k] > 1 &&
+		    (r = note(im, "%zu %s cards; the last is used", seen[k],
+			      control_names[k])) < 0)
+			return r;
+	for (size_t s = 0; s < NELEM(sections); s++)
+		if (!seen[sections[s].kind] &&
+		    deck_find_namelist(c, sections[s].namelist, NULL) &&
+		    (r = note(im, "$%s (%s) is carried through; %s is not set "
+			      "from it", sections[s].namelist,
+			      sections[s].noun, sections[s].param)) < 0)
+			return r;
+
+	/* rest 1: the other variables of the mapped namelists, merged */
+	for (size_t m = 0; m < NELEM(mapped_namelists); m++) {
+		const char *name = mapped_namelists[m];
+		const struct deck_namelist *src;
+		struct deck_namelist *dst = NULL;
+		size_t pos = 0;
+
+		while ((src = deck_find_namelist(c, name, &pos)))
+			for (size_t i = 0; i < src->nr; i++) {
+				if (mapped_param(name, src->vars[i]->name) >= 0)
+					continue;
+				if (!dst &&
+				    (r = deck_add_namelist(rc, name, &dst)) < 0)
+					return r;
+				if ((r = deck_copy_var(dst, src->vars[i])) < 0)
+					return r;
+			}
+	}
+	/* rest 2 and 3: the other namelists, then the other control cards */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < c->nr; i++) {
+			const struct deck_card *card = c->cards[i];
+
+			if (pass == 0 ? card->type != DECK_NAMELIST_CARD ||
+			    is_mapped_namelist(card->namelist->name) :
+			    card->type != DECK_CONTROL ||
+			    control_kind(card->control) != C_OTHER)
+				continue;
+			if ((r = deck_copy_card(rc, card)) < 0)
+				return r;
+		}
+	return 0;
+}
+
+int datcom_from_deck(const struct deck *d, json_t **params,
+		     struct deck **rest, struct sbuf *notes, struct ferr *err)
+{
+	struct importer im = { NULL, NULL, notes, NULL };
+	struct deck *rd = NULL;
+	struct deck_case *rc;
+	size_t notes_len = notes ? notes->len : 0;
+	int r;
+
+	*params = NULL;
+	*rest = NULL;
+	if (!d || !d->nr) {
+		if (err) {
+			ferr_set(err, -EINVAL, "the deck has no case (no "
+				 "card before the end)");
+			ferr_set_path(err, "deck");
+		}
+		return -EINVAL;
+	}
+	im.c = d->cases[0];
+	im.params = json_object();
+	im.buf = malloc(READ_MAX * sizeof(*im.buf));
+	rd = deck_new();
+	if (!im.params || !im.buf || !rd) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (d->nr > 1 &&
+	    (r = note(&im, "%zu cases; the first is used", d->nr)) < 0)
+		goto out;
+	if ((r = deck_add_case(rd, &rc)) < 0 ||
+	    (r = import_case(&im, rc)) < 0)
+		goto out;
+	*params = im.params;
+	*rest = rd;
+	im.params = NULL;
+	rd = NULL;
+out:
+	if (r < 0 && notes)
+		sbuf_setlen(notes, notes_len);
+	json_decref(im.params);
+	deck_free(rd);
+	free(im.buf);
 	return r;
 }

@@ -119,4 +119,86 @@ int datcom_build(const json_t *params, struct deck **out, struct ferr *err);
 /* datcom_build() then deck_write() appended to `out`. */
 int datcom_render(const json_t *params, struct sbuf *out, struct ferr *err);
 
+/*
+ * Import an existing deck (DESIGN §6, the skill's file input `deck`):
+ * from the FIRST case of `d`, the parameters the deck gives, under the
+ * skill's names, into a new object *params, and everything else of that
+ * case into a new deck *rest (exactly one case, possibly empty), so that
+ * datcom_render_with(params, rest) writes the case again.
+ *
+ * Values are read as DATCOM reads them (deck_get_numbers(): start
+ * indexes, `r*` repeats, several namelists of one name, later values
+ * winning); control cards CASEID, DIM, NACA-W/H/V, DERIV, DAMP, BUILD:
+ * the last of each kind wins.  Types:
+ *   - counts and codes (nalpha, nmach, nalt, nx, itype, method, *_type,
+ *     loop): JSON integers when whole, else reals;
+ *   - other numbers: JSON reals; lists: arrays of reals;
+ *   - *_naca: the designation as the schema takes it: "0012", "64A204
+ *     A=0.8", with the series first ("S-1-40.0-9.0", "6-...") only when
+ *     the designation alone would infer another series;
+ *   - dim "FT"|"IN"|"M"|"CM", case_id the CASEID text, deriv the DERIV
+ *     card's argument, damp/build true for a DAMP/BUILD card.
+ * A variable of the 57 is always imported, never left in *rest, even
+ * when DATCOM could not use it: a value that is not a number becomes
+ * true/false or the quoted text "'ABC'", an element never given null, a
+ * scalar given several values (or an index) a list, a non-whole count a
+ * real, a malformed card's argument a string, so that datcom_check()
+ * names the parameter and says what is wrong.  Counts are not compared
+ * with their lists here (datcom_check() does).
+ *
+ * *rest holds, verbatim (spellings, repeats, indexes kept):
+ *   1. the variables outside the 57 of the mapped namelists (FLTCON,
+ *      OPTINS, SYNTHS, BODY, WGPLNF, HTPLNF, VTPLNF), one namelist per
+ *      name in that order, variables in deck order (several namelists
+ *      of one name are merged: DATCOM reads them as one);
+ *   2. every other namelist ($WGSCHR, $SYMFLP, $PROPWR, ...), in order;
+ *   3. every other control card (TRIM, PART, SAVE, DUMP, NACA-F, ...),
+ *      in order.
+ * That is the canonical order datcom_render_with() writes back, so that
+ * importing its deck gives the same *rest again.
+ *
+ * `notes` (may be NULL) receives one line per remark, each ended by
+ * '\n', WITHOUT a prefix (the caller prefixes the input's path, e.g.
+ * "uploads/deck: "):
+ *	"3 cases; the first is used"
+ *	"FLTCON ALSCHD(3) is never given"
+ *	"FLTCON WT holds .TRUE., not a number"
+ *	"FLTCON NALPHA is given 2 values; it takes one"
+ *	"FLTCON WT is given 2 times; the last value is used"
+ *	"SYNTHS XCG = 0.059816 has more than 4 decimals; the generated deck
+ *	shows 0.0598"
+ *	"2 NACA-W cards; the last is used"
+ *	"$WGSCHR (the wing section) is carried through; wing_naca is not
+ *	set from it"
+ *
+ * Returns 0; -EINVAL with err (path "deck") for a deck that has no
+ * case; -ENOMEM.  On failure *params and *rest are NULL.
+ */
+int datcom_from_deck(const struct deck *d, json_t **params,
+		     struct deck **rest, struct sbuf *notes,
+		     struct ferr *err);
+
+/*
+ * datcom_render() with the first case of `rest` (NULL or no case: the
+ * same as datcom_render()) merged in.  The generated deck is
+ *   CASEID, DIM, $FLTCON, [$OPTINS], $SYNTHS, $BODY, $WGPLNF, NACA-W,
+ *   $HTPLNF, NACA-H, $VTPLNF, NACA-V,
+ *   rest's other namelists (in their order),
+ *   DERIV, DAMP, BUILD (when asked for),
+ *   rest's control cards (in their order),
+ *   NEXT CASE
+ * where each mapped namelist also gets, after its own variables, the
+ * variables of rest's namelists of that name ($OPTINS is written when
+ * either gives something).  DATCOM reads a case's namelists by name
+ * whatever their order, so the other namelists (flaps, WGSCHR, power,
+ * ...) follow the configuration they refine, and control cards apply to
+ * the whole case wherever they stand before NEXT CASE.  Nothing is
+ * checked against `rest`: a rest that did not come from
+ * datcom_from_deck() may repeat a parameter's variable or card (written
+ * after it: DATCOM then uses the later one).  Returns as
+ * datcom_render(); `out` is unchanged on failure.
+ */
+int datcom_render_with(const json_t *params, const struct deck *rest,
+		       struct sbuf *out, struct ferr *err);
+
 #endif
