@@ -787,3 +787,20 @@ def test_import_broken_deck_named_in_status(pc9_session):
     problems, _ = status_of(s)
     assert any("deck" in p and re.search(r"line 4, column \d+", p)
                for p in problems), problems
+
+
+@IMPORT_XFAIL
+def test_import_inconsistent_deck_named_in_status(pc9_session):
+    """Complete but inconsistent parameters (only reachable through a deck):
+    no for005.dat, and status says why."""
+    s = pc9_session
+    deck = deck_of(s)
+    bad = deck.replace(b"NALPHA=6.0,", b"NALPHA=5.0,")
+    assert bad != deck
+    upload(s, "deck.dat", bad)
+    assert put_json(s / "request.json", {"input": {}, "parameter": {}}) == 0
+    absent(s)
+    problems, _ = status_of(s)
+    assert any(p.startswith("output/for005.dat: ") and p.endswith(
+        "The number of angles of attack (6) must match NALPHA (5)")
+        for p in problems), problems
