@@ -5,7 +5,7 @@
  * datcom_check/datcom_missing/datcom_render must never crash or leak; a
  * render that succeeds must have passed datcom_check, and the deck it
  * produces must obey every card rule of CARDS.md as the independent
- * checker datcom_rules.h sees them (abort otherwise).
+ * checker tests/deck_rules.h sees them (abort otherwise).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include "datcom.h"
 #include "fjson.h"
 
-#include "datcom_rules.h"
+#include "../deck_rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

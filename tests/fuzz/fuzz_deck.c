@@ -4,7 +4,7 @@
  * byte-identical, the second parse must find nothing to report (numbers
  * beyond a Fortran REAL excepted: their spelling is carried through), and
  * the text must pass the independent card-rule checker of
- * tests/unit/deck_rules.h.  Any disagreement aborts.
+ * tests/deck_rules.h.  Any disagreement aborts.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include "deck.h"
 #include "sbuf.h"
-#include "../unit/deck_rules.h"
+#include "../deck_rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
  * drawn from the schema's own ranges always give a deck that obeys the
  * rules and holds the values given.
  *
- * The card rules are checked by tests/fuzz/datcom_rules.h, written apart
+ * The card rules are checked by tests/deck_rules.h, written apart
  * from core/deck.c.  Expected messages are DESIGN §6's wording as
  * core/datcom.h documents it.
  */
@@ -30,7 +30,7 @@
 #include "schema.h"
 #include "skill.h"
 
-#include "../fuzz/datcom_rules.h"
+#include "../deck_rules.h"
 
 static const char *const the57[] = {
 	"case_id", "dim", "nalpha", "alschd", "nmach", "mach", "nalt", "alt",

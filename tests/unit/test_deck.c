@@ -1,6 +1,6 @@
 /*
  * Tests for core/deck: the number format of seed 001, the writer against
- * the independent rule checker (deck_rules.h) on random decks, the parser's
+ * the independent rule checker (tests/deck_rules.h) on random decks, the parser's
  * problems with their positions, write -> parse -> write fixed points, and
  * the public example decks of ../shared/datcom/examples (skipped when
  * absent).  Expected problem lines for the example decks are computed here
@@ -15,13 +15,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <regex.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "deck.h"
 #include "flowfs-config.h"
 #include "sbuf.h"
-#include "deck_rules.h"
+#include "../deck_rules.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
