@@ -5,7 +5,9 @@
  * datcom_check/datcom_missing/datcom_render must never crash or leak; a
  * render that succeeds must have passed datcom_check, and the deck it
  * produces must obey every card rule of CARDS.md as the independent
- * checker tests/deck_rules.h sees them (abort otherwise).
+ * checker tests/deck_rules.h sees them (abort otherwise).  The bytes are
+ * also read as a deck (as_deck()): import, render with the rest over the
+ * PC-9, re-import must be a fixed point.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "datcom.h"
+#include "deck.h"
 #include "fjson.h"
 
 #include "../deck_rules.h"
@@ -72,10 +75,77 @@ static void one(const json_t *params)
 	sbuf_release(&missing);
 }
 
+/*
+ * The bytes as a deck: whatever parses is imported; when its parameters
+ * merged over the PC-9 pass datcom_check, the deck rendered with its rest
+ * must obey every card rule, and importing that deck must give the same
+ * rest and a render byte-identical to it.
+ */
+static void as_deck(const uint8_t *data, size_t size)
+{
+	struct sbuf d1 = SBUF_INIT, d2 = SBUF_INIT, notes = SBUF_INIT;
+	struct sbuf r1 = SBUF_INIT, r2 = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+	struct deck *d = NULL, *rest = NULL, *dd = NULL, *rest2 = NULL;
+	json_t *params = NULL, *base = NULL, *p2 = NULL;
+	struct rules_deck *rd = NULL;
+	const char *why;
+	int line;
+
+	if (deck_parse((const char *)data, size, &d, NULL) < 0)
+		goto out;
+	if (datcom_from_deck(d, &params, &rest, &notes, &err) < 0) {
+		if (d->nr)
+			abort();	/* only a deck without a case is refused */
+		goto out;
+	}
+	if (fjson_parse(&base, base_text, strlen(base_text), &err) < 0)
+		abort();
+	json_object_update(base, params);
+	if (datcom_check(base, &err) < 0)
+		goto out;
+	if (datcom_render_with(base, rest, &d1, &err) < 0)
+		goto out;	/* e.g. a NACA card too long with the base */
+	rd = malloc(sizeof(*rd));
+	if (!rd)
+		abort();
+	why = rules_check_any(d1.buf, d1.len, rd, &line);
+	if (why) {
+		fprintf(stderr, "line %d: %s\n%s", line, why, d1.buf);
+		abort();
+	}
+	if (deck_parse(d1.buf, d1.len, &dd, NULL) < 0 ||
+	    datcom_from_deck(dd, &p2, &rest2, NULL, &err) < 0 ||
+	    deck_write(rest, &r1) < 0 || deck_write(rest2, &r2) < 0 ||
+	    strcmp(r1.buf, r2.buf) ||
+	    datcom_render_with(p2, rest2, &d2, &err) < 0 ||
+	    strcmp(d1.buf, d2.buf)) {
+		fprintf(stderr, "not a fixed point:\n%s---\n%s", d1.buf,
+			d2.buf ? d2.buf : "");
+		abort();
+	}
+out:
+	free(rd);
+	json_decref(params);
+	json_decref(base);
+	json_decref(p2);
+	deck_free(d);
+	deck_free(rest);
+	deck_free(dd);
+	deck_free(rest2);
+	sbuf_release(&d1);
+	sbuf_release(&d2);
+	sbuf_release(&r1);
+	sbuf_release(&r2);
+	sbuf_release(&notes);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ferr err = FERR_INIT;
 	json_t *doc = NULL, *base = NULL;
+
+	as_deck(data, size);
 
 	if (fjson_parse(&doc, (const char *)data, size, &err) < 0)
 		return 0;
