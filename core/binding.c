@@ -7,21 +7,91 @@
 #include <sys/stat.h>
 
 #include "datcom.h"
+#include "deck.h"
 #include "fjson.h"
 #include "schema.h"
 
 /*
+ * What an imported file (a DATCOM deck) adds to a resolution: the part
+ * the generated file carries through, and remarks for status.
+ */
+struct imported {
+	struct deck *rest;
+	struct sbuf notes;
+};
+
+static void imported_release(struct imported *im)
+{
+	deck_free(im->rest);
+	im->rest = NULL;
+	sbuf_release(&im->notes);
+}
+
+/*
+ * Read a DATCOM deck: its first case's parameters (*params) and the rest
+ * of it.  A deck that does not parse: -EINVAL with line and column.
+ */
+static int import_deck(const char *text, size_t len, json_t **params,
+		       struct imported *im, struct ferr *err)
+{
+	struct deck_problems problems = DECK_PROBLEMS_INIT;
+	struct deck *d = NULL;
+	size_t rejected;
+	int ret;
+
+	ret = deck_parse(text, len, &d, &problems);
+	if (ret == -EINVAL && problems.nr) {
+		const struct deck_problem *p = &problems.v[problems.nr - 1];
+
+		ret = ferr_set_at(err, -EINVAL, (int)p->line, (int)p->column,
+				  "%s", p->message);
+		goto out;
+	}
+	if (ret < 0)
+		goto out;
+	/* lines DATCOM would reject: flowfs writes them cleanly, but say so */
+	rejected = deck_problems_count(&problems, DECK_ERROR);
+	for (size_t i = 0; rejected && i < problems.nr; i++)
+		if (problems.v[i].severity >= DECK_ERROR) {
+			ret = sbuf_addf(&im->notes,
+					"%zu line%s DATCOM would reject (line %u: %s); the generated deck is clean\n",
+					rejected, rejected == 1 ? "" : "s",
+					problems.v[i].line, problems.v[i].message);
+			break;
+		}
+	if (!ret)
+		ret = datcom_from_deck(d, params, &im->rest, &im->notes, err);
+out:
+	deck_free(d);
+	deck_problems_release(&problems);
+	return ret;
+}
+
+static int datcom_render_imported(const json_t *params,
+				  const struct imported *im, struct sbuf *out,
+				  struct ferr *err)
+{
+	return datcom_render_with(params, im ? im->rest : NULL, out, err);
+}
+
+/*
  * The files built-in skills generate from a session's parameters: one
  * row each.  `check` says what is wrong (the first problem), `render`
- * makes the file.
+ * makes the file; `import_input`, when set, names the file input whose
+ * upload supplies the parameters the request does not give.
  */
 static const struct artifact {
 	const char *skill;
 	const char *name;
 	int (*check)(const json_t *params, struct ferr *err);
-	int (*render)(const json_t *params, struct sbuf *out, struct ferr *err);
+	int (*render)(const json_t *params, const struct imported *im,
+		      struct sbuf *out, struct ferr *err);
+	const char *import_input;
+	int (*import)(const char *text, size_t len, json_t **params,
+		      struct imported *im, struct ferr *err);
 } artifacts[] = {
-	{ "datcom", "for005.dat", datcom_check, datcom_render },
+	{ "datcom", "for005.dat", datcom_check, datcom_render_imported,
+	  "deck", import_deck },
 };
 
 static const struct artifact *find_artifact(const char *skill,
@@ -44,12 +114,73 @@ const struct skill *binding_skill(const struct binding_ctx *c)
 	return sk && !sk->error ? sk : NULL;
 }
 
-int binding_resolve(const struct binding_ctx *c, const struct skill **skill,
-		    struct inputs *out)
+/*
+ * The parameters an uploaded file gives (a DATCOM deck bound to input
+ * "deck"): *base, or NULL when none is bound; what it cannot be read
+ * for goes to `problems`.
+ */
+static int import_upload(const struct binding_ctx *c, const struct artifact *a,
+			 const struct inputs *in, json_t **base,
+			 struct imported *im, struct sbuf *problems)
+{
+	const char *path = json_string_value(json_object_get(in->input,
+							     a->import_input));
+	const char *name = path ? strrchr(path, '/') : NULL;
+	char msg[FERR_MESSAGE_MAX + 64];
+	struct sbuf text = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+	struct tree_attr up;
+	int ret;
+
+	*base = NULL;
+	if (!name)
+		return 0;
+	name++;
+	ret = tree_lookup(c->tree, c->s->uploads_ino, name, &up);
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	if (!S_ISREG(up.mode))
+		return sbuf_addf(problems, "uploads/%s: a folder, not a file\n",
+				 name);
+	ret = tree_read_all(c->tree, up.ino, &text);
+	if (ret == -EFBIG)
+		ret = sbuf_addf(problems, "uploads/%s: too large to read\n",
+				name);
+	if (ret < 0 || text.len == 0)
+		goto out;
+	ret = a->import(text.buf, text.len, base, im, &err);
+	if (ret == -EINVAL) {
+		ret = sbuf_addf(problems, "uploads/%s: %s\n", name,
+				ferr_format(&err, msg, sizeof(msg)));
+	} else if (!ret && im->notes.len) {
+		/* prefix each remark with the file it is about */
+		struct sbuf prefixed = SBUF_INIT;
+
+		for (char *l = im->notes.buf, *nl; !ret && *l; l = nl + 1) {
+			nl = strchr(l, '\n');
+			if (!nl)
+				nl = l + strlen(l) - 1;
+			ret = sbuf_addf(&prefixed, "uploads/%s: %.*s\n", name,
+					(int)(nl - l + (*nl != '\n')), l);
+		}
+		sbuf_release(&im->notes);
+		im->notes = prefixed;
+	}
+out:
+	sbuf_release(&text);
+	return ret;
+}
+
+/* binding_resolve(), keeping what an imported file adds. */
+static int resolve_imported(const struct binding_ctx *c,
+			    const struct skill **skill, struct inputs *out,
+			    struct imported *im)
 {
 	struct inputs_upload *ups = NULL;
 	struct tree_dir dir = { 0 };
-	json_t *request = NULL;
+	const struct artifact *a;
+	struct sbuf problems = SBUF_INIT;
+	json_t *request = NULL, *base = NULL;
 	char *uploads_path = NULL;
 	int ret;
 
@@ -76,11 +207,35 @@ int binding_resolve(const struct binding_ctx *c, const struct skill **skill,
 		ups[i].dir = S_ISDIR(dir.ents[i].attr.mode);
 	}
 	ret = inputs_resolve(*skill, request, ups, dir.n, uploads_path, out);
+	a = find_artifact((*skill)->id, NULL);
+	if (ret < 0 || !a || !a->import_input)
+		goto out;
+	/* a bound deck: resolve again with what it gives under the request */
+	ret = import_upload(c, a, out, &base, im, &problems);
+	if (ret < 0 || (!base && !problems.len))
+		goto out;
+	inputs_release(out);
+	ret = inputs_resolve_base(*skill, request, base, ups, dir.n,
+				  uploads_path, out);
+	if (!ret)
+		ret = sbuf_add(&out->problems, problems.buf, problems.len);
 out:
+	sbuf_release(&problems);
+	json_decref(base);
 	free(uploads_path);
 	free(ups);
 	tree_dir_free(&dir);
 	json_decref(request);
+	return ret;
+}
+
+int binding_resolve(const struct binding_ctx *c, const struct skill **skill,
+		    struct inputs *out)
+{
+	struct imported im = { NULL, SBUF_INIT };
+	int ret = resolve_imported(c, skill, out, &im);
+
+	imported_release(&im);
 	return ret;
 }
 
@@ -155,20 +310,22 @@ int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out)
 int binding_render_artifact(const struct binding_ctx *c, const char *name,
 			    struct sbuf *out)
 {
+	struct imported im = { NULL, SBUF_INIT };
 	const struct artifact *a;
 	const struct skill *sk;
 	struct inputs in;
 	int ret;
 
-	ret = binding_resolve(c, &sk, &in);
+	ret = resolve_imported(c, &sk, &in, &im);
 	if (!ret && (!sk || !(a = find_artifact(sk->id, name))))
 		ret = -ENOENT;
 	/* incomplete or invalid parameters: no file (status says why) */
 	if (!ret && (in.problems.len || a->check(in.parameter, NULL) < 0))
 		ret = -ENOENT;
 	if (!ret)
-		ret = a->render(in.parameter, out, NULL) < 0 ? -ENOENT : 0;
+		ret = a->render(in.parameter, &im, out, NULL) < 0 ? -ENOENT : 0;
 	inputs_release(&in);
+	imported_release(&im);
 	return ret;
 }
 
@@ -213,6 +370,7 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 
 int binding_problems(const struct binding_ctx *c, struct sbuf *out)
 {
+	struct imported im = { NULL, SBUF_INIT };
 	const struct skill *sk;
 	struct sbuf prompt = SBUF_INIT;
 	struct ferr err = FERR_INIT;
@@ -229,19 +387,26 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out)
 		return sbuf_addf(out, "skill %s is not installed (any more)\n",
 				 c->s->skill);
 	}
-	ret = binding_resolve(c, &sk, &in);
+	ret = resolve_imported(c, &sk, &in, &im);
 	if (!ret)
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
 	if (!ret && sk)
 		ret = artifact_problems(sk, &in, out);
 	inputs_release(&in);
-	if (ret < 0 || !sk)
-		return ret;
-	ret = binding_render_prompt(c, &prompt, &err);
-	sbuf_release(&prompt);
-	if (ret == -EINVAL)
-		return sbuf_addf(out, "prompt.txt: %s\n",
-				 ferr_format(&err, msg, sizeof(msg)));
+	if (!ret && sk) {
+		ret = binding_render_prompt(c, &prompt, &err);
+		sbuf_release(&prompt);
+		if (ret == -EINVAL)
+			ret = sbuf_addf(out, "prompt.txt: %s\n",
+					ferr_format(&err, msg, sizeof(msg)));
+		else if (ret == -ENOENT)
+			ret = 0;
+	}
+	/* remarks on an imported file follow the verdict, not replace it */
+	if (!ret && im.notes.len)
+		ret = sbuf_addf(out, "%s%s", out->len ? "" : "ready\n",
+				im.notes.buf);
+	imported_release(&im);
 	return ret;
 }
 

@@ -65,7 +65,11 @@ int binding_render_artifact(const struct binding_ctx *c, const char *name,
 int binding_check_request(const struct skill *sk, const json_t *request,
 			  struct ferr *err);
 
-/* The problem lines of status (empty when the session is ready). */
+/*
+ * The lines at the top of status: one per problem, empty when the
+ * session is ready — or, when an imported file has remarks ("3 cases;
+ * the first is used"), "ready" or the problems followed by them.
+ */
 int binding_problems(const struct binding_ctx *c, struct sbuf *out);
 
 /* When what the binding shows last changed (for the files' mtimes). */

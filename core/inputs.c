@@ -318,7 +318,7 @@ static int add_missing_required(const json_t *schema, const json_t *instance,
 	return ret;
 }
 
-static int resolve_parameters(const struct skill *sk,
+static int resolve_parameters(const struct skill *sk, const json_t *base,
 			      const json_t *req_param, struct inputs *out)
 {
 	const json_t *schema = sk->parameter_schema;
@@ -340,6 +340,9 @@ static int resolve_parameters(const struct skill *sk,
 		}
 		return 0;
 	}
+	if (json_is_object(base) &&
+	    json_object_update(out->parameter, (json_t *)base) < 0)
+		return -ENOMEM;
 	if (json_is_object(req_param) &&
 	    json_object_update(out->parameter, (json_t *)req_param) < 0)
 		return -ENOMEM;
@@ -356,6 +359,15 @@ int inputs_resolve(const struct skill *sk, const json_t *request,
 		   const struct inputs_upload *uploads, size_t nuploads,
 		   const char *uploads_path, struct inputs *out)
 {
+	return inputs_resolve_base(sk, request, NULL, uploads, nuploads,
+				   uploads_path, out);
+}
+
+int inputs_resolve_base(const struct skill *sk, const json_t *request,
+			const json_t *base,
+			const struct inputs_upload *uploads, size_t nuploads,
+			const char *uploads_path, struct inputs *out)
+{
 	struct ferr err = FERR_INIT;
 	int ret;
 
@@ -367,7 +379,8 @@ int inputs_resolve(const struct skill *sk, const json_t *request,
 	ret = resolve_inputs(sk, json_object_get(request, "input"), uploads,
 			     nuploads, uploads_path, out);
 	if (!ret)
-		ret = resolve_parameters(sk, json_object_get(request, "parameter"),
+		ret = resolve_parameters(sk, base,
+					 json_object_get(request, "parameter"),
 					 out);
 	/* A request stored for another skill (or before the skill changed). */
 	if (!ret && request && inputs_check_request(sk, request, &err) < 0)

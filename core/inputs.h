@@ -62,6 +62,16 @@ int inputs_check_request(const struct skill *sk, const json_t *request,
 int inputs_resolve(const struct skill *sk, const json_t *request,
 		   const struct inputs_upload *uploads, size_t nuploads,
 		   const char *uploads_path, struct inputs *out);
+
+/*
+ * inputs_resolve() with parameters from elsewhere (`base`, may be NULL:
+ * an imported DATCOM deck) under the request's: the request's values
+ * win, then the schema's defaults fill what neither gives.
+ */
+int inputs_resolve_base(const struct skill *sk, const json_t *request,
+			const json_t *base,
+			const struct inputs_upload *uploads, size_t nuploads,
+			const char *uploads_path, struct inputs *out);
 void inputs_release(struct inputs *in);
 
 /*
