@@ -709,20 +709,6 @@ def test_reads_repeat_and_mtime_follows_parameters(pc9_session):
 
 # -- deck import (uploads/deck) ---------------------------------------------------
 
-def import_wired():
-    """The daemon reads uploads/deck once core/binding.c calls the import."""
-    src = REPO / "core" / "binding.c"
-    return src.is_file() and "datcom_from_deck" in src.read_text()
-
-
-# Strict: once the import is wired these tests run as plain tests, and an
-# unexpected pass while it is not would flag this marker as stale.
-IMPORT_XFAIL = pytest.mark.xfail(
-    not import_wired(), strict=True,
-    reason="deck import (uploads/deck -> parameters, datcom_from_deck) is "
-           "not wired into the daemon yet (DESIGN §6, issue 5)")
-
-
 def upload(session, name, data):
     write_bytes(session / "uploads" / name, data)
 
@@ -737,7 +723,6 @@ def joined(deck_text, nl):
     return re.split(r",(?=[A-Z][A-Z0-9]*(?:\(\d+\))?=)", body)
 
 
-@IMPORT_XFAIL
 def test_import_fixed_point(pc9_session):
     s = pc9_session
     deck = deck_of(s)
@@ -747,7 +732,6 @@ def test_import_fixed_point(pc9_session):
     assert status_of(s)[0] == ["ready"]
 
 
-@IMPORT_XFAIL
 def test_import_example_merged_with_request(dsession):
     src = EXAMPLES / "katiakms_DATCOM_for005.dat"
     if not src.is_file():
@@ -769,7 +753,6 @@ def test_import_example_merged_with_request(dsession):
     assert "DIM FT" in deck.controls()
 
 
-@IMPORT_XFAIL
 def test_import_several_cases_noted(pc9_session):
     s = pc9_session
     deck = deck_of(s)
@@ -783,7 +766,6 @@ def test_import_several_cases_noted(pc9_session):
         problems
 
 
-@IMPORT_XFAIL
 def test_import_broken_deck_named_in_status(pc9_session):
     s = pc9_session
     lines = deck_of(s).decode().split("\n")
@@ -797,7 +779,6 @@ def test_import_broken_deck_named_in_status(pc9_session):
                for p in problems), problems
 
 
-@IMPORT_XFAIL
 def test_import_inconsistent_deck_named_in_status(pc9_session):
     """Complete but inconsistent parameters (only reachable through a deck):
     no for005.dat, and status says why."""
