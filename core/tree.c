@@ -272,6 +272,13 @@ int tree_create(struct tree *t, uint64_t parent, const char *name,
 		ret = -ENOTDIR;
 		goto out;
 	}
+	/* A setgid folder hands its group down, and to folders the bit too
+	 * (Linux's rule; shared upload folders rely on it). */
+	if (dir.mode & S_ISGID) {
+		gid = dir.gid;
+		if (S_ISDIR(mode))
+			mode |= S_ISGID;
+	}
 	ret = insert_inode(t, dir.session, &parent, name, mode, uid, gid,
 			   S_ISLNK(mode) ? target : NULL, now, out);
 	if (ret < 0)

@@ -99,7 +99,8 @@ int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 /*
  * Create `name` in folder `parent`: a regular file, folder or symlink
  * according to the S_IFMT bits of `mode` (symlinks take `target`).
- * -EEXIST when the name is taken.
+ * In a setgid folder the new entry takes the folder's group (and a new
+ * folder the setgid bit).  -EEXIST when the name is taken.
  */
 int tree_create(struct tree *t, uint64_t parent, const char *name,
 		uint32_t mode, uint32_t uid, uint32_t gid, const char *target,

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,22 @@ static void ts_from_ns(struct timespec *ts, int64_t ns)
 	}
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)nsec;
+}
+
+/*
+ * A timestamp as the store keeps it: nanoseconds in an int64, so
+ * 1677-09-21 to 2262-04-11.  Times outside are clamped to the nearest
+ * end, as Linux filesystems clamp to what they can store.
+ */
+static int64_t ns_from_ts(const struct timespec *ts)
+{
+	int64_t ns;
+
+	if (__builtin_mul_overflow((int64_t)ts->tv_sec, (int64_t)1000000000,
+				   &ns) ||
+	    __builtin_add_overflow(ns, (int64_t)ts->tv_nsec, &ns))
+		return ts->tv_sec < 0 ? INT64_MIN : INT64_MAX;
+	return ns;
 }
 
 static void stat_from_attr(const struct tree_attr *a, struct stat *st)
@@ -716,15 +733,13 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
 		sa.what |= TREE_SET_ATIME_NOW;
 	else if (to_set & FUSE_SET_ATTR_ATIME) {
 		sa.what |= TREE_SET_ATIME;
-		sa.atime_ns = (int64_t)attr->st_atim.tv_sec * 1000000000 +
-			      attr->st_atim.tv_nsec;
+		sa.atime_ns = ns_from_ts(&attr->st_atim);
 	}
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
 		sa.what |= TREE_SET_MTIME_NOW;
 	else if (to_set & FUSE_SET_ATTR_MTIME) {
 		sa.what |= TREE_SET_MTIME;
-		sa.mtime_ns = (int64_t)attr->st_mtim.tv_sec * 1000000000 +
-			      attr->st_mtim.tv_nsec;
+		sa.mtime_ns = ns_from_ts(&attr->st_mtim);
 	}
 	lock(fs);
 	ret = tree_setattr(fs->tree, ino, &sa, &a);

@@ -512,6 +512,36 @@ def test_utime_before_1970(flowfs, uploads):
     assert os.stat(f).st_mtime_ns == -86_400_000_000_001
 
 
+def test_utime_beyond_2262_is_clamped(flowfs, uploads):
+    # Times are nanoseconds in an int64 (1677..2262); beyond, the nearest
+    # end is kept, as Linux filesystems clamp to their range — never a
+    # wrapped-around date (touch -d 2300-01-01 once read back as 1715).
+    f = uploads / "far"
+    write_bytes(f, b"x")
+    year_2300 = 10_413_792_000
+    os.utime(f, (year_2300, year_2300))
+    assert os.stat(f).st_mtime_ns == 2**63 - 1
+    os.utime(f, (-year_2300, -year_2300))
+    assert os.stat(f).st_mtime_ns == -2**63
+    flowfs.remount()
+    assert os.stat(f).st_mtime_ns == -2**63
+
+
+def test_setgid_folder_passes_its_group_on(uploads):
+    g = uploads / "shared"
+    os.mkdir(g)
+    os.chown(g, -1, 4242)
+    os.chmod(g, 0o2777)
+    write_bytes(g / "f", b"x")
+    os.mkdir(g / "d")
+    os.symlink("f", g / "l")
+    assert os.stat(g / "f").st_gid == 4242
+    assert os.stat(g / "d").st_gid == 4242
+    assert os.lstat(g / "l").st_gid == 4242
+    assert os.stat(g / "d").st_mode & stat.S_ISGID
+    assert not os.stat(g / "f").st_mode & stat.S_ISGID
+
+
 def test_utimensat_now_and_omit(uploads):
     f = uploads / "t"
     write_bytes(f, b"x")
