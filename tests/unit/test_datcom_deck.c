@@ -25,6 +25,17 @@
 #include "flowfs-config.h"
 #include "sbuf.h"
 #include "../deck_rules.h"
+#include "unit.h"
+
+/* A file of ../shared/datcom/examples/ (NULL when absent). */
+static char *read_example(const char *name, size_t *len)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "datcom/examples/%s", name);
+	return unit_read_shared(path, len);
+}
+
 
 static const char pc9_text[] =
 	"{\"case_id\": \"PC-9\", \"dim\": \"FT\","
@@ -550,33 +561,6 @@ static void test_random_fixed_point(void **state)
 }
 
 /* ---- example decks ---------------------------------------------------- */
-
-static char *read_example(const char *name, size_t *len)
-{
-	const char *src = FLOWFS_SOURCE_SKILLS;
-	size_t n = strlen(src) - strlen("/core/skills");
-	char path[1024];
-	FILE *f;
-	char *buf;
-	long size;
-
-	snprintf(path, sizeof(path), "%.*s/../shared/datcom/examples/%s",
-		 (int)n, src, name);
-	f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	size = ftell(f);
-	assert_true(size > 0);
-	rewind(f);
-	buf = malloc((size_t)size + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
-	buf[size] = '\0';
-	fclose(f);
-	*len = (size_t)size;
-	return buf;
-}
 
 /* Equal as a DATCOM card shows them (numbers at most 4 decimals). */
 static bool same_shown(const json_t *a, const json_t *b)

@@ -29,6 +29,16 @@
 #include "session.h"
 #include "unit.h"
 
+/* A file of ../shared/fixtures/ (NULL when absent). */
+static char *read_fixture(const char *name, size_t *len)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "fixtures/%s", name);
+	return unit_read_shared(path, len);
+}
+
+
 #define N GRAPH_NODE
 #define E GRAPH_EDGE
 
@@ -1095,34 +1105,6 @@ static void test_infer_empty(void **state)
 }
 
 /* ---- parameters.json ------------------------------------------------------ */
-
-static char *read_fixture(const char *name, size_t *len)
-{
-	/* FLOWFS_SOURCE_SKILLS is <repo>/core/skills */
-	const char *src = FLOWFS_SOURCE_SKILLS;
-	size_t n = strlen(src) - strlen("/core/skills");
-	char path[1024];
-	FILE *f;
-	char *buf;
-	long size;
-
-	snprintf(path, sizeof(path), "%.*s/../shared/fixtures/%s", (int)n,
-		 src, name);
-	f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	size = ftell(f);
-	assert_true(size > 0);
-	rewind(f);
-	buf = malloc((size_t)size + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
-	buf[size] = '\0';
-	fclose(f);
-	*len = (size_t)size;
-	return buf;
-}
 
 static void test_parameters_seed(void **state)
 {

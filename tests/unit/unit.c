@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <ftw.h>
 #include <cmocka.h>
+#include <string.h>
+
+#include "flowfs-config.h"
 
 int unit_tmpdir(char *dir, size_t size, const char *what)
 {
@@ -44,4 +47,31 @@ int64_t unit_sql_int(sqlite3 *db, const char *fmt, ...)
 		v = sqlite3_column_int64(q, 0);
 	sqlite3_finalize(q);
 	return v;
+}
+
+char *unit_read_shared(const char *path, size_t *len)
+{
+	/* the repo is where the built-in skills' source tree is */
+	const char *src = FLOWFS_SOURCE_SKILLS;
+	size_t n = strlen(src) - strlen("/core/skills");
+	char full[1024];
+	FILE *f;
+	char *buf;
+	long size;
+
+	snprintf(full, sizeof(full), "%.*s/../shared/%s", (int)n, src, path);
+	f = fopen(full, "rb");
+	if (!f)
+		return NULL;
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	size = ftell(f);
+	assert_true(size >= 0);
+	rewind(f);
+	buf = malloc((size_t)size + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+	buf[size] = '\0';
+	fclose(f);
+	*len = (size_t)size;
+	return buf;
 }

@@ -16,6 +16,13 @@ int unit_tmpdir(char *dir, size_t size, const char *what);
 void unit_rmtree(const char *dir);
 
 /*
+ * The bytes of ../shared/<path> beside the repo (data no one on this
+ * project wrote: the seeds' fixtures, DATCOM decks), NUL-terminated, or
+ * NULL when it is absent (the caller skips).  free() it.
+ */
+char *unit_read_shared(const char *path, size_t *len);
+
+/*
  * The first column of the first row of a printf-formatted query, or
  * -12345 when there is no row.  Fails the running test on bad SQL.
  */
