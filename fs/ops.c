@@ -327,8 +327,9 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 	if (ret < 0)
 		return ret;
 	/* Folders with entries of the table or the graph in them know
-	 * their session. */
-	if (n->attr.session_root || n->attr.tag != 0) {
+	 * their session (uploads/ needs none: it is on every path walk). */
+	if (n->attr.session_root ||
+	    (n->attr.tag != 0 && n->attr.tag != SESSION_UPLOADS)) {
 		n->has_session = true;
 		return session_get(fs->st, n->attr.session, &n->s);
 	}
