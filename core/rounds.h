@@ -100,8 +100,9 @@ int rounds_render_content(const json_t *const *rounds, size_t n,
  *	  <io_instructions>"}, {"role": "assistant", "content": <transcript>}]
  *
  * as Python's json.dumps(obj, indent=2, ensure_ascii=False) writes it
- * (fjson_dump; no trailing newline).  A NULL description or
- * io_instructions is "" (the "I/O Requirements:" heading stays: the
+ * (fjson_dump; no trailing newline).  description and io_instructions
+ * are C strings (an inline input holding "\u0000" is cut there); NULL
+ * is "" (the "I/O Requirements:" heading stays: the
  * seed's format always has it).  Zero rounds give an empty assistant
  * content.  0, -EINVAL (rounds that do not pass rounds_check, or a
  * description or io_instructions that is not UTF-8) or -ENOMEM; on
