@@ -835,16 +835,67 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 	return 0;
 }
 
+/*
+ * Copy the stored chunks overlapping [off, end) into buf (buf[0] is at
+ * `off`), zeros where nothing is stored.  A 64 KiB chunk spans several
+ * database pages: incremental blob I/O copies from the pages straight
+ * into buf, where sqlite3_column_blob() would first assemble a copy.
+ */
+static int read_stored(struct tree *t, uint64_t ino, char *buf, int64_t off,
+		       int64_t end)
+{
+	static const char sql[] = "SELECT idx, id, length(data) FROM chunks"
+		" WHERE ino = ?1 AND idx BETWEEN ?2 AND ?3 ORDER BY idx";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+	sqlite3_blob *blob = NULL;
+	int64_t filled = off;	/* buf holds [off, filled) */
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	sqlite3_bind_int64(q, 2, off / TREE_CHUNK_SIZE);
+	sqlite3_bind_int64(q, 3, (end - 1) / TREE_CHUNK_SIZE);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		int64_t cstart = sqlite3_column_int64(q, 0) * TREE_CHUNK_SIZE;
+		sqlite3_int64 id = sqlite3_column_int64(q, 1);
+		int64_t cend = cstart + sqlite3_column_int64(q, 2);
+		int64_t from = cstart > off ? cstart : off;
+		int64_t to = cend < end ? cend : end;
+
+		if (from >= to)
+			continue;
+		if (from > filled)
+			memset(buf + (filled - off), 0, (size_t)(from - filled));
+		rc = blob ? sqlite3_blob_reopen(blob, id)
+			  : sqlite3_blob_open(store_db(t->st), "main", "chunks",
+					      "data", id, 0, &blob);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_blob_read(blob, buf + (from - off),
+					       (int)(to - from),
+					       (int)(from - cstart));
+		if (rc != SQLITE_OK) {
+			ret = store_errno(rc);
+			break;
+		}
+		filled = to;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	sqlite3_blob_close(blob);
+	store_done(q);
+	if (!ret && filled < end)
+		memset(buf + (filled - off), 0, (size_t)(end - filled));
+	return ret;
+}
+
 int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 	      int64_t off, size_t *got)
 {
-	static const char sql[] = "SELECT idx, data FROM chunks"
-		" WHERE ino = ?1 AND idx BETWEEN ?2 AND ?3";
 	struct open_file *f = open_find(t, ino);
 	struct tree_attr a;
-	int64_t fsize, end, first, last;
-	sqlite3_stmt *q;
-	int rc, ret;
+	int64_t fsize, end;
+	int ret;
 
 	*got = 0;
 	if (off < 0)
@@ -860,29 +911,9 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 	if (off >= fsize || !size)
 		return 0;
 	end = fsize - off < (int64_t)size ? fsize : off + (int64_t)size;
-	memset(buf, 0, (size_t)(end - off));
-	first = off / TREE_CHUNK_SIZE;
-	last = (end - 1) / TREE_CHUNK_SIZE;
-	q = store_stmt(t->st, sql);
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	sqlite3_bind_int64(q, 2, first);
-	sqlite3_bind_int64(q, 3, last);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		int64_t cstart = sqlite3_column_int64(q, 0) * TREE_CHUNK_SIZE;
-		const char *data = sqlite3_column_blob(q, 1);
-		int64_t cend = cstart + sqlite3_column_bytes(q, 1);
-		int64_t from = cstart > off ? cstart : off;
-		int64_t to = cend < end ? cend : end;
-
-		if (from < to)
-			memcpy(buf + (from - off), data + (from - cstart),
-			       (size_t)(to - from));
-	}
-	store_done(q);
-	if (rc != SQLITE_DONE)
-		return store_errno(rc);
+	ret = read_stored(t, ino, buf, off, end);
+	if (ret < 0)
+		return ret;
 	if (f) {
 		for (size_t i = 0; i < f->nchunks; i++) {
 			struct dirty_chunk *c = &f->chunks[i];

@@ -243,6 +243,9 @@ int main(int argc, char *argv[])
 	 */
 	mallopt(M_ARENA_MAX, 2);
 	mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+	/* fixing the threshold above also fixes this one at 128 KiB: keep
+	 * the heap from shrinking and growing again around every request */
+	mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
 	if (fuse_opt_parse(&args, &opts, option_spec, take_mountpoint) < 0)
 		return 1;
 	if (opts.help) {
