@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "context.h"
 #include "fjson.h"
 #include "fname.h"
 #include "inputs.h"
@@ -315,14 +316,15 @@ int session_has_data(struct store *st, struct tree *t,
 {
 	static const char sql[] = "SELECT EXISTS (SELECT 1 FROM graph_nodes"
 		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM graph_edges"
-		" WHERE session = ?1)";
+		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM sessions"
+		" WHERE id = ?1 AND context IS NOT NULL)";
 	sqlite3_stmt *q;
 	int ret, rc;
 
 	ret = tree_session_has_data(t, s->id, has);
 	if (ret < 0 || *has)
 		return ret;
-	/* the job graph is the user's too */
+	/* the job graph and the context are the user's too */
 	q = store_stmt(st, sql);
 	if (!q)
 		return -EIO;
@@ -763,6 +765,109 @@ int session_commit_request(struct store *st, const struct session_info *s,
 out:
 	sbuf_release(&canon);
 	json_decref(req);
+	return ret;
+}
+
+/* ---- context.json ---------------------------------------------------------- */
+
+/* The stored context (a new reference) or NULL, and when it changed. */
+static int load_context(struct store *st, const struct session_info *s,
+			json_t **out, int64_t *mtime_ns)
+{
+	static const char sql[] = "SELECT context, context_mtime_ns"
+		" FROM sessions WHERE id = ?1";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	*out = NULL;
+	*mtime_ns = s->created_ns;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, s->id);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+		ret = fjson_parse(out, (const char *)sqlite3_column_text(q, 0),
+				  (size_t)sqlite3_column_bytes(q, 0), NULL);
+		*mtime_ns = sqlite3_column_int64(q, 1);
+	} else if (rc != SQLITE_ROW) {
+		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	}
+	store_done(q);
+	/* what was stored was checked JSON: unreadable means damaged */
+	return ret == -EINVAL ? -EIO : ret;
+}
+
+int session_render_context(struct store *st, const struct session_info *s,
+			   struct sbuf *out, int64_t *mtime_ns)
+{
+	json_t *doc;
+	int ret = load_context(st, s, &doc, mtime_ns);
+
+	if (ret < 0)
+		return ret;
+	if (!doc)
+		return sbuf_addstr(out, "null");
+	ret = fjson_dump(out, doc);
+	json_decref(doc);
+	return ret;
+}
+
+int session_render_context_text(struct store *st, const struct session_info *s,
+				struct sbuf *out, int64_t *mtime_ns)
+{
+	json_t *doc;
+	int ret = load_context(st, s, &doc, mtime_ns);
+
+	if (ret < 0)
+		return ret;
+	if (!doc)
+		return sbuf_addstr(out, "No structured context yet: write one to "
+				   "context.json.\n");
+	ret = context_render_text(doc, out);
+	json_decref(doc);
+	return ret;
+}
+
+int session_commit_context(struct store *st, const struct session_info *s,
+			   const char *text, size_t len, struct ferr *err)
+{
+	static const char sql[] = "UPDATE sessions SET context = ?2,"
+		" context_mtime_ns = ?3 WHERE id = ?1 AND context IS NOT ?2";
+	struct sbuf canon = SBUF_INIT;
+	json_t *doc = NULL, *checked = NULL;
+	sqlite3_stmt *q;
+	int ret, rc;
+
+	ret = fjson_parse(&doc, text, len, err);
+	if (ret < 0)
+		return ret;
+	/* null: no context any more */
+	if (!json_is_null(doc)) {
+		ret = context_check(doc, &checked, err);
+		if (!ret)
+			ret = fjson_dump(&canon, checked);
+		if (ret < 0)
+			goto out;
+	}
+	q = store_stmt(st, sql);
+	if (!q) {
+		ret = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(q, 1, s->id);
+	if (checked)
+		sqlite3_bind_text(q, 2, canon.buf, (int)canon.len, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, store_now_ns());
+	rc = sqlite3_step(q);
+	store_done(q);
+	ret = step_errno(rc);
+	if (ret < 0)
+		ferr_set(err, ret, "cannot store context.json: %s",
+			 store_errmsg(st));
+out:
+	sbuf_release(&canon);
+	json_decref(checked);
+	json_decref(doc);
 	return ret;
 }
 

@@ -128,6 +128,21 @@ int session_commit_request(struct store *st, const struct session_info *s,
 					const json_t *request, struct ferr *err),
 			   const char *text, size_t len, struct ferr *err);
 
+/*
+ * context.json (seed 003): the stored structured context as written (the
+ * key order kept), or `null` while there is none.  A write is checked by
+ * context_check() (a legacy assistant message is converted first);
+ * writing `null` removes the context.  *mtime_ns: its last change (the
+ * session's creation while it never had one).
+ */
+int session_render_context(struct store *st, const struct session_info *s,
+			   struct sbuf *out, int64_t *mtime_ns);
+int session_commit_context(struct store *st, const struct session_info *s,
+			   const char *text, size_t len, struct ferr *err);
+/* context.txt: the readable rendering (a line saying there is none). */
+int session_render_context_text(struct store *st, const struct session_info *s,
+				struct sbuf *out, int64_t *mtime_ns);
+
 /* Add a refused write to the status log (keeps the last 50). */
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message);

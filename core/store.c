@@ -196,11 +196,17 @@ static const char schema_v3[] =
 	"  WHERE c.parent = inodes.ino AND (c.mode & 61440) = 16384)"
 	"  WHERE ino IN (SELECT root_ino FROM sessions);";
 
+/* Version 4: a session's structured context (seed 003), as stored. */
+static const char schema_v4[] =
+	"ALTER TABLE sessions ADD COLUMN context TEXT;"
+	"ALTER TABLE sessions ADD COLUMN context_mtime_ns INTEGER NOT NULL DEFAULT 0;";
+
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
 	schema_v2,
 	schema_v3,
+	schema_v4,
 };
 
 int store_errno(int rc)

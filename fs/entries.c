@@ -198,6 +198,24 @@ static int render_for005(struct flowfs *fs, const struct session_info *s,
 	return binding_render_artifact(&b.ctx, "for005.dat", out);
 }
 
+static int render_context(struct flowfs *fs, const struct session_info *s,
+			  struct sbuf *out, int64_t *mtime_ns)
+{
+	return session_render_context(fs->st, s, out, mtime_ns);
+}
+
+static int commit_context(struct flowfs *fs, const struct session_info *s,
+			  const char *text, size_t len, struct ferr *err)
+{
+	return session_commit_context(fs->st, s, text, len, err);
+}
+
+static int render_context_text(struct flowfs *fs, const struct session_info *s,
+			       struct sbuf *out, int64_t *mtime_ns)
+{
+	return session_render_context_text(fs->st, s, out, mtime_ns);
+}
+
 static int render_manifest(struct flowfs *fs, const struct session_info *s,
 			   struct sbuf *out, int64_t *mtime_ns)
 {
@@ -321,6 +339,8 @@ const struct entry fs_entries[] = {
 	  name_parameters_output, render_parameters, NULL },
 	{ "ctl", SCOPE_SESSION, ENTRY_CONTROL, S_IFREG | 0222, 0, 0, NULL,
 	  NULL, NULL },
+	DOC("context.json", render_context, commit_context),
+	GENERATED("context.txt", SCOPE_SESSION, render_context_text),
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

@@ -1,0 +1,272 @@
+"""context.json and context.txt (issue 6, DESIGN.md §7, seed 003) through the
+mount, with plain file I/O only.
+
+Expected bytes are Python's json.dumps (indent=2, ensure_ascii=False) of the
+document as written (json.loads keeps the key order), and the refusals are
+the seed's rules: at most 3 phases, at most 8 tasks per phase, a task's tool
+one of file_operations / search_code / run_terminal (never judge or think),
+ids unique, dependencies on tasks of the same phase.
+"""
+
+import copy
+import errno
+import json
+import os
+
+import pytest
+
+from conftest import dumps, errname, put, read_bytes, status_of
+
+NO_CONTEXT = "No structured context yet: write one to context.json.\n"
+
+
+def task(id, tool="run_terminal", deps=(), title=None):
+    return {"id": id, "title": title or f"task {id}",
+            "description": f"do step {id}", "tool": tool,
+            "arguments": {"command": f"echo {id}"}, "priority": 1,
+            "dependencies": list(deps)}
+
+
+def context_doc():
+    """A context like the seed's MessageManager writes: two phases, the
+    first judged, the second still being planned."""
+    return {
+        "id": "msg_1732000000",
+        "timestamp": 1732000000.5,
+        "architecture": "request-phase-task",
+        "request": {"original_input": "分析 Titanic 数据集并训练模型",
+                    "core_goal": "Predict survival",
+                    "requirements": ["clean the data", "report accuracy"],
+                    "constraints": []},
+        "phases": [
+            {"id": 1, "name": "Explore", "goal": "understand the data",
+             "rounds": [{
+                 "round_id": 1,
+                 "plan": {"tasks": [task(1, "search_code"),
+                                    task(2, deps=[1])],
+                          "reasoning": "look before cleaning"},
+                 "executions": [{"task_id": 1, "tool": "search_code",
+                                 "arguments": {"q": "csv"},
+                                 "result": {"ok": True}, "timestamp": 1.0}],
+                 "judge": {"phase_completed": True,
+                           "task_evaluation": [
+                               {"task_id": 1, "status": "done",
+                                "quality_score": 9.2, "output_valid": True,
+                                "notes": "fine"}],
+                           "decision": {"action": "next_phase",
+                                        "reason": "data understood"},
+                           "phase_metrics": {"completion_rate": 1,
+                                             "quality_average": 9.2},
+                           "summary": "explored"}}],
+             "status": "done", "summary": "891 rows"},
+            {"id": 2, "name": "Model", "goal": "",
+             "rounds": [{"round_id": 1,
+                         "plan": {"tasks": [task(1, "file_operations")],
+                                  "reasoning": ""}}],
+             "status": "running", "summary": None},
+        ],
+        "summary": None,
+    }
+
+
+def context_log(session):
+    return [m for p, m in status_of(session)[1] if p == "context.json"]
+
+
+def test_empty_until_written(session):
+    assert read_bytes(session / "context.json") == b"null"
+    assert os.stat(session / "context.json").st_size == 4
+    assert read_bytes(session / "context.txt") == NO_CONTEXT.encode()
+    assert os.stat(session / "context.txt").st_size == len(NO_CONTEXT.encode())
+
+
+def test_written_document_reads_back_as_json_dumps(flowfs, session):
+    doc = context_doc()
+    # written compactly: flowfs shows it the way every document is shown
+    text = json.dumps(doc, separators=(",", ":"))
+    assert put(session / "context.json", text) == 0
+    want = dumps(json.loads(text)).encode()
+    assert read_bytes(session / "context.json") == want
+    assert os.stat(session / "context.json").st_size == len(want)
+    flowfs.remount()
+    assert read_bytes(session / "context.json") == want
+    assert context_log(session) == []
+
+
+def test_key_order_is_kept(session):
+    doc = context_doc()
+    reordered = {k: doc[k] for k in reversed(list(doc))}
+    assert put(session / "context.json", json.dumps(reordered)) == 0
+    assert read_bytes(session / "context.json") == dumps(reordered).encode()
+
+
+def test_context_txt_follows_the_document(session):
+    assert put(session / "context.json", json.dumps(context_doc())) == 0
+    text = read_bytes(session / "context.txt").decode()
+    assert os.stat(session / "context.txt").st_size == len(text.encode())
+    lines = text.splitlines()
+    assert lines[0] == "Context msg_1732000000 (request-phase-task)"
+    assert "Goal: Predict survival" in lines
+    assert "Input: 分析 Titanic 数据集并训练模型" in lines
+    assert "Phases: 2 of at most 3" in lines
+    assert "Phase 1: Explore (done)" in lines
+    assert "Phase 2: Model (running)" in lines
+    assert "    - Task 2: task 2 [run_terminal] (after 1)" in lines
+    assert "    Decision: next_phase — data understood" in lines
+    assert lines[-1] == "Summary: (none)"
+    assert all(ln == ln.rstrip() for ln in lines)
+    assert text.endswith("\n")
+
+
+def test_null_clears(session):
+    assert put(session / "context.json", json.dumps(context_doc())) == 0
+    assert put(session / "context.json", "null") == 0
+    assert read_bytes(session / "context.json") == b"null"
+    assert read_bytes(session / "context.txt") == NO_CONTEXT.encode()
+
+
+def _too_many_phases(d):
+    extra = copy.deepcopy(d["phases"][1])
+    for i in (3, 4):
+        extra = copy.deepcopy(extra)
+        extra["id"] = i
+        d["phases"].append(extra)
+
+
+def _too_many_tasks(d):
+    tasks = d["phases"][1]["rounds"][0]["plan"]["tasks"]
+    tasks[:] = [task(i) for i in range(1, 10)]
+
+
+def _nine_over_two_rounds(d):
+    rounds = d["phases"][1]["rounds"]
+    rounds[0]["plan"]["tasks"] = [task(i) for i in range(1, 6)]
+    rounds.append({"round_id": 2, "plan": {"tasks": [
+        task(i) for i in range(6, 10)]}})
+
+
+def _tool(name):
+    def f(d):
+        d["phases"][0]["rounds"][0]["plan"]["tasks"][0]["tool"] = name
+    return f
+
+
+def _dup_task(d):
+    d["phases"][0]["rounds"][0]["plan"]["tasks"][1]["id"] = 1
+
+
+def _dup_phase(d):
+    d["phases"][1]["id"] = 1
+
+
+def _unknown_dep(d):
+    d["phases"][0]["rounds"][0]["plan"]["tasks"][1]["dependencies"] = [7]
+
+
+def _self_dep(d):
+    d["phases"][0]["rounds"][0]["plan"]["tasks"][1]["dependencies"] = [2]
+
+
+def _architecture(d):
+    d["architecture"] = "flat"
+
+
+def _unknown_field(d):
+    d["colour"] = "red"
+
+
+def _missing_phases(d):
+    del d["phases"]
+
+
+BAD = {
+    "four-phases": (_too_many_phases, "phases"),
+    "nine-tasks": (_too_many_tasks, "phases[1]"),
+    "nine-tasks-over-rounds": (_nine_over_two_rounds, "phases[1]"),
+    "tool-judge": (_tool("Judge"), "phases[0].rounds[0].plan.tasks[0].tool"),
+    "tool-think": (_tool("think"), "phases[0].rounds[0].plan.tasks[0].tool"),
+    "tool-unknown": (_tool("browser"),
+                     "phases[0].rounds[0].plan.tasks[0].tool"),
+    "duplicate-task": (_dup_task, "phases[0]"),
+    "duplicate-phase": (_dup_phase, "phases[1]"),
+    "unknown-dependency": (_unknown_dep, "phases[0]"),
+    "self-dependency": (_self_dep, "phases[0]"),
+    "architecture": (_architecture, "architecture"),
+    "unknown-field": (_unknown_field, "colour"),
+    "missing-phases": (_missing_phases, "phases"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_refused_and_previous_kept(flowfs, session, kind):
+    cj = session / "context.json"
+    assert put(cj, json.dumps(context_doc())) == 0
+    before = read_bytes(cj)
+    text_before = read_bytes(session / "context.txt")
+    bad = context_doc()
+    mutate, where = BAD[kind]
+    mutate(bad)
+    err = put(cj, json.dumps(bad))
+    assert err == errno.EINVAL, errname(err)
+    assert read_bytes(cj) == before
+    assert read_bytes(session / "context.txt") == text_before
+    (msg,) = context_log(session)
+    assert where in msg, msg
+    flowfs.remount()
+    assert read_bytes(cj) == before
+
+
+def test_not_json_says_where(session):
+    err = put(session / "context.json", '{\n  "id": "x",\n  oops\n}')
+    assert err == errno.EINVAL, errname(err)
+    (msg,) = context_log(session)
+    assert "line 3" in msg, msg
+    assert read_bytes(session / "context.json") == b"null"
+
+
+def test_legacy_assistant_message_is_converted(session):
+    legacy = {"role": "assistant", "content": "All done: accuracy 0.82",
+              "tool_calls": [
+                  {"id": "call_a", "type": "function",
+                   "function": {"name": "run_terminal",
+                                "arguments": "{\"command\": \"python t.py\"}"}},
+                  {"type": "function",
+                   "function": {"name": "file_operations", "arguments": ""}}]}
+    assert put(session / "context.json", json.dumps(legacy)) == 0
+    want = {"id": "msg_legacy", "timestamp": 0,
+            "architecture": "request-phase-task",
+            "request": {"original_input": "", "core_goal": "",
+                        "requirements": [], "constraints": []},
+            "phases": [{"id": 1, "name": "Main Task", "goal": "",
+                        "rounds": [{"round_id": 1,
+                                    "plan": {"tasks": [], "reasoning": ""},
+                                    "executions": [
+                                        {"task_id": "call_a",
+                                         "tool": "run_terminal",
+                                         "arguments": {"command": "python t.py"},
+                                         "result": None, "timestamp": 0},
+                                        {"task_id": 2,
+                                         "tool": "file_operations",
+                                         "arguments": {}, "result": None,
+                                         "timestamp": 0}]}],
+                        "status": "done", "summary": ""}],
+            "summary": "All done: accuracy 0.82"}
+    assert read_bytes(session / "context.json") == dumps(want).encode()
+
+
+def test_unchanged_rewrite_keeps_mtime(session):
+    cj = session / "context.json"
+    assert put(cj, json.dumps(context_doc())) == 0
+    mtime = os.stat(cj).st_mtime_ns
+    assert put(cj, dumps(context_doc())) == 0
+    assert os.stat(cj).st_mtime_ns == mtime
+
+
+def test_rmdir_keeps_a_session_with_context(mnt, session):
+    assert put(session / "context.json", json.dumps(context_doc())) == 0
+    with pytest.raises(OSError) as e:
+        os.rmdir(session)
+    assert e.value.errno == errno.ENOTEMPTY
+    assert put(session / "context.json", "null") == 0
+    os.rmdir(session)
+    assert not os.path.exists(session)
