@@ -671,26 +671,68 @@ out:
 
 /* ---- request.json ------------------------------------------------------- */
 
-int session_load_request(struct store *st, const struct session_info *s,
-			 json_t **out)
+/*
+ * One stored session document: `sql` selects (document, mtime) of session
+ * ?1.  *out: the parsed document (a new reference) or NULL when there is
+ * none; *mtime_ns (when asked for) is left alone then.
+ */
+static int load_doc_column(struct store *st, const char *sql, int64_t id,
+			   json_t **out, int64_t *mtime_ns)
 {
-	static const char sql[] = "SELECT request FROM sessions WHERE id = ?1";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int rc, ret = 0;
 
 	*out = NULL;
 	if (!q)
 		return -EIO;
-	sqlite3_bind_int64(q, 1, s->id);
+	sqlite3_bind_int64(q, 1, id);
 	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+	if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
 		ret = fjson_parse(out, (const char *)sqlite3_column_text(q, 0),
 				  (size_t)sqlite3_column_bytes(q, 0), NULL);
-	else if (rc != SQLITE_ROW)
+		if (mtime_ns)
+			*mtime_ns = sqlite3_column_int64(q, 1);
+	} else if (rc != SQLITE_ROW) {
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	}
 	store_done(q);
 	/* What was stored was checked JSON; unreadable means damaged. */
 	return ret == -EINVAL ? -EIO : ret;
+}
+
+/*
+ * Store a checked document (`canon`, or SQL NULL when it is NULL) with
+ * `sql`: UPDATE ... SET doc = ?2, mtime = ?3 WHERE id = ?1 AND doc IS NOT
+ * ?2, so that writing the same bytes again keeps the mtime.
+ */
+static int store_doc_column(struct store *st, const char *sql, int64_t id,
+			    const struct sbuf *canon, const char *file,
+			    struct ferr *err)
+{
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int ret, rc;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, id);
+	if (canon)
+		sqlite3_bind_text(q, 2, canon->buf, (int)canon->len,
+				  SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, store_now_ns());
+	rc = sqlite3_step(q);
+	store_done(q);
+	ret = step_errno(rc);
+	if (ret < 0)
+		ferr_set(err, ret, "cannot store %s: %s", file,
+			 store_errmsg(st));
+	return ret;
+}
+
+int session_load_request(struct store *st, const struct session_info *s,
+			 json_t **out)
+{
+	return load_doc_column(st, "SELECT request, request_mtime_ns"
+			       " FROM sessions WHERE id = ?1", s->id, out, NULL);
 }
 
 int session_render_request(struct store *st, const struct session_info *s,
@@ -731,8 +773,7 @@ int session_commit_request(struct store *st, const struct session_info *s,
 		" request_mtime_ns = ?3 WHERE id = ?1 AND request IS NOT ?2";
 	struct sbuf canon = SBUF_INIT;
 	json_t *req = NULL;
-	sqlite3_stmt *q;
-	int ret, rc;
+	int ret;
 
 	if (!sk)
 		return ferr_set(err, -EINVAL,
@@ -748,20 +789,7 @@ int session_commit_request(struct store *st, const struct session_info *s,
 	ret = fjson_dump(&canon, req);
 	if (ret < 0)
 		goto out;
-	q = store_stmt(st, sql);
-	if (!q) {
-		ret = -EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(q, 1, s->id);
-	sqlite3_bind_text(q, 2, canon.buf, (int)canon.len, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, store_now_ns());
-	rc = sqlite3_step(q);
-	store_done(q);
-	ret = step_errno(rc);
-	if (ret < 0)
-		ferr_set(err, ret, "cannot store request.json: %s",
-			 store_errmsg(st));
+	ret = store_doc_column(st, sql, s->id, &canon, "request.json", err);
 out:
 	sbuf_release(&canon);
 	json_decref(req);
@@ -770,62 +798,37 @@ out:
 
 /* ---- context.json ---------------------------------------------------------- */
 
-/* The stored context (a new reference) or NULL, and when it changed. */
-static int load_context(struct store *st, const struct session_info *s,
-			json_t **out, int64_t *mtime_ns)
+/* context.json (as_text false) or context.txt (true). */
+static int render_context(struct store *st, const struct session_info *s,
+			  bool as_text, struct sbuf *out, int64_t *mtime_ns)
 {
-	static const char sql[] = "SELECT context, context_mtime_ns"
-		" FROM sessions WHERE id = ?1";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc, ret = 0;
+	json_t *doc;
+	int ret;
 
-	*out = NULL;
 	*mtime_ns = s->created_ns;
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, s->id);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
-		ret = fjson_parse(out, (const char *)sqlite3_column_text(q, 0),
-				  (size_t)sqlite3_column_bytes(q, 0), NULL);
-		*mtime_ns = sqlite3_column_int64(q, 1);
-	} else if (rc != SQLITE_ROW) {
-		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
-	}
-	store_done(q);
-	/* what was stored was checked JSON: unreadable means damaged */
-	return ret == -EINVAL ? -EIO : ret;
+	ret = load_doc_column(st, "SELECT context, context_mtime_ns"
+			      " FROM sessions WHERE id = ?1", s->id, &doc,
+			      mtime_ns);
+	if (ret < 0)
+		return ret;
+	if (!doc)
+		return sbuf_addstr(out, as_text ? "No structured context yet:"
+				   " write one to context.json.\n" : "null");
+	ret = as_text ? context_render_text(doc, out) : fjson_dump(out, doc);
+	json_decref(doc);
+	return ret;
 }
 
 int session_render_context(struct store *st, const struct session_info *s,
 			   struct sbuf *out, int64_t *mtime_ns)
 {
-	json_t *doc;
-	int ret = load_context(st, s, &doc, mtime_ns);
-
-	if (ret < 0)
-		return ret;
-	if (!doc)
-		return sbuf_addstr(out, "null");
-	ret = fjson_dump(out, doc);
-	json_decref(doc);
-	return ret;
+	return render_context(st, s, false, out, mtime_ns);
 }
 
 int session_render_context_text(struct store *st, const struct session_info *s,
 				struct sbuf *out, int64_t *mtime_ns)
 {
-	json_t *doc;
-	int ret = load_context(st, s, &doc, mtime_ns);
-
-	if (ret < 0)
-		return ret;
-	if (!doc)
-		return sbuf_addstr(out, "No structured context yet: write one to "
-				   "context.json.\n");
-	ret = context_render_text(doc, out);
-	json_decref(doc);
-	return ret;
+	return render_context(st, s, true, out, mtime_ns);
 }
 
 int session_commit_context(struct store *st, const struct session_info *s,
@@ -835,8 +838,7 @@ int session_commit_context(struct store *st, const struct session_info *s,
 		" context_mtime_ns = ?3 WHERE id = ?1 AND context IS NOT ?2";
 	struct sbuf canon = SBUF_INIT;
 	json_t *doc = NULL, *checked = NULL;
-	sqlite3_stmt *q;
-	int ret, rc;
+	int ret;
 
 	ret = fjson_parse(&doc, text, len, err);
 	if (ret < 0)
@@ -849,21 +851,8 @@ int session_commit_context(struct store *st, const struct session_info *s,
 		if (ret < 0)
 			goto out;
 	}
-	q = store_stmt(st, sql);
-	if (!q) {
-		ret = -EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(q, 1, s->id);
-	if (checked)
-		sqlite3_bind_text(q, 2, canon.buf, (int)canon.len, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, store_now_ns());
-	rc = sqlite3_step(q);
-	store_done(q);
-	ret = step_errno(rc);
-	if (ret < 0)
-		ferr_set(err, ret, "cannot store context.json: %s",
-			 store_errmsg(st));
+	ret = store_doc_column(st, sql, s->id, checked ? &canon : NULL,
+			       "context.json", err);
 out:
 	sbuf_release(&canon);
 	json_decref(checked);
