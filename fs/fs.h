@@ -58,7 +58,16 @@ struct flowfs {
 	int64_t mounted_ns;
 	uid_t uid;
 	gid_t gid;
+	/* Every open file and folder handle.  A close just before unmount
+	 * can leave its RELEASE unsent (the kernel sends it asynchronously
+	 * and drops it with the connection), so what is left here when the
+	 * loop ends is released by fs_release_open_handles(). */
+	pthread_mutex_t handles_lock;
+	struct handle *open_handles;
 };
+
+/* After the loop: release what the kernel never released (see above). */
+void fs_release_open_handles(struct flowfs *fs);
 
 /* The current tool map (never NULL: empty when the file is missing or
  * broken — then `err` says why, for .flowfs/config). */

@@ -327,6 +327,7 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	}
 	pthread_mutex_init(&fs.lock, NULL);
+	pthread_mutex_init(&fs.handles_lock, NULL);
 	fs.mountpoint = strdup(cmd.mountpoint);
 	fs.mounted_ns = store_now_ns();
 	fs.uid = getuid();
@@ -346,6 +347,7 @@ int main(int argc, char *argv[])
 out_unmount:
 	fs_notifier_stop(fs.notifier);
 	fuse_session_unmount(se);
+	fs_release_open_handles(&fs);
 out_handlers:
 	fuse_remove_signal_handlers(se);
 out:
@@ -358,8 +360,10 @@ out:
 	free(fs.tools_path);
 	skill_registry_free(fs.skills);
 	store_close(fs.st);
-	if (fs.tree)
+	if (fs.tree) {
 		pthread_mutex_destroy(&fs.lock);
+		pthread_mutex_destroy(&fs.handles_lock);
+	}
 	free(fs.mountpoint);
 	free(db);
 	free(cmd.mountpoint);

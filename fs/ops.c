@@ -53,6 +53,7 @@ struct handle {
 	int64_t mtime_ns;	/* of content, as rendered at open */
 	struct dir_item *items;	/* H_DIR */
 	size_t nitems;
+	struct handle *prev, *next;	/* fs->open_handles */
 };
 
 static void release_handle(struct flowfs *fs, struct handle *h);
@@ -139,10 +140,36 @@ static struct handle *handle_of(struct fuse_file_info *fi)
 	return (struct handle *)(uintptr_t)fi->fh;
 }
 
-static void handle_free(struct handle *h)
+/* A new handle of `kind`, on the mount's list of open handles. */
+static struct handle *handle_new(struct flowfs *fs, enum handle_kind kind)
+{
+	struct handle *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	sbuf_init(&h->content);
+	h->kind = kind;
+	pthread_mutex_lock(&fs->handles_lock);
+	h->next = fs->open_handles;
+	if (h->next)
+		h->next->prev = h;
+	fs->open_handles = h;
+	pthread_mutex_unlock(&fs->handles_lock);
+	return h;
+}
+
+static void handle_free(struct flowfs *fs, struct handle *h)
 {
 	if (!h)
 		return;
+	pthread_mutex_lock(&fs->handles_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		fs->open_handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->handles_lock);
 	sbuf_release(&h->content);
 	for (size_t i = 0; i < h->nitems; i++)
 		free(h->items[i].name);
@@ -1401,10 +1428,9 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	*out = NULL;
 	if (n->type == N_ROOT)
 		return -EISDIR;
-	h = calloc(1, sizeof(*h));
+	h = handle_new(fs, H_FILE);
 	if (!h)
 		return -ENOMEM;
-	sbuf_init(&h->content);
 	h->ino = n->ino;
 	if (n->type == N_REAL) {
 		if (S_ISDIR(n->attr.mode)) {
@@ -1480,7 +1506,7 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	*out = h;
 	return 0;
 fail:
-	handle_free(h);
+	handle_free(fs, h);
 	return ret;
 }
 
@@ -1514,7 +1540,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		lock(fs);
 		release_handle(fs, h);
 		unlock(fs);
-		handle_free(h);
+		handle_free(fs, h);
 	}
 }
 
@@ -1578,7 +1604,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		lock(fs);
 		release_handle(fs, h);
 		unlock(fs);
-		handle_free(h);
+		handle_free(fs, h);
 	}
 }
 
@@ -1780,8 +1806,21 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	lock(fs);
 	release_handle(fs, h);
 	unlock(fs);
-	handle_free(h);
+	handle_free(fs, h);
 	fuse_reply_err(req, 0);
+}
+
+void fs_release_open_handles(struct flowfs *fs)
+{
+	while (fs->open_handles) {
+		struct handle *h = fs->open_handles;
+
+		lock(fs);
+		if (h->kind != H_DIR)
+			release_handle(fs, h);
+		unlock(fs);
+		handle_free(fs, h);
+	}
 }
 
 /* ---- folders --------------------------------------------------------------- */
@@ -2032,13 +2071,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	struct node n;
 	int ret;
 
-	h = calloc(1, sizeof(*h));
+	h = handle_new(fs, H_DIR);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	sbuf_init(&h->content);
-	h->kind = H_DIR;
 	h->ino = ino;
 	lock(fs);
 	ret = resolve(fs, ino, &n);
@@ -2048,13 +2085,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		ret = dir_fill(fs, h, &n);
 	unlock(fs);
 	if (ret < 0) {
-		handle_free(h);
+		handle_free(fs, h);
 		fuse_reply_err(req, -ret);
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)h;
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		handle_free(h);
+		handle_free(fs, h);
 }
 
 static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
@@ -2115,7 +2152,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	(void)ino;
-	handle_free(handle_of(fi));
+	handle_free(fs_of(req), handle_of(fi));
 	fuse_reply_err(req, 0);
 }
 
