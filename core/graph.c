@@ -47,11 +47,6 @@ static const char *const file_words[] = {
 	"result", NULL
 };
 
-static int step_errno(int rc)
-{
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : store_errno(rc);
-}
-
 static bool in_list(const char *const *list, const char *s)
 {
 	for (; *list; list++)
@@ -912,7 +907,7 @@ static int reaches(struct store *st, int64_t session, const char *from,
 	rc = sqlite3_step(q);
 	*found = rc == SQLITE_ROW;
 	store_done(q);
-	return step_errno(rc);
+	return store_step_errno(rc);
 }
 
 /*
@@ -1101,7 +1096,7 @@ static int insert_edge(struct store *st, int64_t session,
 	sqlite3_bind_int64(q, 7, now);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return step_errno(rc);
+	return store_step_errno(rc);
 }
 
 static int insert_node(struct store *st, int64_t session, const char *id,
@@ -1120,7 +1115,7 @@ static int insert_node(struct store *st, int64_t session, const char *id,
 	sqlite3_bind_int64(q, 4, now);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return step_errno(rc);
+	return store_step_errno(rc);
 }
 
 /* ---- the tool map ------------------------------------------------------- */
@@ -1438,7 +1433,7 @@ int graph_create_draft(struct store *st, int64_t session,
 	sqlite3_bind_int64(q, 3, store_now_ns());
 	rc = sqlite3_step(q);
 	store_done(q);
-	ret = step_errno(rc);
+	ret = store_step_errno(rc);
 	if (ret == 0)
 		*seq = sqlite3_last_insert_rowid(store_db(st));
 	return ret;
@@ -1459,7 +1454,7 @@ int graph_drop_draft(struct store *st, enum graph_kind kind, int64_t seq)
 	sqlite3_bind_int64(q, 1, seq);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return step_errno(rc);
+	return store_step_errno(rc);
 }
 
 int graph_drop_all_drafts(struct store *st)
@@ -1588,7 +1583,7 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 		sqlite3_bind_int64(q, 3, now);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = step_errno(rc);
+		ret = store_step_errno(rc);
 	} else {
 		ret = insert_node(st, session, id, &text, now);
 	}
@@ -1686,7 +1681,7 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 		}
 	}
 	store_done(q);
-	ret = step_errno(rc);
+	ret = store_step_errno(rc);
 	if (ret < 0)
 		goto rollback;
 	if (same)
@@ -1703,7 +1698,7 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 		sqlite3_bind_int64(q, 6, now);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = step_errno(rc);
+		ret = store_step_errno(rc);
 	} else {
 		ret = insert_edge(st, session, e.f, now);
 	}
@@ -1789,7 +1784,7 @@ static int delete_row(struct store *st, enum graph_kind kind, int64_t seq)
 	sqlite3_bind_int64(q, 1, seq);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return step_errno(rc);
+	return store_step_errno(rc);
 }
 
 int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
@@ -1908,7 +1903,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 		sqlite3_bind_int64(q, 4, now);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = step_errno(rc);
+		ret = store_step_errno(rc);
 		for (int i = 0; !ret && !draft && i < 2; i++) {
 			q = store_stmt(st, i ? targets_sql : sources_sql);
 			if (!q) {
@@ -1921,7 +1916,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 			sqlite3_bind_int64(q, 4, now);
 			rc = sqlite3_step(q);
 			store_done(q);
-			ret = step_errno(rc);
+			ret = store_step_errno(rc);
 		}
 	} else {
 		q = store_stmt(st, edge_sql);
@@ -1934,7 +1929,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 		sqlite3_bind_int64(q, 3, now);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = step_errno(rc);
+		ret = store_step_errno(rc);
 	}
 	if (!ret && (!draft || !other_draft))
 		ret = touch(st, session, now);
@@ -2337,7 +2332,7 @@ static int delete_draft_named(struct store *st, int64_t session,
 	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return step_errno(rc);
+	return store_step_errno(rc);
 }
 
 /* Replace the session's graph by `g` (a transaction is open). */
@@ -2362,7 +2357,7 @@ static int replace_graph(struct store *st, int64_t session,
 		sqlite3_bind_int64(q, 1, session);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = step_errno(rc);
+		ret = store_step_errno(rc);
 	}
 	for (size_t i = 0; !ret && i < g->nn; i++) {
 		const char *id = json_string_value(json_object_get(g->nodes[i],
@@ -2389,7 +2384,7 @@ static int replace_graph(struct store *st, int64_t session,
 					  SQLITE_STATIC);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = step_errno(rc);
+		ret = store_step_errno(rc);
 	}
 	if (!ret)
 		ret = touch(st, session, now);

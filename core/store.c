@@ -201,13 +201,29 @@ static const char schema_v4[] =
 	"ALTER TABLE sessions ADD COLUMN context TEXT;"
 	"ALTER TABLE sessions ADD COLUMN context_mtime_ns INTEGER NOT NULL DEFAULT 0;";
 
+/* Version 5: the rounds of a scientific workflow (seed 004). */
+static const char schema_v5[] =
+	"CREATE TABLE rounds ("
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  n INTEGER NOT NULL CHECK (n BETWEEN 1 AND 1000),"
+	"  doc TEXT NOT NULL,"
+	"  mtime_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY (session, n)"
+	") WITHOUT ROWID;";
+
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
 	schema_v2,
 	schema_v3,
 	schema_v4,
+	schema_v5,
 };
+
+int store_step_errno(int rc)
+{
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : store_errno(rc);
+}
 
 int store_errno(int rc)
 {

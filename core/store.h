@@ -49,7 +49,7 @@
 	" substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))"
 
 /* The schema version this build creates and understands. */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 /* 'FlFS': marks a database as flowfs's (PRAGMA application_id). */
 #define STORE_APPLICATION_ID 0x466c4653
 
@@ -103,6 +103,8 @@ int store_sync(struct store *st);
 
 /* The errno for an SQLite result code (see above). */
 int store_errno(int sqlite_rc);
+/* What sqlite3_step() returned, as 0 (a row, or done) or a negative errno. */
+int store_step_errno(int sqlite_rc);
 
 /* Log-friendly text of the last error on this connection. */
 const char *store_errmsg(struct store *st);

@@ -56,17 +56,13 @@ static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 
-	if (!fx)
-		return -1;
-	if (unit_tmpdir(fx->dir, sizeof(fx->dir), "graph") < 0) {
+	if (!fx || unit_db_open("graph", fx->dir, fx->path, &fx->st,
+				&fx->t) < 0) {
 		free(fx);
 		return -1;
 	}
-	snprintf(fx->path, sizeof(fx->path), "%s/test.db", fx->dir);
 	*state = fx;
-	if (store_open(&fx->st, fx->path, NULL) < 0 ||
-	    tree_new(&fx->t, fx->st) < 0 ||
-	    session_create(fx->st, fx->t, "sess-1", 0755, 0, 0, &fx->s,
+	if (session_create(fx->st, fx->t, "sess-1", 0755, 0, 0, &fx->s,
 			   NULL) < 0)
 		return -1;
 	return 0;
@@ -77,9 +73,7 @@ static int teardown(void **state)
 	struct fixture *fx = *state;
 
 	graph_tools_free(fx->tools);
-	tree_free(fx->t);
-	store_close(fx->st);
-	unit_rmtree(fx->dir);
+	unit_db_close(fx->dir, fx->st, fx->t);
 	free(fx);
 	return 0;
 }

@@ -75,3 +75,27 @@ char *unit_read_shared(const char *path, size_t *len)
 	*len = (size_t)size;
 	return buf;
 }
+
+int unit_db_open(const char *what, char *dir, char *path, struct store **st,
+		 struct tree **t)
+{
+	*st = NULL;
+	*t = NULL;
+	if (unit_tmpdir(dir, 64, what) < 0)
+		return -1;
+	snprintf(path, 128, "%s/test.db", dir);
+	if (store_open(st, path, NULL) < 0 || tree_new(t, *st) < 0) {
+		unit_db_close(dir, *st, *t);
+		*st = NULL;
+		*t = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void unit_db_close(const char *dir, struct store *st, struct tree *t)
+{
+	tree_free(t);
+	store_close(st);
+	unit_rmtree(dir);
+}

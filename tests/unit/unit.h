@@ -9,6 +9,9 @@
 #include <stdint.h>
 #include <sqlite3.h>
 
+#include "store.h"
+#include "tree.h"
+
 /* Make /tmp/flowfs-unit-<what>-XXXXXX into `dir`; 0, or -1 on failure. */
 int unit_tmpdir(char *dir, size_t size, const char *what);
 
@@ -28,5 +31,14 @@ char *unit_read_shared(const char *path, size_t *len);
  */
 int64_t unit_sql_int(sqlite3 *db, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * A new database with its tree in a new temporary folder named after
+ * `what`: dir (64 bytes), path (128 bytes: dir/test.db), *st and *t.
+ * 0, or -1 with nothing left behind.  unit_db_close() undoes it all.
+ */
+int unit_db_open(const char *what, char *dir, char *path, struct store **st,
+		 struct tree **t);
+void unit_db_close(const char *dir, struct store *st, struct tree *t);
 
 #endif

@@ -1,0 +1,340 @@
+/*
+ * roundstore: rounds/<n>.json in the rounds table; see roundstore.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fjson.h"
+#include "rounds.h"
+#include "roundstore.h"
+
+bool roundstore_number(const char *name, int64_t *number)
+{
+	int64_t v = 0;
+	const char *p = name;
+
+	if (*p < '1' || *p > '9')
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (*p - '0');
+		if (v > ROUNDSTORE_MAX)
+			return false;
+	}
+	if (strcmp(p, ".json"))
+		return false;
+	*number = v;
+	return true;
+}
+
+int roundstore_list(struct store *st, int64_t session,
+		    struct roundstore_item **items, size_t *n)
+{
+	static const char sql[] = "SELECT n, mtime_ns, length(CAST(doc AS BLOB))"
+		" FROM rounds WHERE session = ?1 ORDER BY n";
+	struct roundstore_item *list = NULL, *grown;
+	size_t count = 0, alloc = 0;
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	*items = NULL;
+	*n = 0;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (count == alloc) {
+			alloc = alloc ? 2 * alloc : 16;
+			grown = realloc(list, alloc * sizeof(*list));
+			if (!grown) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			list = grown;
+		}
+		list[count].number = sqlite3_column_int64(q, 0);
+		list[count].mtime_ns = sqlite3_column_int64(q, 1);
+		list[count].size = (size_t)sqlite3_column_int64(q, 2);
+		count++;
+	}
+	ret = store_step_errno(rc);
+out:
+	store_done(q);
+	if (ret < 0) {
+		free(list);
+		return ret;
+	}
+	*items = list;
+	*n = count;
+	return 0;
+}
+
+/* `sql` with ?1 = session and ?2 = number bound, or NULL. */
+static sqlite3_stmt *round_stmt(struct store *st, const char *sql,
+				int64_t session, int64_t number)
+{
+	sqlite3_stmt *q = store_stmt(st, sql);
+
+	if (q) {
+		sqlite3_bind_int64(q, 1, session);
+		sqlite3_bind_int64(q, 2, number);
+	}
+	return q;
+}
+
+int roundstore_get(struct store *st, int64_t session, int64_t number,
+		   struct sbuf *doc, int64_t *mtime_ns)
+{
+	static const char sql[] = "SELECT doc, mtime_ns FROM rounds"
+		" WHERE session = ?1 AND n = ?2";
+	sqlite3_stmt *q = round_stmt(st, sql, session, number);
+	int rc, ret;
+
+	if (!q)
+		return -EIO;
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		ret = sbuf_add(doc, sqlite3_column_text(q, 0),
+			       (size_t)sqlite3_column_bytes(q, 0));
+		if (mtime_ns)
+			*mtime_ns = sqlite3_column_int64(q, 1);
+	} else {
+		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	}
+	store_done(q);
+	return ret;
+}
+
+void roundstore_free(json_t **rounds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_decref(rounds[i]);
+	free(rounds);
+}
+
+/*
+ * The stored rounds as numbered: rounds[k] is round k + 1, NULL where
+ * one is missing; *n the highest number.
+ */
+static int load_numbered(struct store *st, int64_t session, json_t ***rounds,
+			 size_t *n)
+{
+	static const char sql[] = "SELECT n, doc FROM rounds"
+		" WHERE session = ?1 ORDER BY n";
+	json_t **list = NULL, **grown;
+	size_t count = 0;
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	*rounds = NULL;
+	*n = 0;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		int64_t number = sqlite3_column_int64(q, 0);
+		json_t *doc;
+
+		/* the table's CHECK keeps n in 1..ROUNDSTORE_MAX */
+		if (number < 1 || number > ROUNDSTORE_MAX) {
+			ret = -EIO;
+			goto out;
+		}
+		grown = realloc(list, (size_t)number * sizeof(*list));
+		if (!grown) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		list = grown;
+		while (count < (size_t)number)
+			list[count++] = NULL;
+		ret = fjson_parse(&doc, (const char *)sqlite3_column_text(q, 1),
+				  (size_t)sqlite3_column_bytes(q, 1), NULL);
+		if (ret < 0) {
+			/* what was stored was checked JSON */
+			ret = ret == -EINVAL ? -EIO : ret;
+			goto out;
+		}
+		list[number - 1] = doc;
+	}
+	ret = store_step_errno(rc);
+out:
+	store_done(q);
+	if (ret < 0) {
+		roundstore_free(list, count);
+		return ret;
+	}
+	*rounds = list;
+	*n = count;
+	return 0;
+}
+
+/* The first missing round of rounds[0..n-1] (1-based), or 0. */
+static size_t first_gap(json_t *const *rounds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!rounds[i])
+			return i + 1;
+	return 0;
+}
+
+static int refuse_gap(struct ferr *err, int64_t number, size_t missing)
+{
+	char file[48];
+
+	snprintf(file, sizeof(file), "rounds/%" PRId64 ".json", number);
+	ferr_set_path(err, file);
+	return ferr_set(err, -EINVAL, "%s: rounds/%zu.json is missing: rounds"
+			" are numbered from 1 without gaps", file, missing);
+}
+
+int roundstore_put(struct store *st, int64_t session, int64_t number,
+		   const char *text, size_t len, struct ferr *err)
+{
+	static const char sql[] = "INSERT INTO rounds(session, n, doc, mtime_ns)"
+		" VALUES (?1, ?2, ?3, ?4) ON CONFLICT(session, n) DO UPDATE"
+		" SET doc = excluded.doc, mtime_ns = excluded.mtime_ns"
+		" WHERE doc IS NOT excluded.doc";
+	struct sbuf canon = SBUF_INIT;
+	json_t **rounds = NULL, *doc = NULL;
+	size_t n = 0, last, missing;
+	sqlite3_stmt *q;
+	int ret, rc;
+
+	if (number < 1 || number > ROUNDSTORE_MAX)
+		return ferr_set(err, -EINVAL, "rounds/%" PRId64 ".json: rounds"
+				" are numbered 1 to %d", number, ROUNDSTORE_MAX);
+	ret = fjson_parse(&doc, text, len, err);
+	if (ret < 0)
+		return ret;
+	ret = store_begin(st);
+	if (ret < 0)
+		goto out_doc;
+	ret = load_numbered(st, session, &rounds, &n);
+	if (ret < 0)
+		goto out;
+	missing = first_gap(rounds, (size_t)number - 1 < n ? (size_t)number - 1
+							     : n);
+	if (!missing && (size_t)number > n + 1)
+		missing = n + 1;
+	if (missing) {
+		ret = refuse_gap(err, number, missing);
+		goto out;
+	}
+	if ((size_t)number > n) {
+		json_t **grown = realloc(rounds, (size_t)number * sizeof(*rounds));
+
+		if (!grown) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		rounds = grown;
+		rounds[n++] = NULL;
+	}
+	json_decref(rounds[number - 1]);
+	rounds[number - 1] = json_incref(doc);
+	/* check the run of rounds this one belongs to: it ends at a gap
+	 * left by a deletion, or at the last round */
+	for (last = (size_t)number; last < n && rounds[last]; last++)
+		;
+	ret = rounds_check((const json_t *const *)rounds, last, err);
+	if (ret < 0)
+		goto out;
+	ret = fjson_dump(&canon, doc);
+	if (ret < 0)
+		goto out;
+	q = round_stmt(st, sql, session, number);
+	if (!q) {
+		ret = -EIO;
+		goto out;
+	}
+	sqlite3_bind_text(q, 3, canon.buf, (int)canon.len, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 4, store_now_ns());
+	rc = sqlite3_step(q);
+	store_done(q);
+	ret = store_step_errno(rc);
+	if (!ret)
+		ret = store_commit(st);
+	if (ret < 0)
+		ferr_set(err, ret, "cannot store rounds/%" PRId64 ".json: %s",
+			 number, store_errmsg(st));
+	if (!ret)
+		goto done;
+out:
+	store_rollback(st);
+done:
+	sbuf_release(&canon);
+	roundstore_free(rounds, n);
+out_doc:
+	json_decref(doc);
+	return ret;
+}
+
+int roundstore_delete(struct store *st, int64_t session, int64_t number)
+{
+	static const char sql[] = "DELETE FROM rounds WHERE session = ?1"
+		" AND n = ?2";
+	sqlite3_stmt *q = round_stmt(st, sql, session, number);
+	int rc, ret;
+
+	if (!q)
+		return -EIO;
+	rc = sqlite3_step(q);
+	ret = store_step_errno(rc);
+	if (!ret && !sqlite3_changes(sqlite3_db_handle(q)))
+		ret = -ENOENT;
+	store_done(q);
+	return ret;
+}
+
+int roundstore_load(struct store *st, int64_t session, json_t ***rounds,
+		    size_t *n, struct ferr *err)
+{
+	json_t **list;
+	size_t count, missing;
+	int ret;
+
+	*rounds = NULL;
+	*n = 0;
+	ret = load_numbered(st, session, &list, &count);
+	if (ret < 0)
+		return ret;
+	missing = first_gap(list, count);
+	if (missing) {
+		char file[48];
+
+		snprintf(file, sizeof(file), "rounds/%zu.json", missing);
+		ferr_set_path(err, file);
+		ret = ferr_set(err, -EINVAL, "%s is missing: rounds are"
+			       " numbered from 1 without gaps (rounds/%zu.json"
+			       " exists)", file, count);
+	} else {
+		ret = rounds_check((const json_t *const *)list, count, err);
+	}
+	if (ret < 0) {
+		roundstore_free(list, count);
+		return ret;
+	}
+	*rounds = list;
+	*n = count;
+	return 0;
+}
+
+int roundstore_problem(struct store *st, int64_t session, struct sbuf *out)
+{
+	struct ferr err = FERR_INIT;
+	json_t **rounds;
+	size_t n;
+	int ret = roundstore_load(st, session, &rounds, &n, &err);
+
+	if (!ret) {
+		roundstore_free(rounds, n);
+		return 0;
+	}
+	if (ret != -EINVAL)
+		return ret;
+	ret = sbuf_addstr(out, err.message);
+	return ret < 0 ? ret : sbuf_addch(out, '\n');
+}

@@ -1,0 +1,92 @@
+/*
+ * roundstore: a session's rounds/<n>.json (seed 004, DESIGN §7) in the
+ * database — the rounds table of schema v5 — checked with core/rounds.
+ * No files here: the caller maps rounds/<n>.json to n and back
+ * (roundstore_number()).
+ *
+ *	struct ferr err = FERR_INIT;
+ *	if (roundstore_put(st, session, 2, text, len, &err) < 0)
+ *		... "rounds/2.json: a round after the first needs
+ *		     \"inference\""
+ *	json_t **rounds; size_t n;
+ *	roundstore_load(st, session, &rounds, &n, &err);
+ *	rounds_render_summary(desc, io, (const json_t *const *)rounds, n, &out);
+ *	roundstore_free(rounds, n);
+ *
+ * Writes keep the set valid: a round is stored only when rounds 1..n-1
+ * exist (no gaps) and the whole set, with it in place, passes
+ * rounds_check() — so adding round n+1 after a concluding round n is
+ * refused, as is adding it while round n has no observation.  Deletions
+ * are allowed in any order (so `rm -rf rounds` works); a gap or a set
+ * that no longer passes is then reported by roundstore_load() and
+ * roundstore_problem(), never stored over.  Documents are stored in the
+ * one JSON layout (fjson_dump), key order as written; writing the same
+ * bytes again keeps the mtime.
+ */
+#ifndef FLOWFS_ROUNDSTORE_H
+#define FLOWFS_ROUNDSTORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferr.h"
+#include "sbuf.h"
+#include "store.h"
+
+/* The most rounds a session holds (seed 004 runs at most 50 iterations;
+ * the bound keeps one write's check linear and small). */
+#define ROUNDSTORE_MAX 1000
+
+/* A stored round as a folder lists it. */
+struct roundstore_item {
+	int64_t number;
+	int64_t mtime_ns;
+	size_t size;		/* of its document */
+};
+
+/*
+ * The round number a file name stands for: "<n>.json", n a decimal
+ * 1..ROUNDSTORE_MAX without leading zeros or sign.  true and *number, or
+ * false (the name is an ordinary scratch file).
+ */
+bool roundstore_number(const char *name, int64_t *number);
+
+/* Every stored round by number; free(*items). */
+int roundstore_list(struct store *st, int64_t session,
+		    struct roundstore_item **items, size_t *n);
+
+/* Round `number`'s document and mtime; -ENOENT when there is none. */
+int roundstore_get(struct store *st, int64_t session, int64_t number,
+		   struct sbuf *doc, int64_t *mtime_ns);
+
+/*
+ * Store `text` as round `number` (created or replaced) when it parses and
+ * the rounds with it pass (see above).  0, -EINVAL with err (its path
+ * "rounds/<n>.json" and a message that names the file), -ENOMEM, or a
+ * store error.
+ */
+int roundstore_put(struct store *st, int64_t session, int64_t number,
+		   const char *text, size_t len, struct ferr *err);
+
+/* Remove round `number`: 0 or -ENOENT. */
+int roundstore_delete(struct store *st, int64_t session, int64_t number);
+
+/*
+ * All rounds 1..n, parsed, for rounds_render_*(): 0, or -EINVAL with err
+ * when the stored set has a gap or does not pass rounds_check() (after
+ * a deletion).  Free with roundstore_free().
+ */
+int roundstore_load(struct store *st, int64_t session, json_t ***rounds,
+		    size_t *n, struct ferr *err);
+void roundstore_free(json_t **rounds, size_t n);
+
+/*
+ * A status line for the rounds ("rounds/3.json is missing: rounds are
+ * numbered from 1 without gaps") appended with its "\n", or nothing when
+ * they are fine.
+ */
+int roundstore_problem(struct store *st, int64_t session, struct sbuf *out);
+
+#endif

@@ -1,0 +1,301 @@
+/*
+ * Unit tests for roundstore: rounds/<n>.json names, storing rounds with
+ * the gap and placement rules of core/roundstore.h, deletions in any
+ * order and what loading then reports, mtimes, and the session's
+ * ownership of its rounds.
+ *
+ * Expected documents are written out by hand in the layout of Python's
+ * json.dumps(indent=2, ensure_ascii=False); expected messages from the
+ * contracts in roundstore.h and rounds.h.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "roundstore.h"
+#include "rounds.h"
+#include "session.h"
+#include "store.h"
+#include "tree.h"
+#include "unit.h"
+
+#define FIRST "{\"phenomenon\": \"P\", \"hypothesis\": \"H\", \"model\": \"M\"," \
+	" \"experiment\": \"E\", \"observation\": \"O\"}"
+#define FIRST_NO_OBSERVATION "{\"phenomenon\": \"P\", \"hypothesis\": \"H\"," \
+	" \"model\": \"M\", \"experiment\": \"E\"}"
+#define CONTINUING "{\"inference\": \"I\", \"hypothesis\": \"H2\"," \
+	" \"model\": \"M2\", \"experiment\": \"E2\", \"observation\": \"O2\"}"
+#define CONCLUDING "{\"inference\": \"I\", \"conclusion\": \"C\"}"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct store *st;
+	struct tree *t;
+	struct session_info s;
+};
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (!fx || unit_db_open("roundstore", fx->dir, fx->path, &fx->st,
+				&fx->t) < 0) {
+		free(fx);
+		return -1;
+	}
+	*state = fx;
+	if (session_create(fx->st, fx->t, "run", 0755, 0, 0, &fx->s,
+			   NULL) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	unit_db_close(fx->dir, fx->st, fx->t);
+	free(fx);
+	return 0;
+}
+
+static int put(struct fixture *fx, int64_t n, const char *text,
+	       struct ferr *err)
+{
+	return roundstore_put(fx->st, fx->s.id, n, text, strlen(text), err);
+}
+
+static void put_ok(struct fixture *fx, int64_t n, const char *text)
+{
+	struct ferr err = FERR_INIT;
+
+	if (put(fx, n, text, &err) < 0)
+		fail_msg("rounds/%lld.json refused: %s", (long long)n,
+			 err.message);
+}
+
+static void refused(struct fixture *fx, int64_t n, const char *text,
+		    const char *message)
+{
+	struct ferr err = FERR_INIT;
+
+	assert_int_equal(put(fx, n, text, &err), -EINVAL);
+	assert_string_equal(err.message, message);
+}
+
+static size_t count(struct fixture *fx)
+{
+	struct roundstore_item *items;
+	size_t n;
+
+	assert_int_equal(roundstore_list(fx->st, fx->s.id, &items, &n), 0);
+	free(items);
+	return n;
+}
+
+static void test_names(void **state)
+{
+	static const char *const bad[] = {
+		"0.json", "01.json", "-1.json", "+1.json", "1001.json",
+		"99999999999999999999.json", "1.JSON", "1.json~", "1.jsonx",
+		"x.json", ".json", "1", "", " 1.json", "1 .json", NULL,
+	};
+	int64_t n = -1;
+
+	(void)state;
+	assert_true(roundstore_number("1.json", &n));
+	assert_int_equal(n, 1);
+	assert_true(roundstore_number("1000.json", &n));
+	assert_int_equal(n, 1000);
+	assert_true(roundstore_number("42.json", &n));
+	assert_int_equal(n, 42);
+	for (size_t i = 0; bad[i]; i++) {
+		n = -1;
+		if (roundstore_number(bad[i], &n))
+			fail_msg("'%s' taken as round %lld", bad[i],
+				 (long long)n);
+		assert_int_equal(n, -1);
+	}
+}
+
+static void test_stored_in_the_json_layout(void **state)
+{
+	struct fixture *fx = *state;
+	struct roundstore_item *items;
+	struct sbuf doc = SBUF_INIT;
+	int64_t mtime = 0;
+	size_t n;
+	static const char want[] =
+		"{\n  \"phenomenon\": \"P\",\n  \"hypothesis\": \"H\",\n"
+		"  \"model\": \"M\",\n  \"experiment\": \"E\",\n"
+		"  \"observation\": \"O\"\n}";
+
+	put_ok(fx, 1, "{\"phenomenon\":\"P\",\"hypothesis\":\"H\",\"model\":"
+	       "\"M\",\"experiment\":\"E\",\"observation\":\"O\"}");
+	assert_int_equal(roundstore_get(fx->st, fx->s.id, 1, &doc, &mtime), 0);
+	assert_string_equal(doc.buf, want);
+	assert_true(mtime > 0);
+	assert_int_equal(roundstore_list(fx->st, fx->s.id, &items, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(items[0].number, 1);
+	assert_int_equal(items[0].size, strlen(want));
+	assert_int_equal(items[0].mtime_ns, mtime);
+	free(items);
+	sbuf_reset(&doc);
+	assert_int_equal(roundstore_get(fx->st, fx->s.id, 2, &doc, NULL),
+			 -ENOENT);
+	sbuf_release(&doc);
+}
+
+static void test_gaps_refused(void **state)
+{
+	struct fixture *fx = *state;
+
+	refused(fx, 2, FIRST, "rounds/2.json: rounds/1.json is missing: rounds"
+		" are numbered from 1 without gaps");
+	put_ok(fx, 1, FIRST);
+	refused(fx, 3, CONTINUING, "rounds/3.json: rounds/2.json is missing:"
+		" rounds are numbered from 1 without gaps");
+	refused(fx, 1001, FIRST, "rounds/1001.json: rounds are numbered 1 to"
+		" 1000");
+	assert_int_equal(count(fx), 1);
+}
+
+static void test_placement_rules_over_the_whole_set(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+
+	/* round 1 alone may lack its observation; once a round follows,
+	 * the inference is drawn from it */
+	put_ok(fx, 1, FIRST_NO_OBSERVATION);
+	assert_int_equal(put(fx, 2, CONCLUDING, &err), -EINVAL);
+	assert_string_equal(err.path, "rounds/1.json");
+	assert_non_null(strstr(err.message, "observation"));
+	assert_int_equal(count(fx), 1);
+	put_ok(fx, 1, FIRST);
+	/* a later round needs an inference */
+	assert_int_equal(put(fx, 2, FIRST, &err), -EINVAL);
+	assert_string_equal(err.path, "rounds/2.json");
+	put_ok(fx, 2, CONCLUDING);
+	/* nothing may follow a conclusion */
+	assert_int_equal(put(fx, 3, CONTINUING, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "conclude"));
+	assert_int_equal(count(fx), 2);
+	/* not JSON: line and column */
+	assert_int_equal(put(fx, 2, "{\n  \"inference\": \n}", &err), -EINVAL);
+	assert_int_equal(err.line, 3);
+	assert_int_equal(count(fx), 2);
+}
+
+static void test_deletions_in_any_order(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	struct sbuf problem = SBUF_INIT, content = SBUF_INIT;
+	json_t **rounds;
+	size_t n;
+
+	put_ok(fx, 1, FIRST);
+	put_ok(fx, 2, CONTINUING);
+	put_ok(fx, 3, CONCLUDING);
+	assert_int_equal(roundstore_load(fx->st, fx->s.id, &rounds, &n, &err),
+			 0);
+	assert_int_equal(n, 3);
+	assert_true(rounds_concluded((const json_t *const *)rounds, n));
+	assert_int_equal(rounds_render_content((const json_t *const *)rounds,
+					       n, &content), 0);
+	assert_non_null(strstr(content.buf, "<Conclusion>\nC\n</Conclusion>"));
+	roundstore_free(rounds, n);
+	assert_int_equal(roundstore_problem(fx->st, fx->s.id, &problem), 0);
+	assert_int_equal(problem.len, 0);
+
+	assert_int_equal(roundstore_delete(fx->st, fx->s.id, 2), 0);
+	assert_int_equal(roundstore_delete(fx->st, fx->s.id, 2), -ENOENT);
+	assert_int_equal(roundstore_load(fx->st, fx->s.id, &rounds, &n, &err),
+			 -EINVAL);
+	assert_null(rounds);
+	assert_string_equal(err.message, "rounds/2.json is missing: rounds are"
+			    " numbered from 1 without gaps (rounds/3.json"
+			    " exists)");
+	assert_int_equal(roundstore_problem(fx->st, fx->s.id, &problem), 0);
+	assert_string_equal(problem.buf, "rounds/2.json is missing: rounds are"
+			    " numbered from 1 without gaps (rounds/3.json"
+			    " exists)\n");
+	/* filling the gap checks the run it closes, conclusion included */
+	put_ok(fx, 2, CONTINUING);
+	assert_int_equal(roundstore_load(fx->st, fx->s.id, &rounds, &n, &err),
+			 0);
+	assert_int_equal(n, 3);
+	roundstore_free(rounds, n);
+	assert_int_equal(roundstore_delete(fx->st, fx->s.id, 1), 0);
+	assert_int_equal(roundstore_delete(fx->st, fx->s.id, 3), 0);
+	assert_int_equal(roundstore_delete(fx->st, fx->s.id, 2), 0);
+	assert_int_equal(count(fx), 0);
+	assert_int_equal(roundstore_load(fx->st, fx->s.id, &rounds, &n, &err),
+			 0);
+	assert_int_equal(n, 0);
+	roundstore_free(rounds, n);
+	sbuf_release(&problem);
+	sbuf_release(&content);
+}
+
+static void test_same_bytes_keep_the_mtime(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf doc = SBUF_INIT;
+	int64_t before, after;
+
+	put_ok(fx, 1, FIRST);
+	assert_int_equal(roundstore_get(fx->st, fx->s.id, 1, &doc, &before), 0);
+	put_ok(fx, 1, doc.buf);
+	sbuf_reset(&doc);
+	assert_int_equal(roundstore_get(fx->st, fx->s.id, 1, &doc, &after), 0);
+	assert_int_equal(before, after);
+	sbuf_release(&doc);
+}
+
+static void test_rounds_belong_to_the_session(void **state)
+{
+	struct fixture *fx = *state;
+	bool has = false;
+
+	assert_int_equal(session_has_data(fx->st, fx->t, &fx->s, &has), 0);
+	assert_false(has);
+	put_ok(fx, 1, FIRST);
+	assert_int_equal(session_has_data(fx->st, fx->t, &fx->s, &has), 0);
+	assert_true(has);
+	assert_int_equal(session_delete(fx->st, fx->t, fx->s.id), 0);
+	assert_int_equal(unit_sql_int(store_db(fx->st),
+				      "SELECT count(*) FROM rounds"), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test_setup_teardown(test_stored_in_the_json_layout,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gaps_refused, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_placement_rules_over_the_whole_set, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_deletions_in_any_order,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_bytes_keep_the_mtime,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_rounds_belong_to_the_session, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
