@@ -190,6 +190,69 @@ static int refuse_gap(struct ferr *err, int64_t number, size_t missing)
 			" are numbered from 1 without gaps", file, missing);
 }
 
+/* The first of rounds 1..number-1 that is not stored, or 0. */
+static int first_missing_below(struct store *st, int64_t session,
+			       int64_t number, int64_t *missing)
+{
+	static const char sql[] = "SELECT n FROM rounds WHERE session = ?1"
+		" AND n < ?2 ORDER BY n";
+	sqlite3_stmt *q = round_stmt(st, sql, session, number);
+	int64_t expected = 1;
+	int rc;
+
+	if (!q)
+		return -EIO;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW &&
+	       sqlite3_column_int64(q, 0) == expected)
+		expected++;
+	store_done(q);
+	*missing = expected < number ? expected : 0;
+	return store_step_errno(rc);
+}
+
+/* Round `number` parsed, or *out NULL when it is not stored. */
+static int load_one(struct store *st, int64_t session, int64_t number,
+		    json_t **out)
+{
+	struct sbuf doc = SBUF_INIT;
+	int ret = roundstore_get(st, session, number, &doc, NULL);
+
+	*out = NULL;
+	if (ret == -ENOENT)
+		ret = 0;
+	else if (!ret)
+		ret = fjson_parse(out, doc.buf, doc.len, NULL);
+	sbuf_release(&doc);
+	/* what was stored was checked JSON */
+	return ret == -EINVAL ? -EIO : ret;
+}
+
+/*
+ * Whether round `number` may be `doc`.  The placement rules of a round
+ * depend only on its own number and on whether another follows it, so a
+ * write concerns this round and the one before it (now followed), never
+ * the whole set.
+ */
+static int check_in_place(struct store *st, int64_t session, int64_t number,
+			  const json_t *doc, struct ferr *err)
+{
+	json_t *next = NULL, *prev = NULL;
+	int ret;
+
+	ret = load_one(st, session, number + 1, &next);
+	if (!ret)
+		ret = rounds_check_one((size_t)number,
+				       (size_t)number + (next != NULL), doc, err);
+	if (!ret && number > 1)
+		ret = load_one(st, session, number - 1, &prev);
+	if (!ret && prev)
+		ret = rounds_check_one((size_t)number - 1, (size_t)number, prev,
+				       err);
+	json_decref(next);
+	json_decref(prev);
+	return ret;
+}
+
 int roundstore_put(struct store *st, int64_t session, int64_t number,
 		   const char *text, size_t len, struct ferr *err)
 {
@@ -198,8 +261,8 @@ int roundstore_put(struct store *st, int64_t session, int64_t number,
 		" SET doc = excluded.doc, mtime_ns = excluded.mtime_ns"
 		" WHERE doc IS NOT excluded.doc";
 	struct sbuf canon = SBUF_INIT;
-	json_t **rounds = NULL, *doc = NULL;
-	size_t n = 0, last, missing;
+	json_t *doc = NULL;
+	int64_t missing;
 	sqlite3_stmt *q;
 	int ret, rc;
 
@@ -212,37 +275,13 @@ int roundstore_put(struct store *st, int64_t session, int64_t number,
 	ret = store_begin(st);
 	if (ret < 0)
 		goto out_doc;
-	ret = load_numbered(st, session, &rounds, &n);
-	if (ret < 0)
-		goto out;
-	missing = first_gap(rounds, (size_t)number - 1 < n ? (size_t)number - 1
-							     : n);
-	if (!missing && (size_t)number > n + 1)
-		missing = n + 1;
-	if (missing) {
-		ret = refuse_gap(err, number, missing);
-		goto out;
-	}
-	if ((size_t)number > n) {
-		json_t **grown = realloc(rounds, (size_t)number * sizeof(*rounds));
-
-		if (!grown) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		rounds = grown;
-		rounds[n++] = NULL;
-	}
-	json_decref(rounds[number - 1]);
-	rounds[number - 1] = json_incref(doc);
-	/* check the run of rounds this one belongs to: it ends at a gap
-	 * left by a deletion, or at the last round */
-	for (last = (size_t)number; last < n && rounds[last]; last++)
-		;
-	ret = rounds_check((const json_t *const *)rounds, last, err);
-	if (ret < 0)
-		goto out;
-	ret = fjson_dump(&canon, doc);
+	ret = first_missing_below(st, session, number, &missing);
+	if (!ret && missing)
+		ret = refuse_gap(err, number, (size_t)missing);
+	if (!ret)
+		ret = check_in_place(st, session, number, doc, err);
+	if (!ret)
+		ret = fjson_dump(&canon, doc);
 	if (ret < 0)
 		goto out;
 	q = round_stmt(st, sql, session, number);
@@ -260,13 +299,10 @@ int roundstore_put(struct store *st, int64_t session, int64_t number,
 	if (ret < 0)
 		ferr_set(err, ret, "cannot store rounds/%" PRId64 ".json: %s",
 			 number, store_errmsg(st));
-	if (!ret)
-		goto done;
 out:
-	store_rollback(st);
-done:
+	if (ret < 0)
+		store_rollback(st);
 	sbuf_release(&canon);
-	roundstore_free(rounds, n);
 out_doc:
 	json_decref(doc);
 	return ret;
