@@ -368,6 +368,19 @@ static bool is_session_root(const struct node *n)
 	return n->type == N_REAL && n->attr.session_root;
 }
 
+/* The folder of session `s`, whose row the caller already has: resolve()
+ * without reading the session again. */
+static int resolve_session_root(struct flowfs *fs,
+				const struct session_info *s, struct node *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->type = N_REAL;
+	n->ino = s->root_ino;
+	n->has_session = true;
+	n->s = *s;
+	return tree_getattr(fs->tree, n->ino, &n->attr);
+}
+
 /* The scope of the table's entries that live in folder `n`, or -1. */
 static int scope_of(const struct node *n)
 {
@@ -560,7 +573,17 @@ static int resolve_row(struct flowfs *fs, const struct node *parent,
 		return resolve(fs, fs_skill_ino(FS_SPACE_SKILL, session,
 						sk->serial, 0), out);
 	default:
-		return resolve(fs, fs_entry_ino(session, row), out);
+		/* resolve() of fs_entry_ino(session, row), but the session
+		 * is the parent's: no need to read it again */
+		memset(out, 0, sizeof(*out));
+		out->type = N_ENTRY;
+		out->row = row;
+		out->ino = fs_entry_ino(session, row);
+		if (e->scope >= SCOPE_SESSION) {
+			out->has_session = true;
+			out->s = parent->s;
+		}
+		return 0;
 	}
 }
 
@@ -593,11 +616,10 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 		return 0;
 	}
 	if (parent->type == N_ROOT) {
-		memset(out, 0, sizeof(*out));
-		ret = session_find(fs->st, name, &out->s);
-		if (ret < 0)
-			return ret;
-		return resolve(fs, out->s.root_ino, out);
+		struct session_info si;
+
+		ret = session_find(fs->st, name, &si);
+		return ret < 0 ? ret : resolve_session_root(fs, &si, out);
 	}
 	if (parent->type == N_VIEW)
 		return lookup_view(fs, parent, name, out);
@@ -1977,7 +1999,7 @@ static int dir_add_sessions(struct flowfs *fs, struct handle *h, size_t *alloc,
 	for (size_t i = 0; !ret && i < list.n; i++) {
 		struct node n;
 
-		ret = resolve(fs, list.items[i].root_ino, &n);
+		ret = resolve_session_root(fs, &list.items[i], &n);
 		if (!ret)
 			ret = dir_add_node(fs, h, alloc, dir, list.items[i].name,
 					   &n);
