@@ -907,7 +907,7 @@ static int reaches(struct store *st, int64_t session, const char *from,
 	rc = sqlite3_step(q);
 	*found = rc == SQLITE_ROW;
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /*
@@ -1096,7 +1096,7 @@ static int insert_edge(struct store *st, int64_t session,
 	sqlite3_bind_int64(q, 7, now);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 static int insert_node(struct store *st, int64_t session, const char *id,
@@ -1115,7 +1115,7 @@ static int insert_node(struct store *st, int64_t session, const char *id,
 	sqlite3_bind_int64(q, 4, now);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /* ---- the tool map ------------------------------------------------------- */
@@ -1433,7 +1433,7 @@ int graph_create_draft(struct store *st, int64_t session,
 	sqlite3_bind_int64(q, 3, store_now_ns());
 	rc = sqlite3_step(q);
 	store_done(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (ret == 0)
 		*seq = sqlite3_last_insert_rowid(store_db(st));
 	return ret;
@@ -1454,7 +1454,7 @@ int graph_drop_draft(struct store *st, enum graph_kind kind, int64_t seq)
 	sqlite3_bind_int64(q, 1, seq);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 int graph_drop_all_drafts(struct store *st)
@@ -1583,7 +1583,7 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 		sqlite3_bind_int64(q, 3, now);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = store_step_errno(rc);
+		ret = store_errno(rc);
 	} else {
 		ret = insert_node(st, session, id, &text, now);
 	}
@@ -1681,7 +1681,7 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 		}
 	}
 	store_done(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (ret < 0)
 		goto rollback;
 	if (same)
@@ -1698,7 +1698,7 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 		sqlite3_bind_int64(q, 6, now);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = store_step_errno(rc);
+		ret = store_errno(rc);
 	} else {
 		ret = insert_edge(st, session, e.f, now);
 	}
@@ -1784,7 +1784,7 @@ static int delete_row(struct store *st, enum graph_kind kind, int64_t seq)
 	sqlite3_bind_int64(q, 1, seq);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
@@ -1903,7 +1903,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 		sqlite3_bind_int64(q, 4, now);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = store_step_errno(rc);
+		ret = store_errno(rc);
 		for (int i = 0; !ret && !draft && i < 2; i++) {
 			q = store_stmt(st, i ? targets_sql : sources_sql);
 			if (!q) {
@@ -1916,7 +1916,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 			sqlite3_bind_int64(q, 4, now);
 			rc = sqlite3_step(q);
 			store_done(q);
-			ret = store_step_errno(rc);
+			ret = store_errno(rc);
 		}
 	} else {
 		q = store_stmt(st, edge_sql);
@@ -1929,7 +1929,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 		sqlite3_bind_int64(q, 3, now);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = store_step_errno(rc);
+		ret = store_errno(rc);
 	}
 	if (!ret && (!draft || !other_draft))
 		ret = touch(st, session, now);
@@ -2332,7 +2332,7 @@ static int delete_draft_named(struct store *st, int64_t session,
 	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /* Replace the session's graph by `g` (a transaction is open). */
@@ -2357,7 +2357,7 @@ static int replace_graph(struct store *st, int64_t session,
 		sqlite3_bind_int64(q, 1, session);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = store_step_errno(rc);
+		ret = store_errno(rc);
 	}
 	for (size_t i = 0; !ret && i < g->nn; i++) {
 		const char *id = json_string_value(json_object_get(g->nodes[i],
@@ -2384,7 +2384,7 @@ static int replace_graph(struct store *st, int64_t session,
 					  SQLITE_STATIC);
 		rc = sqlite3_step(q);
 		store_done(q);
-		ret = store_step_errno(rc);
+		ret = store_errno(rc);
 	}
 	if (!ret)
 		ret = touch(st, session, now);

@@ -59,7 +59,7 @@ int roundstore_list(struct store *st, int64_t session,
 		list[count].size = (size_t)sqlite3_column_int64(q, 2);
 		count++;
 	}
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 out:
 	store_done(q);
 	if (ret < 0) {
@@ -159,7 +159,7 @@ static int load_numbered(struct store *st, int64_t session, json_t ***rounds,
 		}
 		list[number - 1] = doc;
 	}
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 out:
 	store_done(q);
 	if (ret < 0) {
@@ -207,7 +207,7 @@ static int first_missing_below(struct store *st, int64_t session,
 		expected++;
 	store_done(q);
 	*missing = expected < number ? expected : 0;
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /* Round `number` parsed, or *out NULL when it is not stored. */
@@ -293,7 +293,7 @@ int roundstore_put(struct store *st, int64_t session, int64_t number,
 	sqlite3_bind_int64(q, 4, store_now_ns());
 	rc = sqlite3_step(q);
 	store_done(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (!ret)
 		ret = store_commit(st);
 	if (ret < 0)
@@ -318,7 +318,7 @@ int roundstore_delete(struct store *st, int64_t session, int64_t number)
 	if (!q)
 		return -EIO;
 	rc = sqlite3_step(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (!ret && !sqlite3_changes(sqlite3_db_handle(q)))
 		ret = -ENOENT;
 	store_done(q);

@@ -175,7 +175,7 @@ int session_count(struct store *st, int64_t *count)
 	rc = sqlite3_step(q);
 	*count = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /* Store a folder's inode number in the session row (`sql` names the
@@ -191,7 +191,7 @@ static int set_ino(struct store *st, const char *sql, int64_t id, uint64_t ino)
 	sqlite3_bind_int64(q, 2, (int64_t)ino);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 static const char set_root_sql[] =
@@ -217,7 +217,7 @@ static int add_links(struct store *st, uint64_t dir, int delta)
 	sqlite3_bind_int(q, 2, delta);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /* A session folder (uploads/, output/) in `root`; the caller holds a
@@ -328,7 +328,7 @@ int session_has_data(struct store *st, struct tree *t,
 	rc = sqlite3_step(q);
 	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 static int delete_row(struct store *st, struct tree *t, int64_t id)
@@ -346,7 +346,7 @@ static int delete_row(struct store *st, struct tree *t, int64_t id)
 	sqlite3_bind_int64(q, 1, id);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 int session_delete(struct store *st, struct tree *t, int64_t id)
@@ -414,7 +414,7 @@ int session_rename(struct store *st, struct tree *t, const char *from,
 	sqlite3_bind_int64(q, 3, store_now_ns());
 	rc = sqlite3_step(q);
 	store_done(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (ret < 0)
 		goto out;
 done:
@@ -656,7 +656,7 @@ int session_commit_json(struct store *st, const struct session_info *s,
 	sqlite3_bind_text(q, 5, engine, -1, SQLITE_STATIC);
 	rc = sqlite3_step(q);
 	store_done(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (ret < 0)
 		ferr_set(err, ret, "cannot store session.json: %s",
 			 store_errmsg(st));
@@ -717,7 +717,7 @@ static int store_doc_column(struct store *st, const char *sql, int64_t id,
 	sqlite3_bind_int64(q, 3, store_now_ns());
 	rc = sqlite3_step(q);
 	store_done(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (ret < 0)
 		ferr_set(err, ret, "cannot store %s: %s", file,
 			 store_errmsg(st));
@@ -890,7 +890,7 @@ int session_log(struct store *st, int64_t id, const char *path,
 	sqlite3_bind_text(q, 4, line, -1, SQLITE_STATIC);
 	rc = sqlite3_step(q);
 	store_done(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (ret < 0)
 		goto rollback;
 	q = store_stmt(st, trim);
@@ -902,7 +902,7 @@ int session_log(struct store *st, int64_t id, const char *path,
 	sqlite3_bind_int(q, 2, SESSION_LOG_KEEP);
 	rc = sqlite3_step(q);
 	store_done(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (ret < 0)
 		goto rollback;
 	ret = store_commit(st);

@@ -220,11 +220,6 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v5,
 };
 
-int store_step_errno(int rc)
-{
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : store_errno(rc);
-}
-
 int store_errno(int rc)
 {
 	switch (rc & 0xff) {

@@ -103,8 +103,6 @@ int store_sync(struct store *st);
 
 /* The errno for an SQLite result code (see above). */
 int store_errno(int sqlite_rc);
-/* What sqlite3_step() returned, as 0 (a row, or done) or a negative errno. */
-int store_step_errno(int sqlite_rc);
 
 /* Log-friendly text of the last error on this connection. */
 const char *store_errmsg(struct store *st);

@@ -190,7 +190,7 @@ static int touch_dir(struct tree *t, uint64_t dir, int delta, int64_t now)
 	sqlite3_bind_int64(q, 3, now);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
@@ -301,7 +301,7 @@ static int delete_inode(struct tree *t, uint64_t ino)
 	sqlite3_bind_int64(q, 1, (int64_t)ino);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /* Take a row out of its folder; its data stays while it is open. */
@@ -324,7 +324,7 @@ static int detach_inode(struct tree *t, uint64_t ino)
 	store_done(q);
 	if (rc == SQLITE_DONE)
 		f->orphan = true;
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 static int has_children(struct tree *t, uint64_t dir, bool *has)
@@ -340,7 +340,7 @@ static int has_children(struct tree *t, uint64_t dir, bool *has)
 	rc = sqlite3_step(q);
 	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /*
@@ -421,7 +421,7 @@ static int is_within(struct tree *t, uint64_t dir, uint64_t ancestor,
 	rc = sqlite3_step(q);
 	*within = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 static int move_inode(struct tree *t, uint64_t ino, uint64_t newparent,
@@ -440,7 +440,7 @@ static int move_inode(struct tree *t, uint64_t ino, uint64_t newparent,
 	sqlite3_bind_int64(q, 4, now);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 int tree_rename(struct tree *t, uint64_t parent, const char *name,
@@ -562,7 +562,7 @@ static int cut_chunks(struct tree *t, uint64_t ino, int64_t size)
 	sqlite3_bind_int64(q, 1, (int64_t)ino);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /* Write an open file's gathered chunks and attributes; in a transaction. */
@@ -734,7 +734,7 @@ static int read_stored_chunk(struct tree *t, uint64_t ino, int64_t idx,
 		*len = (size_t)sqlite3_column_int64(q, 0);
 	}
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /* The gathered chunk `idx`, created from the store's copy when needed. */
@@ -987,7 +987,7 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 	sqlite3_bind_int64(q, 3, now);
 	rc = sqlite3_step(q);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 /* After a committed set_size(): the store holds all of an open file. */
@@ -1082,7 +1082,7 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 	sqlite3_bind_int64(q, 7, a.ctime_ns);
 	rc = sqlite3_step(q);
 	store_done(q);
-	ret = store_step_errno(rc);
+	ret = store_errno(rc);
 	if (ret < 0)
 		goto out;
 	ret = store_commit(t->st);
@@ -1193,7 +1193,7 @@ int tree_session_has_data(struct tree *t, int64_t session, bool *has)
 	rc = sqlite3_step(q);
 	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
 	store_done(q);
-	return store_step_errno(rc);
+	return store_errno(rc);
 }
 
 int tree_forget_session(struct tree *t, int64_t session)
