@@ -10,9 +10,12 @@
 #include "schema.h"
 #include "template.h"
 
+/* A schema's top-level "properties" and "required", its "$ref" followed
+ * (a skill may define its inputs in "definitions"). */
 static const json_t *properties(const json_t *schema)
 {
-	const json_t *p = json_object_get(schema, "properties");
+	const json_t *p = schema ? json_object_get(schema_deref(schema, NULL),
+						   "properties") : NULL;
 
 	return json_is_object(p) ? p : NULL;
 }
@@ -26,7 +29,8 @@ static bool is_inline(const json_t *prop)
 
 static bool in_required(const json_t *schema, const char *key)
 {
-	const json_t *req = json_object_get(schema, "required");
+	const json_t *req = schema ? json_object_get(schema_deref(schema, NULL),
+						     "required") : NULL;
 	const json_t *v;
 	size_t i;
 
@@ -348,8 +352,7 @@ static int resolve_parameters(const struct skill *sk, const json_t *base,
 		return -ENOMEM;
 	if (schema_apply_defaults(schema, schema, out->parameter) < 0)
 		return -ENOMEM;
-	ret = add_missing_required(schema_deref(schema, NULL), out->parameter,
-				   &missing);
+	ret = add_missing_required(schema, out->parameter, &missing);
 	ret |= add_missing(&out->problems, "parameters", &missing);
 	sbuf_release(&missing);
 	return ret ? -ENOMEM : 0;

@@ -336,6 +336,28 @@ def test_skill_without_parameter_schema(skill_folder, mount_skills):
     shows(s / "parameter.json", {"q": "x", "n": 2})
 
 
+def test_input_schema_behind_a_ref(skill_folder, mount_skills):
+    """A top-level "$ref" (inputs defined in "definitions") is followed for
+    key matching, inline keys, required inputs and the manifest alike."""
+    skill_folder.add("reffed", input={
+        "$ref": "#/definitions/in",
+        "definitions": {"in": {"type": "object", "properties": {
+            "q": {"type": "string", "x-input-source": "inline"},
+            "data": {"type": "string", "extensions": [".csv"]}},
+            "required": ["data"]}}})
+    fs = mount_skills()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    assert bind(s, "reffed") == 0
+    assert status_of(s)[0] == ["missing required input files: data"]
+    assert put_json(s / "request.json", {"input": {"q": "hi"}}) == 0
+    assert put_json(s / "request.json",
+                    {"input": {"colour": "red"}}) == errno.EINVAL
+    f = upload(s, "data.csv")
+    shows(s / "input.json", {"q": "hi", "data": f})
+    assert status_of(s)[0] == ["ready"]
+
+
 def test_generated_files_are_read_only(form):
     _, s = form
     for name in ("input.json", "parameter.json"):
