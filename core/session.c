@@ -541,7 +541,7 @@ static int optional_string(json_t *doc, const char *key, const char **out,
 
 /* Which skill and engine the document asks for; "" for none. */
 static int check_binding(json_t *doc, const struct session_info *s,
-			 const struct skill_registry *reg, const char **skill,
+			 struct skill_registry *reg, const char **skill,
 			 const char **engine, struct ferr *err)
 {
 	const struct skill *sk;
@@ -559,7 +559,7 @@ static int check_binding(json_t *doc, const struct session_info *s,
 		*skill = *engine = "";
 		return 0;
 	}
-	sk = reg ? skill_find(reg, *skill) : NULL;
+	sk = reg ? skill_find_fresh(reg, *skill) : NULL;
 	if (!sk)
 		return ferr_set(err, -EINVAL,
 				"unknown skill \"%s\" (see .flowfs/skills/)",
@@ -589,7 +589,7 @@ static int check_binding(json_t *doc, const struct session_info *s,
 }
 
 int session_commit_json(struct store *st, const struct session_info *s,
-			const struct skill_registry *reg, const char *text,
+			struct skill_registry *reg, const char *text,
 			size_t len, struct ferr *err)
 {
 	static const char sql[] = "UPDATE sessions SET title = ?2,"

@@ -12,7 +12,8 @@
  * ensure_ascii=False); skill and engine are null while no skill is bound.
  * session_commit_json() takes a whole new document: "title" (a string,
  * "" when absent) is stored; "skill" binds a skill of the registry (null
- * unbinds); "engine" must be one of the skill's engines (absent: its
+ * unbinds; an id it does not know makes it scan its folders once more,
+ * for a skill installed since); "engine" must be one of the skill's engines (absent: its
  * first; `reg` may be NULL: no skill is known); "id" and "created"
  * may be present only with their current
  * values; anything else is refused with -EINVAL and a message (with line
@@ -109,7 +110,7 @@ int session_renew_folder(struct store *st, struct tree *t,
 int session_render_json(struct store *st, const struct session_info *s,
 			struct sbuf *out);
 int session_commit_json(struct store *st, const struct session_info *s,
-			const struct skill_registry *reg, const char *text,
+			struct skill_registry *reg, const char *text,
 			size_t len, struct ferr *err);
 
 /* The stored request (a new reference), or NULL in *out when none. */

@@ -544,6 +544,15 @@ const struct skill *skill_find(const struct skill_registry *r, const char *id)
 	return NULL;
 }
 
+const struct skill *skill_find_fresh(struct skill_registry *r, const char *id)
+{
+	const struct skill *sk = skill_find(r, id);
+
+	if (!sk && skill_registry_scan(r) == 0)
+		sk = skill_find(r, id);
+	return sk;
+}
+
 const struct skill *skill_by_serial(const struct skill_registry *r,
 				    unsigned serial)
 {

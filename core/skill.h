@@ -77,6 +77,10 @@ int skill_registry_scan(struct skill_registry *r);
 size_t skill_count(const struct skill_registry *r);
 const struct skill *skill_at(const struct skill_registry *r, size_t i);
 const struct skill *skill_find(const struct skill_registry *r, const char *id);
+/* skill_find(), scanning the folders again once when `id` is not known:
+ * for a skill installed since the last scan (invalidates earlier
+ * pointers, as a scan does). */
+const struct skill *skill_find_fresh(struct skill_registry *r, const char *id);
 const struct skill *skill_by_serial(const struct skill_registry *r,
 				    unsigned serial);
 

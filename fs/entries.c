@@ -81,15 +81,7 @@ static int render_session_json(struct flowfs *fs, const struct session_info *s,
 static int commit_session_json(struct flowfs *fs, const struct session_info *s,
 			       const char *text, size_t len, struct ferr *err)
 {
-	int ret = session_commit_json(fs->st, s, fs->skills, text, len, err);
-
-	/* A skill installed since the last scan: look again, then retry. */
-	if (ret == -EINVAL && strstr(err->message, "unknown skill") &&
-	    skill_registry_scan(fs->skills) == 0) {
-		ferr_clear(err);
-		ret = session_commit_json(fs->st, s, fs->skills, text, len, err);
-	}
-	return ret;
+	return session_commit_json(fs->st, s, fs->skills, text, len, err);
 }
 
 static int render_request(struct flowfs *fs, const struct session_info *s,
