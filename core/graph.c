@@ -713,19 +713,11 @@ static const char *rule_input(const json_t *node)
 
 	json_array_foreach(list, i, p) {
 		const char *name = json_string_value(json_object_get(p, "name"));
-		char low[256];
-		size_t n = strlen(name);
 
-		if (n >= sizeof(low))
-			n = sizeof(low) - 1;
-		for (size_t k = 0; k < n; k++) {
-			char c = name[k];
-
-			low[k] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-		}
-		low[n] = '\0';
+		/* ASCII case folding, as the rule's keywords are ASCII (a
+		 * name of any length: no copy to fold) */
 		for (int w = 0; file_words[w]; w++)
-			if (strstr(low, file_words[w]))
+			if (strcasestr(name, file_words[w]))
 				return name;
 	}
 	p = json_array_get(list, 0);

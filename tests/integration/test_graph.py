@@ -1087,6 +1087,17 @@ def test_infer_edges_each_keyword(s):
         assert read_doc(epath(s, e["id"]))[0].decode() == dumps(e)
 
 
+def test_infer_edges_keyword_late_in_a_long_name(s):
+    # Python's "path" in name.lower() looks at the whole name
+    long_name = "q" * 300 + "_PATH"
+    add_node(s, "node-$a", "start")
+    add_node(s, "node-$b", "tool_b",
+             input_parameters=[param("zeta"), param(long_name)])
+    assert ctl(s, "infer-edges\n") == 0
+    assert [e["target_parameter_name"] for e in graph(s)["edges"]] == \
+        [long_name]
+
+
 def test_infer_edges_fallbacks_and_kept_edges(s):
     add_node(s, N1, "a", input_parameters=[param("alpha")])
     add_node(s, N2, "b", input_parameters=[param("alpha"), param("beta")])
