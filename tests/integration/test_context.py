@@ -108,7 +108,15 @@ def test_context_txt_follows_the_document(session):
     assert lines[0] == "Context msg_1732000000 (request-phase-task)"
     assert "Goal: Predict survival" in lines
     assert "Input: 分析 Titanic 数据集并训练模型" in lines
+    assert lines[3:7] == ["Requirements:", "  - clean the data",
+                          "  - report accuracy", "Constraints: (none)"]
     assert "Phases: 2 of at most 3" in lines
+    assert ("  Round 1: plan 2 tasks, execute 1 call, judge 1 evaluation"
+            in lines)
+    assert "  Round 1: plan 1 task, execute 0 calls, judge pending" in lines
+    assert "    Completion rate 1, quality average 9.2" in lines
+    assert "    Judge: explored" in lines
+    assert "  Summary: 891 rows" in lines
     assert "Phase 1: Explore (done)" in lines
     assert "Phase 2: Model (running)" in lines
     assert "    - Task 2: task 2 [run_terminal] (after 1)" in lines
@@ -179,21 +187,56 @@ def _missing_phases(d):
     del d["phases"]
 
 
+TOOL_PATH = "phases[0].rounds[0].plan.tasks[0].tool"
+ALLOWED = "(a task's tool must be file_operations, search_code or run_terminal)"
+
+# kind: (mutation, the whole message flowfs must give)
 BAD = {
-    "four-phases": (_too_many_phases, "phases"),
-    "nine-tasks": (_too_many_tasks, "phases[1]"),
-    "nine-tasks-over-rounds": (_nine_over_two_rounds, "phases[1]"),
-    "tool-judge": (_tool("Judge"), "phases[0].rounds[0].plan.tasks[0].tool"),
-    "tool-think": (_tool("think"), "phases[0].rounds[0].plan.tasks[0].tool"),
-    "tool-unknown": (_tool("browser"),
-                     "phases[0].rounds[0].plan.tasks[0].tool"),
-    "duplicate-task": (_dup_task, "phases[0]"),
-    "duplicate-phase": (_dup_phase, "phases[1]"),
-    "unknown-dependency": (_unknown_dep, "phases[0]"),
-    "self-dependency": (_self_dep, "phases[0]"),
-    "architecture": (_architecture, "architecture"),
-    "unknown-field": (_unknown_field, "colour"),
-    "missing-phases": (_missing_phases, "phases"),
+    "four-phases": (_too_many_phases,
+                    "phases: 4 phases: at most 3 are allowed"),
+    "nine-tasks": (_too_many_tasks,
+                   "phases[1].rounds[0].plan.tasks[8]: the phase's task "
+                   "number 9: a phase has at most 8 tasks (counted over the "
+                   "plans of all its rounds)"),
+    "nine-tasks-over-rounds": (_nine_over_two_rounds,
+                               "phases[1].rounds[1].plan.tasks[3]: the "
+                               "phase's task number 9: a phase has at most 8 "
+                               "tasks (counted over the plans of all its "
+                               "rounds)"),
+    "tool-judge": (_tool("Judge"),
+                   f'{TOOL_PATH}: "Judge" is not allowed {ALLOWED}'),
+    "tool-judge_tasks": (_tool("judge_tasks"),
+                         f'{TOOL_PATH}: "judge_tasks" is not allowed '
+                         f'{ALLOWED}'),
+    "tool-JUDGE_TASKS": (_tool("JUDGE_TASKS"),
+                         f'{TOOL_PATH}: "JUDGE_TASKS" is not allowed '
+                         f'{ALLOWED}'),
+    "tool-think": (_tool("think"),
+                   f'{TOOL_PATH}: "think" is not allowed {ALLOWED}'),
+    "tool-THINK": (_tool("THINK"),
+                   f'{TOOL_PATH}: "THINK" is not allowed {ALLOWED}'),
+    "tool-unknown": (_tool("browser"), None),
+    "duplicate-task": (_dup_task, None),
+    "duplicate-phase": (_dup_phase, None),
+    "unknown-dependency": (_unknown_dep,
+                           "phases[0].rounds[0].plan.tasks[1]"
+                           ".dependencies[0]: task 7 is not a task of "
+                           "phase 1"),
+    "self-dependency": (_self_dep, None),
+    "architecture": (_architecture, None),
+    "unknown-field": (_unknown_field, None),
+    "missing-phases": (_missing_phases, None),
+}
+
+# where the message of the others must start
+WHERE = {
+    "tool-unknown": TOOL_PATH + ': "browser" is not an available tool',
+    "duplicate-task": "phases[0].rounds[0].plan.tasks[1].id: ",
+    "duplicate-phase": "phases[1].id: ",
+    "self-dependency": "phases[0].rounds[0].plan.tasks[1].dependencies[0]: ",
+    "architecture": "architecture: ",
+    "unknown-field": 'unknown field "colour" (a context has id, ',
+    "missing-phases": '"phases" is missing',
 }
 
 
@@ -204,14 +247,17 @@ def test_refused_and_previous_kept(flowfs, session, kind):
     before = read_bytes(cj)
     text_before = read_bytes(session / "context.txt")
     bad = context_doc()
-    mutate, where = BAD[kind]
+    mutate, message = BAD[kind]
     mutate(bad)
     err = put(cj, json.dumps(bad))
     assert err == errno.EINVAL, errname(err)
     assert read_bytes(cj) == before
     assert read_bytes(session / "context.txt") == text_before
     (msg,) = context_log(session)
-    assert where in msg, msg
+    if message is not None:
+        assert msg == message
+    else:
+        assert msg.startswith(WHERE[kind]), msg
     flowfs.remount()
     assert read_bytes(cj) == before
 
