@@ -262,31 +262,33 @@ int binding_render_parameter(const struct binding_ctx *c, struct sbuf *out)
 	return render_part(c, true, out);
 }
 
+/* prompt.txt from inputs already resolved for skill `sk`. */
+static int prompt_from(const struct binding_ctx *c, const struct skill *sk,
+		       const struct inputs *in, struct sbuf *out,
+		       struct ferr *err)
+{
+	char *skill_dir = NULL;
+	int ret;
+
+	if (asprintf(&skill_dir, "%s/skill", c->session_path) < 0)
+		return -ENOMEM;
+	ret = inputs_prompt(sk, c->s->engine, in, c->session_path, skill_dir,
+			    out, err);
+	free(skill_dir);
+	return ret;
+}
+
 int binding_render_prompt(const struct binding_ctx *c, struct sbuf *out,
 			  struct ferr *err)
 {
 	const struct skill *sk;
 	struct inputs in;
-	char *run_dir = NULL, *skill_dir = NULL;
 	int ret = binding_resolve(c, &sk, &in);
 
 	if (!ret && !sk)
 		ret = -ENOENT;
-	if (ret < 0)
-		goto out;
-	if (asprintf(&skill_dir, "%s/skill", c->session_path) < 0) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	run_dir = strdup(c->session_path);
-	if (!run_dir) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = inputs_prompt(sk, c->s->engine, &in, run_dir, skill_dir, out, err);
-out:
-	free(run_dir);
-	free(skill_dir);
+	if (!ret)
+		ret = prompt_from(c, sk, &in, out, err);
 	inputs_release(&in);
 	return ret;
 }
@@ -392,16 +394,15 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out)
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
 	if (!ret && sk)
 		ret = artifact_problems(sk, &in, out);
-	inputs_release(&in);
+	/* a template that does not render is a problem of the session */
 	if (!ret && sk) {
-		ret = binding_render_prompt(c, &prompt, &err);
+		ret = prompt_from(c, sk, &in, &prompt, &err);
 		sbuf_release(&prompt);
 		if (ret == -EINVAL)
 			ret = sbuf_addf(out, "prompt.txt: %s\n",
 					ferr_format(&err, msg, sizeof(msg)));
-		else if (ret == -ENOENT)
-			ret = 0;
 	}
+	inputs_release(&in);
 	/* remarks on an imported file follow the verdict, not replace it */
 	if (!ret && im.notes.len)
 		ret = sbuf_addf(out, "%s%s", out->len ? "" : "ready\n",
