@@ -77,7 +77,7 @@ static int datcom_render_imported(const json_t *params,
 /*
  * The files built-in skills generate from a session's parameters: one
  * row each.  `check` says what is wrong (the first problem), `render`
- * makes the file; `import_input`, when set, names the file input whose
+ * makes the file and fails wherever `check` would; `import_input`, when set, names the file input whose
  * upload supplies the parameters the request does not give.
  */
 static const struct artifact {
@@ -321,8 +321,9 @@ int binding_render_artifact(const struct binding_ctx *c, const char *name,
 	ret = resolve_imported(c, &sk, &in, &im);
 	if (!ret && (!sk || !(a = find_artifact(sk->id, name))))
 		ret = -ENOENT;
-	/* incomplete or invalid parameters: no file (status says why) */
-	if (!ret && (in.problems.len || a->check(in.parameter, NULL) < 0))
+	/* incomplete or invalid parameters: no file (status says why);
+	 * render checks what `check` does, so it is not run first */
+	if (!ret && in.problems.len)
 		ret = -ENOENT;
 	if (!ret)
 		ret = a->render(in.parameter, &im, out, NULL) < 0 ? -ENOENT : 0;
