@@ -837,12 +837,7 @@ static int load_node(struct store *st, int64_t session, const char *id,
 		if (seq)
 			*seq = sqlite3_column_int64(q, 0);
 		if (doc && sqlite3_column_type(q, 1) != SQLITE_NULL) {
-			ret = fjson_parse(doc,
-					  (const char *)sqlite3_column_text(q, 1),
-					  (size_t)sqlite3_column_bytes(q, 1),
-					  NULL);
-			if (ret == -EINVAL)
-				ret = -EIO;	/* stored text was checked */
+			ret = store_column_json(q, 1, doc);
 		}
 	} else if (rc != SQLITE_DONE) {
 		ret = store_errno(rc);
@@ -1817,11 +1812,10 @@ static int renamed_doc(struct store *st, int64_t seq, const char *to,
 		store_done(q);
 		return rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	}
-	ret = fjson_parse(&doc, (const char *)sqlite3_column_text(q, 0),
-			  (size_t)sqlite3_column_bytes(q, 0), NULL);
+	ret = store_column_json(q, 0, &doc);
 	store_done(q);
 	if (ret < 0)
-		return ret == -EINVAL ? -EIO : ret;
+		return ret;
 	/* an existing key keeps its place */
 	if (!put(doc, "id", json_string(to)))
 		ret = -ENOMEM;
@@ -2585,13 +2579,9 @@ int graph_infer_edges(struct store *st, int64_t session, size_t *added,
 			break;
 		}
 		n++;
-		ret = fjson_parse(&docs[n - 1],
-				  (const char *)sqlite3_column_text(q, 1),
-				  (size_t)sqlite3_column_bytes(q, 1), NULL);
-		if (ret < 0) {
-			ret = ret == -EINVAL ? -EIO : ret;
+		ret = store_column_json(q, 1, &docs[n - 1]);
+		if (ret < 0)
 			break;
-		}
 	}
 	store_done(q);
 	if (!ret && rc != SQLITE_DONE)

@@ -150,13 +150,9 @@ static int load_numbered(struct store *st, int64_t session, json_t ***rounds,
 		list = grown;
 		while (count < (size_t)number)
 			list[count++] = NULL;
-		ret = fjson_parse(&doc, (const char *)sqlite3_column_text(q, 1),
-				  (size_t)sqlite3_column_bytes(q, 1), NULL);
-		if (ret < 0) {
-			/* what was stored was checked JSON */
-			ret = ret == -EINVAL ? -EIO : ret;
+		ret = store_column_json(q, 1, &doc);
+		if (ret < 0)
 			goto out;
-		}
 		list[number - 1] = doc;
 	}
 	ret = store_errno(rc);
@@ -214,17 +210,21 @@ static int first_missing_below(struct store *st, int64_t session,
 static int load_one(struct store *st, int64_t session, int64_t number,
 		    json_t **out)
 {
-	struct sbuf doc = SBUF_INIT;
-	int ret = roundstore_get(st, session, number, &doc, NULL);
+	static const char sql[] = "SELECT doc FROM rounds WHERE session = ?1"
+		" AND n = ?2";
+	sqlite3_stmt *q = round_stmt(st, sql, session, number);
+	int rc, ret = 0;
 
 	*out = NULL;
-	if (ret == -ENOENT)
-		ret = 0;
-	else if (!ret)
-		ret = fjson_parse(out, doc.buf, doc.len, NULL);
-	sbuf_release(&doc);
-	/* what was stored was checked JSON */
-	return ret == -EINVAL ? -EIO : ret;
+	if (!q)
+		return -EIO;
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		ret = store_column_json(q, 0, out);
+	else
+		ret = store_errno(rc);
+	store_done(q);
+	return ret;
 }
 
 /*

@@ -684,16 +684,14 @@ static int load_doc_column(struct store *st, const char *sql, int64_t id,
 	sqlite3_bind_int64(q, 1, id);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
-		ret = fjson_parse(out, (const char *)sqlite3_column_text(q, 0),
-				  (size_t)sqlite3_column_bytes(q, 0), NULL);
+		ret = store_column_json(q, 0, out);
 		if (mtime_ns)
 			*mtime_ns = sqlite3_column_int64(q, 1);
 	} else if (rc != SQLITE_ROW) {
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	}
 	store_done(q);
-	/* What was stored was checked JSON; unreadable means damaged. */
-	return ret == -EINVAL ? -EIO : ret;
+	return ret;
 }
 
 /*

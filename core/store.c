@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fjson.h"
+
 #define STMT_BUCKETS 128
 
 struct stmt_entry {
@@ -219,6 +221,14 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v4,
 	schema_v5,
 };
+
+int store_column_json(sqlite3_stmt *q, int col, json_t **out)
+{
+	int ret = fjson_parse(out, (const char *)sqlite3_column_text(q, col),
+			      (size_t)sqlite3_column_bytes(q, col), NULL);
+
+	return ret == -EINVAL ? -EIO : ret;
+}
 
 int store_errno(int rc)
 {

@@ -37,6 +37,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "ferr.h"
@@ -72,6 +73,13 @@ int store_start_checkpointer(struct store *st, struct ferr *err);
 
 sqlite3 *store_db(struct store *st);
 const char *store_path(const struct store *st);
+
+/*
+ * Column `col` of the current row: a JSON document flowfs checked before
+ * storing it, parsed (a new reference in *out).  -EIO when it no longer
+ * parses (the database was damaged), or -ENOMEM.
+ */
+int store_column_json(sqlite3_stmt *q, int col, json_t **out);
 
 /* The cached statement for `sql` (same address each call), reset. */
 sqlite3_stmt *store_stmt(struct store *st, const char *sql);
