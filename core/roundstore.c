@@ -32,7 +32,8 @@ bool roundstore_number(const char *name, int64_t *number)
 int roundstore_list(struct store *st, int64_t session,
 		    struct roundstore_item **items, size_t *n)
 {
-	static const char sql[] = "SELECT n, mtime_ns, length(CAST(doc AS BLOB))"
+	static const char sql[] = "SELECT n, mtime_ns,"
+		" coalesce(length(CAST(doc AS BLOB)), 0), doc IS NULL"
 		" FROM rounds WHERE session = ?1 ORDER BY n";
 	struct roundstore_item *list = NULL, *grown;
 	size_t count = 0, alloc = 0;
@@ -57,6 +58,7 @@ int roundstore_list(struct store *st, int64_t session,
 		list[count].number = sqlite3_column_int64(q, 0);
 		list[count].mtime_ns = sqlite3_column_int64(q, 1);
 		list[count].size = (size_t)sqlite3_column_int64(q, 2);
+		list[count].draft = sqlite3_column_int(q, 3);
 		count++;
 	}
 	ret = store_errno(rc);
@@ -84,6 +86,31 @@ static sqlite3_stmt *round_stmt(struct store *st, const char *sql,
 	return q;
 }
 
+int roundstore_stat(struct store *st, int64_t session, int64_t number,
+		    struct roundstore_item *out)
+{
+	static const char sql[] = "SELECT mtime_ns,"
+		" coalesce(length(CAST(doc AS BLOB)), 0), doc IS NULL"
+		" FROM rounds WHERE session = ?1 AND n = ?2";
+	sqlite3_stmt *q = round_stmt(st, sql, session, number);
+	int rc, ret;
+
+	if (!q)
+		return -EIO;
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		out->number = number;
+		out->mtime_ns = sqlite3_column_int64(q, 0);
+		out->size = (size_t)sqlite3_column_int64(q, 1);
+		out->draft = sqlite3_column_int(q, 2);
+		ret = 0;
+	} else {
+		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	}
+	store_done(q);
+	return ret;
+}
+
 int roundstore_get(struct store *st, int64_t session, int64_t number,
 		   struct sbuf *doc, int64_t *mtime_ns)
 {
@@ -96,8 +123,11 @@ int roundstore_get(struct store *st, int64_t session, int64_t number,
 		return -EIO;
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW) {
-		ret = sbuf_add(doc, sqlite3_column_text(q, 0),
-			       (size_t)sqlite3_column_bytes(q, 0));
+		/* a draft reads empty */
+		ret = sqlite3_column_type(q, 0) == SQLITE_NULL
+			      ? 0
+			      : sbuf_add(doc, sqlite3_column_text(q, 0),
+					 (size_t)sqlite3_column_bytes(q, 0));
 		if (mtime_ns)
 			*mtime_ns = sqlite3_column_int64(q, 1);
 	} else {
@@ -122,7 +152,7 @@ static int load_numbered(struct store *st, int64_t session, json_t ***rounds,
 			 size_t *n)
 {
 	static const char sql[] = "SELECT n, doc FROM rounds"
-		" WHERE session = ?1 ORDER BY n";
+		" WHERE session = ?1 AND doc IS NOT NULL ORDER BY n";
 	json_t **list = NULL, **grown;
 	size_t count = 0;
 	sqlite3_stmt *q = store_stmt(st, sql);
@@ -191,7 +221,7 @@ static int first_missing_below(struct store *st, int64_t session,
 			       int64_t number, int64_t *missing)
 {
 	static const char sql[] = "SELECT n FROM rounds WHERE session = ?1"
-		" AND n < ?2 ORDER BY n";
+		" AND n < ?2 AND doc IS NOT NULL ORDER BY n";
 	sqlite3_stmt *q = round_stmt(st, sql, session, number);
 	int64_t expected = 1;
 	int rc;
@@ -211,7 +241,7 @@ static int load_one(struct store *st, int64_t session, int64_t number,
 		    json_t **out)
 {
 	static const char sql[] = "SELECT doc FROM rounds WHERE session = ?1"
-		" AND n = ?2";
+		" AND n = ?2 AND doc IS NOT NULL";
 	sqlite3_stmt *q = round_stmt(st, sql, session, number);
 	int rc, ret = 0;
 
@@ -253,28 +283,55 @@ static int check_in_place(struct store *st, int64_t session, int64_t number,
 	return ret;
 }
 
-int roundstore_put(struct store *st, int64_t session, int64_t number,
-		   const char *text, size_t len, struct ferr *err)
+/* The rounds of `session` changed now (for roundstore_mtime()). */
+static int touch(struct store *st, int64_t session)
+{
+	static const char sql[] = "UPDATE sessions SET rounds_mtime_ns = ?2"
+		" WHERE id = ?1";
+	sqlite3_stmt *q = round_stmt(st, sql, session, store_now_ns());
+	int ret;
+
+	if (!q)
+		return -EIO;
+	ret = store_errno(sqlite3_step(q));
+	store_done(q);
+	return ret;
+}
+
+int roundstore_mtime(struct store *st, int64_t session, int64_t *mtime_ns)
+{
+	static const char sql[] = "SELECT rounds_mtime_ns FROM sessions"
+		" WHERE id = ?1";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	rc = sqlite3_step(q);
+	*mtime_ns = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+	ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	store_done(q);
+	return ret;
+}
+
+/* Store `doc` as round `number` when it may be (the caller's
+ * transaction is open). */
+static int store_round(struct store *st, int64_t session, int64_t number,
+		       const json_t *doc, struct ferr *err)
 {
 	static const char sql[] = "INSERT INTO rounds(session, n, doc, mtime_ns)"
 		" VALUES (?1, ?2, ?3, ?4) ON CONFLICT(session, n) DO UPDATE"
 		" SET doc = excluded.doc, mtime_ns = excluded.mtime_ns"
 		" WHERE doc IS NOT excluded.doc";
 	struct sbuf canon = SBUF_INIT;
-	json_t *doc = NULL;
 	int64_t missing;
 	sqlite3_stmt *q;
-	int ret, rc;
+	int ret;
 
 	if (number < 1 || number > ROUNDSTORE_MAX)
 		return ferr_set(err, -EINVAL, "rounds/%" PRId64 ".json: rounds"
 				" are numbered 1 to %d", number, ROUNDSTORE_MAX);
-	ret = fjson_parse(&doc, text, len, err);
-	if (ret < 0)
-		return ret;
-	ret = store_begin(st);
-	if (ret < 0)
-		goto out_doc;
 	ret = first_missing_below(st, session, number, &missing);
 	if (!ret && missing)
 		ret = refuse_gap(err, number, (size_t)missing);
@@ -291,19 +348,132 @@ int roundstore_put(struct store *st, int64_t session, int64_t number,
 	}
 	sqlite3_bind_text(q, 3, canon.buf, (int)canon.len, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 4, store_now_ns());
-	rc = sqlite3_step(q);
+	ret = store_errno(sqlite3_step(q));
+	/* the same bytes again change nothing, not even the time */
+	if (!ret && sqlite3_changes(sqlite3_db_handle(q)))
+		ret = touch(st, session);
 	store_done(q);
-	ret = store_errno(rc);
+out:
+	sbuf_release(&canon);
+	return ret;
+}
+
+/* Commit, or roll back and say what failed. */
+static int finish(struct store *st, int ret, struct ferr *err, int64_t number)
+{
 	if (!ret)
 		ret = store_commit(st);
-	if (ret < 0)
+	if (ret < 0 && ret != -EINVAL)
 		ferr_set(err, ret, "cannot store rounds/%" PRId64 ".json: %s",
 			 number, store_errmsg(st));
-out:
 	if (ret < 0)
 		store_rollback(st);
-	sbuf_release(&canon);
-out_doc:
+	return ret;
+}
+
+int roundstore_put(struct store *st, int64_t session, int64_t number,
+		   const char *text, size_t len, struct ferr *err)
+{
+	json_t *doc = NULL;
+	int ret;
+
+	ret = fjson_parse(&doc, text, len, err);
+	if (ret < 0)
+		return ret;
+	ret = store_begin(st);
+	if (!ret)
+		ret = finish(st, store_round(st, session, number, doc, err), err,
+			     number);
+	json_decref(doc);
+	return ret;
+}
+
+int roundstore_create_draft(struct store *st, int64_t session, int64_t number)
+{
+	static const char sql[] = "INSERT INTO rounds(session, n, doc, mtime_ns)"
+		" VALUES (?1, ?2, NULL, ?3)";
+	sqlite3_stmt *q = round_stmt(st, sql, session, number);
+	int ret;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 3, store_now_ns());
+	/* a constraint: the number is taken (or out of range: never,
+	 * roundstore_number() bounds it) */
+	ret = store_errno(sqlite3_step(q));
+	store_done(q);
+	return ret;
+}
+
+int roundstore_drop_draft(struct store *st, int64_t session, int64_t number)
+{
+	static const char sql[] = "DELETE FROM rounds WHERE session = ?1"
+		" AND n = ?2 AND doc IS NULL";
+	sqlite3_stmt *q = round_stmt(st, sql, session, number);
+	int ret;
+
+	if (!q)
+		return -EIO;
+	ret = store_errno(sqlite3_step(q));
+	store_done(q);
+	return ret;
+}
+
+int roundstore_drop_all_drafts(struct store *st)
+{
+	static const char sql[] = "DELETE FROM rounds WHERE doc IS NULL";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int ret;
+
+	if (!q)
+		return -EIO;
+	ret = store_errno(sqlite3_step(q));
+	store_done(q);
+	return ret;
+}
+
+int roundstore_rename(struct store *st, int64_t session, int64_t from,
+		      int64_t to, bool replace, struct ferr *err)
+{
+	static const char move_draft_sql[] = "UPDATE rounds SET n = ?3"
+		" WHERE session = ?1 AND n = ?2";
+	struct roundstore_item src, dst;
+	json_t *doc = NULL;
+	sqlite3_stmt *q;
+	int ret;
+
+	ret = roundstore_stat(st, session, from, &src);
+	if (ret < 0 || from == to)
+		return ret;
+	ret = roundstore_stat(st, session, to, &dst);
+	if (ret == 0 && !replace)
+		return -EEXIST;
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	ret = store_begin(st);
+	if (ret < 0)
+		return ret;
+	if (!src.draft)
+		ret = load_one(st, session, from, &doc);
+	if (!ret)
+		ret = roundstore_delete(st, session, to);
+	if (ret == -ENOENT)
+		ret = 0;
+	if (!ret && src.draft) {
+		q = round_stmt(st, move_draft_sql, session, from);
+		if (!q) {
+			ret = -EIO;
+		} else {
+			sqlite3_bind_int64(q, 3, to);
+			ret = store_errno(sqlite3_step(q));
+			store_done(q);
+		}
+	} else if (!ret) {
+		ret = roundstore_delete(st, session, from);
+		if (!ret)
+			ret = store_round(st, session, to, doc, err);
+	}
+	ret = finish(st, ret, err, to);
 	json_decref(doc);
 	return ret;
 }
@@ -322,7 +492,19 @@ int roundstore_delete(struct store *st, int64_t session, int64_t number)
 	if (!ret && !sqlite3_changes(sqlite3_db_handle(q)))
 		ret = -ENOENT;
 	store_done(q);
-	return ret;
+	return ret < 0 ? ret : touch(st, session);
+}
+
+/* The message for a gap: round `missing` absent, `highest` stored. */
+static int refuse_missing(struct ferr *err, size_t missing, size_t highest)
+{
+	char file[48];
+
+	snprintf(file, sizeof(file), "rounds/%zu.json", missing);
+	ferr_set_path(err, file);
+	return ferr_set(err, -EINVAL, "%s is missing: rounds are numbered"
+			" from 1 without gaps (rounds/%zu.json exists)", file,
+			highest);
 }
 
 int roundstore_load(struct store *st, int64_t session, json_t ***rounds,
@@ -338,17 +520,10 @@ int roundstore_load(struct store *st, int64_t session, json_t ***rounds,
 	if (ret < 0)
 		return ret;
 	missing = first_gap(list, count);
-	if (missing) {
-		char file[48];
-
-		snprintf(file, sizeof(file), "rounds/%zu.json", missing);
-		ferr_set_path(err, file);
-		ret = ferr_set(err, -EINVAL, "%s is missing: rounds are"
-			       " numbered from 1 without gaps (rounds/%zu.json"
-			       " exists)", file, count);
-	} else {
+	if (missing)
+		ret = refuse_missing(err, missing, count);
+	else
 		ret = rounds_check((const json_t *const *)list, count, err);
-	}
 	if (ret < 0) {
 		roundstore_free(list, count);
 		return ret;
@@ -358,17 +533,35 @@ int roundstore_load(struct store *st, int64_t session, json_t ***rounds,
 	return 0;
 }
 
+int roundstore_gap(struct store *st, int64_t session, struct ferr *err)
+{
+	static const char sql[] = "SELECT n FROM rounds WHERE session = ?1"
+		" AND doc IS NOT NULL ORDER BY n";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int64_t expected = 1, missing = 0, highest = 0;
+	int rc, ret;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		highest = sqlite3_column_int64(q, 0);
+		if (!missing && highest != expected)
+			missing = expected;
+		expected = highest + 1;
+	}
+	ret = store_errno(rc);
+	store_done(q);
+	if (!ret && missing)
+		ret = refuse_missing(err, (size_t)missing, (size_t)highest);
+	return ret;
+}
+
 int roundstore_problem(struct store *st, int64_t session, struct sbuf *out)
 {
 	struct ferr err = FERR_INIT;
-	json_t **rounds;
-	size_t n;
-	int ret = roundstore_load(st, session, &rounds, &n, &err);
+	int ret = roundstore_gap(st, session, &err);
 
-	if (!ret) {
-		roundstore_free(rounds, n);
-		return 0;
-	}
 	if (ret != -EINVAL)
 		return ret;
 	ret = sbuf_addstr(out, err.message);

@@ -17,9 +17,12 @@
  * exist (no gaps) and the whole set, with it in place, passes
  * rounds_check() — so adding round n+1 after a concluding round n is
  * refused, as is adding it while round n has no observation.  Deletions
- * are allowed in any order (so `rm -rf rounds` works); a gap or a set
- * that no longer passes is then reported by roundstore_load() and
- * roundstore_problem(), never stored over.  Documents are stored in the
+ * are allowed in any order (so `rm -rf rounds` works).  Removing the last
+ * round leaves a valid set (the rules for a last round are the looser
+ * ones); removing any other leaves a gap, which roundstore_gap() finds
+ * with one index scan and roundstore_load() refuses — so a gap is the
+ * only way a stored set can be wrong.  Drafts (below) are not
+ * rounds: no rule sees them.  Documents are stored in the
  * one JSON layout (fjson_dump), key order as written; writing the same
  * bytes again keeps the mtime.
  */
@@ -43,7 +46,8 @@
 struct roundstore_item {
 	int64_t number;
 	int64_t mtime_ns;
-	size_t size;		/* of its document */
+	size_t size;		/* of its document; 0 for a draft */
+	bool draft;
 };
 
 /*
@@ -57,7 +61,12 @@ bool roundstore_number(const char *name, int64_t *number);
 int roundstore_list(struct store *st, int64_t session,
 		    struct roundstore_item **items, size_t *n);
 
-/* Round `number`'s document and mtime; -ENOENT when there is none. */
+/* One stored round (or draft) by number; -ENOENT when there is none. */
+int roundstore_stat(struct store *st, int64_t session, int64_t number,
+		    struct roundstore_item *out);
+
+/* Round `number`'s document (nothing for a draft) and mtime; -ENOENT
+ * when there is none. */
 int roundstore_get(struct store *st, int64_t session, int64_t number,
 		   struct sbuf *doc, int64_t *mtime_ns);
 
@@ -70,7 +79,29 @@ int roundstore_get(struct store *st, int64_t session, int64_t number,
 int roundstore_put(struct store *st, int64_t session, int64_t number,
 		   const char *text, size_t len, struct ferr *err);
 
-/* Remove round `number`: 0 or -ENOENT. */
+/*
+ * A draft of round `number`: a rounds/<n>.json being created, listed with
+ * size 0 and ignored by everything else until roundstore_put() fills it.
+ * -EEXIST when the number is taken.  roundstore_drop_draft() removes it
+ * if it is still a draft (a refused or abandoned create);
+ * roundstore_drop_all_drafts() removes every one (at mount, after a
+ * crash).
+ */
+int roundstore_create_draft(struct store *st, int64_t session, int64_t number);
+int roundstore_drop_draft(struct store *st, int64_t session, int64_t number);
+int roundstore_drop_all_drafts(struct store *st);
+
+/*
+ * mv rounds/<from>.json rounds/<to>.json: the round is stored as `to`
+ * under roundstore_put()'s rules, with `from` already gone (so moving
+ * the last round up leaves a gap and is refused), in one transaction.
+ * -ENOENT without `from`, -EEXIST when `to` is taken and not `replace`,
+ * -EINVAL with err for a refusal (nothing changed).  A draft just moves.
+ */
+int roundstore_rename(struct store *st, int64_t session, int64_t from,
+		      int64_t to, bool replace, struct ferr *err);
+
+/* Remove round `number` (or its draft): 0 or -ENOENT. */
 int roundstore_delete(struct store *st, int64_t session, int64_t number);
 
 /*
@@ -82,11 +113,18 @@ int roundstore_load(struct store *st, int64_t session, json_t ***rounds,
 		    size_t *n, struct ferr *err);
 void roundstore_free(json_t **rounds, size_t n);
 
+/* When a round was last stored, changed or removed (0: never). */
+int roundstore_mtime(struct store *st, int64_t session, int64_t *mtime_ns);
+
 /*
- * A status line for the rounds ("rounds/3.json is missing: rounds are
- * numbered from 1 without gaps") appended with its "\n", or nothing when
- * they are fine.
+ * -EINVAL with err ("rounds/3.json is missing: rounds are numbered from 1
+ * without gaps (rounds/5.json exists)") when the numbering has a gap;
+ * 0 when not.  No document is read.
  */
+int roundstore_gap(struct store *st, int64_t session, struct ferr *err);
+
+/* roundstore_gap()'s message as a status line with its "\n", or
+ * nothing. */
 int roundstore_problem(struct store *st, int64_t session, struct sbuf *out);
 
 #endif

@@ -15,7 +15,7 @@
 #define SESSION_COLUMNS \
 	"id, name, created_ns, doc_mtime_ns, root_ino, uploads_ino," \
 	" output_ino, coalesce(skill, ''), coalesce(engine, '')," \
-	" request_mtime_ns, nodes_ino, edges_ino"
+	" request_mtime_ns, nodes_ino, edges_ino, rounds_ino"
 
 static void copy_text(char *dst, size_t size, const unsigned char *text)
 {
@@ -36,6 +36,7 @@ static void row_to_info(sqlite3_stmt *q, struct session_info *s)
 	s->request_mtime_ns = sqlite3_column_int64(q, 9);
 	s->nodes_ino = (uint64_t)sqlite3_column_int64(q, 10);
 	s->edges_ino = (uint64_t)sqlite3_column_int64(q, 11);
+	s->rounds_ino = (uint64_t)sqlite3_column_int64(q, 12);
 }
 
 /* Each session folder: its name and the sessions column holding it. */
@@ -51,6 +52,8 @@ static const struct {
 		"UPDATE sessions SET nodes_ino = ?2 WHERE id = ?1" },
 	[SESSION_EDGES] = { "edges",
 		"UPDATE sessions SET edges_ino = ?2 WHERE id = ?1" },
+	[SESSION_ROUNDS] = { "rounds",
+		"UPDATE sessions SET rounds_ino = ?2 WHERE id = ?1" },
 };
 
 uint64_t session_folder_ino(const struct session_info *s,
@@ -65,6 +68,8 @@ uint64_t session_folder_ino(const struct session_info *s,
 		return s->nodes_ino;
 	case SESSION_EDGES:
 		return s->edges_ino;
+	case SESSION_ROUNDS:
+		return s->rounds_ino;
 	}
 	return 0;
 }
@@ -292,7 +297,7 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	ret = add_folder(st, out->id, root.ino, SESSION_UPLOADS, uid, gid);
 	if (ret < 0)
 		goto out;
-	for (enum session_folder f = SESSION_OUTPUT; f <= SESSION_EDGES; f++) {
+	for (enum session_folder f = SESSION_OUTPUT; f <= SESSION_ROUNDS; f++) {
 		ret = add_folder(st, out->id, root.ino, f, uid, gid);
 		if (ret < 0)
 			goto out;
@@ -313,7 +318,7 @@ int session_has_data(struct store *st, struct tree *t,
 		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM graph_edges"
 		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM sessions"
 		" WHERE id = ?1 AND context IS NOT NULL) OR EXISTS (SELECT 1"
-		" FROM rounds WHERE session = ?1)";
+		" FROM rounds WHERE session = ?1 AND doc IS NOT NULL)";
 	sqlite3_stmt *q;
 	int ret, rc;
 

@@ -54,6 +54,7 @@ struct session_info {
 	uint64_t output_ino;
 	uint64_t nodes_ino;
 	uint64_t edges_ino;
+	uint64_t rounds_ino;
 	char skill[256];	/* "" when no skill is bound */
 	char engine[256];
 };
@@ -65,6 +66,7 @@ enum session_folder {
 	SESSION_OUTPUT = 2,
 	SESSION_NODES = 3,	/* scratch files beside the graph's nodes */
 	SESSION_EDGES = 4,
+	SESSION_ROUNDS = 5,	/* scratch files beside rounds/<n>.json */
 };
 
 struct session_list {

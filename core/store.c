@@ -213,6 +213,33 @@ static const char schema_v5[] =
 	"  PRIMARY KEY (session, n)"
 	") WITHOUT ROWID;";
 
+/*
+ * Version 6: rounds/ is a folder of every session (for editors' scratch
+ * files, like nodes/); a round may be a draft (doc NULL): a
+ * rounds/<n>.json created and not yet closed with a valid document; and
+ * the session knows when its rounds last changed (a deletion leaves no
+ * row to tell).
+ */
+static const char schema_v6[] =
+	"ALTER TABLE sessions ADD COLUMN rounds_ino INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sessions ADD COLUMN rounds_mtime_ns INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE sessions SET rounds_mtime_ns = coalesce((SELECT max(mtime_ns)"
+	"  FROM rounds WHERE session = sessions.id), 0);"
+	"CREATE TABLE rounds_v6 ("
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  n INTEGER NOT NULL CHECK (n BETWEEN 1 AND 1000),"
+	"  doc TEXT,"			/* NULL: a draft */
+	"  mtime_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY (session, n)"
+	") WITHOUT ROWID;"
+	"INSERT INTO rounds_v6 SELECT session, n, doc, mtime_ns FROM rounds;"
+	"DROP TABLE rounds;"
+	"ALTER TABLE rounds_v6 RENAME TO rounds;"
+	SQL_ADD_FOLDER("rounds", 5, "rounds_ino")
+	"UPDATE inodes SET nlink = 2 + (SELECT count(*) FROM inodes c"
+	"  WHERE c.parent = inodes.ino AND (c.mode & 61440) = 16384)"
+	"  WHERE ino IN (SELECT root_ino FROM sessions);";
+
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
@@ -220,6 +247,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v3,
 	schema_v4,
 	schema_v5,
+	schema_v6,
 };
 
 int store_column_json(sqlite3_stmt *q, int col, json_t **out)

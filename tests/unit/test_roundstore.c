@@ -1,8 +1,8 @@
 /*
  * Unit tests for roundstore: rounds/<n>.json names, storing rounds with
  * the gap and placement rules of core/roundstore.h, deletions in any
- * order and what loading then reports, mtimes, and the session's
- * ownership of its rounds.
+ * order and what loading then reports, drafts, rename, mtimes, and the
+ * session's ownership of its rounds.
  *
  * Expected documents are written out by hand in the layout of Python's
  * json.dumps(indent=2, ensure_ascii=False); expected messages from the
@@ -278,6 +278,128 @@ static void test_rounds_belong_to_the_session(void **state)
 				      "SELECT count(*) FROM rounds"), 0);
 }
 
+static void test_drafts_are_not_rounds(void **state)
+{
+	struct fixture *fx = *state;
+	struct roundstore_item item, *items;
+	struct sbuf doc = SBUF_INIT;
+	json_t **rounds;
+	size_t n;
+	bool has = true;
+
+	put_ok(fx, 1, FIRST);
+	assert_int_equal(roundstore_create_draft(fx->st, fx->s.id, 1), -EEXIST);
+	assert_int_equal(roundstore_create_draft(fx->st, fx->s.id, 3), 0);
+	assert_int_equal(roundstore_create_draft(fx->st, fx->s.id, 3), -EEXIST);
+	/* listed, empty, but no round: no gap, not loaded, not user data */
+	assert_int_equal(roundstore_list(fx->st, fx->s.id, &items, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(items[1].number, 3);
+	assert_true(items[1].draft);
+	assert_int_equal(items[1].size, 0);
+	assert_false(items[0].draft);
+	free(items);
+	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 3, &item), 0);
+	assert_true(item.draft);
+	assert_int_equal(roundstore_get(fx->st, fx->s.id, 3, &doc, NULL), 0);
+	assert_int_equal(doc.len, 0);
+	assert_int_equal(roundstore_gap(fx->st, fx->s.id, NULL), 0);
+	assert_int_equal(roundstore_load(fx->st, fx->s.id, &rounds, &n, NULL),
+			 0);
+	assert_int_equal(n, 1);
+	roundstore_free(rounds, n);
+	/* round 3 still needs round 2: a draft fills no gap */
+	refused(fx, 3, CONTINUING, "rounds/3.json: rounds/2.json is missing:"
+		" rounds are numbered from 1 without gaps");
+	put_ok(fx, 2, CONTINUING);
+	put_ok(fx, 3, CONCLUDING);
+	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 3, &item), 0);
+	assert_false(item.draft);
+	/* dropping a completed draft leaves the round */
+	assert_int_equal(roundstore_drop_draft(fx->st, fx->s.id, 3), 0);
+	assert_int_equal(count(fx), 3);
+	assert_int_equal(roundstore_delete(fx->st, fx->s.id, 3), 0);
+	assert_int_equal(roundstore_delete(fx->st, fx->s.id, 2), 0);
+	assert_int_equal(roundstore_delete(fx->st, fx->s.id, 1), 0);
+	assert_int_equal(roundstore_create_draft(fx->st, fx->s.id, 5), 0);
+	assert_int_equal(session_has_data(fx->st, fx->t, &fx->s, &has), 0);
+	assert_false(has);
+	assert_int_equal(roundstore_drop_all_drafts(fx->st), 0);
+	assert_int_equal(count(fx), 0);
+	sbuf_release(&doc);
+}
+
+static void test_rename(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	struct roundstore_item item;
+	struct sbuf doc = SBUF_INIT;
+
+	put_ok(fx, 1, FIRST);
+	put_ok(fx, 2, CONTINUING);
+	/* moving the last round up would leave a gap: nothing changes */
+	assert_int_equal(roundstore_rename(fx->st, fx->s.id, 2, 3, false, &err),
+			 -EINVAL);
+	assert_string_equal(err.message, "rounds/3.json: rounds/2.json is"
+			    " missing: rounds are numbered from 1 without"
+			    " gaps");
+	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 2, &item), 0);
+	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 3, &item), -ENOENT);
+	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
+	assert_int_equal(roundstore_rename(fx->st, fx->s.id, 4, 5, false, &err),
+			 -ENOENT);
+	assert_int_equal(roundstore_rename(fx->st, fx->s.id, 1, 2, false, &err),
+			 -EEXIST);
+	/* onto round 1: the placement rules of round 1 apply */
+	ferr_clear(&err);
+	assert_int_equal(roundstore_rename(fx->st, fx->s.id, 2, 1, true, &err),
+			 -EINVAL);
+	assert_string_equal(err.message, "rounds/1.json: the first round"
+			    " needs \"phenomenon\"");
+	assert_int_equal(count(fx), 2);
+	/* the conclusion moved over round 2: the run now ends there */
+	put_ok(fx, 3, CONCLUDING);
+	assert_int_equal(roundstore_rename(fx->st, fx->s.id, 3, 2, true, &err),
+			 0);
+	assert_int_equal(count(fx), 2);
+	assert_int_equal(roundstore_get(fx->st, fx->s.id, 2, &doc, NULL), 0);
+	assert_string_equal(doc.buf, "{\n  \"inference\": \"I\",\n"
+			    "  \"conclusion\": \"C\"\n}");
+	/* a draft just moves */
+	assert_int_equal(roundstore_create_draft(fx->st, fx->s.id, 7), 0);
+	assert_int_equal(roundstore_rename(fx->st, fx->s.id, 7, 9, false, &err),
+			 0);
+	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 9, &item), 0);
+	assert_true(item.draft);
+	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 7, &item), -ENOENT);
+	sbuf_release(&doc);
+}
+
+static void test_mtime_follows_every_change(void **state)
+{
+	struct fixture *fx = *state;
+	int64_t t0, t1, t2, t3;
+
+	assert_int_equal(roundstore_mtime(fx->st, fx->s.id, &t0), 0);
+	assert_int_equal(t0, 0);
+	put_ok(fx, 1, FIRST);
+	assert_int_equal(roundstore_mtime(fx->st, fx->s.id, &t1), 0);
+	assert_true(t1 > t0);
+	/* a draft is no change to the rounds */
+	assert_int_equal(roundstore_create_draft(fx->st, fx->s.id, 2), 0);
+	assert_int_equal(roundstore_mtime(fx->st, fx->s.id, &t2), 0);
+	assert_int_equal(t2, t1);
+	put_ok(fx, 1, FIRST);	/* the same document: no change either */
+	assert_int_equal(roundstore_mtime(fx->st, fx->s.id, &t2), 0);
+	assert_int_equal(t2, t1);
+	/* a deletion leaves no row, yet the time moves */
+	assert_int_equal(roundstore_delete(fx->st, fx->s.id, 1), 0);
+	assert_int_equal(roundstore_mtime(fx->st, fx->s.id, &t3), 0);
+	assert_true(t3 > t1);
+	assert_int_equal(roundstore_mtime(fx->st, fx->s.id + 1, &t3), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +417,11 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_rounds_belong_to_the_session, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drafts_are_not_rounds,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_mtime_follows_every_change, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
