@@ -9,6 +9,8 @@
 #include "datcom.h"
 #include "deck.h"
 #include "fjson.h"
+#include "rounds.h"
+#include "roundstore.h"
 #include "schema.h"
 
 /*
@@ -67,40 +69,124 @@ out:
 	return ret;
 }
 
-static int datcom_render_imported(const json_t *params,
-				  const struct imported *im, struct sbuf *out,
-				  struct ferr *err)
+static int render_for005(const struct binding_ctx *c,
+			 const struct inputs *in, const struct imported *im,
+			 struct sbuf *out)
 {
-	return datcom_render_with(params, im ? im->rest : NULL, out, err);
+	(void)c;
+	return datcom_render_with(in->parameter, im->rest, out, NULL);
+}
+
+/* The rounds of a session and its task, for the transcripts. */
+static int render_transcript(const struct binding_ctx *c,
+			     const struct inputs *in, bool readable,
+			     struct sbuf *out)
+{
+	const char *desc = json_string_value(json_object_get(in->input,
+							     "description"));
+	const char *io = json_string_value(json_object_get(in->input,
+							   "io_instructions"));
+	json_t **rounds = NULL;
+	size_t n = 0;
+	int ret;
+
+	ret = roundstore_load(c->st, c->s->id, &rounds, &n, NULL);
+	if (!ret && readable)
+		ret = rounds_render_readable(desc, io,
+					     (const json_t *const *)rounds, n,
+					     out);
+	else if (!ret)
+		ret = rounds_render_summary(desc, io,
+					    (const json_t *const *)rounds, n,
+					    out);
+	roundstore_free(rounds, n);
+	return ret;
+}
+
+static int render_summary(const struct binding_ctx *c, const struct inputs *in,
+			  const struct imported *im, struct sbuf *out)
+{
+	(void)im;
+	return render_transcript(c, in, false, out);
+}
+
+static int render_summary_readable(const struct binding_ctx *c,
+				   const struct inputs *in,
+				   const struct imported *im, struct sbuf *out)
+{
+	(void)im;
+	return render_transcript(c, in, true, out);
+}
+
+/* The transcripts are there when the rounds have no gap (writes keep
+ * them valid otherwise: roundstore.h). */
+static int transcript_exists(const struct binding_ctx *c)
+{
+	return roundstore_gap(c->st, c->s->id, NULL) == -EINVAL ? -ENOENT : 0;
 }
 
 /*
- * The files built-in skills generate from a session's parameters: one
- * row each.  `check` says what is wrong (the first problem), `render`
- * makes the file and fails wherever `check` would; `import_input`, when set, names the file input whose
- * upload supplies the parameters the request does not give.
+ * The files built-in skills generate in output/ on every read: one row
+ * each.  A file is there while its session is ready (no problem in
+ * status) and `render` succeeds; `exists`, when set, tells that without
+ * rendering.  `check`, when set, is the rules between parameters that
+ * a request.json write and status apply (the first problem); `render`
+ * fails wherever it would.  `import_input`, when set, names the file
+ * input whose upload supplies the parameters the request does not give.
  */
 static const struct artifact {
 	const char *skill;
 	const char *name;
+	int (*render)(const struct binding_ctx *c, const struct inputs *in,
+		      const struct imported *im, struct sbuf *out);
+	int (*exists)(const struct binding_ctx *c);
 	int (*check)(const json_t *params, struct ferr *err);
-	int (*render)(const json_t *params, const struct imported *im,
-		      struct sbuf *out, struct ferr *err);
 	const char *import_input;
 	int (*import)(const char *text, size_t len, json_t **params,
 		      struct imported *im, struct ferr *err);
 } artifacts[] = {
-	{ "datcom", "for005.dat", datcom_check, datcom_render_imported,
-	  "deck", import_deck },
+	{ "datcom", "for005.dat", render_for005, NULL, datcom_check, "deck",
+	  import_deck },
+	{ "scientific-workflow", "summary.json", render_summary,
+	  transcript_exists, NULL, NULL, NULL },
+	{ "scientific-workflow", "summary_readable.txt",
+	  render_summary_readable, transcript_exists, NULL, NULL, NULL },
 };
+
+#define ARTIFACT_COUNT (sizeof(artifacts) / sizeof(artifacts[0]))
+
+/* The artifact `name` of `skill`, or with name NULL the first of its
+ * artifacts from `from` on; NULL when there is none. */
+static const struct artifact *find_artifact_from(const char *skill,
+						 const char *name,
+						 const struct artifact *from)
+{
+	for (const struct artifact *a = from ? from : artifacts;
+	     a < artifacts + ARTIFACT_COUNT; a++)
+		if (!strcmp(a->skill, skill) && (!name || !strcmp(a->name, name)))
+			return a;
+	return NULL;
+}
 
 static const struct artifact *find_artifact(const char *skill,
 					    const char *name)
 {
-	for (size_t i = 0; i < sizeof(artifacts) / sizeof(artifacts[0]); i++)
-		if (!strcmp(artifacts[i].skill, skill) &&
-		    (!name || !strcmp(artifacts[i].name, name)))
-			return &artifacts[i];
+	return find_artifact_from(skill, name, NULL);
+}
+
+/* Every artifact of `skill` with a parameter check. */
+#define for_each_checked_artifact(a, skill)				\
+	for (const struct artifact *a = find_artifact((skill), NULL); a; \
+	     a = find_artifact_from((skill), NULL, a + 1))		\
+		if (a->check)
+
+/* The artifact of `skill` that imports an upload, or NULL. */
+static const struct artifact *importing_artifact(const char *skill)
+{
+	for (const struct artifact *a = find_artifact(skill, NULL); a;
+	     a = find_artifact_from(skill, NULL, a + 1))
+		if (a->import_input)
+			return a;
 	return NULL;
 }
 
@@ -207,8 +293,8 @@ static int resolve_imported(const struct binding_ctx *c,
 		ups[i].dir = S_ISDIR(dir.ents[i].attr.mode);
 	}
 	ret = inputs_resolve(*skill, request, ups, dir.n, uploads_path, out);
-	a = find_artifact((*skill)->id, NULL);
-	if (ret < 0 || !a || !a->import_input)
+	a = importing_artifact((*skill)->id);
+	if (ret < 0 || !a)
 		goto out;
 	/* a bound deck: resolve again with what it gives under the request */
 	ret = import_upload(c, a, out, &base, im, &problems);
@@ -309,66 +395,104 @@ int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out)
 	return ret;
 }
 
-int binding_render_artifact(const struct binding_ctx *c, const char *name,
-			    struct sbuf *out)
+/*
+ * Artifact `name` of the session: rendered into `out` when `out` is
+ * given, else only looked for.  0, or -ENOENT when it is not there now
+ * (status says why).
+ */
+static int artifact(const struct binding_ctx *c, const char *name,
+		    struct sbuf *out)
 {
 	struct imported im = { NULL, SBUF_INIT };
+	struct sbuf scratch = SBUF_INIT;
 	const struct artifact *a;
 	const struct skill *sk;
 	struct inputs in;
 	int ret;
 
+	/* most sessions have no such file: know it before resolving */
+	sk = binding_skill(c);
+	if (!sk || !(a = find_artifact(sk->id, name)))
+		return -ENOENT;
 	ret = resolve_imported(c, &sk, &in, &im);
-	if (!ret && (!sk || !(a = find_artifact(sk->id, name))))
+	if (!ret && !sk)
 		ret = -ENOENT;
-	/* incomplete or invalid parameters: no file (status says why);
-	 * render checks what `check` does, so it is not run first */
+	/* incomplete or invalid inputs: no file (status says why); render
+	 * checks what `check` does, so it is not run first */
 	if (!ret && in.problems.len)
 		ret = -ENOENT;
-	if (!ret)
-		ret = a->render(in.parameter, &im, out, NULL) < 0 ? -ENOENT : 0;
+	if (!ret && !out && a->exists)
+		ret = a->exists(c);
+	else if (!ret)
+		ret = a->render(c, &in, &im, out ? out : &scratch) < 0 ? -ENOENT
+									: 0;
+	sbuf_release(&scratch);
 	inputs_release(&in);
 	imported_release(&im);
 	return ret;
 }
 
+int binding_render_artifact(const struct binding_ctx *c, const char *name,
+			    struct sbuf *out)
+{
+	return artifact(c, name, out);
+}
+
+int binding_artifact_exists(const struct binding_ctx *c, const char *name)
+{
+	return artifact(c, name, NULL);
+}
+
 int binding_check_request(const struct skill *sk, const json_t *request,
 			  struct ferr *err)
 {
-	const struct artifact *a = find_artifact(sk->id, NULL);
 	const json_t *given = json_object_get(request, "parameter");
-	json_t *params;
-	int ret;
+	json_t *params = NULL;
+	int ret = 0;
 
-	if (!a)
-		return 0;
-	params = json_is_object(given) ? json_deep_copy(given) : json_object();
-	if (!params)
-		return -ENOMEM;
-	ret = schema_apply_defaults(sk->parameter_schema, sk->parameter_schema,
-				    params);
-	if (!ret)
-		ret = a->check(params, err);
+	for_each_checked_artifact(a, sk->id) {
+		if (!params) {
+			params = json_is_object(given) ? json_deep_copy(given)
+						       : json_object();
+			if (!params)
+				return -ENOMEM;
+			ret = schema_apply_defaults(sk->parameter_schema,
+						    sk->parameter_schema, params);
+		}
+		if (!ret)
+			ret = a->check(params, err);
+		if (ret < 0)
+			break;
+	}
 	json_decref(params);
 	return ret;
 }
 
-/* What keeps a built-in skill's generated file from existing. */
+/* What keeps a built-in skill's generated files from existing. */
 static int artifact_problems(const struct skill *sk, const struct inputs *in,
 			     struct sbuf *out)
 {
 	char msg[FERR_MESSAGE_MAX + 64];
-	struct ferr err = FERR_INIT;
-	const struct artifact *a = find_artifact(sk->id, NULL);
+	int ret = 0;
 
 	/* missing values are already listed; check only complete sets */
-	if (!a || in->problems.len || a->check(in->parameter, &err) == 0)
+	if (in->problems.len)
 		return 0;
-	if (err.path[0])
-		return sbuf_addf(out, "output/%s: %s: %s\n", a->name, err.path,
-				 err.message);
-	return sbuf_addf(out, "output/%s: %s\n", a->name,
-			 ferr_format(&err, msg, sizeof(msg)));
+	for_each_checked_artifact(a, sk->id) {
+		struct ferr err = FERR_INIT;
+
+		if (a->check(in->parameter, &err) == 0)
+			continue;
+		if (err.path[0])
+			ret = sbuf_addf(out, "output/%s: %s: %s\n", a->name,
+					err.path, err.message);
+		else
+			ret = sbuf_addf(out, "output/%s: %s\n", a->name,
+					ferr_format(&err, msg, sizeof(msg)));
+		if (ret < 0)
+			break;
+	}
+	return ret;
 }
 
 int binding_problems(const struct binding_ctx *c, struct sbuf *out)
@@ -395,6 +519,9 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out)
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
 	if (!ret && sk)
 		ret = artifact_problems(sk, &in, out);
+	/* rounds can be written whatever the skill */
+	if (!ret)
+		ret = roundstore_problem(c->st, c->s->id, out);
 	/* a template that does not render is a problem of the session */
 	if (!ret && sk) {
 		ret = prompt_from(c, sk, &in, &prompt, &err);

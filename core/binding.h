@@ -50,12 +50,17 @@ int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out);
 
 /*
  * A file a built-in skill's session generates in output/ on every read
- * (output/for005.dat of "datcom"): present while the session is bound
- * to the skill and its parameters are complete and valid; -ENOENT
+ * (output/for005.dat of "datcom", output/summary.json and
+ * summary_readable.txt of "scientific-workflow"): present while the
+ * session is bound to the skill and status has no problem (inputs and
+ * parameters complete and valid, rounds without a gap); -ENOENT
  * otherwise (status says what is missing or wrong).
  */
 int binding_render_artifact(const struct binding_ctx *c, const char *name,
 			    struct sbuf *out);
+/* Whether binding_render_artifact() would succeed: 0 or -ENOENT, without
+ * rendering where the file can tell (the transcripts). */
+int binding_artifact_exists(const struct binding_ctx *c, const char *name);
 
 /*
  * The checks a built-in skill adds to a request.json write (datcom: the
@@ -66,7 +71,8 @@ int binding_check_request(const struct skill *sk, const json_t *request,
 			  struct ferr *err);
 
 /*
- * The lines at the top of status: one per problem, empty when the
+ * The lines at the top of status: one per problem (rounds with a gap
+ * included, whatever the skill), empty when the
  * session is ready — or, when an imported file has remarks ("3 cases;
  * the first is used"), "ready" or the problems followed by them.
  */

@@ -190,6 +190,47 @@ static int render_for005(struct flowfs *fs, const struct session_info *s,
 	return binding_render_artifact(&b.ctx, "for005.dat", out);
 }
 
+/* A transcript of the rounds: it changes with them and with the task. */
+static int render_transcript(struct flowfs *fs, const struct session_info *s,
+			     const char *name, struct sbuf *out,
+			     int64_t *mtime_ns)
+{
+	struct fs_binding b;
+	int64_t rounds = 0;
+	int ret;
+
+	fs_binding_init(fs, s, &b);
+	ret = roundstore_mtime(fs->st, s->id, &rounds);
+	*mtime_ns = later(binding_mtime(&b.ctx), rounds);
+	return ret < 0 ? ret : binding_render_artifact(&b.ctx, name, out);
+}
+
+static int render_summary(struct flowfs *fs, const struct session_info *s,
+			  struct sbuf *out, int64_t *mtime_ns)
+{
+	return render_transcript(fs, s, "summary.json", out, mtime_ns);
+}
+
+static int render_summary_readable(struct flowfs *fs,
+				   const struct session_info *s,
+				   struct sbuf *out, int64_t *mtime_ns)
+{
+	return render_transcript(fs, s, "summary_readable.txt", out, mtime_ns);
+}
+
+/* <session>/summary.json -> output/summary.json, while that exists. */
+static int render_summary_link(struct flowfs *fs, const struct session_info *s,
+			       struct sbuf *out, int64_t *mtime_ns)
+{
+	struct fs_binding b;
+	int ret;
+
+	fs_binding_init(fs, s, &b);
+	*mtime_ns = binding_mtime(&b.ctx);
+	ret = binding_artifact_exists(&b.ctx, "summary.json");
+	return ret < 0 ? ret : sbuf_addstr(out, "output/summary.json");
+}
+
 static int render_context(struct flowfs *fs, const struct session_info *s,
 			  struct sbuf *out, int64_t *mtime_ns)
 {
@@ -323,6 +364,8 @@ const struct entry fs_entries[] = {
 	FOLDER("output", SESSION_OUTPUT),
 	GENERATED(".manifest.json", SCOPE_OUTPUT, render_manifest),
 	GENERATED("for005.dat", SCOPE_OUTPUT, render_for005),
+	GENERATED("summary.json", SCOPE_OUTPUT, render_summary),
+	GENERATED("summary_readable.txt", SCOPE_OUTPUT, render_summary_readable),
 	FOLDER("nodes", SESSION_NODES),
 	FOLDER("edges", SESSION_EDGES),
 	DOC("parameters.json", render_parameters, commit_parameters),
@@ -333,6 +376,9 @@ const struct entry fs_entries[] = {
 	  NULL, NULL },
 	DOC("context.json", render_context, commit_context),
 	GENERATED("context.txt", SCOPE_SESSION, render_context_text),
+	FOLDER("rounds", SESSION_ROUNDS),
+	{ "summary.json", SCOPE_SESSION, ENTRY_LINK, S_IFLNK | 0777, 0, 0,
+	  NULL, render_summary_link, NULL },
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

@@ -10,8 +10,8 @@
  *                    session id << 28 | skill serial << 16 | file
  *   FS_SPACE_CATALOG a file of a skill under .flowfs/skills/:
  *                    skill serial << 16 | file
- *   FS_SPACE_GRAPH   a node (bit 60 clear) or edge (bit 60 set) of a
- *                    session's job graph: its row's seq
+ *   FS_SPACE_COLLECTION a document of a collection (nodes/, edges/,
+ *                    rounds/; below): collection << 59 | its key
  * where file 0 is the skill's own folder and file n its n-th file.  The
  * numbers are the same on every mount (skill serials: for a mount).
  */
@@ -26,6 +26,7 @@
 #include "binding.h"
 #include "ferr.h"
 #include "graph.h"
+#include "roundstore.h"
 #include "notify.h"
 #include "sbuf.h"
 #include "session.h"
@@ -39,8 +40,9 @@
 #define FS_SPACE_ENTRY 0u
 #define FS_SPACE_SKILL 1u
 #define FS_SPACE_CATALOG 2u
-#define FS_SPACE_GRAPH 3u
-#define FS_GRAPH_EDGE_BIT ((uint64_t)1 << 60)
+#define FS_SPACE_COLLECTION 3u
+#define FS_COLLECTION_SHIFT 59
+#define FS_COLLECTION_KEY_MASK (((uint64_t)1 << FS_COLLECTION_SHIFT) - 1)
 
 struct flowfs {
 	/* One lock around every request: the store, tree and registry are
@@ -90,6 +92,7 @@ enum entry_kind {
 	ENTRY_SKILL,		/* the bound skill's package, read-only */
 	ENTRY_CATALOG,		/* every known skill, read-only */
 	ENTRY_CONTROL,		/* write-only: each line written is a command */
+	ENTRY_LINK,		/* a symlink: render gives its target */
 };
 
 struct entry {
@@ -112,6 +115,62 @@ struct entry {
 	int (*commit)(struct flowfs *fs, const struct session_info *s,
 		      const char *text, size_t len, struct ferr *err);
 };
+
+/*
+ * A collection: a session folder whose "<id>.json" files are the
+ * documents of a core store — nodes/ and edges/ (core/graph), rounds/
+ * (core/roundstore).  The real folder underneath keeps every other name
+ * (editors' scratch files).  The adapter treats all of them alike:
+ * create(2) of <id>.json makes a draft, listed empty, which the first
+ * valid close turns into the document (a refused or abandoned one is
+ * dropped); a write is validated on flush, fsync and rename and refused
+ * with a status line; unlink deletes; rename between two ids is the
+ * store's rename; rename of a scratch file onto an id stores it; rename
+ * of a document away leaves a copy and keeps the document.  Adding a
+ * collection is adding a row to fs_collections[] (collections.c).
+ */
+struct fs_item {
+	int64_t key;		/* unique in its collection and stable: the
+				 * low bits of its inode number */
+	int64_t session;
+	char id[256];		/* its file is "<id>.json" */
+	size_t size;		/* of its document; 0 for a draft */
+	int64_t mtime_ns;
+	bool draft;
+};
+
+struct fs_collection {
+	const char *folder;		/* its name in a session */
+	enum session_folder tag;	/* the real folder's tree tag */
+	/* The id a file name stands for, or false (a scratch file). */
+	bool (*id_of)(const char *name, char *id, size_t size);
+	int (*list)(struct flowfs *fs, int64_t session, struct fs_item **items,
+		    size_t *n);
+	/* by id in a session, or by key (any session); -ENOENT */
+	int (*find)(struct flowfs *fs, int64_t session, const char *id,
+		    struct fs_item *out);
+	int (*get)(struct flowfs *fs, int64_t key, struct fs_item *out);
+	/* the document as shown (empty for a draft) */
+	int (*render)(struct flowfs *fs, const struct fs_item *item,
+		      struct sbuf *out);
+	/* -EEXIST when the id is taken */
+	int (*create_draft)(struct flowfs *fs, int64_t session, const char *id,
+			    int64_t *key);
+	/* remove `key` if it is still a draft */
+	int (*drop_draft)(struct flowfs *fs, int64_t key);
+	/* validate and store; -EINVAL with err (nothing stored) */
+	int (*commit)(struct flowfs *fs, int64_t session, const char *id,
+		      const char *text, size_t len, struct ferr *err);
+	int (*remove)(struct flowfs *fs, int64_t session, const char *id);
+	int (*rename)(struct flowfs *fs, int64_t session, const char *from,
+		      const char *to, bool replace, struct ferr *err);
+};
+
+extern const struct fs_collection fs_collections[];
+extern const unsigned fs_collection_count;
+
+/* The collection a real folder with tree tag `tag` shows, or -1. */
+int fs_collection_of_tag(unsigned tag);
 
 /* A command of a session's ctl file. */
 struct fs_command {
@@ -160,10 +219,11 @@ static inline uint64_t fs_skill_ino(unsigned space, int64_t session,
 	       (uint64_t)session << 28 | (uint64_t)serial << 16 | file;
 }
 
-static inline uint64_t fs_graph_ino(enum graph_kind kind, int64_t seq)
+static inline uint64_t fs_item_ino(unsigned collection, int64_t key)
 {
-	return FS_VIRTUAL | (uint64_t)FS_SPACE_GRAPH << FS_SPACE_SHIFT |
-	       (kind == GRAPH_EDGE ? FS_GRAPH_EDGE_BIT : 0) | (uint64_t)seq;
+	return FS_VIRTUAL | (uint64_t)FS_SPACE_COLLECTION << FS_SPACE_SHIFT |
+	       (uint64_t)collection << FS_COLLECTION_SHIFT |
+	       ((uint64_t)key & FS_COLLECTION_KEY_MASK);
 }
 
 static inline bool fs_ino_is_virtual(uint64_t ino)

@@ -312,8 +312,9 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: cannot read the skill folders\n");
 		goto out_unmount;
 	}
-	/* Nodes and edges a crash left half-created. */
-	if (graph_drop_all_drafts(fs.st) < 0) {
+	/* Nodes, edges and rounds a crash left half-created. */
+	if (graph_drop_all_drafts(fs.st) < 0 ||
+	    roundstore_drop_all_drafts(fs.st) < 0) {
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
 	}

@@ -23,13 +23,13 @@
 
 enum handle_kind { H_FILE, H_DOC, H_GENERATED, H_DIR, H_CONTROL };
 
-/* Where a written document goes: a row of the table, or the graph. */
+/* Where a written document goes: a row of the table, or a collection. */
 struct doc_target {
 	int64_t session;
-	bool graph;
+	bool in_collection;
 	unsigned row;
-	enum graph_kind gkind;
-	char gid[256];
+	unsigned coll;
+	char id[256];
 };
 
 struct dir_item {
@@ -46,7 +46,7 @@ struct handle {
 	uint64_t ino;
 	int64_t session;
 	struct doc_target target;	/* H_DOC */
-	int64_t gseq;			/* H_DOC of the graph: its row */
+	int64_t item_key;		/* H_DOC of a collection: its key */
 	bool dirty;		/* H_DOC: written since the last commit */
 	bool refused;		/* H_DOC: this draft was refused already */
 	struct sbuf content;	/* H_DOC, H_GENERATED */
@@ -62,7 +62,7 @@ static bool node_is_dir(const struct node *n);
 
 /* What an inode number stands for. */
 struct node {
-	enum { N_ROOT, N_ENTRY, N_REAL, N_VIEW, N_GRAPH } type;
+	enum { N_ROOT, N_ENTRY, N_REAL, N_VIEW, N_ITEM } type;
 	uint64_t ino;
 	unsigned row;			/* N_ENTRY */
 	struct session_info s;		/* when has_session */
@@ -73,48 +73,37 @@ struct node {
 	unsigned space;
 	const struct skill *sk;
 	size_t file;
-	/* N_GRAPH: a node or edge of a session's graph */
-	enum graph_kind gkind;
-	int64_t gseq;
-	char gid[256];
-	size_t gsize;
-	int64_t gmtime_ns;
-	bool gdraft;
-	uid_t guid;		/* owner: the session's */
-	gid_t ggid;
+	/* N_ITEM: a document of a collection (fs.h) */
+	unsigned coll;
+	struct fs_item item;
+	uid_t item_uid;		/* owner: the session's */
+	gid_t item_gid;
 };
 
-/* The graph folder a real folder is (nodes/ or edges/), or -1. */
-static int graph_folder_kind(const struct node *n)
+/* The collection a folder shows (nodes/, edges/, rounds/), or -1. */
+static int collection_of(const struct node *n)
 {
-	if (n->type != N_REAL)
-		return -1;
-	if (n->attr.tag == SESSION_NODES)
-		return GRAPH_NODE;
-	if (n->attr.tag == SESSION_EDGES)
-		return GRAPH_EDGE;
-	return -1;
+	return n->type == N_REAL && n->attr.tag
+		       ? fs_collection_of_tag(n->attr.tag) : -1;
 }
 
-static bool graph_name(const char *name, char *id, size_t size);
+/* The id `name` in folder `dir` stands for, when it is a collection's
+ * and the name one of its documents': the collection, or -1. */
+static int item_name(const struct node *dir, const char *name, char *id,
+		     size_t size)
+{
+	int coll = collection_of(dir);
 
-static bool is_graph_name(const char *name)
+	if (coll < 0 || !fs_collections[coll].id_of(name, id, size))
+		return -1;
+	return coll;
+}
+
+static bool is_item_name(const struct node *dir, const char *name)
 {
 	char id[256];
 
-	return graph_name(name, id, sizeof(id));
-}
-
-/* The graph id a file name in a graph folder stands for: "<id>.json". */
-static bool graph_name(const char *name, char *id, size_t size)
-{
-	size_t len = strlen(name);
-
-	if (len <= 5 || strcmp(name + len - 5, ".json") || len - 5 >= size)
-		return false;
-	memcpy(id, name, len - 5);
-	id[len - 5] = '\0';
-	return true;
+	return item_name(dir, name, id, sizeof(id)) >= 0;
 }
 
 /* What a failed skill shows instead of its files. */
@@ -284,44 +273,41 @@ static int resolve_view(struct flowfs *fs, uint64_t ino, struct node *n)
 	return ret;
 }
 
-/* The node of a graph item (its session and owner known). */
-static void graph_node(struct node *n, enum graph_kind kind,
-		       const struct graph_item *item,
-		       const struct session_info *s, uid_t uid, gid_t gid)
+/* The node of a collection's item (its session and owner known). */
+static void item_node(struct node *n, unsigned coll,
+		      const struct fs_item *item,
+		      const struct session_info *s, uid_t uid, gid_t gid)
 {
 	memset(n, 0, sizeof(*n));
-	n->type = N_GRAPH;
-	n->ino = fs_graph_ino(kind, item->seq);
-	n->gkind = kind;
-	n->gseq = item->seq;
-	snprintf(n->gid, sizeof(n->gid), "%s", item->id);
-	n->gsize = item->size;
-	n->gmtime_ns = item->mtime_ns;
-	n->gdraft = item->draft;
-	n->guid = uid;
-	n->ggid = gid;
+	n->type = N_ITEM;
+	n->ino = fs_item_ino(coll, item->key);
+	n->coll = coll;
+	n->item = *item;
+	n->item_uid = uid;
+	n->item_gid = gid;
 	n->s = *s;
 	n->has_session = true;
 }
 
-static int resolve_graph(struct flowfs *fs, uint64_t ino, struct node *n)
+static int resolve_item(struct flowfs *fs, uint64_t ino, struct node *n)
 {
-	enum graph_kind kind = ino & FS_GRAPH_EDGE_BIT ? GRAPH_EDGE : GRAPH_NODE;
-	struct graph_item item;
+	unsigned coll = (unsigned)(ino >> FS_COLLECTION_SHIFT) &
+			((1u << (FS_SPACE_SHIFT - FS_COLLECTION_SHIFT)) - 1);
+	struct fs_item item;
 	struct session_info s;
 	struct tree_attr owner;
 	int ret;
 
-	ret = graph_get(fs->st, kind, (int64_t)(ino & (FS_GRAPH_EDGE_BIT - 1)),
-			&item);
-	if (ret < 0)
-		return ret;
-	ret = session_get(fs->st, item.session, &s);
+	if (coll >= fs_collection_count)
+		return -ENOENT;
+	ret = fs_collections[coll].get(fs, (int64_t)(ino & FS_COLLECTION_KEY_MASK),
+				       &item);
+	if (!ret)
+		ret = session_get(fs->st, item.session, &s);
 	if (!ret)
 		ret = tree_getattr(fs->tree, s.root_ino, &owner);
 	if (!ret)
-		graph_node(n, kind, &item, &s, owner.uid, owner.gid);
-	free(item.id);
+		item_node(n, coll, &item, &s, owner.uid, owner.gid);
 	return ret;
 }
 
@@ -335,8 +321,8 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 		n->type = N_ROOT;
 		return 0;
 	}
-	if (fs_ino_is_virtual(ino) && fs_ino_space(ino) == FS_SPACE_GRAPH)
-		return resolve_graph(fs, ino, n);
+	if (fs_ino_is_virtual(ino) && fs_ino_space(ino) == FS_SPACE_COLLECTION)
+		return resolve_item(fs, ino, n);
 	if (fs_ino_is_virtual(ino) && fs_ino_space(ino) != FS_SPACE_ENTRY)
 		return resolve_view(fs, ino, n);
 	if (fs_ino_is_virtual(ino)) {
@@ -353,7 +339,7 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 	ret = tree_getattr(fs->tree, ino, &n->attr);
 	if (ret < 0)
 		return ret;
-	/* Folders with entries of the table or the graph in them know
+	/* Folders with entries of the table or a collection in them know
 	 * their session (uploads/ needs none: it is on every path walk). */
 	if (n->attr.session_root ||
 	    (n->attr.tag != 0 && n->attr.tag != SESSION_UPLOADS)) {
@@ -410,9 +396,9 @@ static int render_entry(struct flowfs *fs, const struct node *n,
 	const struct entry *e;
 
 	*mtime_ns = fs->mounted_ns;
-	if (n->type == N_GRAPH) {
-		*mtime_ns = n->gmtime_ns;
-		return graph_render(fs->st, n->gkind, n->gseq, out);
+	if (n->type == N_ITEM) {
+		*mtime_ns = n->item.mtime_ns;
+		return fs_collections[n->coll].render(fs, &n->item, out);
 	}
 	if (n->type == N_VIEW) {
 		if (!view_is_dir(n) && !n->sk->error)
@@ -484,16 +470,17 @@ static int node_stat_snap(struct flowfs *fs, const struct node *n,
 		stat_from_attr(&n->attr, st);
 		return 0;
 	}
-	if (n->type == N_GRAPH) {
+	if (n->type == N_ITEM) {
 		st->st_mode = S_IFREG | 0644;
 		st->st_nlink = 1;
-		st->st_size = (off_t)(snap ? snap->content.len : n->gsize);
+		st->st_size = (off_t)(snap ? snap->content.len : n->item.size);
 		st->st_blocks = (st->st_size + 511) / 512;
-		ts_from_ns(&st->st_mtim, n->gmtime_ns);
+		ts_from_ns(&st->st_mtim, n->item.mtime_ns);
 		st->st_atim = st->st_ctim = st->st_mtim;
-		st->st_uid = n->guid;
-		st->st_gid = n->ggid;
-		/* its document changes behind the kernel's back (defaults) */
+		st->st_uid = n->item_uid;
+		st->st_gid = n->item_gid;
+		/* its document changes behind the kernel's back (defaults,
+		 * the one JSON layout) */
 		*generated = true;
 		return 0;
 	}
@@ -524,7 +511,8 @@ static int node_stat_snap(struct flowfs *fs, const struct node *n,
 		st->st_uid = owner.uid;
 		st->st_gid = owner.gid;
 	}
-	if (e->kind == ENTRY_DOC || e->kind == ENTRY_GENERATED) {
+	if (e->kind == ENTRY_DOC || e->kind == ENTRY_GENERATED ||
+	    e->kind == ENTRY_LINK) {
 		*generated = true;
 		ret = stat_content(fs, n, st, snap);
 	}
@@ -595,24 +583,23 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 	int row = scope >= 0 ? fs_entry_find(fs, parent->has_session
 						       ? &parent->s : NULL,
 					     (enum entry_scope)scope, name) : -1;
-	int gkind = graph_folder_kind(parent);
 	const struct skill *sk;
 	char id[256];
-	int ret;
+	int coll, ret;
 
 	if (row >= 0)
 		return resolve_row(fs, parent, (unsigned)row, out);
-	if (gkind >= 0 && graph_name(name, id, sizeof(id))) {
-		struct graph_item item;
+	coll = item_name(parent, name, id, sizeof(id));
+	if (coll >= 0) {
+		struct fs_item item;
 
 		/* One query: the folder already knows session and owner. */
-		ret = graph_find(fs->st, parent->attr.session,
-				 (enum graph_kind)gkind, id, &item);
+		ret = fs_collections[coll].find(fs, parent->attr.session, id,
+						&item);
 		if (ret < 0)
 			return ret;
-		graph_node(out, (enum graph_kind)gkind, &item, &parent->s,
-			   parent->attr.uid, parent->attr.gid);
-		free(item.id);
+		item_node(out, (unsigned)coll, &item, &parent->s,
+			  parent->attr.uid, parent->attr.gid);
 		return 0;
 	}
 	if (parent->type == N_ROOT) {
@@ -656,12 +643,12 @@ static double entry_timeout(const struct node *parent, const struct node *n,
 			    mode_t mode)
 {
 	/*
-	 * Graph documents come and go with every parameters.json and with
-	 * refused creates, and computed names change with the graph: their
-	 * attributes are never cached anyway (one request per stat either
-	 * way), so their names are not either.
+	 * Collections' documents come and go (with every parameters.json,
+	 * with refused creates), and computed names change with the graph:
+	 * their attributes are never cached anyway (one request per stat
+	 * either way), so their names are not either.
 	 */
-	if (n->type == N_GRAPH ||
+	if (n->type == N_ITEM ||
 	    (n->type == N_ENTRY && fs_entries[n->row].name_fn))
 		return 0.0;
 	if (n->type == N_VIEW || parent->type == N_VIEW ||
@@ -836,7 +823,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		/* Only an open document can be cut: its buffer is the
 		 * draft of the next version. */
 		if (!h || h->kind != H_DOC) {
-			ret = n.type == N_GRAPH ||
+			ret = n.type == N_ITEM ||
 			      fs_entries[n.row].kind == ENTRY_DOC ? -EINVAL
 								  : -EACCES;
 			goto out;
@@ -875,14 +862,27 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct flowfs *fs = fs_of(req);
 	struct sbuf sb = SBUF_INIT;
+	struct node n;
+	int64_t mtime;
 	int ret;
 
-	if (fs_ino_is_virtual(ino) || ino == FS_ROOT_INO) {
+	if (ino == FS_ROOT_INO) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	lock(fs);
-	ret = tree_readlink(fs->tree, ino, &sb);
+	if (!fs_ino_is_virtual(ino)) {
+		ret = tree_readlink(fs->tree, ino, &sb);
+	} else {
+		ret = resolve(fs, ino, &n);
+		if (!ret && (n.type != N_ENTRY ||
+			     fs_entries[n.row].kind != ENTRY_LINK))
+			ret = -EINVAL;
+		if (!ret)
+			ret = render_entry(fs, &n, &sb, &mtime);
+		if (!ret && !sb.buf)
+			ret = -ENOENT;
+	}
 	unlock(fs);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
@@ -944,8 +944,9 @@ static int may_create(struct flowfs *fs, fuse_ino_t parent, const char *name,
 	if (p->type == N_ROOT)
 		return fname_check_session(name, NULL);
 	ret = fname_check_entry(name, NULL);
-	/* <id>.json in nodes/ or edges/ is a document, created by open */
-	if (!ret && graph_folder_kind(p) >= 0 && is_graph_name(name))
+	/* <id>.json in nodes/, edges/, rounds/ is a document, created by
+	 * open */
+	if (!ret && is_item_name(p, name))
 		ret = -EINVAL;
 	return ret;
 }
@@ -1072,7 +1073,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct flowfs *fs = fs_of(req);
 	struct node p;
 	char id[256];
-	int row, ret;
+	int row, coll, ret;
 
 	lock(fs);
 	ret = resolve_writable(fs, parent, &p);
@@ -1098,11 +1099,9 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = ret < 0 ? ret : -EISDIR;
 		goto out;
 	}
-	if (graph_folder_kind(&p) >= 0 && graph_name(name, id, sizeof(id))) {
-		/* a node goes with its edges: removing all nodes works in
-		 * any order */
-		ret = graph_delete(fs->st, p.attr.session,
-				   (enum graph_kind)graph_folder_kind(&p), id);
+	coll = item_name(&p, name, id, sizeof(id));
+	if (coll >= 0) {
+		ret = fs_collections[coll].remove(fs, p.attr.session, id);
 		goto out;
 	}
 	ret = tree_unlink(fs->tree, parent, name);
@@ -1173,9 +1172,14 @@ static int log_refusal(struct flowfs *fs, int64_t session, const char *path,
 		       const struct ferr *err)
 {
 	char line[FERR_MESSAGE_MAX + 64];
+	size_t len = strlen(path);
+	const char *message = line;
 
 	ferr_format(err, line, sizeof(line));
-	return session_log(fs->st, session, path, line);
+	/* messages that name their file already (rounds') say it once */
+	if (!strncmp(line, path, len) && !strncmp(line + len, ": ", 2))
+		message += len + 2;
+	return session_log(fs->st, session, path, message);
 }
 
 /* A path in a session as status names it: "nodes/" + a 255-byte name. */
@@ -1184,9 +1188,9 @@ static int log_refusal(struct flowfs *fs, int64_t session, const char *path,
 /* The path status names a document by ("session.json", "nodes/x.json"). */
 static void target_path(const struct doc_target *t, char *buf, size_t size)
 {
-	if (t->graph)
-		snprintf(buf, size, "%s/%s.json",
-			 t->gkind == GRAPH_NODE ? "nodes" : "edges", t->gid);
+	if (t->in_collection)
+		snprintf(buf, size, "%s/%s.json", fs_collections[t->coll].folder,
+			 t->id);
 	else
 		snprintf(buf, size, "%s", fs_entries[t->row].name);
 }
@@ -1203,9 +1207,9 @@ static int commit_target(struct flowfs *fs, const struct doc_target *t,
 	ret = session_get(fs->st, t->session, &s);
 	if (ret < 0)
 		return ret;
-	if (t->graph)
-		ret = graph_commit(fs->st, fs_tools(fs, NULL), t->session,
-				   t->gkind, t->gid, text, len, &err);
+	if (t->in_collection)
+		ret = fs_collections[t->coll].commit(fs, t->session, t->id, text,
+						    len, &err);
 	else
 		ret = fs_entries[t->row].commit(fs, &s, text, len, &err);
 	if (ret < 0 && err.message[0]) {
@@ -1221,10 +1225,10 @@ static void node_target(const struct node *n, struct doc_target *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->session = n->s.id;
-	if (n->type == N_GRAPH) {
-		t->graph = true;
-		t->gkind = n->gkind;
-		snprintf(t->gid, sizeof(t->gid), "%s", n->gid);
+	if (n->type == N_ITEM) {
+		t->in_collection = true;
+		t->coll = n->coll;
+		snprintf(t->id, sizeof(t->id), "%s", n->item.id);
 	} else {
 		t->row = n->row;
 	}
@@ -1282,8 +1286,7 @@ static int copy_away(struct flowfs *fs, fuse_req_t req, const struct node *n,
 		return ret;
 	if (np.type != N_REAL)
 		return np.type == N_ROOT ? -EPERM : -EROFS;
-	if (reserved_row(fs, &np, newname) >= 0 ||
-	    (graph_folder_kind(&np) >= 0 && is_graph_name(newname)))
+	if (reserved_row(fs, &np, newname) >= 0 || is_item_name(&np, newname))
 		return -EEXIST;
 	ret = fname_check_entry(newname, NULL);
 	if (ret < 0)
@@ -1333,30 +1336,30 @@ static int rename_from_entry(struct flowfs *fs, fuse_req_t req,
 	return ret < 0 ? ret : copy_away(fs, req, &n, newparent, newname);
 }
 
-/* rename where nodes/ or edges/ documents are at either end. */
-static int rename_graph(struct flowfs *fs, fuse_req_t req, const struct node *p,
+/* rename where documents of a collection are at either end. */
+static int rename_items(struct flowfs *fs, fuse_req_t req, const struct node *p,
 			const char *name, const struct node *np,
 			const char *newname, bool noreplace)
 {
-	int kind = graph_folder_kind(p), newkind = graph_folder_kind(np);
 	char id[256], newid[256];
-	bool from = kind >= 0 && graph_name(name, id, sizeof(id));
-	bool to = newkind >= 0 && graph_name(newname, newid, sizeof(newid));
+	int coll = item_name(p, name, id, sizeof(id));
+	int newcoll = item_name(np, newname, newid, sizeof(newid));
+	bool from = coll >= 0, to = newcoll >= 0;
 	struct ferr err = FERR_INIT;
 	struct doc_target t;
 	struct node n;
 	int ret;
 
 	if (from && to) {
-		if (kind != newkind || p->attr.session != np->attr.session)
+		if (coll != newcoll || p->attr.session != np->attr.session)
 			return -EXDEV;
-		ret = graph_rename(fs->st, p->attr.session, (enum graph_kind)kind,
-				   id, newid, !noreplace, &err);
+		ret = fs_collections[coll].rename(fs, p->attr.session, id, newid,
+						  !noreplace, &err);
 		if (ret == -EINVAL && err.message[0]) {
 			char path[STATUS_PATH_MAX];
 
 			snprintf(path, sizeof(path), "%s/%s",
-				 kind == GRAPH_NODE ? "nodes" : "edges", newname);
+				 fs_collections[coll].folder, newname);
 			log_refusal(fs, p->attr.session, path, &err);
 		}
 		return ret;
@@ -1372,9 +1375,9 @@ static int rename_graph(struct flowfs *fs, fuse_req_t req, const struct node *p,
 	}
 	memset(&t, 0, sizeof(t));
 	t.session = np->attr.session;
-	t.graph = true;
-	t.gkind = (enum graph_kind)newkind;
-	snprintf(t.gid, sizeof(t.gid), "%s", newid);
+	t.in_collection = true;
+	t.coll = (unsigned)newcoll;
+	snprintf(t.id, sizeof(t.id), "%s", newid);
 	return rename_onto_doc(fs, p, name, &t);
 }
 
@@ -1423,9 +1426,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 					: rename_onto_doc(fs, &p, name, &t);
 		goto out;
 	}
-	if ((graph_folder_kind(&p) >= 0 && is_graph_name(name)) ||
-	    (graph_folder_kind(&np) >= 0 && is_graph_name(newname))) {
-		ret = rename_graph(fs, req, &p, name, &np, newname, noreplace);
+	if (is_item_name(&p, name) || is_item_name(&np, newname)) {
+		ret = rename_items(fs, req, &p, name, &np, newname, noreplace);
 		goto out;
 	}
 	ret = fname_check_entry(newname, NULL);
@@ -1480,11 +1482,11 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 		ret = -EISDIR;
 		goto fail;
 	}
-	if (n->type == N_GRAPH) {
+	if (n->type == N_ITEM) {
 		h->kind = writing ? H_DOC : H_GENERATED;
 		h->session = n->s.id;
 		node_target(n, &h->target);
-		h->gseq = n->gseq;
+		h->item_key = n->item.key;
 		if (!(writing && (flags & O_TRUNC))) {
 			ret = render_entry(fs, n, &h->content, &h->mtime_ns);
 			if (ret < 0)
@@ -1506,6 +1508,11 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	}
 	if (e && S_ISDIR(e->mode)) {
 		ret = -EISDIR;
+		goto fail;
+	}
+	/* the kernel follows links itself; this is an O_NOFOLLOW open */
+	if (e && e->kind == ENTRY_LINK) {
+		ret = -ELOOP;
 		goto fail;
 	}
 	if (writing && (!e || e->kind != ENTRY_DOC)) {
@@ -1567,9 +1574,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /*
- * create(2) of `name` in `parent`: a real file, or, for <id>.json in
- * nodes/ or edges/, a draft of a new graph document (its first valid
- * close makes it a node or an edge).
+ * create(2) of `name` in `parent`: a real file, or, for <id>.json in a
+ * collection's folder, a draft of a new document (its first valid close
+ * makes it a node, an edge, a round).
  */
 static int create_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
 		     const char *name, mode_t mode, uint64_t *ino)
@@ -1577,17 +1584,17 @@ static int create_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
 	struct tree_attr a;
 	struct node p;
 	char id[256];
-	int64_t seq;
-	int kind, ret;
+	int64_t key = 0;
+	int coll, ret;
 
 	ret = resolve_writable(fs, parent, &p);
 	if (ret < 0)
 		return ret;
-	kind = graph_folder_kind(&p);
-	if (kind >= 0 && graph_name(name, id, sizeof(id))) {
-		ret = graph_create_draft(fs->st, p.attr.session,
-					 (enum graph_kind)kind, id, &seq);
-		*ino = fs_graph_ino((enum graph_kind)kind, seq);
+	coll = item_name(&p, name, id, sizeof(id));
+	if (coll >= 0) {
+		ret = fs_collections[coll].create_draft(fs, p.attr.session, id,
+							&key);
+		*ino = fs_item_ino((unsigned)coll, key);
 		return ret;
 	}
 	ret = create_file(fs, req, parent, name, S_IFREG | (mode & 07777),
@@ -1782,9 +1789,10 @@ static void release_handle(struct flowfs *fs, struct handle *h)
 		/* flush normally came first; this catches writers that
 		 * never flushed (the error can only reach status) */
 		flush_doc(fs, h, false);
-		/* a new node or edge that never got a valid document */
-		if (h->target.graph)
-			graph_drop_draft(fs->st, h->target.gkind, h->gseq);
+		/* a new document that never got a valid version */
+		if (h->target.in_collection)
+			fs_collections[h->target.coll].drop_draft(fs,
+								  h->item_key);
 	}
 }
 
@@ -1918,28 +1926,29 @@ static int dir_add_entries(struct flowfs *fs, struct handle *h, size_t *alloc,
 	return 0;
 }
 
-/* The documents of nodes/ or edges/ (one query, no per-item lookups). */
-static int dir_add_graph(struct flowfs *fs, struct handle *h, size_t *alloc,
+/* The documents of a collection's folder (one query, no per-item
+ * lookups). */
+static int dir_add_items(struct flowfs *fs, struct handle *h, size_t *alloc,
 			 const struct node *dir)
 {
-	enum graph_kind kind = (enum graph_kind)graph_folder_kind(dir);
-	struct graph_item *items = NULL;
+	unsigned coll = (unsigned)collection_of(dir);
+	struct fs_item *items = NULL;
 	struct sbuf name = SBUF_INIT;
 	size_t n = 0;
 	int ret;
 
-	ret = graph_list(fs->st, dir->attr.session, kind, &items, &n);
+	ret = fs_collections[coll].list(fs, dir->attr.session, &items, &n);
 	for (size_t i = 0; !ret && i < n; i++) {
-		struct node gn;
+		struct node in;
 
-		graph_node(&gn, kind, &items[i], &dir->s, dir->attr.uid,
-			   dir->attr.gid);
+		item_node(&in, coll, &items[i], &dir->s, dir->attr.uid,
+			  dir->attr.gid);
 		sbuf_reset(&name);
 		ret = sbuf_addf(&name, "%s.json", items[i].id);
 		if (!ret)
-			ret = dir_add_node(fs, h, alloc, dir, name.buf, &gn);
+			ret = dir_add_node(fs, h, alloc, dir, name.buf, &in);
 	}
-	graph_items_free(items, n);
+	free(items);
 	sbuf_release(&name);
 	return ret;
 }
@@ -2060,8 +2069,8 @@ static int dir_fill(struct flowfs *fs, struct handle *h, const struct node *dir)
 	case N_VIEW:
 		return dir_add_view(fs, h, &alloc, dir);
 	default:
-		if (graph_folder_kind(dir) >= 0) {
-			ret = dir_add_graph(fs, h, &alloc, dir);
+		if (collection_of(dir) >= 0) {
+			ret = dir_add_items(fs, h, &alloc, dir);
 			if (ret < 0)
 				return ret;
 		}
@@ -2078,7 +2087,7 @@ static bool node_is_dir(const struct node *n)
 		return S_ISDIR(fs_entries[n->row].mode);
 	case N_VIEW:
 		return view_is_dir(n);
-	case N_GRAPH:
+	case N_ITEM:
 		return false;
 	default:
 		return S_ISDIR(n->attr.mode);
