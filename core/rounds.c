@@ -10,7 +10,7 @@
 #define KNOWN_TAGS "phenomenon, hypothesis, model, experiment, observation," \
 	" inference, conclusion"
 
-static const char *const known_tags[] = {
+const char *const rounds_tags[ROUNDS_TAG_COUNT + 1] = {
 	"phenomenon", "hypothesis", "model", "experiment", "observation",
 	"inference", "conclusion", NULL
 };
@@ -56,10 +56,10 @@ static int check_types(size_t index, const json_t *round, struct ferr *err)
 	json_object_foreach((json_t *)round, key, v) {
 		size_t i;
 
-		for (i = 0; known_tags[i]; i++)
-			if (!strcmp(known_tags[i], key))
+		for (i = 0; rounds_tags[i]; i++)
+			if (!strcmp(rounds_tags[i], key))
 				break;
-		if (!known_tags[i])
+		if (!rounds_tags[i])
 			return refuse(err, index, "unknown tag \"%s\" (known: "
 				      KNOWN_TAGS ")", key);
 		if (json_is_null(v))

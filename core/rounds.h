@@ -71,6 +71,10 @@
 #include "ferr.h"
 #include "sbuf.h"
 
+/* The tags a round may have, in the order above; NULL after the last. */
+#define ROUNDS_TAG_COUNT 7
+extern const char *const rounds_tags[ROUNDS_TAG_COUNT + 1];
+
 /*
  * Check round `index` (1-based) as one of `count` rounds (index <= count)
  * on its own: its tags, their types, and the placement rules above.

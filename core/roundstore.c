@@ -32,9 +32,8 @@ bool roundstore_number(const char *name, int64_t *number)
 int roundstore_list(struct store *st, int64_t session,
 		    struct roundstore_item **items, size_t *n)
 {
-	static const char sql[] = "SELECT n, mtime_ns,"
-		" coalesce(length(CAST(doc AS BLOB)), 0), doc IS NULL"
-		" FROM rounds WHERE session = ?1 ORDER BY n";
+	static const char sql[] = "SELECT n, mtime_ns, coalesce(size, 0),"
+		" size IS NULL FROM rounds WHERE session = ?1 ORDER BY n";
 	struct roundstore_item *list = NULL, *grown;
 	size_t count = 0, alloc = 0;
 	sqlite3_stmt *q = store_stmt(st, sql);
@@ -86,12 +85,32 @@ static sqlite3_stmt *round_stmt(struct store *st, const char *sql,
 	return q;
 }
 
+/*
+ * Run `sql`, which returns no rows, with ?1..?3 bound to a, b, c (those
+ * it has); the number of rows it changed in *changes when wanted.
+ */
+static int exec3(struct store *st, const char *sql, int64_t a, int64_t b,
+		 int64_t c, int *changes)
+{
+	sqlite3_stmt *q = round_stmt(st, sql, a, b);
+	int ret;
+
+	if (!q)
+		return -EIO;
+	if (sqlite3_bind_parameter_count(q) >= 3)
+		sqlite3_bind_int64(q, 3, c);
+	ret = store_errno(sqlite3_step(q));
+	if (changes)
+		*changes = sqlite3_changes(sqlite3_db_handle(q));
+	store_done(q);
+	return ret;
+}
+
 int roundstore_stat(struct store *st, int64_t session, int64_t number,
 		    struct roundstore_item *out)
 {
-	static const char sql[] = "SELECT mtime_ns,"
-		" coalesce(length(CAST(doc AS BLOB)), 0), doc IS NULL"
-		" FROM rounds WHERE session = ?1 AND n = ?2";
+	static const char sql[] = "SELECT mtime_ns, coalesce(size, 0),"
+		" size IS NULL FROM rounds WHERE session = ?1 AND n = ?2";
 	sqlite3_stmt *q = round_stmt(st, sql, session, number);
 	int rc, ret;
 
@@ -137,6 +156,38 @@ int roundstore_get(struct store *st, int64_t session, int64_t number,
 	return ret;
 }
 
+/* The tag columns, in rounds_tags order (rounds.h). */
+#define TAG_COLUMNS "phenomenon, hypothesis, model, experiment," \
+	" observation, inference, conclusion"
+
+/*
+ * The round in columns `first`.. of a row (TAG_COLUMNS): built from the
+ * texts, no JSON parsed.  Key order is the tags' (a transcript does not
+ * depend on it).
+ */
+static int round_from_columns(sqlite3_stmt *q, int first, json_t **out)
+{
+	json_t *round = json_object();
+
+	if (!round)
+		return -ENOMEM;
+	for (int i = 0; i < ROUNDS_TAG_COUNT; i++) {
+		json_t *text;
+
+		if (sqlite3_column_type(q, first + i) == SQLITE_NULL)
+			continue;
+		text = json_stringn((const char *)sqlite3_column_text(q, first + i),
+				    (size_t)sqlite3_column_bytes(q, first + i));
+		/* not UTF-8: only a database edited by hand */
+		if (!text || json_object_set_new(round, rounds_tags[i], text) < 0) {
+			json_decref(round);
+			return text ? -ENOMEM : -EIO;
+		}
+	}
+	*out = round;
+	return 0;
+}
+
 void roundstore_free(json_t **rounds, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -151,8 +202,8 @@ void roundstore_free(json_t **rounds, size_t n)
 static int load_numbered(struct store *st, int64_t session, json_t ***rounds,
 			 size_t *n)
 {
-	static const char sql[] = "SELECT n, doc FROM rounds"
-		" WHERE session = ?1 AND doc IS NOT NULL ORDER BY n";
+	static const char sql[] = "SELECT n, " TAG_COLUMNS " FROM rounds"
+		" WHERE session = ?1 AND size IS NOT NULL ORDER BY n";
 	json_t **list = NULL, **grown;
 	size_t count = 0;
 	sqlite3_stmt *q = store_stmt(st, sql);
@@ -180,7 +231,7 @@ static int load_numbered(struct store *st, int64_t session, json_t ***rounds,
 		list = grown;
 		while (count < (size_t)number)
 			list[count++] = NULL;
-		ret = store_column_json(q, 1, &doc);
+		ret = round_from_columns(q, 1, &doc);
 		if (ret < 0)
 			goto out;
 		list[number - 1] = doc;
@@ -221,7 +272,7 @@ static int first_missing_below(struct store *st, int64_t session,
 			       int64_t number, int64_t *missing)
 {
 	static const char sql[] = "SELECT n FROM rounds WHERE session = ?1"
-		" AND n < ?2 AND doc IS NOT NULL ORDER BY n";
+		" AND n < ?2 AND size IS NOT NULL ORDER BY n";
 	sqlite3_stmt *q = round_stmt(st, sql, session, number);
 	int64_t expected = 1;
 	int rc;
@@ -240,8 +291,8 @@ static int first_missing_below(struct store *st, int64_t session,
 static int load_one(struct store *st, int64_t session, int64_t number,
 		    json_t **out)
 {
-	static const char sql[] = "SELECT doc FROM rounds WHERE session = ?1"
-		" AND n = ?2 AND doc IS NOT NULL";
+	static const char sql[] = "SELECT " TAG_COLUMNS " FROM rounds"
+		" WHERE session = ?1 AND n = ?2 AND size IS NOT NULL";
 	sqlite3_stmt *q = round_stmt(st, sql, session, number);
 	int rc, ret = 0;
 
@@ -250,7 +301,7 @@ static int load_one(struct store *st, int64_t session, int64_t number,
 		return -EIO;
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
-		ret = store_column_json(q, 0, out);
+		ret = round_from_columns(q, 0, out);
 	else
 		ret = store_errno(rc);
 	store_done(q);
@@ -286,16 +337,10 @@ static int check_in_place(struct store *st, int64_t session, int64_t number,
 /* The rounds of `session` changed now (for roundstore_mtime()). */
 static int touch(struct store *st, int64_t session)
 {
-	static const char sql[] = "UPDATE sessions SET rounds_mtime_ns = ?2"
-		" WHERE id = ?1";
-	sqlite3_stmt *q = round_stmt(st, sql, session, store_now_ns());
-	int ret;
+	static const char sql[] = "UPDATE sessions SET rounds_mtime_ns ="
+		" max(?2, rounds_mtime_ns + 1) WHERE id = ?1";
 
-	if (!q)
-		return -EIO;
-	ret = store_errno(sqlite3_step(q));
-	store_done(q);
-	return ret;
+	return exec3(st, sql, session, store_now_ns(), 0, NULL);
 }
 
 int roundstore_mtime(struct store *st, int64_t session, int64_t *mtime_ns)
@@ -315,18 +360,12 @@ int roundstore_mtime(struct store *st, int64_t session, int64_t *mtime_ns)
 	return ret;
 }
 
-/* Store `doc` as round `number` when it may be (the caller's
- * transaction is open). */
-static int store_round(struct store *st, int64_t session, int64_t number,
-		       const json_t *doc, struct ferr *err)
+/* Whether `doc` may be round `number`: in range, no gap below it, and
+ * placed right (the caller's transaction is open). */
+static int may_be(struct store *st, int64_t session, int64_t number,
+		  const json_t *doc, struct ferr *err)
 {
-	static const char sql[] = "INSERT INTO rounds(session, n, doc, mtime_ns)"
-		" VALUES (?1, ?2, ?3, ?4) ON CONFLICT(session, n) DO UPDATE"
-		" SET doc = excluded.doc, mtime_ns = excluded.mtime_ns"
-		" WHERE doc IS NOT excluded.doc";
-	struct sbuf canon = SBUF_INIT;
 	int64_t missing;
-	sqlite3_stmt *q;
 	int ret;
 
 	if (number < 1 || number > ROUNDSTORE_MAX)
@@ -337,6 +376,31 @@ static int store_round(struct store *st, int64_t session, int64_t number,
 		ret = refuse_gap(err, number, (size_t)missing);
 	if (!ret)
 		ret = check_in_place(st, session, number, doc, err);
+	return ret;
+}
+
+/* Store `doc` as round `number` when it may be (the caller's
+ * transaction is open). */
+static int store_round(struct store *st, int64_t session, int64_t number,
+		       const json_t *doc, struct ferr *err)
+{
+	static const char sql[] = "INSERT INTO rounds(session, n, doc, mtime_ns,"
+		" " TAG_COLUMNS ", size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+		" ?9, ?10, ?11, ?12) ON CONFLICT(session, n) DO UPDATE"
+		" SET doc = excluded.doc, mtime_ns = excluded.mtime_ns,"
+		" size = excluded.size,"
+		" phenomenon = excluded.phenomenon,"
+		" hypothesis = excluded.hypothesis, model = excluded.model,"
+		" experiment = excluded.experiment,"
+		" observation = excluded.observation,"
+		" inference = excluded.inference,"
+		" conclusion = excluded.conclusion"
+		" WHERE doc IS NOT excluded.doc";
+	struct sbuf canon = SBUF_INIT;
+	sqlite3_stmt *q;
+	int ret;
+
+	ret = may_be(st, session, number, doc, err);
 	if (!ret)
 		ret = fjson_dump(&canon, doc);
 	if (ret < 0)
@@ -348,6 +412,16 @@ static int store_round(struct store *st, int64_t session, int64_t number,
 	}
 	sqlite3_bind_text(q, 3, canon.buf, (int)canon.len, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 4, store_now_ns());
+	sqlite3_bind_int64(q, 12, (int64_t)canon.len);
+	for (int i = 0; i < ROUNDS_TAG_COUNT; i++) {
+		const json_t *v = json_object_get(doc, rounds_tags[i]);
+
+		/* rounds_check_one() let only strings and null through */
+		if (json_is_string(v))
+			sqlite3_bind_text(q, 5 + i, json_string_value(v),
+					  (int)json_string_length(v),
+					  SQLITE_STATIC);
+	}
 	ret = store_errno(sqlite3_step(q));
 	/* the same bytes again change nothing, not even the time */
 	if (!ret && sqlite3_changes(sqlite3_db_handle(q)))
@@ -390,56 +464,36 @@ int roundstore_put(struct store *st, int64_t session, int64_t number,
 
 int roundstore_create_draft(struct store *st, int64_t session, int64_t number)
 {
-	static const char sql[] = "INSERT INTO rounds(session, n, doc, mtime_ns)"
-		" VALUES (?1, ?2, NULL, ?3)";
-	sqlite3_stmt *q = round_stmt(st, sql, session, number);
-	int ret;
+	static const char sql[] = "INSERT INTO rounds(session, n, mtime_ns)"
+		" VALUES (?1, ?2, ?3)";
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 3, store_now_ns());
-	/* a constraint: the number is taken (or out of range: never,
-	 * roundstore_number() bounds it) */
-	ret = store_errno(sqlite3_step(q));
-	store_done(q);
-	return ret;
+	/* a constraint (-EEXIST): the number is taken (or out of range:
+	 * never, roundstore_number() bounds it) */
+	return exec3(st, sql, session, number, store_now_ns(), NULL);
 }
 
 int roundstore_drop_draft(struct store *st, int64_t session, int64_t number)
 {
 	static const char sql[] = "DELETE FROM rounds WHERE session = ?1"
-		" AND n = ?2 AND doc IS NULL";
-	sqlite3_stmt *q = round_stmt(st, sql, session, number);
-	int ret;
+		" AND n = ?2 AND size IS NULL";
 
-	if (!q)
-		return -EIO;
-	ret = store_errno(sqlite3_step(q));
-	store_done(q);
-	return ret;
+	return exec3(st, sql, session, number, 0, NULL);
 }
 
 int roundstore_drop_all_drafts(struct store *st)
 {
-	static const char sql[] = "DELETE FROM rounds WHERE doc IS NULL";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int ret;
+	static const char sql[] = "DELETE FROM rounds WHERE size IS NULL";
 
-	if (!q)
-		return -EIO;
-	ret = store_errno(sqlite3_step(q));
-	store_done(q);
-	return ret;
+	return exec3(st, sql, 0, 0, 0, NULL);
 }
 
 int roundstore_rename(struct store *st, int64_t session, int64_t from,
 		      int64_t to, bool replace, struct ferr *err)
 {
-	static const char move_draft_sql[] = "UPDATE rounds SET n = ?3"
+	static const char move_sql[] = "UPDATE rounds SET n = ?3"
 		" WHERE session = ?1 AND n = ?2";
 	struct roundstore_item src, dst;
 	json_t *doc = NULL;
-	sqlite3_stmt *q;
 	int ret;
 
 	ret = roundstore_stat(st, session, from, &src);
@@ -459,20 +513,13 @@ int roundstore_rename(struct store *st, int64_t session, int64_t from,
 		ret = roundstore_delete(st, session, to);
 	if (ret == -ENOENT)
 		ret = 0;
-	if (!ret && src.draft) {
-		q = round_stmt(st, move_draft_sql, session, from);
-		if (!q) {
-			ret = -EIO;
-		} else {
-			sqlite3_bind_int64(q, 3, to);
-			ret = store_errno(sqlite3_step(q));
-			store_done(q);
-		}
-	} else if (!ret) {
-		ret = roundstore_delete(st, session, from);
-		if (!ret)
-			ret = store_round(st, session, to, doc, err);
-	}
+	/* the row moves as it is: its document keeps its key order */
+	if (!ret)
+		ret = exec3(st, move_sql, session, from, to, NULL);
+	if (!ret && !src.draft)
+		ret = may_be(st, session, to, doc, err);
+	if (!ret && !src.draft)
+		ret = touch(st, session);
 	ret = finish(st, ret, err, to);
 	json_decref(doc);
 	return ret;
@@ -482,16 +529,11 @@ int roundstore_delete(struct store *st, int64_t session, int64_t number)
 {
 	static const char sql[] = "DELETE FROM rounds WHERE session = ?1"
 		" AND n = ?2";
-	sqlite3_stmt *q = round_stmt(st, sql, session, number);
-	int rc, ret;
+	int changes = 0;
+	int ret = exec3(st, sql, session, number, 0, &changes);
 
-	if (!q)
-		return -EIO;
-	rc = sqlite3_step(q);
-	ret = store_errno(rc);
-	if (!ret && !sqlite3_changes(sqlite3_db_handle(q)))
+	if (!ret && !changes)
 		ret = -ENOENT;
-	store_done(q);
 	return ret < 0 ? ret : touch(st, session);
 }
 
@@ -536,7 +578,7 @@ int roundstore_load(struct store *st, int64_t session, json_t ***rounds,
 int roundstore_gap(struct store *st, int64_t session, struct ferr *err)
 {
 	static const char sql[] = "SELECT n FROM rounds WHERE session = ?1"
-		" AND doc IS NOT NULL ORDER BY n";
+		" AND size IS NOT NULL ORDER BY n";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int64_t expected = 1, missing = 0, highest = 0;
 	int rc, ret;

@@ -113,7 +113,8 @@ int roundstore_load(struct store *st, int64_t session, json_t ***rounds,
 		    size_t *n, struct ferr *err);
 void roundstore_free(json_t **rounds, size_t n);
 
-/* When a round was last stored, changed or removed (0: never). */
+/* When a round was last stored, changed or removed (0: never); it only
+ * grows, by at least 1 per change (a version of the rounds). */
 int roundstore_mtime(struct store *st, int64_t session, int64_t *mtime_ns);
 
 /*

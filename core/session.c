@@ -318,7 +318,7 @@ int session_has_data(struct store *st, struct tree *t,
 		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM graph_edges"
 		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM sessions"
 		" WHERE id = ?1 AND context IS NOT NULL) OR EXISTS (SELECT 1"
-		" FROM rounds WHERE session = ?1 AND doc IS NOT NULL)";
+		" FROM rounds WHERE session = ?1 AND size IS NOT NULL)";
 	sqlite3_stmt *q;
 	int ret, rc;
 

@@ -216,25 +216,41 @@ static const char schema_v5[] =
 /*
  * Version 6: rounds/ is a folder of every session (for editors' scratch
  * files, like nodes/); a round may be a draft (doc NULL): a
- * rounds/<n>.json created and not yet closed with a valid document; and
- * the session knows when its rounds last changed (a deletion leaves no
- * row to tell).
+ * rounds/<n>.json created and not yet closed with a valid document; a
+ * round keeps each tag's text in a column beside its document; and the
+ * session knows when its rounds last changed (a deletion leaves no row
+ * to tell).
  */
 static const char schema_v6[] =
 	"ALTER TABLE sessions ADD COLUMN rounds_ino INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE sessions ADD COLUMN rounds_mtime_ns INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE sessions SET rounds_mtime_ns = coalesce((SELECT max(mtime_ns)"
 	"  FROM rounds WHERE session = sessions.id), 0);"
+	/* A rowid table: a WITHOUT ROWID b-tree compares whole rows as
+	 * keys, so every scan of numbers read every round's text (v5). */
 	"CREATE TABLE rounds_v6 ("
+	"  id INTEGER PRIMARY KEY,"
 	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
 	"  n INTEGER NOT NULL CHECK (n BETWEEN 1 AND 1000),"
-	"  doc TEXT,"			/* NULL: a draft */
 	"  mtime_ns INTEGER NOT NULL,"
-	"  PRIMARY KEY (session, n)"
-	") WITHOUT ROWID;"
-	"INSERT INTO rounds_v6 SELECT session, n, doc, mtime_ns FROM rounds;"
+	"  size INTEGER,"			/* of doc; NULL: a draft */
+	/* the tags' texts, so that a transcript parses no JSON */
+	"  phenomenon TEXT, hypothesis TEXT, model TEXT, experiment TEXT,"
+	"  observation TEXT, inference TEXT, conclusion TEXT,"
+	"  doc TEXT"				/* as shown; NULL: a draft */
+	");"
+	"INSERT INTO rounds_v6(session, n, mtime_ns, size, phenomenon,"
+	"  hypothesis, model, experiment, observation, inference, conclusion,"
+	"  doc) SELECT session, n, mtime_ns, length(CAST(doc AS BLOB)),"
+	"  doc ->> '$.phenomenon', doc ->> '$.hypothesis', doc ->> '$.model',"
+	"  doc ->> '$.experiment', doc ->> '$.observation',"
+	"  doc ->> '$.inference', doc ->> '$.conclusion', doc FROM rounds;"
 	"DROP TABLE rounds;"
 	"ALTER TABLE rounds_v6 RENAME TO rounds;"
+	"CREATE UNIQUE INDEX rounds_by_number ON rounds(session, n);"
+	/* the stored rounds' numbers, read without visiting a row */
+	"CREATE INDEX rounds_stored ON rounds(session, n)"
+	"  WHERE size IS NOT NULL;"
 	SQL_ADD_FOLDER("rounds", 5, "rounds_ino")
 	"UPDATE inodes SET nlink = 2 + (SELECT count(*) FROM inodes c"
 	"  WHERE c.parent = inodes.ino AND (c.mode & 61440) = 16384)"

@@ -22,6 +22,13 @@ static bool json_name_id(const char *name, char *id, size_t size)
 	return true;
 }
 
+/* `count` zeroed items in *items (NULL for none): 0 or -ENOMEM. */
+static int alloc_items(size_t count, struct fs_item **items)
+{
+	*items = count ? calloc(count, sizeof(**items)) : NULL;
+	return count && !*items ? -ENOMEM : 0;
+}
+
 /* ---- nodes/ and edges/ ---------------------------------------------------- */
 
 static void item_from_graph(const struct graph_item *g, struct fs_item *out)
@@ -44,19 +51,12 @@ static int graph_list_as(enum graph_kind kind, struct flowfs *fs,
 	*items = NULL;
 	*n = 0;
 	ret = graph_list(fs->st, session, kind, &g, &count);
-	if (ret < 0)
-		return ret;
-	if (count) {
-		*items = calloc(count, sizeof(**items));
-		if (!*items) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < count; i++)
+	if (!ret)
+		ret = alloc_items(count, items);
+	for (size_t i = 0; !ret && i < count; i++)
 		item_from_graph(&g[i], &(*items)[i]);
-	*n = count;
-out:
+	if (!ret)
+		*n = count;
 	graph_items_free(g, count);
 	return ret;
 }
@@ -194,19 +194,12 @@ static int rounds_list(struct flowfs *fs, int64_t session,
 	*items = NULL;
 	*n = 0;
 	ret = roundstore_list(fs->st, session, &r, &count);
-	if (ret < 0)
-		return ret;
-	if (count) {
-		*items = calloc(count, sizeof(**items));
-		if (!*items) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < count; i++)
+	if (!ret)
+		ret = alloc_items(count, items);
+	for (size_t i = 0; !ret && i < count; i++)
 		item_from_round(session, &r[i], &(*items)[i]);
-	*n = count;
-out:
+	if (!ret)
+		*n = count;
 	free(r);
 	return ret;
 }

@@ -218,6 +218,30 @@ static int render_summary_readable(struct flowfs *fs,
 	return render_transcript(fs, s, "summary_readable.txt", out, mtime_ns);
 }
 
+/* What the transcripts read: the session's skill and request (the
+ * task), and the rounds. */
+static int version_transcript(struct flowfs *fs, const struct session_info *s,
+			      int64_t version[2])
+{
+	struct fs_binding b;
+
+	fs_binding_init(fs, s, &b);
+	/* a skill gone or broken since: render says what is there */
+	if (!binding_skill(&b.ctx))
+		return -ENOENT;
+	version[0] = later(s->doc_mtime_ns, s->request_mtime_ns);
+	return roundstore_mtime(fs->st, s->id, &version[1]);
+}
+
+/* parameters.json is the graph's: its change time is strictly
+ * increasing (graph.h). */
+static int version_parameters(struct flowfs *fs, const struct session_info *s,
+			      int64_t version[2])
+{
+	version[0] = s->created_ns;
+	return graph_mtime(fs->st, s->id, &version[1]);
+}
+
 /* <session>/summary.json -> output/summary.json, while that exists. */
 static int render_summary_link(struct flowfs *fs, const struct session_info *s,
 			       struct sbuf *out, int64_t *mtime_ns)
@@ -338,17 +362,23 @@ const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err)
 	return fs->tools;
 }
 
-#define FOLDER(n, f) { n, SCOPE_SESSION, ENTRY_FOLDER, S_IFDIR | 0755, f, 0, NULL, NULL, NULL }
-#define GENERATED(n, scope, fn) \
-	{ n, scope, ENTRY_GENERATED, S_IFREG | 0444, 0, 0, NULL, fn, NULL }
-#define DOC(n, rfn, cfn) \
-	{ n, SCOPE_SESSION, ENTRY_DOC, S_IFREG | 0644, 0, 0, NULL, rfn, cfn }
-#define DIR(n, scope, kind, holds) \
-	{ n, scope, kind, S_IFDIR | 0555, 0, holds, NULL, NULL, NULL }
+/* Designated fields: a row names only what it has. */
+#define FOLDER(n, f) { .name = n, .scope = SCOPE_SESSION, \
+	.kind = ENTRY_FOLDER, .mode = S_IFDIR | 0755, .folder = f }
+#define GENERATED(n, sc, fn) { .name = n, .scope = sc, \
+	.kind = ENTRY_GENERATED, .mode = S_IFREG | 0444, .render = fn }
+#define VERSIONED(n, sc, fn, vfn) { .name = n, .scope = sc, \
+	.kind = ENTRY_GENERATED, .mode = S_IFREG | 0444, .render = fn, \
+	.version = vfn }
+#define DOC(n, rfn, cfn) { .name = n, .scope = SCOPE_SESSION, \
+	.kind = ENTRY_DOC, .mode = S_IFREG | 0644, .render = rfn, \
+	.commit = cfn }
+#define DIR(n, sc, k, h) { .name = n, .scope = sc, .kind = k, \
+	.mode = S_IFDIR | 0555, .holds = h }
 
 const struct entry fs_entries[] = {
 	/* row 0 is never used: an entry inode is never FS_VIRTUAL alone */
-	{ NULL, SCOPE_ROOT, ENTRY_DIR, 0, 0, 0, NULL, NULL, NULL },
+	{ .name = NULL },
 	DIR(".flowfs", SCOPE_ROOT, ENTRY_DIR, SCOPE_DOTDIR),
 	GENERATED("version", SCOPE_DOTDIR, render_version),
 	GENERATED("config", SCOPE_DOTDIR, render_config),
@@ -364,21 +394,26 @@ const struct entry fs_entries[] = {
 	FOLDER("output", SESSION_OUTPUT),
 	GENERATED(".manifest.json", SCOPE_OUTPUT, render_manifest),
 	GENERATED("for005.dat", SCOPE_OUTPUT, render_for005),
-	GENERATED("summary.json", SCOPE_OUTPUT, render_summary),
-	GENERATED("summary_readable.txt", SCOPE_OUTPUT, render_summary_readable),
+	VERSIONED("summary.json", SCOPE_OUTPUT, render_summary,
+		  version_transcript),
+	VERSIONED("summary_readable.txt", SCOPE_OUTPUT,
+		  render_summary_readable, version_transcript),
 	FOLDER("nodes", SESSION_NODES),
 	FOLDER("edges", SESSION_EDGES),
-	DOC("parameters.json", render_parameters, commit_parameters),
+	{ .name = "parameters.json", .scope = SCOPE_SESSION, .kind = ENTRY_DOC,
+	  .mode = S_IFREG | 0644, .render = render_parameters,
+	  .commit = commit_parameters, .version = version_parameters },
 	DIR("parameters_output", SCOPE_SESSION, ENTRY_DIR, SCOPE_PARAMOUT),
-	{ NULL, SCOPE_PARAMOUT, ENTRY_GENERATED, S_IFREG | 0444, 0, 0,
-	  name_parameters_output, render_parameters, NULL },
-	{ "ctl", SCOPE_SESSION, ENTRY_CONTROL, S_IFREG | 0222, 0, 0, NULL,
-	  NULL, NULL },
+	{ .scope = SCOPE_PARAMOUT, .kind = ENTRY_GENERATED,
+	  .mode = S_IFREG | 0444, .name_fn = name_parameters_output,
+	  .render = render_parameters, .version = version_parameters },
+	{ .name = "ctl", .scope = SCOPE_SESSION, .kind = ENTRY_CONTROL,
+	  .mode = S_IFREG | 0222 },
 	DOC("context.json", render_context, commit_context),
 	GENERATED("context.txt", SCOPE_SESSION, render_context_text),
 	FOLDER("rounds", SESSION_ROUNDS),
-	{ "summary.json", SCOPE_SESSION, ENTRY_LINK, S_IFLNK | 0777, 0, 0,
-	  NULL, render_summary_link, NULL },
+	{ .name = "summary.json", .scope = SCOPE_SESSION, .kind = ENTRY_LINK,
+	  .mode = S_IFLNK | 0777, .render = render_summary_link },
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

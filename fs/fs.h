@@ -66,6 +66,17 @@ struct flowfs {
 	 * loop ends is released by fs_release_open_handles(). */
 	pthread_mutex_t handles_lock;
 	struct handle *open_handles;
+	/* The last content rendered of an entry with a version (below):
+	 * `cat` asks for it three times (lookup, getattr, open), and a
+	 * 4 MB summary.json is 60 ms of parsing per render. */
+	struct {
+		bool valid;
+		uint64_t ino;
+		int64_t version[2];
+		int64_t mtime_ns;
+		int ret;	/* 0, or -ENOENT: the entry did not exist */
+		struct sbuf content;
+	} rendered;
 };
 
 /* After the loop: release what the kernel never released (see above). */
@@ -114,6 +125,11 @@ struct entry {
 	/* Validate and store a whole new document (DOC). */
 	int (*commit)(struct flowfs *fs, const struct session_info *s,
 		      const char *text, size_t len, struct ferr *err);
+	/* Optional, for costly content: two numbers, cheap to get, that
+	 * change whenever anything render reads does (so one render
+	 * serves until they move).  -ENOENT: not rendered now, ask render. */
+	int (*version)(struct flowfs *fs, const struct session_info *s,
+		       int64_t version[2]);
 };
 
 /*

@@ -359,6 +359,7 @@ out:
 	tree_free(fs.tree);
 	graph_tools_free(fs.tools);
 	free(fs.tools_path);
+	sbuf_release(&fs.rendered.content);
 	skill_registry_free(fs.skills);
 	store_close(fs.st);
 	if (fs.tree) {

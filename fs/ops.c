@@ -389,6 +389,46 @@ static bool read_only_tree(const struct node *n)
 				       fs_entries[n->row].kind == ENTRY_DIR));
 }
 
+/* render of an entry with a version: the last content when it still
+ * holds (fs.h). */
+static int render_versioned(struct flowfs *fs, const struct node *n,
+			    const struct entry *e, struct sbuf *out,
+			    int64_t *mtime_ns)
+{
+	int64_t version[2];
+	struct sbuf fresh = SBUF_INIT;
+	int ret;
+
+	if (e->version(fs, &n->s, version) < 0)
+		return e->render(fs, &n->s, out, mtime_ns);
+	if (fs->rendered.valid && fs->rendered.ino == n->ino &&
+	    fs->rendered.version[0] == version[0] &&
+	    fs->rendered.version[1] == version[1]) {
+		*mtime_ns = fs->rendered.mtime_ns;
+		if (fs->rendered.ret < 0)
+			return fs->rendered.ret;
+		return sbuf_add(out, fs->rendered.content.buf,
+				fs->rendered.content.len);
+	}
+	ret = e->render(fs, &n->s, &fresh, mtime_ns);
+	if (ret == 0 || ret == -ENOENT) {
+		sbuf_release(&fs->rendered.content);
+		fs->rendered.content = fresh;
+		sbuf_init(&fresh);
+		fs->rendered.valid = true;
+		fs->rendered.ino = n->ino;
+		fs->rendered.version[0] = version[0];
+		fs->rendered.version[1] = version[1];
+		fs->rendered.mtime_ns = *mtime_ns;
+		fs->rendered.ret = ret;
+		if (!ret)
+			ret = sbuf_add(out, fs->rendered.content.buf,
+				       fs->rendered.content.len);
+	}
+	sbuf_release(&fresh);
+	return ret;
+}
+
 /* Render an entry's content; its size and mtime follow from it. */
 static int render_entry(struct flowfs *fs, const struct node *n,
 			struct sbuf *out, int64_t *mtime_ns)
@@ -408,6 +448,8 @@ static int render_entry(struct flowfs *fs, const struct node *n,
 	e = &fs_entries[n->row];
 	if (!e->render)
 		return 0;
+	if (e->version && n->has_session)
+		return render_versioned(fs, n, e, out, mtime_ns);
 	return e->render(fs, n->has_session ? &n->s : NULL, out, mtime_ns);
 }
 

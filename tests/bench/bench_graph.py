@@ -46,7 +46,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_uploads as bu  # noqa: E402  (same folder; shared machinery)
-from bench_uploads import Goal, Row, fmt, log  # noqa: E402
+from bench_uploads import Goal, Row, log  # noqa: E402
 
 SESSION = "bench"
 
@@ -416,20 +416,10 @@ def main(argv):
             log(f"{row.label}:")
             bu.measure(row, targets, ctx, args.reps)
         rows = rows[:2] + timed + rows[2:]
-        daemon = Row("daemon VmRSS after the above", "MiB", higher_better=False)
-        for t in targets:
-            if t.pid:
-                daemon.values[t.name] = t.rss() / bu.MiB
-        rows.append(daemon)
-        for t in reversed(targets):
-            t.close()
-        targets = []
+        rows.append(bu.rss_row(targets))
+        bu.close_all(targets)
     finally:
-        for t in reversed(targets):
-            try:
-                t.close()
-            except Exception as e:  # keep unmounting the others
-                log(f"warning: closing {t.name}: {e}")
+        bu.close_all(targets)
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(os.environ["XDG_CONFIG_HOME"], ignore_errors=True)
 
@@ -444,7 +434,7 @@ def main(argv):
           f"{'yes' if checks[0] else 'NO'}; a node file identical: "
           f"{'yes' if checks[1] else 'NO'}")
     print()
-    print(table(rows))
+    print(bu.table(rows, ("python", "overlayfs"), ("overlayfs", "python")))
     print()
     for row in rows[:2]:
         f, py = row.values.get("flowfs"), row.values.get("python")
@@ -461,34 +451,8 @@ def main(argv):
         with open(args.json, "w") as f:
             json.dump({"nodes": args.nodes, "reps": args.reps,
                        "bytes_identical": checks[0],
-                       "rows": [{"label": r.label, "unit": r.unit,
-                                 "higher_better": r.higher_better,
-                                 "values": r.values, "samples": r.samples}
-                                for r in rows]}, f, indent=2)
+                       "rows": bu.rows_json(rows)}, f, indent=2)
     return 0 if checks[0] else 1
-
-
-def table(rows):
-    """bench_uploads's table with a python column instead of tmpfs."""
-    head = ["operation", "unit", "python", "fuse-overlayfs", "flowfs",
-            "flowfs/ovl", "flowfs/python", "target", "verdict"]
-    body = []
-    for row in rows:
-        verdict = row.goal.verdict(row) if row.goal else None
-        shown = {True: "OK", False: "BELOW", None: "-" if not row.goal else "n/a"}[verdict]
-        body.append([row.label, row.unit, fmt(row.values.get("python")),
-                     fmt(row.values.get("overlayfs")), fmt(row.values.get("flowfs")),
-                     bu.fmt_ratio(row.ratio("overlayfs")),
-                     bu.fmt_ratio(row.ratio("python")),
-                     row.goal.text if row.goal else "", shown])
-    widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
-    left = {0, 1, 7, 8}
-
-    def line(cells):
-        return "  ".join(c.ljust(w) if i in left else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-    return "\n".join([line(head), line(["-" * w for w in widths])]
-                     + [line(b) for b in body])
 
 
 if __name__ == "__main__":

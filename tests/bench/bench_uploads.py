@@ -814,26 +814,29 @@ def fmt_ratio(r):
     return "-" if r is None else f"{r:.2f}x"
 
 
-def table(rows):
-    head = ["operation", "unit", "tmpfs", "fuse-overlayfs", "flowfs",
-            "flowfs/ovl", "flowfs/tmpfs", "target", "verdict"]
+COLUMN_LABELS = {"tmpfs": "tmpfs", "overlayfs": "fuse-overlayfs", "python": "python"}
+RATIO_LABELS = {"tmpfs": "flowfs/tmpfs", "overlayfs": "flowfs/ovl", "python": "flowfs/python"}
+
+
+def table(rows, columns=("tmpfs", "overlayfs"), ratios=("overlayfs", "tmpfs")):
+    """The results: a value column per baseline in `columns`, flowfs, a
+    ratio column per baseline in `ratios`, the goal and its verdict."""
+    head = (["operation", "unit"] + [COLUMN_LABELS[c] for c in columns] + ["flowfs"]
+            + [RATIO_LABELS[r] for r in ratios] + ["target", "verdict"])
     body = []
     for row in rows:
         verdict = row.goal.verdict(row) if row.goal else None
         shown = {True: "OK", False: "BELOW", None: "-" if not row.goal else "n/a"}[verdict]
         if row.goal and row.goal.ratio is not None and row.goal.against not in (
-                "overlayfs", "tmpfs") and verdict is not None:
+                ratios) and verdict is not None:
             shown += f" ({fmt_ratio(row.ratio(row.goal.against))})"
-        body.append([
-            row.label, row.unit,
-            fmt(row.values.get("tmpfs")), fmt(row.values.get("overlayfs")),
-            fmt(row.values.get("flowfs")),
-            fmt_ratio(row.ratio("overlayfs")), fmt_ratio(row.ratio("tmpfs")),
-            row.goal.text if row.goal else "",
-            shown,
-        ])
+        body.append([row.label, row.unit]
+                    + [fmt(row.values.get(c)) for c in columns]
+                    + [fmt(row.values.get("flowfs"))]
+                    + [fmt_ratio(row.ratio(r)) for r in ratios]
+                    + [row.goal.text if row.goal else "", shown])
     widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
-    left = {0, 1, 7, 8}
+    left = {0, 1, len(head) - 2, len(head) - 1}
 
     def line(cells):
         return "  ".join(c.ljust(w) if i in left else c.rjust(w)
@@ -841,6 +844,30 @@ def table(rows):
     out = [line(head), line(["-" * w for w in widths])]
     out += [line(b) for b in body]
     return "\n".join(out)
+
+
+def rss_row(targets):
+    """The daemons' resident memory now, as a row."""
+    daemon = Row("daemon VmRSS after the above", "MiB", higher_better=False)
+    for t in targets:
+        if t.pid:
+            daemon.values[t.name] = t.rss() / MiB
+    return daemon
+
+
+def close_all(targets):
+    """Unmount and remove every target, last first, whatever fails."""
+    for t in reversed(targets):
+        try:
+            t.close()
+        except Exception as e:  # keep unmounting the others
+            log(f"warning: closing {t.name}: {e}")
+    targets.clear()
+
+
+def rows_json(rows):
+    return [{"label": r.label, "unit": r.unit, "higher_better": r.higher_better,
+             "values": r.values, "samples": r.samples} for r in rows]
 
 
 # ---------------------------------------------------------------- main
@@ -939,27 +966,17 @@ def main(argv):
         for row in rows:
             log(f"{row.label}:")
             measure(row, targets, ctx, args.reps)
-        daemon = Row("daemon VmRSS after the above", "MiB", higher_better=False)
-        for t in targets:
-            if t.pid:
-                daemon.values[t.name] = t.rss() / MiB
-        extra.append(daemon)
+        extra.append(rss_row(targets))
         space = Row("tmpfs space used after the above", "MiB", higher_better=False)
         for t in targets:
             space.values[t.name] = t.backing_used() / MiB
         extra.append(space)
-        for t in reversed(targets):
-            t.close()
-        targets = []
+        close_all(targets)
         if "flowfs" in args.only and not args.no_big:
             log("flowfs on a big database:")
             extra += bench_big_mount(args.flowfs, ctx, base, args.reps)
     finally:
-        for t in reversed(targets):
-            try:
-                t.close()
-            except Exception as e:  # keep unmounting the others
-                log(f"warning: closing {t.name}: {e}")
+        close_all(targets)
         shutil.rmtree(base, ignore_errors=True)
 
     rows += extra

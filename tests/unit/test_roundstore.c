@@ -400,6 +400,83 @@ static void test_mtime_follows_every_change(void **state)
 	assert_int_equal(roundstore_mtime(fx->st, fx->s.id + 1, &t3), -ENOENT);
 }
 
+/*
+ * A schema-5 database (rounds as documents, no rounds/ folder) is moved
+ * to version 6 when opened: the rounds keep their documents and times,
+ * gain their tags' texts, and the session its rounds/ folder.  The v5
+ * shape is made by undoing v6 by hand, as the v5 migration wrote it.
+ */
+static void test_migration_from_version_5(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf doc = SBUF_INIT, content = SBUF_INIT;
+	struct session_info s;
+	struct tree_attr a;
+	json_t **rounds;
+	int64_t mtime, t5;
+	size_t n;
+
+	put_ok(fx, 1, FIRST);
+	put_ok(fx, 2, CONCLUDING);
+	assert_int_equal(roundstore_get(fx->st, fx->s.id, 1, &doc, &mtime), 0);
+	assert_int_equal(roundstore_mtime(fx->st, fx->s.id, &t5), 0);
+	assert_int_equal(sqlite3_exec(store_db(fx->st),
+		"DELETE FROM inodes WHERE ino = (SELECT rounds_ino FROM sessions);"
+		"ALTER TABLE sessions DROP COLUMN rounds_ino;"
+		"ALTER TABLE sessions DROP COLUMN rounds_mtime_ns;"
+		"CREATE TABLE rounds_v5 ("
+		"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+		"  n INTEGER NOT NULL CHECK (n BETWEEN 1 AND 1000),"
+		"  doc TEXT NOT NULL, mtime_ns INTEGER NOT NULL,"
+		"  PRIMARY KEY (session, n)) WITHOUT ROWID;"
+		"INSERT INTO rounds_v5 SELECT session, n, doc, mtime_ns FROM rounds;"
+		"DROP TABLE rounds;"
+		"ALTER TABLE rounds_v5 RENAME TO rounds;"
+		"PRAGMA user_version = 5;", NULL, NULL, NULL), SQLITE_OK);
+	tree_free(fx->t);
+	store_close(fx->st);
+
+	assert_int_equal(store_open(&fx->st, fx->path, NULL), 0);
+	assert_int_equal(tree_new(&fx->t, fx->st), 0);
+	assert_int_equal(unit_sql_int(store_db(fx->st), "PRAGMA user_version"),
+			 STORE_SCHEMA_VERSION);
+	sbuf_reset(&doc);
+	assert_int_equal(roundstore_get(fx->st, fx->s.id, 1, &doc, &t5), 0);
+	assert_int_equal(t5, mtime);
+	assert_string_equal(doc.buf, "{\n  \"phenomenon\": \"P\",\n"
+			    "  \"hypothesis\": \"H\",\n  \"model\": \"M\",\n"
+			    "  \"experiment\": \"E\",\n"
+			    "  \"observation\": \"O\"\n}");
+	/* the transcript reads the tag columns the migration filled */
+	assert_int_equal(roundstore_load(fx->st, fx->s.id, &rounds, &n, NULL),
+			 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(rounds_render_content((const json_t *const *)rounds,
+					       n, &content), 0);
+	assert_string_equal(content.buf,
+			    "<Phenomenon>\nP\n</Phenomenon>\n\n"
+			    "<Hypothesis>\nH\n</Hypothesis>\n\n<Model>\nM\n</Model>"
+			    "\n\n<Experiment>\nE\n</Experiment>\n\n"
+			    "<Observation>\nO\n</Observation>\n\n"
+			    "<Inference>\nI\n</Inference>\n\n"
+			    "<Conclusion>\nC\n</Conclusion>\n\n"
+			    "<Observation>\nO\n</Observation>");
+	roundstore_free(rounds, n);
+	assert_int_equal(roundstore_mtime(fx->st, fx->s.id, &t5), 0);
+	assert_true(t5 >= mtime);
+	assert_int_equal(session_get(fx->st, fx->s.id, &s), 0);
+	assert_int_equal(tree_lookup(fx->t, s.root_ino, "rounds", &a), 0);
+	assert_int_equal(a.ino, s.rounds_ino);
+	assert_int_equal(a.tag, SESSION_ROUNDS);
+	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
+	assert_int_equal(a.nlink, 7);
+	/* and it works on: a third round is refused after the conclusion */
+	refused(fx, 3, CONTINUING, "rounds/2.json: only the last round may"
+		" conclude; rounds/3.json follows it");
+	sbuf_release(&doc);
+	sbuf_release(&content);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -422,6 +499,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_mtime_follows_every_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migration_from_version_5,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
