@@ -256,6 +256,23 @@ static const char schema_v6[] =
 	"  WHERE c.parent = inodes.ino AND (c.mode & 61440) = 16384)"
 	"  WHERE ino IN (SELECT root_ino FROM sessions);";
 
+/*
+ * Version 7: engine runs (issue 7).  A session remembers its last run's
+ * state and what status says of it, and keeps the audit log of its
+ * engine calls (engine.log, one JSON line per HTTP call).
+ */
+static const char schema_v7[] =
+	"ALTER TABLE sessions ADD COLUMN run_state TEXT;"
+	"ALTER TABLE sessions ADD COLUMN run_message TEXT;"
+	"ALTER TABLE sessions ADD COLUMN run_ns INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE engine_log ("
+	"  id INTEGER PRIMARY KEY,"
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  time_ns INTEGER NOT NULL,"
+	"  line TEXT NOT NULL"
+	");"
+	"CREATE INDEX engine_log_by_session ON engine_log(session, id);";
+
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
@@ -264,6 +281,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v4,
 	schema_v5,
 	schema_v6,
+	schema_v7,
 };
 
 int store_column_json(sqlite3_stmt *q, int col, json_t **out)

@@ -1,6 +1,7 @@
 #include "tree.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -932,6 +933,46 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 	}
 	*got = (size_t)(end - off);
 	return 0;
+}
+
+int tree_put_file(struct tree *t, uint64_t parent, const char *name,
+		  const char *data, size_t len, struct tree_attr *out)
+{
+	struct tree_attr dir, a;
+	char scratch[300];
+	int ret, r;
+
+	if (strlen(name) > 240)
+		return -ENAMETOOLONG;
+	snprintf(scratch, sizeof(scratch), ".%s.flowfs-new", name);
+	ret = tree_getattr(t, parent, &dir);
+	if (ret < 0)
+		return ret;
+	ret = tree_lookup(t, parent, scratch, &a);
+	if (ret == 0)
+		ret = tree_unlink(t, parent, scratch);
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	ret = tree_create(t, parent, scratch, S_IFREG | 0644, dir.uid, dir.gid,
+			  NULL, &a);
+	if (ret < 0)
+		return ret;
+	ret = tree_open(t, a.ino);
+	if (ret < 0)
+		goto fail;
+	ret = len ? tree_write(t, a.ino, data, len, 0) : 0;
+	r = tree_release(t, a.ino);
+	if (!ret)
+		ret = r;
+	if (!ret)
+		ret = tree_rename(t, parent, scratch, parent, name, false);
+	if (!ret && out)
+		ret = tree_lookup(t, parent, name, out);
+	if (!ret)
+		return 0;
+fail:
+	tree_unlink(t, parent, scratch);
+	return ret;
 }
 
 int tree_read_all(struct tree *t, uint64_t ino, struct sbuf *out)

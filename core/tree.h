@@ -141,6 +141,16 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 int tree_flush(struct tree *t, uint64_t ino, bool durable);
 int tree_release(struct tree *t, uint64_t ino);
 
+/*
+ * Store `len` bytes as the regular file `name` in folder `parent`, made
+ * whole under a hidden scratch name and renamed over `name` (so a reader
+ * never sees it half-written, and a failure leaves what was there).
+ * The new file belongs to the folder's owner.  Its attributes in *out
+ * when out is not NULL.
+ */
+int tree_put_file(struct tree *t, uint64_t parent, const char *name,
+		  const char *data, size_t len, struct tree_attr *out);
+
 /* Read a whole file (a scratch file renamed onto a document). */
 int tree_read_all(struct tree *t, uint64_t ino, struct sbuf *out);
 

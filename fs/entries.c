@@ -61,6 +61,13 @@ static int render_config(struct flowfs *fs, const struct session_info *s,
 		if (err.message[0])
 			json_object_set_new(doc, "tool_map_error",
 					    json_string(err.message));
+		/* where runs go; never the key */
+		json_object_set_new(doc, "engine", fs->run_opt.engine.url
+			? json_pack("{ss ss sb sb}", "url", fs->run_opt.engine.url,
+				    "model", fs->run_opt.engine.model, "key",
+				    fs->run_opt.engine.key != NULL, "allow_exec",
+				    fs->run_opt.allow_exec)
+			: json_null());
 	}
 	if (doc) {
 		ret = fjson_dump(out, doc);
@@ -143,6 +150,11 @@ static int render_status(struct flowfs *fs, const struct session_info *s,
 
 	fs_binding_init(fs, s, &b);
 	ret = binding_problems(&b.ctx, &problems);
+	/* the last run's line follows the verdict */
+	if (!ret && !problems.len)
+		ret = sbuf_addstr(&problems, "ready\n");
+	if (!ret)
+		ret = run_status_line(fs->st, s->id, &problems);
 	if (!ret)
 		ret = session_render_status(fs->st, s, &problems, out, mtime_ns);
 	*mtime_ns = later(*mtime_ns, binding_mtime(&b.ctx));
@@ -242,6 +254,16 @@ static int version_parameters(struct flowfs *fs, const struct session_info *s,
 	return graph_mtime(fs->st, s->id, &version[1]);
 }
 
+static int render_engine_log(struct flowfs *fs, const struct session_info *s,
+			     struct sbuf *out, int64_t *mtime_ns)
+{
+	int ret = run_render_log(fs->st, s->id, out, mtime_ns);
+
+	if (!*mtime_ns)
+		*mtime_ns = s->created_ns;
+	return ret;
+}
+
 /* <session>/summary.json -> output/summary.json, while that exists. */
 static int render_summary_link(struct flowfs *fs, const struct session_info *s,
 			       struct sbuf *out, int64_t *mtime_ns)
@@ -307,8 +329,72 @@ static int run_infer_edges(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
+/* Free the runs that have ended; the one still going on for `session`,
+ * or NULL. */
+static struct run *reap_runs(struct flowfs *fs, int64_t session)
+{
+	struct run *going = NULL;
+	size_t kept = 0;
+
+	for (size_t i = 0; i < fs->nruns; i++) {
+		if (run_finished(fs->runs[i])) {
+			/* its thread has let go of the lock for good */
+			run_free(fs->runs[i]);
+			continue;
+		}
+		if (run_session(fs->runs[i]) == session)
+			going = fs->runs[i];
+		fs->runs[kept++] = fs->runs[i];
+	}
+	fs->nruns = kept;
+	return going;
+}
+
+static int command_run(struct flowfs *fs, const struct session_info *s,
+		       struct ferr *err)
+{
+	struct run **grown, *r;
+	int ret;
+
+	if (reap_runs(fs, s->id))
+		return ferr_set(err, -EINVAL, "a run is going on (echo cancel >"
+				" ctl stops it)");
+	grown = realloc(fs->runs, (fs->nruns + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	fs->runs = grown;
+	ret = run_start(&fs->run_host, &fs->run_opt, s, &r, err);
+	if (!ret)
+		fs->runs[fs->nruns++] = r;
+	return ret;
+}
+
+static int command_cancel(struct flowfs *fs, const struct session_info *s,
+			  struct ferr *err)
+{
+	struct run *r = reap_runs(fs, s->id);
+
+	if (!r)
+		return ferr_set(err, -EINVAL, "no run is going on");
+	run_cancel(r);
+	return 0;
+}
+
+void fs_stop_runs(struct flowfs *fs)
+{
+	for (size_t i = 0; i < fs->nruns; i++)
+		run_cancel(fs->runs[i]);
+	for (size_t i = 0; i < fs->nruns; i++)
+		run_free(fs->runs[i]);
+	free(fs->runs);
+	fs->runs = NULL;
+	fs->nruns = 0;
+}
+
 const struct fs_command fs_commands[] = {
 	{ "infer-edges", run_infer_edges },
+	{ "run", command_run },
+	{ "cancel", command_cancel },
 	{ NULL, NULL },
 };
 
@@ -414,6 +500,7 @@ const struct entry fs_entries[] = {
 	FOLDER("rounds", SESSION_ROUNDS),
 	{ .name = "summary.json", .scope = SCOPE_SESSION, .kind = ENTRY_LINK,
 	  .mode = S_IFLNK | 0777, .render = render_summary_link },
+	GENERATED("engine.log", SCOPE_SESSION, render_engine_log),
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

@@ -27,6 +27,7 @@
 #include "ferr.h"
 #include "graph.h"
 #include "roundstore.h"
+#include "run.h"
 #include "notify.h"
 #include "sbuf.h"
 #include "session.h"
@@ -66,6 +67,12 @@ struct flowfs {
 	 * loop ends is released by fs_release_open_handles(). */
 	pthread_mutex_t handles_lock;
 	struct handle *open_handles;
+	/* Engine runs: what they may use, and the ones not reaped yet
+	 * (at most one going on per session). */
+	struct run_host run_host;
+	struct run_options run_opt;
+	struct run **runs;
+	size_t nruns;
 	/* The last content rendered of an entry with a version (below):
 	 * `cat` asks for it three times (lookup, getattr, open), and a
 	 * 4 MB summary.json is 60 ms of parsing per render. */
@@ -81,6 +88,10 @@ struct flowfs {
 
 /* After the loop: release what the kernel never released (see above). */
 void fs_release_open_handles(struct flowfs *fs);
+
+/* After the loop: cancel the runs going on and wait for them (the lock
+ * not held). */
+void fs_stop_runs(struct flowfs *fs);
 
 /* The current tool map (never NULL: empty when the file is missing or
  * broken — then `err` says why, for .flowfs/config). */

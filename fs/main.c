@@ -25,6 +25,14 @@
 
 struct options {
 	char *db;
+	char *engine_url;
+	char *engine_model;
+	char *engine_key_file;
+	long engine_timeout_s;
+	long engine_retries;
+	long engine_backoff_ms;
+	long exec_timeout_s;
+	int allow_exec;
 	char *skill_dirs[MAX_SKILL_DIRS];
 	size_t nskill_dirs;
 	char *mountpoint;
@@ -37,6 +45,14 @@ struct options {
 static const struct fuse_opt option_spec[] = {
 	{ "--db=%s", offsetof(struct options, db), 0 },
 	{ "--skills=%s", -1U, KEY_SKILLS },
+	{ "--engine-url=%s", offsetof(struct options, engine_url), 0 },
+	{ "--engine-model=%s", offsetof(struct options, engine_model), 0 },
+	{ "--engine-key-file=%s", offsetof(struct options, engine_key_file), 0 },
+	{ "--engine-timeout=%ld", offsetof(struct options, engine_timeout_s), 0 },
+	{ "--engine-retries=%ld", offsetof(struct options, engine_retries), 0 },
+	{ "--engine-backoff-ms=%ld", offsetof(struct options, engine_backoff_ms), 0 },
+	{ "--exec-timeout=%ld", offsetof(struct options, exec_timeout_s), 0 },
+	OPT("--allow-exec", allow_exec),
 	OPT("--help", help),
 	OPT("-h", help),
 	OPT("--version", version),
@@ -100,6 +116,16 @@ static void usage(const char *prog)
 	       "              i.e. ~/.local/share/flowfs/flowfs.db; created if missing)\n"
 	       "  --skills=DIR  a folder of skill packages (repeatable); also searched:\n"
 	       "              $XDG_CONFIG_HOME/flowfs/skills and the built-in skills\n"
+	       "  --engine-url=URL  an OpenAI-compatible base URL (e.g.\n"
+	       "              http://127.0.0.1:8080/v1): `echo run > X/ctl` runs\n"
+	       "              session X against it.  Nothing is sent anywhere without it.\n"
+	       "  --engine-model=NAME  the model to ask for (default \"default\")\n"
+	       "  --engine-key-file=FILE  the API key (else $FLOWFS_ENGINE_KEY)\n"
+	       "  --engine-timeout=S  seconds one engine call may take (300)\n"
+	       "  --engine-retries=N  retries on 429, 5xx and timeouts (3)\n"
+	       "  --engine-backoff-ms=MS  the first wait before a retry (1000)\n"
+	       "  --allow-exec  let scientific-workflow runs execute experiments\n"
+	       "  --exec-timeout=S  seconds an experiment may run (120)\n"
 	       "  -f          stay in the foreground\n"
 	       "  -d          debug: print every request (implies -f)\n"
 	       "  -o OPTS     mount options (see mount.fuse3(8))\n"
@@ -205,6 +231,79 @@ static int open_store(const char *db, struct store **out)
 	return ret;
 }
 
+/* The engine key: --engine-key-file's first line, else
+ * $FLOWFS_ENGINE_KEY, else none.  Never printed. */
+static int read_engine_key(const struct options *opts, char **key)
+{
+	const char *env = getenv("FLOWFS_ENGINE_KEY");
+	char line[4096];
+	FILE *f;
+	size_t len;
+
+	*key = NULL;
+	if (!opts->engine_key_file) {
+		*key = env && *env ? strdup(env) : NULL;
+		return env && *env && !*key ? -ENOMEM : 0;
+	}
+	f = fopen(opts->engine_key_file, "r");
+	if (!f) {
+		fprintf(stderr, "flowfs: cannot read the engine key file %s: %s\n",
+			opts->engine_key_file, strerror(errno));
+		return -errno;
+	}
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	len = strlen(line);
+	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
+		       line[len - 1] == ' '))
+		line[--len] = '\0';
+	if (!len) {
+		fprintf(stderr, "flowfs: the engine key file %s is empty\n",
+			opts->engine_key_file);
+		return -EINVAL;
+	}
+	*key = strdup(line);
+	explicit_bzero(line, sizeof(line));
+	return *key ? 0 : -ENOMEM;
+}
+
+static void host_lock(void *ctx)
+{
+	pthread_mutex_lock(&((struct flowfs *)ctx)->lock);
+}
+
+static void host_unlock(void *ctx)
+{
+	pthread_mutex_unlock(&((struct flowfs *)ctx)->lock);
+}
+
+/* What runs use: the engine, exec, and the filesystem they write to. */
+static int configure_runs(struct flowfs *fs, const struct options *opts,
+			  char *key)
+{
+	struct run_options *o = &fs->run_opt;
+
+	if (opts->engine_url && strncmp(opts->engine_url, "http://", 7) &&
+	    strncmp(opts->engine_url, "https://", 8)) {
+		fprintf(stderr, "flowfs: --engine-url must be an http:// or"
+			" https:// URL\n");
+		return -EINVAL;
+	}
+	o->engine.url = opts->engine_url;
+	o->engine.model = opts->engine_model ? opts->engine_model : "default";
+	o->engine.key = key;
+	o->engine.timeout_ms = opts->engine_timeout_s * 1000;
+	/* -1 (not given): engine.h's default */
+	o->engine.retries = (int)opts->engine_retries;
+	o->engine.backoff_ms = opts->engine_backoff_ms;
+	o->allow_exec = opts->allow_exec;
+	o->limits.wall_s = opts->exec_timeout_s;
+	fs->run_host = (struct run_host){ fs, host_lock, host_unlock, NULL,
+					  NULL, NULL, NULL };
+	return 0;
+}
+
 static int check_mountpoint(const char *mp)
 {
 	struct stat st;
@@ -225,7 +324,8 @@ int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
-	struct options opts = { 0 };
+	struct options opts = { .engine_retries = -1 };
+	char *engine_key = NULL;
 	struct flowfs fs = { 0 };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
@@ -275,6 +375,13 @@ int main(int argc, char *argv[])
 	if (!cmd.mountpoint) {
 		fprintf(stderr, "flowfs: mountpoint %s: %s\n", opts.mountpoint,
 			strerror(errno));
+		goto out;
+	}
+	if (read_engine_key(&opts, &engine_key) < 0 ||
+	    configure_runs(&fs, &opts, engine_key) < 0)
+		goto out;
+	if (engine_global_init() < 0) {
+		fprintf(stderr, "flowfs: cannot start libcurl\n");
 		goto out;
 	}
 	db = opts.db ? absolute_path(opts.db) : default_db_path();
@@ -330,6 +437,15 @@ int main(int argc, char *argv[])
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	fs.mountpoint = strdup(cmd.mountpoint);
+	fs.run_host.st = fs.st;
+	fs.run_host.tree = fs.tree;
+	fs.run_host.skills = fs.skills;
+	fs.run_host.mountpoint = fs.mountpoint;
+	/* runs the last daemon left going on cannot go on */
+	if (!fs.mountpoint || run_recover(fs.st) < 0) {
+		fprintf(stderr, "flowfs: cannot read %s\n", db);
+		goto out_unmount;
+	}
 	fs.mounted_ns = store_now_ns();
 	fs.uid = getuid();
 	fs.gid = getgid();
@@ -346,6 +462,7 @@ int main(int argc, char *argv[])
 	ret = ret != 0;
 
 out_unmount:
+	fs_stop_runs(&fs);
 	fs_notifier_stop(fs.notifier);
 	fuse_session_unmount(se);
 	fs_release_open_handles(&fs);
@@ -371,6 +488,12 @@ out:
 	free(cmd.mountpoint);
 	free(opts.db);
 	free(opts.mountpoint);
+	free(opts.engine_url);
+	free(opts.engine_model);
+	free(opts.engine_key_file);
+	if (engine_key)
+		explicit_bzero(engine_key, strlen(engine_key));
+	free(engine_key);
 	for (size_t i = 0; i < opts.nskill_dirs; i++)
 		free(opts.skill_dirs[i]);
 	fuse_opt_free_args(&args);

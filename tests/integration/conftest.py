@@ -410,8 +410,14 @@ def status_of(session):
     if _STATUS_LOG_RE is None:
         _STATUS_LOG_RE = re.compile(
             r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (.+?): (.+)$")
-    data = read_bytes(session / "status")
-    assert os.stat(session / "status").st_size == len(data)
+    # A run may change status at any time: size and content are compared
+    # once it holds still (two reads alike around the stat).
+    for _ in range(50):
+        data = read_bytes(session / "status")
+        size = os.stat(session / "status").st_size
+        if read_bytes(session / "status") == data:
+            break
+    assert size == len(data)
     text = data.decode()
     assert text.endswith("\n"), repr(text)
     problems, log = [], []

@@ -1,0 +1,109 @@
+/*
+ * run: a session's run against an engine (`echo run > X/ctl`), in a
+ * thread of its own so that no file operation waits on the network.
+ *
+ * run_start() is called with the host's lock held: it checks that the
+ * session can run (an engine is configured, a skill is bound, its
+ * required inputs are present, and — except for datcom, whose run exists
+ * to fill them — its required parameters), takes a copy of everything
+ * the run reads (prompt, SKILL.md, schemas, inputs), records the state
+ * "running" and starts the thread.  The thread takes the lock only to
+ * store what it got (output files, rounds, the request, the audit log,
+ * its state), never across a network call or an experiment.
+ *
+ * What a run does depends on the skill:
+ *  - any skill: the prompt (prompt.txt) with SKILL.md as the system
+ *    message; tool calls write_artifact(name, content) write output/<name>
+ *    for the names the manifest declares; the last reply goes to
+ *    output/response.md.  With an output schema, the JSON in the reply
+ *    (engine_extract_json) is validated and output/result.json is
+ *    {"status", "data", "artifacts", "validation_warnings", "error"}.
+ *  - datcom: the aircraft description (inline input `description`, or
+ *    the text of uploads/description) and a set_parameters tool whose
+ *    schema is the skill's parameter schema; a call whose parameters do
+ *    not pass is answered with the reason, at most 3 times; parameters
+ *    that pass become the request's, so output/for005.dat appears.
+ *  - scientific-workflow: the rounds of seed 004: an initial prompt
+ *    (round 1: phenomenon, hypothesis, model, experiment), continue
+ *    prompts carrying the last observation (rounds 2..N-1), a final
+ *    prompt (round N: inference, conclusion), N = max_iterations; each
+ *    reply's tags become rounds/<n>.json.  Experiments run (exec.h) only
+ *    when the host allows it; otherwise the run stops before the first.
+ *
+ * The state shows in status as one line: "run: running: <what now>",
+ * "run: done", "run: failed: <why>", "run: cancelled"; the audit log
+ * (one JSON line per HTTP call, engine.h) as engine.log.  A run that
+ * was going on when the daemon stopped reads "failed" after the next
+ * mount (run_recover()).
+ */
+#ifndef FLOWFS_RUN_H
+#define FLOWFS_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "exec.h"
+#include "ferr.h"
+#include "sbuf.h"
+#include "session.h"
+#include "skill.h"
+#include "store.h"
+#include "tree.h"
+
+struct run_host {
+	void *ctx;
+	void (*lock)(void *ctx);
+	void (*unlock)(void *ctx);
+	struct store *st;
+	struct tree *tree;
+	struct skill_registry *skills;
+	const char *mountpoint;
+};
+
+struct run_options {
+	struct engine_config engine;	/* engine.url NULL: none configured */
+	bool allow_exec;
+	struct exec_limits limits;
+};
+
+struct run;
+
+/*
+ * Start a run of session `s` (the host's lock held).  0 and *out, or
+ * -EINVAL with err saying why it cannot run, -EBUSY when... never: the
+ * caller keeps one run per session.  `host` and `opt` must outlive the
+ * run.
+ */
+int run_start(const struct run_host *host, const struct run_options *opt,
+	      const struct session_info *s, struct run **out,
+	      struct ferr *err);
+
+/* Ask the run to stop (any thread; returns at once). */
+void run_cancel(struct run *r);
+
+/* Whether the thread has ended (then run_free() does not wait). */
+bool run_finished(const struct run *r);
+
+int64_t run_session(const struct run *r);
+
+/* Wait for the thread and free the run (without the host's lock: the
+ * thread may need it to finish). */
+void run_free(struct run *r);
+
+/* The status line of the session's last run, with its "\n"; nothing when
+ * it never ran. */
+int run_status_line(struct store *st, int64_t session, struct sbuf *out);
+
+/* engine.log: the audit lines of the session's runs, oldest first. */
+int run_render_log(struct store *st, int64_t session, struct sbuf *out,
+		   int64_t *mtime_ns);
+
+/* At mount: runs that were going on when the daemon stopped failed. */
+int run_recover(struct store *st);
+
+/* Seed 004's tags in a reply: the text inside <Tag>...</Tag> (trimmed),
+ * for each of rounds_tags that is there, as a round object. */
+json_t *run_parse_tags(const char *reply);
+
+#endif

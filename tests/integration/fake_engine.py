@@ -1,0 +1,122 @@
+"""A loopback stand-in for an OpenAI-compatible chat completions server
+(Python stdlib only), for tests that drive flowfs's engine runs through
+libcurl for real.
+
+A test scripts the replies, one per request, in order:
+
+    engine.reply(content="text")                      a plain answer
+    engine.reply(tool_calls=[("set_parameters", {...})])
+    engine.fail(500, "boom")                          an HTTP error
+    engine.raw(b"{not json")                          a malformed body
+    engine.slow(3.0, content="late")                  an answer after a delay
+    engine.reply_with(func)                           func(request) -> reply dict
+
+and reads what flowfs sent in engine.requests (the parsed bodies) and
+engine.headers.  When the script is used up, the server answers 500
+"script exhausted" so that a test never hangs on a missing reply.
+"""
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeEngine:
+    def __init__(self):
+        self.script = []
+        self.requests = []
+        self.headers = []
+        self.lock = threading.Lock()
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                with engine.lock:
+                    engine.headers.append(dict(self.headers))
+                    try:
+                        engine.requests.append(json.loads(body))
+                    except ValueError:
+                        engine.requests.append(None)
+                    step = engine.script.pop(0) if engine.script else None
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    return self._send(404, b'{"error": "not found"}')
+                if step is None:
+                    return self._send(500, b'{"error": "script exhausted"}')
+                kind, value, delay = step
+                if delay:
+                    time.sleep(delay)
+                if kind == "status":
+                    code, text = value
+                    return self._send(code, text.encode())
+                if kind == "raw":
+                    return self._send(200, value)
+                if kind == "func":
+                    value = value(engine.requests[-1])
+                return self._send(200, json.dumps(value).encode())
+
+            def _send(self, code, data):
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    @staticmethod
+    def completion(content=None, tool_calls=(), usage=(12, 34)):
+        calls = [{"id": f"call_{i}", "type": "function",
+                  "function": {"name": name,
+                               "arguments": args if isinstance(args, str)
+                               else json.dumps(args)}}
+                 for i, (name, args) in enumerate(tool_calls)]
+        msg = {"role": "assistant", "content": content}
+        if calls:
+            msg["tool_calls"] = calls
+        return {"id": "chatcmpl-1", "object": "chat.completion",
+                "choices": [{"index": 0, "message": msg,
+                             "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
+                          "total_tokens": usage[0] + usage[1]}}
+
+    def _add(self, kind, value, delay=0.0):
+        with self.lock:
+            self.script.append((kind, value, delay))
+
+    def reply(self, content=None, tool_calls=(), delay=0.0):
+        self._add("json", self.completion(content, tool_calls), delay)
+
+    def slow(self, delay, content="late"):
+        self.reply(content=content, delay=delay)
+
+    def fail(self, code, text="error", delay=0.0):
+        self._add("status", (code, text), delay)
+
+    def raw(self, data):
+        self._add("raw", data)
+
+    def reply_with(self, func):
+        self._add("func", lambda req: func(req))
+
+    def left(self):
+        with self.lock:
+            return len(self.script)

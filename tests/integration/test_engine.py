@@ -1,0 +1,463 @@
+"""Issue 7: runs against an OpenAI-compatible engine (`echo run > X/ctl`),
+driven through libcurl for real against a loopback fake server
+(fake_engine.py), with plain file I/O on a real mount.
+
+What the fake answers is scripted per test; what flowfs sent is read back
+from the fake; what flowfs shows (status, output/, rounds/, engine.log,
+request.json) is read through the mount.
+"""
+import errno
+import json
+import os
+import re
+import socket
+import time
+
+import pytest
+
+from conftest import dumps, errname, put, put_json, read_bytes, status_of
+from fake_engine import FakeEngine
+from test_datcom import PC9
+
+KEY = "sk-test-0123456789abcdef"
+
+
+@pytest.fixture
+def engine():
+    e = FakeEngine()
+    yield e
+    e.close()
+
+
+@pytest.fixture
+def run_mount(make_flowfs, skill_folder, isolated_config, engine, monkeypatch):
+    """Factory: a mount whose runs go to the fake engine."""
+    monkeypatch.setenv("FLOWFS_ENGINE_KEY", KEY)
+
+    def mount(*extra, url=None):
+        return make_flowfs(extra_args=[
+            f"--skills={skill_folder.root}", f"--engine-url={url or engine.url}",
+            "--engine-model=test-model", "--engine-backoff-ms=20",
+            "--engine-timeout=5", *extra])
+    return mount
+
+
+def write_line(path, text):
+    """Write one line to ctl as a program does; the errno of write/close."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError as e:
+        return e.errno
+    try:
+        os.write(fd, text.encode())
+    except OSError as e:
+        os.close(fd)
+        return e.errno
+    os.close(fd)
+    return 0
+
+
+def run_line(session):
+    lines = [l for l in status_of(session)[0] if l.startswith("run: ")]
+    return lines[-1] if lines else None
+
+
+def wait_run(session, timeout=30):
+    """The run's status line once it is no longer running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = run_line(session)
+        if line and not line.startswith("run: running"):
+            return line
+        time.sleep(0.05)
+    pytest.fail(f"the run did not end within {timeout} s: {run_line(session)}")
+
+
+def bind(session, skill, request=None):
+    doc = json.loads(read_bytes(session / "session.json"))
+    doc["skill"] = skill
+    assert put_json(session / "session.json", doc) == 0, status_of(session)
+    if request is not None:
+        assert put_json(session / "request.json", request) == 0, status_of(session)
+
+
+def engine_log(session):
+    return [json.loads(l) for l in read_bytes(session / "engine.log").decode().splitlines()]
+
+
+def report_skill(skill_folder, required_input=False):
+    """A skill with an artifact and a JSON result."""
+    skill_folder.add(
+        "report", skill_md="# Report\nWrite a report.\n",
+        input={"type": "object", "properties": {
+            "data": {"type": "string"},
+            "question": {"type": "string", "x-input-source": "inline"}},
+            "required": ["data"] if required_input else []},
+        output={"type": "object", "properties": {
+            "answer": {"type": "integer"},
+            "report": {"type": "string", "x-type": "artifact", "x-filename": "report.md"}},
+            "required": ["answer"]},
+        prompts={"gemini": "Answer {{ input.question | default('nothing') }}."})
+
+
+# -- configuration and refusals ----------------------------------------------
+
+def test_nothing_is_sent_without_an_engine(make_flowfs, skill_folder, isolated_config,
+                                           engine):
+    report_skill(skill_folder)
+    fs = make_flowfs(extra_args=[f"--skills={skill_folder.root}"])
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == (
+        "ctl", "no engine is configured: start flowfs with --engine-url=URL")
+    assert json.loads(read_bytes(fs.mnt / ".flowfs" / "config"))["engine"] is None
+    assert engine.requests == []
+    assert read_bytes(s / "engine.log") == b""
+
+
+def test_run_refused_until_the_session_can_run(run_mount, skill_folder, engine):
+    report_skill(skill_folder, required_input=True)
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == ("ctl", 'no skill is bound: set "skill" in session.json')
+    bind(s, "report")
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == ("ctl", "cannot run: missing required input files: data")
+    assert write_line(s / "ctl", "cancel\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == ("ctl", "no run is going on")
+    assert engine.requests == [] and run_line(s) is None
+
+
+def test_key_never_shown_or_stored(run_mount, skill_folder, engine):
+    report_skill(skill_folder)
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    engine.reply(content='{"answer": 1}')
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    assert engine.headers[0]["Authorization"] == f"Bearer {KEY}"
+    config = json.loads(read_bytes(fs.mnt / ".flowfs" / "config"))
+    assert config["engine"] == {"url": engine.url, "model": "test-model",
+                                "key": True, "allow_exec": False}
+    fs.stop()
+    for p in fs.tmp.iterdir():
+        if p.is_file():
+            assert KEY.encode() not in p.read_bytes(), p
+
+
+# -- any skill -----------------------------------------------------------------
+
+def test_any_skill_run(run_mount, skill_folder, engine):
+    report_skill(skill_folder)
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report", {"input": {"question": "the question"}})
+    prompt = read_bytes(s / "prompt.txt").decode()
+    engine.reply(content="writing", tool_calls=[
+        ("write_artifact", {"name": "report.md", "content": "# Report\nall good\n"}),
+        ("write_artifact", {"name": "../escape.md", "content": "x"}),
+        ("shell", {"cmd": "rm -rf /"})])
+    final = 'Here it is:\n```json\n{"answer": 42}\n```\n'
+    engine.reply(content=final)
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    first = engine.requests[0]
+    assert first["model"] == "test-model"
+    assert first["messages"] == [{"role": "system", "content": "# Report\nWrite a report.\n"},
+                                 {"role": "user", "content": prompt}]
+    assert [t["function"]["name"] for t in first["tools"]] == ["write_artifact"]
+    answers = [m for m in engine.requests[1]["messages"] if m["role"] == "tool"]
+    assert [a["tool_call_id"] for a in answers] == ["call_0", "call_1", "call_2"]
+    assert answers[0]["content"] == "written: output/report.md (18 bytes)"
+    assert answers[1]["content"] == "refused: ../escape.md is not an artifact of this skill"
+    assert answers[2]["content"] == "refused: there is no tool shell"
+    assert read_bytes(s / "output" / "report.md") == b"# Report\nall good\n"
+    assert read_bytes(s / "output" / "response.md") == final.encode()
+    assert read_bytes(s / "output" / "result.json") == dumps({
+        "status": "success", "data": {"answer": 42}, "artifacts": ["report.md"],
+        "validation_warnings": [], "error": None}).encode()
+    assert sorted(os.listdir(s / "output")) == [".manifest.json", "report.md",
+                                                "response.md", "result.json"]
+    log = engine_log(s)
+    assert [(l["purpose"], l["model"], l["http_status"], l["error"]) for l in log] == [
+        ("run", "test-model", 200, None)] * 2
+    assert all(l["prompt_tokens"] == 12 and l["completion_tokens"] == 34 for l in log)
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", l["time"]) for l in log)
+    assert list(log[0]) == ["time", "purpose", "model", "duration_ms", "prompt_tokens",
+                            "completion_tokens", "http_status", "error"]
+
+
+def test_result_that_does_not_match_the_schema(run_mount, skill_folder, engine):
+    report_skill(skill_folder)
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    engine.reply(content='{"answer": "many"}')
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    result = json.loads(read_bytes(s / "output" / "result.json"))
+    assert result["status"] == "success" and result["data"] == {"answer": "many"}
+    assert result["validation_warnings"] == ["answer: expected an integer, got a string"]
+    engine.reply(content="no JSON here")
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    result = json.loads(read_bytes(s / "output" / "result.json"))
+    assert result["status"] == "failed" and result["data"] is None
+    assert result["error"] == "the reply holds no JSON object"
+
+
+# -- failures: every one ends in a status line and a responsive daemon -------
+
+def test_retries_on_429_and_5xx(run_mount, skill_folder, engine):
+    report_skill(skill_folder)
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    engine.fail(500, "down")
+    engine.fail(429, "slow down")
+    engine.fail(503, "busy")
+    engine.reply(content='{"answer": 3}')
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    assert [l["http_status"] for l in engine_log(s)] == [500, 429, 503, 200]
+    assert engine_log(s)[0]["error"] == "the engine answered HTTP 500: down"
+
+
+@pytest.mark.parametrize("script,line", [
+    (lambda e: [e.fail(500, "down") for _ in range(4)],
+     "run: failed: the engine answered HTTP 500: down"),
+    (lambda e: e.fail(401, "bad key"),
+     "run: failed: the engine answered HTTP 401: bad key"),
+    (lambda e: e.raw(b"{not json"),
+     "run: failed: the engine's reply is not JSON (line 1, column 2: "),
+    (lambda e: e.raw(b'{"choices": []}'),
+     "run: failed: the engine's reply has no choices[0].message"),
+])
+def test_failures_end_in_a_status_line(run_mount, skill_folder, engine, script, line):
+    report_skill(skill_folder)
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    script(engine)
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s).startswith(line)
+    assert engine.left() == 0
+    assert "response.md" not in os.listdir(s / "output")
+
+
+def test_timeouts_are_retried_and_the_daemon_stays_responsive(run_mount, skill_folder,
+                                                               engine):
+    report_skill(skill_folder)
+    fs = run_mount("--engine-timeout=1", "--engine-retries=1")
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    engine.slow(3)
+    engine.slow(3)
+    assert write_line(s / "ctl", "run\n") == 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 1.5:
+        # the mount answers while the run waits on the network
+        t = time.monotonic()
+        os.listdir(s)
+        read_bytes(s / "status")
+        assert time.monotonic() - t < 0.5
+        time.sleep(0.05)
+    assert wait_run(s) == "run: failed: the engine did not answer within 1 s (%s)" % engine.url
+    assert [l["http_status"] for l in engine_log(s)] == [None, None]
+
+
+def test_connection_refused(run_mount, skill_folder):
+    report_skill(skill_folder)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    fs = run_mount("--engine-retries=0", url=f"http://127.0.0.1:{port}/v1")
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    assert write_line(s / "ctl", "run\n") == 0
+    assert re.fullmatch(r"run: failed: http://127\.0\.0\.1:\d+/v1: Couldn't connect to server",
+                        wait_run(s))
+
+
+def test_cancel_and_one_run_at_a_time(run_mount, skill_folder, engine):
+    report_skill(skill_folder)
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    engine.slow(4)
+    assert write_line(s / "ctl", "run\n") == 0
+    assert run_line(s).startswith("run: running")
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == ("ctl", "a run is going on (echo cancel > ctl stops it)")
+    t0 = time.monotonic()
+    assert write_line(s / "ctl", "cancel\n") == 0
+    assert wait_run(s) == "run: cancelled"
+    assert time.monotonic() - t0 < 2
+
+
+def test_a_run_cut_by_the_daemon_stopping_reads_failed(run_mount, skill_folder, engine):
+    report_skill(skill_folder)
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    engine.slow(3)
+    assert write_line(s / "ctl", "run\n") == 0
+    assert run_line(s).startswith("run: running")
+    fs.kill9_remount()
+    assert run_line(s) == "run: failed: flowfs stopped during the run"
+
+
+def test_engine_log_is_read_only(run_mount, skill_folder):
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    with pytest.raises(OSError) as e:
+        os.open(s / "engine.log", os.O_WRONLY)
+    assert e.value.errno == errno.EACCES, errname(e.value.errno)
+
+
+# -- datcom ----------------------------------------------------------------------
+
+def test_datcom_run_fills_the_parameters(run_mount, engine):
+    fs = run_mount()
+    s = fs.mnt / "pc9"
+    os.mkdir(s)
+    bind(s, "datcom", {"input": {"description": "The Pilatus PC-9 trainer"}})
+    bad = dict(PC9, nalpha=5)
+    engine.reply(content="", tool_calls=[("set_parameters", bad)])
+    engine.reply(content="", tool_calls=[("set_parameters", "{broken")])
+    engine.reply(content="", tool_calls=[("set_parameters", PC9)])
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    first = engine.requests[0]
+    assert "The Pilatus PC-9 trainer" in first["messages"][1]["content"]
+    tool = first["tools"][0]["function"]
+    schema = json.loads(read_bytes(s / "skill" / "assets" / "parameter.schema.json"))
+    assert tool["name"] == "set_parameters" and tool["parameters"] == schema
+    answers = [[m["content"] for m in r["messages"] if m["role"] == "tool"]
+               for r in engine.requests[1:]]
+    assert answers[0][0].startswith("refused: ") and "NALPHA" in answers[0][0].upper()
+    assert answers[1][1].startswith("refused: the arguments are not JSON")
+    # accepted parameters end the run: nothing more is asked
+    assert len(engine.requests) == 3
+    assert json.loads(read_bytes(s / "request.json"))["parameter"] == PC9
+    assert b"\n $FLTCON NMACH=1.0," in read_bytes(s / "output" / "for005.dat")
+    assert status_of(s)[0] == ["ready", "run: done"]
+
+
+def test_datcom_gives_up_after_three_refusals(run_mount, engine):
+    fs = run_mount()
+    s = fs.mnt / "pc9"
+    os.mkdir(s)
+    bind(s, "datcom")
+    (s / "uploads" / "description").write_text("A small aircraft.\n")
+    for _ in range(4):
+        engine.reply(content="", tool_calls=[("set_parameters", {"nalpha": 2})])
+    assert write_line(s / "ctl", "run\n") == 0
+    line = wait_run(s)
+    assert line.startswith("run: failed: the engine's parameters were refused 4 times;"
+                           " the last time: ")
+    assert "A small aircraft." in engine.requests[0]["messages"][1]["content"]
+    assert "parameter" not in json.loads(read_bytes(s / "request.json")) or \
+        json.loads(read_bytes(s / "request.json"))["parameter"] == {}
+
+
+def test_datcom_needs_a_description(run_mount, engine):
+    fs = run_mount()
+    s = fs.mnt / "pc9"
+    os.mkdir(s)
+    bind(s, "datcom")
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == ("ctl", "cannot run: datcom needs the aircraft's"
+                                   " description (inline input \"description\" or"
+                                   " uploads/description)")
+
+
+# -- scientific-workflow -------------------------------------------------------------
+
+ROUND1 = ("<Phenomenon>\nThe fares vary.\n</Phenomenon>\n<Hypothesis>The mean is about 32."
+          "</Hypothesis>\n<Model>mean</Model>\n<Experiment>\n```python\nprint(open('fares.txt')"
+          ".read().split()[0])\n```\n</Experiment>")
+ROUND2 = ("<Inference>It read the file.</Inference><Hypothesis>Repeat it</Hypothesis>"
+          "<Model>loop</Model><Experiment>for i in range(5): print('same')\n"
+          "import socket\ntry:\n    socket.create_connection(('127.0.0.1', PORT), 2)\n"
+          "    print('network: yes')\nexcept OSError:\n    print('network: no')"
+          "</Experiment>")
+ROUND3 = "<Inference>Enough.</Inference>\n<Conclusion>The mean fare is 32.20.</Conclusion>"
+
+
+def science(s, max_iterations):
+    bind(s, "scientific-workflow", {
+        "input": {"description": "Find the mean fare.", "io_instructions": "print it"},
+        "parameter": {"max_iterations": max_iterations}})
+    (s / "uploads" / "fares.txt").write_text("32.20 7.25\n")
+
+
+def test_rounds_run_without_exec_stop_before_the_first_experiment(run_mount, engine):
+    fs = run_mount()
+    s = fs.mnt / "t"
+    os.mkdir(s)
+    science(s, 3)
+    engine.reply(content=ROUND1)
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == ("run: failed: round 1: experiments run only when flowfs is"
+                           " started with --allow-exec; rounds/1.json holds the experiment")
+    r1 = json.loads(read_bytes(s / "rounds" / "1.json"))
+    assert r1 == {"phenomenon": "The fares vary.", "hypothesis": "The mean is about 32.",
+                  "model": "mean", "experiment": "print(open('fares.txt').read().split()[0])"}
+    assert len(engine.requests) == 1
+    # a second run does not write over the rounds
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == ("ctl", "cannot run: rounds/ already holds rounds"
+                                   " (remove them to run again)")
+
+
+def test_rounds_run_with_exec(run_mount, engine):
+    fs = run_mount("--allow-exec")
+    s = fs.mnt / "t"
+    os.mkdir(s)
+    science(s, 3)
+    engine.reply(content=ROUND1)
+    engine.reply(content=ROUND2.replace("PORT", str(int(engine.url.split(":")[2].split("/")[0]))))
+    engine.reply(content=ROUND3)
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    rounds = [json.loads(read_bytes(s / "rounds" / f"{n}.json")) for n in (1, 2, 3)]
+    assert rounds[0]["observation"] == "32.20"
+    assert rounds[1]["observation"] == "same (repeated 5 times)\nnetwork: no"
+    assert rounds[2] == {"inference": "Enough.", "conclusion": "The mean fare is 32.20."}
+    # the continue prompt carried the observation, the final one asked to conclude
+    assert engine.requests[1]["messages"][-1]["content"].startswith(
+        "<Observation>\n32.20\n</Observation>")
+    assert "<Conclusion>" in engine.requests[2]["messages"][-1]["content"]
+    content = json.loads(read_bytes(s / "summary.json"))[1]["content"]
+    assert content.count("<Observation>") == 3 and content.count("<Experiment>") == 2
+    assert [l["purpose"] for l in engine_log(s)] == ["round 1", "round 2", "round 3"]
+
+
+def test_a_round_without_its_tags_is_asked_again(run_mount, engine):
+    fs = run_mount("--allow-exec")
+    s = fs.mnt / "t"
+    os.mkdir(s)
+    science(s, 1)
+    engine.reply(content="I would rather chat.")
+    engine.reply(content=ROUND1)
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    assert engine.requests[1]["messages"][-1] == {
+        "role": "user", "content": 'rounds/1.json: the first round needs "phenomenon"'}
+    assert json.loads(read_bytes(s / "rounds" / "1.json"))["observation"] == "32.20"

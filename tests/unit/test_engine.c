@@ -1,0 +1,167 @@
+/*
+ * Unit tests for the pure parts of a run: engine_extract_json (the JSON
+ * result in a reply), run_parse_tags (seed 004's tags in a reply) and
+ * exec_fold / exec_observation (what an experiment printed, as the
+ * observation).  The HTTP and process parts run against real servers
+ * and processes in tests/integration/test_engine.py.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "engine.h"
+#include "exec.h"
+#include "run.h"
+
+static void extract(const char *text, const char *want)
+{
+	struct ferr err = FERR_INIT;
+	json_t *got = NULL, *expected = json_loads(want, 0, NULL);
+
+	assert_non_null(expected);
+	assert_int_equal(engine_extract_json(text, &got, &err), 0);
+	assert_true(json_equal(got, expected));
+	json_decref(got);
+	json_decref(expected);
+}
+
+static void test_extract_json(void **state)
+{
+	struct ferr err = FERR_INIT;
+	json_t *got = (json_t *)1;
+
+	(void)state;
+	extract("{\"a\": 1}", "{\"a\": 1}");
+	/* a fenced block wins over braces around it */
+	extract("see {this}\n```json\n{\"a\": [1, 2]}\n```\nand {that}",
+		"{\"a\": [1, 2]}");
+	/* else from the first { to the last } */
+	extract("The result: {\"a\": {\"b\": \"}\"}} done", "{\"a\": {\"b\": \"}\"}}");
+	assert_int_equal(engine_extract_json("no json", &got, &err), -EINVAL);
+	assert_null(got);
+	assert_string_equal(err.message, "the reply holds no JSON object");
+	assert_int_equal(engine_extract_json("} {", &got, &err), -EINVAL);
+	assert_int_equal(engine_extract_json("```json\n[1]\n```", &got, &err),
+			 -EINVAL);
+	assert_string_equal(err.message, "the reply's JSON is not an object");
+	ferr_clear(&err);
+	assert_int_equal(engine_extract_json("{\"a\": }", &got, &err), -EINVAL);
+	assert_int_equal(err.line, 1);
+}
+
+static void tags(const char *reply, const char *want)
+{
+	json_t *got = run_parse_tags(reply), *expected = json_loads(want, 0, NULL);
+
+	assert_non_null(got);
+	assert_non_null(expected);
+	if (!json_equal(got, expected)) {
+		char *s = json_dumps(got, 0);
+
+		fail_msg("got %s", s);
+	}
+	json_decref(got);
+	json_decref(expected);
+}
+
+static void test_parse_tags(void **state)
+{
+	(void)state;
+	tags("", "{}");
+	tags("<Phenomenon>\n  p  \n</Phenomenon> <Model>m</Model>",
+	     "{\"phenomenon\": \"p\", \"model\": \"m\"}");
+	/* unclosed or lower-case tags are not tags */
+	tags("<Hypothesis>h <hypothesis>x</hypothesis>", "{}");
+	/* a fenced experiment is its code */
+	tags("<Experiment>\n```python\nprint(1)\nprint(2)\n```\n</Experiment>",
+	     "{\"experiment\": \"print(1)\\nprint(2)\"}");
+	tags("<Experiment>```x```</Experiment>", "{\"experiment\": \"```x```\"}");
+	tags("<Inference>i</Inference><Conclusion>c\n</Conclusion>",
+	     "{\"inference\": \"i\", \"conclusion\": \"c\"}");
+}
+
+static void fold(const char *in, const char *want)
+{
+	struct sbuf out = SBUF_INIT;
+
+	assert_int_equal(exec_fold(in, strlen(in), &out), 0);
+	assert_string_equal(out.buf, want);
+	sbuf_release(&out);
+}
+
+static void test_fold(void **state)
+{
+	struct sbuf big = SBUF_INIT, out = SBUF_INIT;
+
+	(void)state;
+	fold("", "");
+	fold("a\na\nb\n", "a\na\nb\n");
+	fold("a\na\na\nb\n", "a (repeated 3 times)\nb\n");
+	fold("x\ny\ny\ny\ny", "x\ny (repeated 4 times)");
+	fold("\n\n\n\nz\n", " (repeated 4 times)\nz\n");
+	/* not UTF-8, or NUL: U+FFFD */
+	fold("a\xff" "b\0c", "a\xef\xbf\xbd" "b");
+	/* over 16,000 characters: the first and last 8,000, counted as
+	 * characters (é is one) */
+	for (int i = 0; i < 9000; i++)
+		sbuf_addstr(&big, i % 2 ? "é" : "a");
+	for (int i = 0; i < 9000; i++)
+		sbuf_addch(&big, (char)('0' + i % 10));
+	assert_int_equal(exec_fold(big.buf, big.len, &out), 0);
+	assert_non_null(strstr(out.buf, "\n... (2000 characters cut) ...\n"));
+	assert_memory_equal(out.buf, big.buf, 12000);	/* 8,000 chars */
+	assert_string_equal(out.buf + strlen(out.buf) - 8000,
+			    big.buf + big.len - 8000);
+	sbuf_release(&big);
+	sbuf_release(&out);
+}
+
+static void test_observation(void **state)
+{
+	struct exec_limits lim = { .wall_s = 7 };
+	struct exec_result res = { 0 };
+	struct sbuf out = SBUF_INIT;
+
+	(void)state;
+	sbuf_init(&res.out);
+	sbuf_init(&res.err);
+	sbuf_addstr(&res.out, "fine\n");
+	sbuf_addstr(&res.err, "a warning\n");
+	res.status = 0;		/* exited 0: stdout */
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\n");
+	sbuf_reset(&out);
+	res.status = 1 << 8;	/* exit status 1: stderr */
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "a warning\n");
+	sbuf_reset(&out);
+	sbuf_reset(&res.err);
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\nexit status 1");
+	sbuf_reset(&out);
+	res.timed_out = true;
+	res.status = 9;		/* killed */
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\n(stopped after 7 s)");
+	exec_result_release(&res);
+	sbuf_release(&out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_extract_json),
+		cmocka_unit_test(test_parse_tags),
+		cmocka_unit_test(test_fold),
+		cmocka_unit_test(test_observation),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
