@@ -424,6 +424,11 @@ static void test_migration_from_version_5(void **state)
 		"DELETE FROM inodes WHERE ino = (SELECT rounds_ino FROM sessions);"
 		"ALTER TABLE sessions DROP COLUMN rounds_ino;"
 		"ALTER TABLE sessions DROP COLUMN rounds_mtime_ns;"
+		/* and what later versions added */
+		"DROP TABLE engine_log;"
+		"ALTER TABLE sessions DROP COLUMN run_state;"
+		"ALTER TABLE sessions DROP COLUMN run_message;"
+		"ALTER TABLE sessions DROP COLUMN run_ns;"
 		"CREATE TABLE rounds_v5 ("
 		"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
 		"  n INTEGER NOT NULL CHECK (n BETWEEN 1 AND 1000),"
@@ -435,6 +440,8 @@ static void test_migration_from_version_5(void **state)
 		"PRAGMA user_version = 5;", NULL, NULL, NULL), SQLITE_OK);
 	tree_free(fx->t);
 	store_close(fx->st);
+	fx->t = NULL;
+	fx->st = NULL;
 
 	assert_int_equal(store_open(&fx->st, fx->path, NULL), 0);
 	assert_int_equal(tree_new(&fx->t, fx->st), 0);
