@@ -1,5 +1,6 @@
 #include "inputs.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,10 +70,13 @@ static int check_inputs(const struct skill *sk, const json_t *input,
 		if (!prop)
 			return ferr_set(err, -EINVAL, "unknown input key '%s'",
 					key);
-		if (!is_inline(prop))
+		if (!is_inline(prop) && !inputs_is_url(value))
 			return ferr_set(err, -EINVAL,
-					"key '%s' is file-sourced; write it to uploads/%s",
-					key, key);
+					"key '%s' is file-sourced; write it to"
+					" uploads/%s or give an http:// or"
+					" https:// URL to fetch it from", key, key);
+		if (!is_inline(prop))
+			continue;
 		snprintf(path, sizeof(path), "input.%s", key);
 		if (schema_validate(sk->input_schema, prop, value, path, 0,
 				    &inner) < 0)
@@ -128,6 +132,15 @@ int inputs_check_request(const struct skill *sk, const json_t *request,
  * The extension of `name` after `key` when `name` is `key` + ".…", else
  * NULL.  The whole rest counts, so ".tar.gz" is one extension.
  */
+bool inputs_is_url(const json_t *value)
+{
+	const char *s = json_string_value(value);
+
+	return s && (!strncasecmp(s, "http://", 7) ||
+		     !strncasecmp(s, "https://", 8)) &&
+	       !strpbrk(s, " \t\r\n") && strlen(s) < 8192;
+}
+
 static const char *extension_after(const char *name, const char *key)
 {
 	size_t klen = strlen(key);
@@ -154,6 +167,76 @@ static bool ext_allowed(const json_t *exts, const char *ext)
 			return true;
 	}
 	return false;
+}
+
+/* The extension of a URL's last path segment (".csv"), or NULL. */
+static char *url_extension(const char *url)
+{
+	const char *path = strstr(url, "://"), *end, *slash, *dot;
+
+	path = path ? strchr(path + 3, '/') : NULL;
+	if (!path)
+		return NULL;
+	end = path + strcspn(path, "?#");
+	slash = path;
+	for (const char *p = path; p < end; p++)
+		if (*p == '/')
+			slash = p;
+	dot = NULL;
+	for (const char *p = slash; p < end; p++)
+		if (*p == '.')
+			dot = p;
+	if (!dot || dot == end - 1 || end - dot > 16)
+		return NULL;
+	for (const char *p = dot + 1; p < end; p++)
+		if (!isalnum((unsigned char)*p))
+			return NULL;
+	return strndup(dot, (size_t)(end - dot));
+}
+
+int inputs_urls(const struct skill *sk, const json_t *request,
+		int (*each)(void *ctx, const char *key, const char *url,
+			    const char *name),
+		void *ctx)
+{
+	const json_t *props = properties(sk->input_schema);
+	const json_t *input = json_object_get(request, "input");
+	const char *key;
+	json_t *value;
+	int ret = 0;
+
+	json_object_foreach((json_t *)input, key, value) {
+		const json_t *prop = props ? json_object_get(props, key) : NULL;
+		const json_t *exts;
+		char *ext, *name = NULL;
+
+		if (!prop || is_inline(prop) || !inputs_is_url(value))
+			continue;
+		exts = json_object_get(prop, "extensions");
+		ext = url_extension(json_string_value(value));
+		/* the name that binds the key: <key><ext> when the skill
+		 * lists extensions (the URL's if allowed, else the first) */
+		if (json_array_size(exts) && (!ext || !ext_allowed(exts, ext))) {
+			const char *first = json_string_value(json_array_get(exts, 0));
+
+			free(ext);
+			ext = NULL;
+			if (first && asprintf(&ext, "%s%s", first[0] == '.' ? ""
+					      : ".", first) < 0)
+				ext = NULL;
+		}
+		if (asprintf(&name, "%s%s", key,
+			     json_array_size(exts) && ext ? ext : "") < 0)
+			name = NULL;
+		free(ext);
+		if (!name)
+			return -ENOMEM;
+		ret = each(ctx, key, json_string_value(value), name);
+		free(name);
+		if (ret < 0)
+			break;
+	}
+	return ret;
 }
 
 /* The allowed extensions as "a, b" (only the names among them). */

@@ -85,6 +85,20 @@ int inputs_prompt(const struct skill *sk, const char *engine,
 		  const struct inputs *in, const char *run_dir,
 		  const char *skill_dir, struct sbuf *out, struct ferr *err);
 
+/* Whether an input value is a URL flowfs fetches (http:// or https://). */
+bool inputs_is_url(const json_t *value);
+
+/*
+ * For each file input that `request` gives as a URL: each(ctx, key, url,
+ * name), name being the upload name that binds the key (<key> plus the
+ * URL's extension when the skill lists it, else its first listed one;
+ * just <key> when it lists none).  Stops at the first negative return.
+ */
+int inputs_urls(const struct skill *sk, const json_t *request,
+		int (*each)(void *ctx, const char *key, const char *url,
+			    const char *name),
+		void *ctx);
+
 /*
  * The skill's artifacts: every output-schema property with x-type
  * "artifact" or "file" as {"role", "pattern", "required"} (role:

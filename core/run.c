@@ -28,7 +28,7 @@
 /* Answers a refused set_parameters (or a round without its tags) gets. */
 #define MAX_RETRIES 3
 
-enum flow { FLOW_ANY, FLOW_DATCOM, FLOW_ROUNDS };
+enum flow { FLOW_ANY, FLOW_DATCOM, FLOW_ROUNDS, FLOW_FETCH };
 
 struct run {
 	pthread_t thread;
@@ -49,6 +49,9 @@ struct run {
 	json_t *output_schema;
 	json_t *parameter_schema;
 	uint64_t output_ino, uploads_ino;
+	/* a fetch: request.json's input `key` from `url` to uploads/<name> */
+	char *key, *url, *name;
+	int64_t reported_ms;
 };
 
 /* ---- the state in the store ------------------------------------------- */
@@ -125,16 +128,22 @@ int run_status_line(struct store *st, int64_t session, struct sbuf *out)
 
 int run_recover(struct store *st)
 {
-	static const char sql[] = "UPDATE sessions SET run_state = 'failed',"
+	static const char runs_sql[] = "UPDATE sessions SET run_state = 'failed',"
 		" run_message = 'flowfs stopped during the run'"
 		" WHERE run_state = 'running'";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int ret;
+	static const char fetches_sql[] = "UPDATE fetches SET state = 'failed',"
+		" message = 'flowfs stopped during the fetch'"
+		" WHERE state = 'fetching'";
+	int ret = 0;
 
-	if (!q)
-		return -EIO;
-	ret = store_errno(sqlite3_step(q));
-	store_done(q);
+	for (int i = 0; !ret && i < 2; i++) {
+		sqlite3_stmt *q = store_stmt(st, i ? fetches_sql : runs_sql);
+
+		if (!q)
+			return -EIO;
+		ret = store_errno(sqlite3_step(q));
+		store_done(q);
+	}
 	return ret;
 }
 
@@ -858,6 +867,163 @@ out:
 	return ret;
 }
 
+/* ---- URL inputs ------------------------------------------------------------- */
+
+static int fetch_state(struct store *st, int64_t session, const char *key,
+		       const char *state, const char *message)
+{
+	static const char sql[] = "UPDATE fetches SET state = ?3, message = ?4,"
+		" time_ns = ?5 WHERE session = ?1 AND key = ?2";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int ret;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, state, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 4, message, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 5, store_now_ns());
+	ret = store_errno(sqlite3_step(q));
+	store_done(q);
+	return ret;
+}
+
+static void mib(char *buf, size_t size, int64_t bytes)
+{
+	snprintf(buf, size, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+}
+
+/* fetch.h's progress hook: status now and then, and the cancel. */
+static bool fetch_progress(void *ctx, int64_t got, int64_t total)
+{
+	struct run *r = ctx;
+	int64_t now = store_now_ns() / 1000000;
+	char a[32], b[32], msg[96];
+
+	if (now - r->reported_ms >= 250) {
+		r->reported_ms = now;
+		mib(a, sizeof(a), got);
+		mib(b, sizeof(b), total);
+		snprintf(msg, sizeof(msg), total > 0 ? "%s of %s" : "%s", a, b);
+		lock(r);
+		fetch_state(r->host->st, r->session, r->key, "fetching", msg);
+		unlock(r);
+	}
+	return atomic_load(&r->cancel);
+}
+
+/* The downloaded file `fd` as uploads/<name>: written under a scratch
+ * name, in slices (the lock is let go between them), then renamed. */
+static int store_upload(struct run *r, int fd, struct ferr *err)
+{
+	static const size_t slice = 1 << 20;
+	char scratch[300], *buf = malloc(slice);
+	struct tree *t = r->host->tree;
+	struct tree_attr dir, a = { 0 };
+	int64_t off = 0;
+	bool opened = false;
+	ssize_t n;
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(scratch, sizeof(scratch), ".%s.flowfs-fetch", r->name);
+	lock(r);
+	ret = tree_getattr(t, r->uploads_ino, &dir);
+	if (!ret && tree_lookup(t, r->uploads_ino, scratch, &a) == 0)
+		ret = tree_unlink(t, r->uploads_ino, scratch);
+	if (!ret)
+		ret = tree_create(t, r->uploads_ino, scratch, S_IFREG | 0644,
+				  dir.uid, dir.gid, NULL, &a);
+	if (!ret)
+		ret = tree_open(t, a.ino);
+	opened = !ret;
+	unlock(r);
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		ret = -errno;
+	while (!ret && (n = read(fd, buf, slice)) > 0) {
+		lock(r);
+		ret = tree_write(t, a.ino, buf, (size_t)n, off);
+		unlock(r);
+		off += n;
+		if (atomic_load(&r->cancel))
+			ret = -ECANCELED;
+	}
+	lock(r);
+	if (opened) {
+		int rr = tree_release(t, a.ino);
+
+		if (!ret)
+			ret = rr;
+	}
+	if (!ret)
+		ret = tree_rename(t, r->uploads_ino, scratch, r->uploads_ino,
+				  r->name, false);
+	if (ret < 0 && a.ino)
+		tree_unlink(t, r->uploads_ino, scratch);
+	unlock(r);
+	free(buf);
+	if (ret < 0 && ret != -ECANCELED)
+		ferr_set(err, ret, "cannot store uploads/%s: %s", r->name,
+			 strerror(-ret));
+	return ret;
+}
+
+static int flow_fetch(struct run *r, struct ferr *err)
+{
+	char tmp[] = "/tmp/flowfs-fetch-XXXXXX";
+	int64_t bytes = 0;
+	int fd, ret;
+
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return ferr_set(err, -errno, "cannot make a scratch file: %s",
+				strerror(errno));
+	unlink(tmp);
+	ret = fetch_url(r->url, fd, &r->opt->fetch, fetch_progress, r, &bytes,
+			err);
+	if (!ret)
+		ret = store_upload(r, fd, err);
+	close(fd);
+	if (!ret) {
+		char size[32];
+
+		mib(size, sizeof(size), bytes);
+		snprintf(err->message, sizeof(err->message), "%s", size);
+	}
+	return ret;
+}
+
+int run_fetch_lines(struct store *st, int64_t session, struct sbuf *out)
+{
+	static const char sql[] = "SELECT name, state, message FROM fetches"
+		" WHERE session = ?1 ORDER BY key";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *msg = (const char *)sqlite3_column_text(q, 2);
+
+		ret = sbuf_addf(out, "fetch uploads/%s: %s%s%s\n",
+				(const char *)sqlite3_column_text(q, 0),
+				(const char *)sqlite3_column_text(q, 1),
+				*msg ? ": " : "", msg);
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	store_done(q);
+	return ret;
+}
+
+bool run_is_fetch(const struct run *r)
+{
+	return r->flow == FLOW_FETCH;
+}
+
 /* ---- the thread ------------------------------------------------------------ */
 
 static void *run_thread(void *arg)
@@ -868,6 +1034,17 @@ static void *run_thread(void *arg)
 	int ret;
 
 	switch (r->flow) {
+	case FLOW_FETCH:
+		ret = flow_fetch(r, &err);
+		lock(r);
+		fetch_state(r->host->st, r->session, r->key,
+			    atomic_load(&r->cancel) ? "cancelled"
+			    : ret < 0 ? "failed" : "done",
+			    atomic_load(&r->cancel) ? ""
+			    : err.message[0] ? err.message : strerror(-ret));
+		unlock(r);
+		atomic_store(&r->finished, true);
+		return NULL;
 	case FLOW_DATCOM:
 		ret = flow_datcom(r, &hooks, &err);
 		break;
@@ -903,7 +1080,109 @@ static void run_release(struct run *r)
 	json_decref(r->manifest);
 	json_decref(r->output_schema);
 	json_decref(r->parameter_schema);
+	free(r->key);
+	free(r->url);
+	free(r->name);
 	free(r);
+}
+
+/* What run_fetch_start() hands to inputs_urls(). */
+struct fetch_start {
+	const struct run_host *host;
+	const struct run_options *opt;
+	const struct session_info *s;
+	int (*add)(void *ctx, struct run *r);
+	void *ctx;
+};
+
+/* Whether `key` is already fetched from `url` (or being fetched). */
+static int fetched(const struct fetch_start *f, const char *key,
+		   const char *url, const char *name, bool *yes)
+{
+	static const char sql[] = "SELECT state FROM fetches WHERE session = ?1"
+		" AND key = ?2 AND url = ?3 AND name = ?4"
+		" AND state IN ('fetching', 'done')";
+	sqlite3_stmt *q = store_stmt(f->host->st, sql);
+	struct tree_attr a;
+	int rc;
+
+	*yes = false;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, f->s->id);
+	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, url, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 4, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		*yes = strcmp((const char *)sqlite3_column_text(q, 0), "done") ||
+		       tree_lookup(f->host->tree, f->s->uploads_ino, name, &a) == 0;
+	store_done(q);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+static int start_one_fetch(void *ctx, const char *key, const char *url,
+			   const char *name)
+{
+	static const char sql[] = "INSERT OR REPLACE INTO fetches(session, key,"
+		" url, name, state, message, time_ns) VALUES (?1, ?2, ?3, ?4,"
+		" 'fetching', 'starting', ?5)";
+	struct fetch_start *f = ctx;
+	struct run *r;
+	sqlite3_stmt *q;
+	bool yes;
+	int ret = fetched(f, key, url, name, &yes);
+
+	if (ret < 0 || yes)
+		return ret;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->host = f->host;
+	r->opt = f->opt;
+	r->session = f->s->id;
+	r->flow = FLOW_FETCH;
+	r->uploads_ino = f->s->uploads_ino;
+	r->key = strdup(key);
+	r->url = strdup(url);
+	r->name = strdup(name);
+	if (!r->key || !r->url || !r->name) {
+		run_release(r);
+		return -ENOMEM;
+	}
+	q = store_stmt(f->host->st, sql);
+	if (!q) {
+		run_release(r);
+		return -EIO;
+	}
+	sqlite3_bind_int64(q, 1, f->s->id);
+	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, url, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 4, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 5, store_now_ns());
+	ret = store_errno(sqlite3_step(q));
+	store_done(q);
+	if (!ret)
+		ret = -pthread_create(&r->thread, NULL, run_thread, r);
+	if (ret < 0) {
+		run_release(r);
+		return ret;
+	}
+	return f->add(f->ctx, r);
+}
+
+int run_fetch_start(const struct run_host *host, const struct run_options *opt,
+		    const struct session_info *s, const struct skill *sk,
+		    const json_t *request,
+		    int (*add)(void *ctx, struct run *r), void *ctx,
+		    struct ferr *err)
+{
+	struct fetch_start f = { host, opt, s, add, ctx };
+	int ret = inputs_urls(sk, request, start_one_fetch, &f);
+
+	if (ret < 0)
+		ferr_set(err, ret, "cannot start fetching: %s", strerror(-ret));
+	return ret;
 }
 
 /* Problem lines that keep a run from starting (datcom's missing
@@ -923,6 +1202,22 @@ static int blocking_problems(const struct run *r, const struct inputs *in,
 		p += len + (nl != NULL);
 	}
 	return 0;
+}
+
+/* Whether a fetch of the session is going on. */
+static bool fetching(struct store *st, int64_t session)
+{
+	static const char sql[] = "SELECT 1 FROM fetches WHERE session = ?1"
+		" AND state = 'fetching'";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	bool yes;
+
+	if (!q)
+		return false;
+	sqlite3_bind_int64(q, 1, session);
+	yes = sqlite3_step(q) == SQLITE_ROW;
+	store_done(q);
+	return yes;
 }
 
 /* datcom's description: the inline input, else uploads/description. */
@@ -987,6 +1282,9 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 		  : !strcmp(sk->id, "scientific-workflow") ? FLOW_ROUNDS
 							    : FLOW_ANY;
 	blocking_problems(r, &in, &problems);
+	if (!problems.len && fetching(host->st, s->id))
+		sbuf_addstr(&problems, "a URL input is still being fetched (see"
+			    " the fetch lines)");
 	if (problems.len) {
 		ret = ferr_set(err, -EINVAL, "cannot run: %s", problems.buf);
 		goto fail;

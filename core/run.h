@@ -44,6 +44,7 @@
 
 #include "engine.h"
 #include "exec.h"
+#include "fetch.h"
 #include "ferr.h"
 #include "sbuf.h"
 #include "session.h"
@@ -65,6 +66,7 @@ struct run_options {
 	struct engine_config engine;	/* engine.url NULL: none configured */
 	bool allow_exec;
 	struct exec_limits limits;
+	struct fetch_limits fetch;
 };
 
 struct run;
@@ -78,6 +80,28 @@ struct run;
 int run_start(const struct run_host *host, const struct run_options *opt,
 	      const struct session_info *s, struct run **out,
 	      struct ferr *err);
+
+/*
+ * Start downloading the URL inputs of `request` (just stored as the
+ * session's request.json; the lock held): a fetch per file input given
+ * as an http(s) URL, unless that URL is being fetched or was fetched
+ * into a file that is still there.  Each fetch is a run (run_is_fetch())
+ * handed to add(ctx, r); it writes uploads/<name> (inputs_urls()) under
+ * a scratch name and renames it when the download is complete, so a
+ * failed fetch leaves nothing half-written.  status shows a line per URL
+ * input: "fetch uploads/<name>: fetching: 3.0 of 40.0 MiB", "... done:
+ * 40.0 MiB", "... failed: HTTP 404", "... cancelled".  A run does not
+ * start while a fetch of its session is going on.
+ */
+int run_fetch_start(const struct run_host *host, const struct run_options *opt,
+		    const struct session_info *s, const struct skill *sk,
+		    const json_t *request,
+		    int (*add)(void *ctx, struct run *r), void *ctx,
+		    struct ferr *err);
+bool run_is_fetch(const struct run *r);
+
+/* The fetch lines of status (above). */
+int run_fetch_lines(struct store *st, int64_t session, struct sbuf *out);
 
 /* Ask the run to stop (any thread; returns at once). */
 void run_cancel(struct run *r);

@@ -258,8 +258,9 @@ static const char schema_v6[] =
 
 /*
  * Version 7: engine runs (issue 7).  A session remembers its last run's
- * state and what status says of it, and keeps the audit log of its
- * engine calls (engine.log, one JSON line per HTTP call).
+ * state and what status says of it, keeps the audit log of its engine
+ * calls (engine.log, one JSON line per HTTP call) and the state of the
+ * downloads of its URL inputs.
  */
 static const char schema_v7[] =
 	"ALTER TABLE sessions ADD COLUMN run_state TEXT;"
@@ -271,7 +272,18 @@ static const char schema_v7[] =
 	"  time_ns INTEGER NOT NULL,"
 	"  line TEXT NOT NULL"
 	");"
-	"CREATE INDEX engine_log_by_session ON engine_log(session, id);";
+	"CREATE INDEX engine_log_by_session ON engine_log(session, id);"
+	/* the URL inputs of request.json and where their download stands */
+	"CREATE TABLE fetches ("
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  key TEXT NOT NULL,"
+	"  url TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"
+	"  message TEXT NOT NULL DEFAULT '',"
+	"  time_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY (session, key)"
+	");";
 
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {

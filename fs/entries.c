@@ -98,14 +98,27 @@ static int render_request(struct flowfs *fs, const struct session_info *s,
 	return session_render_request(fs->st, s, out);
 }
 
+static int keep_run(void *ctx, struct run *r);
+
 static int commit_request(struct flowfs *fs, const struct session_info *s,
 			  const char *text, size_t len, struct ferr *err)
 {
+	const struct skill *sk;
 	struct fs_binding b;
+	json_t *request = NULL;
+	int ret;
 
 	fs_binding_init(fs, s, &b);
-	return session_commit_request(fs->st, s, binding_skill(&b.ctx),
-				      binding_check_request, text, len, err);
+	sk = binding_skill(&b.ctx);
+	ret = session_commit_request(fs->st, s, sk, binding_check_request,
+				     text, len, err);
+	/* URL inputs start downloading once the request holding them is
+	 * stored (it parsed, or it would not have been) */
+	if (!ret && sk && fjson_parse(&request, text, len, NULL) == 0)
+		ret = run_fetch_start(&fs->run_host, &fs->run_opt, s, sk,
+				      request, keep_run, fs, err);
+	json_decref(request);
+	return ret;
 }
 
 static int render_input(struct flowfs *fs, const struct session_info *s,
@@ -155,6 +168,8 @@ static int render_status(struct flowfs *fs, const struct session_info *s,
 		ret = sbuf_addstr(&problems, "ready\n");
 	if (!ret)
 		ret = run_status_line(fs->st, s->id, &problems);
+	if (!ret)
+		ret = run_fetch_lines(fs->st, s->id, &problems);
 	if (!ret)
 		ret = session_render_status(fs->st, s, &problems, out, mtime_ns);
 	*mtime_ns = later(*mtime_ns, binding_mtime(&b.ctx));
@@ -329,8 +344,8 @@ static int run_infer_edges(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
-/* Free the runs that have ended; the one still going on for `session`,
- * or NULL. */
+/* Free the runs and fetches that have ended; the run (not fetch) still
+ * going on for `session`, or NULL. */
 static struct run *reap_runs(struct flowfs *fs, int64_t session)
 {
 	struct run *going = NULL;
@@ -342,7 +357,8 @@ static struct run *reap_runs(struct flowfs *fs, int64_t session)
 			run_free(fs->runs[i]);
 			continue;
 		}
-		if (run_session(fs->runs[i]) == session)
+		if (run_session(fs->runs[i]) == session &&
+		    !run_is_fetch(fs->runs[i]))
 			going = fs->runs[i];
 		fs->runs[kept++] = fs->runs[i];
 	}
@@ -350,33 +366,50 @@ static struct run *reap_runs(struct flowfs *fs, int64_t session)
 	return going;
 }
 
+/* Keep a run or fetch that has started (run.h's add hook). */
+static int keep_run(void *ctx, struct run *r)
+{
+	struct flowfs *fs = ctx;
+	struct run **grown = realloc(fs->runs, (fs->nruns + 1) * sizeof(*grown));
+
+	if (!grown) {
+		/* it runs on; wait for it rather than lose it */
+		run_cancel(r);
+		run_free(r);
+		return -ENOMEM;
+	}
+	fs->runs = grown;
+	fs->runs[fs->nruns++] = r;
+	return 0;
+}
+
 static int command_run(struct flowfs *fs, const struct session_info *s,
 		       struct ferr *err)
 {
-	struct run **grown, *r;
+	struct run *r;
 	int ret;
 
 	if (reap_runs(fs, s->id))
 		return ferr_set(err, -EINVAL, "a run is going on (echo cancel >"
 				" ctl stops it)");
-	grown = realloc(fs->runs, (fs->nruns + 1) * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	fs->runs = grown;
 	ret = run_start(&fs->run_host, &fs->run_opt, s, &r, err);
-	if (!ret)
-		fs->runs[fs->nruns++] = r;
-	return ret;
+	return ret < 0 ? ret : keep_run(fs, r);
 }
 
 static int command_cancel(struct flowfs *fs, const struct session_info *s,
 			  struct ferr *err)
 {
-	struct run *r = reap_runs(fs, s->id);
+	size_t cancelled = 0;
 
-	if (!r)
+	reap_runs(fs, s->id);
+	/* the run and the fetches of the session */
+	for (size_t i = 0; i < fs->nruns; i++)
+		if (run_session(fs->runs[i]) == s->id) {
+			run_cancel(fs->runs[i]);
+			cancelled++;
+		}
+	if (!cancelled)
 		return ferr_set(err, -EINVAL, "no run is going on");
-	run_cancel(r);
 	return 0;
 }
 

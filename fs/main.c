@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,6 +33,8 @@ struct options {
 	long engine_retries;
 	long engine_backoff_ms;
 	long exec_timeout_s;
+	char *max_fetch;
+	long fetch_timeout_s;
 	int allow_exec;
 	char *skill_dirs[MAX_SKILL_DIRS];
 	size_t nskill_dirs;
@@ -53,6 +56,8 @@ static const struct fuse_opt option_spec[] = {
 	{ "--engine-backoff-ms=%ld", offsetof(struct options, engine_backoff_ms), 0 },
 	{ "--exec-timeout=%ld", offsetof(struct options, exec_timeout_s), 0 },
 	OPT("--allow-exec", allow_exec),
+	{ "--max-fetch=%s", offsetof(struct options, max_fetch), 0 },
+	{ "--fetch-timeout=%ld", offsetof(struct options, fetch_timeout_s), 0 },
 	OPT("--help", help),
 	OPT("-h", help),
 	OPT("--version", version),
@@ -126,6 +131,8 @@ static void usage(const char *prog)
 	       "  --engine-backoff-ms=MS  the first wait before a retry (1000)\n"
 	       "  --allow-exec  let scientific-workflow runs execute experiments\n"
 	       "  --exec-timeout=S  seconds an experiment may run (120)\n"
+	       "  --max-fetch=SIZE  the largest URL input fetched (1G; K, M, G)\n"
+	       "  --fetch-timeout=S  seconds a fetch may take (3600)\n"
 	       "  -f          stay in the foreground\n"
 	       "  -d          debug: print every request (implies -f)\n"
 	       "  -o OPTS     mount options (see mount.fuse3(8))\n"
@@ -299,6 +306,20 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	o->engine.backoff_ms = opts->engine_backoff_ms;
 	o->allow_exec = opts->allow_exec;
 	o->limits.wall_s = opts->exec_timeout_s;
+	o->fetch.timeout_s = opts->fetch_timeout_s;
+	if (opts->max_fetch) {
+		char *end;
+		long long v = strtoll(opts->max_fetch, &end, 10);
+		int shift = !strcasecmp(end, "k") ? 10 : !strcasecmp(end, "m") ? 20
+			    : !strcasecmp(end, "g") ? 30 : *end ? -1 : 0;
+
+		if (v <= 0 || shift < 0 || v > (1LL << (62 - shift))) {
+			fprintf(stderr, "flowfs: --max-fetch takes a size such"
+				" as 500M or 2G\n");
+			return -EINVAL;
+		}
+		o->fetch.max_bytes = (int64_t)v << shift;
+	}
 	fs->run_host = (struct run_host){ fs, host_lock, host_unlock, NULL,
 					  NULL, NULL, NULL };
 	return 0;
@@ -491,6 +512,7 @@ out:
 	free(opts.engine_url);
 	free(opts.engine_model);
 	free(opts.engine_key_file);
+	free(opts.max_fetch);
 	if (engine_key)
 		explicit_bzero(engine_key, strlen(engine_key));
 	free(engine_key);

@@ -272,7 +272,8 @@ def write_bytes(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
 SESSION_ENTRIES = {"session.json", "request.json", "input.json",
                    "parameter.json", "status", "uploads", "output",
                    "nodes", "edges", "parameters.json", "parameters_output",
-                   "ctl", "context.json", "context.txt", "rounds"}
+                   "ctl", "context.json", "context.txt", "rounds",
+                   "engine.log"}
 
 
 def session_doc(sid, created, title="", skill=None, engine=None):

@@ -120,3 +120,88 @@ class FakeEngine:
     def left(self):
         with self.lock:
             return len(self.script)
+
+
+class FileServer:
+    """A loopback file server for URL inputs: /file/<name> serves
+    files[name]; /redirect/<n>/<name> redirects n times before it;
+    /to-ftp redirects to an ftp:// URL; /slow/<name> sends files[name] in
+    small pieces over `slow_seconds`; /chunked/<name> sends it without a
+    Content-Length.  hits counts requests per path."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        self.files = {}
+        self.hits = {}
+        self.slow_seconds = 5.0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server.hits[self.path] = server.hits.get(self.path, 0) + 1
+                parts = self.path.strip("/").split("/")
+                try:
+                    if parts[0] == "redirect":
+                        n = int(parts[1])
+                        to = f"/redirect/{n - 1}/{parts[2]}" if n > 1 else f"/file/{parts[2]}"
+                        return self._redirect(to)
+                    if parts[0] == "to-ftp":
+                        return self._redirect("ftp://127.0.0.1/x.csv")
+                    data = server.files[parts[1]]
+                except (KeyError, IndexError, ValueError):
+                    return self._send(404, b"no such file")
+                if parts[0] == "file":
+                    return self._send(200, data)
+                if parts[0] == "chunked":
+                    self.send_response(200)
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for i in range(0, len(data), 1024):
+                        piece = data[i:i + 1024]
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.write(b"0\r\n\r\n")
+                    return
+                if parts[0] == "slow":
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    pieces = 50
+                    for i in range(pieces):
+                        try:
+                            self.wfile.write(data[i * len(data) // pieces:
+                                                  (i + 1) * len(data) // pieces])
+                            self.wfile.flush()
+                        except (BrokenPipeError, ConnectionResetError):
+                            return
+                        time.sleep(server.slow_seconds / pieces)
+                    return
+                return self._send(404, b"no such route")
+
+            def _redirect(self, to):
+                self.send_response(302)
+                self.send_header("Location", to)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def _send(self, code, data):
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

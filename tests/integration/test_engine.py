@@ -461,3 +461,98 @@ def test_a_round_without_its_tags_is_asked_again(run_mount, engine):
     assert engine.requests[1]["messages"][-1] == {
         "role": "user", "content": 'rounds/1.json: the first round needs "phenomenon"'}
     assert json.loads(read_bytes(s / "rounds" / "1.json"))["observation"] == "32.20"
+
+
+# -- URL inputs ---------------------------------------------------------------------
+
+@pytest.fixture
+def files():
+    from fake_engine import FileServer
+    f = FileServer()
+    yield f
+    f.close()
+
+
+def csv_skill(skill_folder):
+    skill_folder.add("stats", input={"type": "object", "properties": {
+        "csv_file": {"type": "string", "extensions": [".csv"]}},
+        "required": ["csv_file"]})
+
+
+def fetch_line(session):
+    lines = [l for l in status_of(session)[0] if l.startswith("fetch ")]
+    return lines[-1] if lines else None
+
+
+def wait_fetch(session, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = fetch_line(session)
+        if line and ": fetching" not in line:
+            return line
+        time.sleep(0.05)
+    pytest.fail(f"the fetch did not end within {timeout} s: {fetch_line(session)}")
+
+
+def test_url_input_is_fetched_into_uploads(run_mount, skill_folder, files):
+    csv_skill(skill_folder)
+    data = b"name,fare\n" + b"x,7.25\n" * 50000
+    files.files["train.csv"] = data
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "stats", {"input": {"csv_file": f"{files.base}/redirect/3/train.csv"}})
+    assert wait_fetch(s) == "fetch uploads/csv_file.csv: done: 0.3 MiB"
+    assert read_bytes(s / "uploads" / "csv_file.csv") == data
+    assert os.listdir(s / "uploads") == ["csv_file.csv"]
+    assert json.loads(read_bytes(s / "input.json")) == {
+        "csv_file": str(s / "uploads" / "csv_file.csv")}
+    assert status_of(s)[0][0] == "ready"
+    # the same request again fetches nothing again
+    hits = dict(files.hits)
+    assert put(s / "request.json", read_bytes(s / "request.json")) == 0
+    time.sleep(0.3)
+    assert files.hits == hits
+    # the stored request keeps the URL
+    assert json.loads(read_bytes(s / "request.json"))["input"]["csv_file"].endswith(
+        "/redirect/3/train.csv")
+
+
+@pytest.mark.parametrize("path,extra,line", [
+    ("/file/missing.csv", (), "fetch uploads/csv_file.csv: failed: HTTP 404"),
+    ("/redirect/6/a.csv", (), "fetch uploads/csv_file.csv: failed: more than 5 redirects"),
+    ("/to-ftp", (), "fetch uploads/csv_file.csv: failed: redirected to a URL that is"
+     " not http:// or https://"),
+    ("/file/a.csv", ("--max-fetch=1K",),
+     "fetch uploads/csv_file.csv: failed: larger than the limit of 1024 bytes (--max-fetch)"),
+    ("/chunked/a.csv", ("--max-fetch=1K",),
+     "fetch uploads/csv_file.csv: failed: larger than the limit of 1024 bytes (--max-fetch)"),
+])
+def test_failed_fetch_leaves_nothing(run_mount, skill_folder, files, path, extra, line):
+    csv_skill(skill_folder)
+    files.files["a.csv"] = b"a,b\n" * 2000
+    fs = run_mount(*extra)
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    (s / "uploads" / "keep.txt").write_text("mine")
+    bind(s, "stats", {"input": {"csv_file": files.base + path}})
+    assert wait_fetch(s) == line
+    assert os.listdir(s / "uploads") == ["keep.txt"]
+    assert "missing required input files: csv_file" in status_of(s)[0]
+
+
+def test_fetch_cancelled_and_runs_wait_for_it(run_mount, skill_folder, files, engine):
+    csv_skill(skill_folder)
+    files.files["big.csv"] = b"x" * 200000
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "stats", {"input": {"csv_file": f"{files.base}/slow/big.csv"}})
+    time.sleep(0.5)
+    assert fetch_line(s).startswith("fetch uploads/csv_file.csv: fetching")
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1][1].startswith("cannot run: missing required input files")
+    assert write_line(s / "ctl", "cancel\n") == 0
+    assert wait_fetch(s) == "fetch uploads/csv_file.csv: cancelled"
+    assert os.listdir(s / "uploads") == []
+    assert engine.requests == []

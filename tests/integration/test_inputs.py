@@ -168,10 +168,16 @@ REQUEST_REFUSALS = {
     "unknown-input": ({"input": {"k": 1}}, "unknown input key 'k'"),
     "file-given-inline": ({"input": {"input_file": "/etc/passwd"}},
                           "key 'input_file' is file-sourced; write it to "
-                          "uploads/input_file"),
+                          "uploads/input_file or give an http:// or https://"
+                          " URL to fetch it from"),
     "unknown-source-is-file": ({"input": {"extra": "x"}},
                                "key 'extra' is file-sourced; write it to "
-                               "uploads/extra"),
+                               "uploads/extra or give an http:// or https://"
+                               " URL to fetch it from"),
+    "file-given-as-ftp": ({"input": {"input_file": "ftp://example.com/a.txt"}},
+                          "key 'input_file' is file-sourced; write it to "
+                          "uploads/input_file or give an http:// or https://"
+                          " URL to fetch it from"),
     "inline-type": ({"input": {"query": 1.5}},
                     "input.query: expected a string, got a number"),
     "inline-items": ({"input": {"items": [1, "two"]}},
@@ -960,7 +966,8 @@ def test_walkthrough_pandas_stats(real_mount, real_skills, tmp_path):
     mistakes = [
         ({"input": {"column": "price"}}, "unknown input key 'column'"),
         ({"input": {"csv_file": "data.csv"}},
-         "key 'csv_file' is file-sourced; write it to uploads/csv_file"),
+         "key 'csv_file' is file-sourced; write it to uploads/csv_file"
+         " or give an http:// or https:// URL to fetch it from"),
         ({"parameter": {"column": 1.5}},
          "parameter.column: expected a string, got a number"),
         ({"params": {"column": "price"}},

@@ -129,14 +129,14 @@ static void test_check_refusals(void **state)
 	expect_refused(sk, "{\"parameter\": null}", NULL);
 	expect_refused(sk, "{\"input\": {\"k\": 1}}", "unknown input key 'k'");
 	expect_refused(sk, "{\"input\": {\"csv_file\": \"/tmp/a.csv\"}}",
-		       "key 'csv_file' is file-sourced; write it to uploads/csv_file");
+		       "key 'csv_file' is file-sourced; write it to uploads/csv_file or give an http:// or https:// URL to fetch it from");
 	expect_refused(sk, "{\"input\": {\"plain\": \"x\"}}",
-		       "key 'plain' is file-sourced; write it to uploads/plain");
+		       "key 'plain' is file-sourced; write it to uploads/plain or give an http:// or https:// URL to fetch it from");
 	/* x-input-source that is not exactly "inline": a file input */
 	expect_refused(sk, "{\"input\": {\"weird\": \"x\"}}",
-		       "key 'weird' is file-sourced; write it to uploads/weird");
+		       "key 'weird' is file-sourced; write it to uploads/weird or give an http:// or https:// URL to fetch it from");
 	expect_refused(sk, "{\"input\": {\"odd\": \"x\"}}",
-		       "key 'odd' is file-sourced; write it to uploads/odd");
+		       "key 'odd' is file-sourced; write it to uploads/odd or give an http:// or https:// URL to fetch it from");
 	expect_refused(sk, "{\"input\": {\"query\": 5.5}}",
 		       "input.query: expected a string, got a number");
 	expect_refused(sk, "{\"input\": {\"limit\": 0}}",
@@ -599,7 +599,8 @@ static void test_stale_request(void **state)
 	/* after rebinding to skills the stored request no longer fits */
 	resolve(b, req, NULL, 0, &in);
 	assert_string_equal(in.problems.buf,
-		"request.json: key 'query' is file-sourced; write it to uploads/query\n");
+		"request.json: key 'query' is file-sourced; write it to uploads/query"
+		" or give an http:// or https:// URL to fetch it from\n");
 	inputs_release(&in);
 	resolve(c, req, NULL, 0, &in);
 	assert_string_equal(in.problems.buf,

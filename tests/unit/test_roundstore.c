@@ -426,6 +426,7 @@ static void test_migration_from_version_5(void **state)
 		"ALTER TABLE sessions DROP COLUMN rounds_mtime_ns;"
 		/* and what later versions added */
 		"DROP TABLE engine_log;"
+		"DROP TABLE fetches;"
 		"ALTER TABLE sessions DROP COLUMN run_state;"
 		"ALTER TABLE sessions DROP COLUMN run_message;"
 		"ALTER TABLE sessions DROP COLUMN run_ns;"
