@@ -693,10 +693,54 @@ static void test_prompt_template_choice(void **state)
 	skill_free(sk);
 }
 
+/* inputs_urls(): each URL input as "key=url -> name;" */
+static int collect(void *ctx, const char *key, const char *url,
+		   const char *name)
+{
+	return sbuf_addf(ctx, "%s=%s -> %s;", key, url, name);
+}
+
+static void test_url_inputs(void **state)
+{
+	struct skill *sk = mk("{\"type\": \"object\", \"properties\": {"
+		"\"csv_file\": {\"type\": \"string\", \"extensions\": [\".csv\", \"tsv\"]},"
+		"\"plain\": {\"type\": \"string\"},"
+		"\"tabs\": {\"type\": \"string\", \"extensions\": [\"tsv\"]},"
+		"\"query\": {\"type\": \"string\", \"x-input-source\": \"inline\"}}}",
+		NULL, NULL);
+	struct sbuf out = SBUF_INIT;
+	json_t *req;
+
+	(void)state;
+	expect_accepted(sk, "{\"input\": {\"csv_file\": \"https://x.org/a/train.CSV?v=2\"}}");
+	expect_accepted(sk, "{\"input\": {\"plain\": \"HTTP://x.org/\"}}");
+	expect_refused(sk, "{\"input\": {\"plain\": \"file:///etc/passwd\"}}",
+		       "key 'plain' is file-sourced; write it to uploads/plain or give"
+		       " an http:// or https:// URL to fetch it from");
+	expect_refused(sk, "{\"input\": {\"plain\": \"http://x.org/a b\"}}", NULL);
+	expect_refused(sk, "{\"input\": {\"plain\": 5}}", NULL);
+	req = parse("{\"input\": {"
+		    "\"csv_file\": \"https://x.org/a/train.CSV?v=2\","
+		    "\"plain\": \"http://x.org/data.bin\","
+		    "\"tabs\": \"http://x.org/download?id=3\","
+		    "\"query\": \"http://not.fetched/\"}}");
+	assert_int_equal(inputs_urls(sk, req, collect, &out), 0);
+	/* the URL's extension when allowed (any case), else the first
+	 * allowed one, dot added; no extension when none are listed */
+	assert_string_equal(out.buf,
+		"csv_file=https://x.org/a/train.CSV?v=2 -> csv_file.CSV;"
+		"plain=http://x.org/data.bin -> plain;"
+		"tabs=http://x.org/download?id=3 -> tabs.tsv;");
+	json_decref(req);
+	sbuf_release(&out);
+	skill_free(sk);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check_accepts),
+		cmocka_unit_test(test_url_inputs),
 		cmocka_unit_test(test_check_refusals),
 		cmocka_unit_test(test_check_ref_in_input),
 		cmocka_unit_test(test_check_no_schemas),
