@@ -577,6 +577,7 @@ json_t *run_parse_tags(const char *reply)
 	for (tag = rounds_tags; round && *tag; tag++) {
 		char open[32], close[32];
 		const char *start, *end;
+		json_t *text;
 		size_t len;
 
 		/* the tag's name as the transcript writes it: capitalized */
@@ -604,7 +605,10 @@ json_t *run_parse_tags(const char *reply)
 					len--;
 			}
 		}
-		if (json_object_set_new(round, *tag, json_stringn(start, len)) < 0) {
+		/* text that is not UTF-8 is no tag (a reply from JSON always
+		 * is; the caller may hand anything) */
+		text = json_stringn(start, len);
+		if (text && json_object_set_new(round, *tag, text) < 0) {
 			json_decref(round);
 			round = NULL;
 		}

@@ -556,3 +556,73 @@ def test_fetch_cancelled_and_runs_wait_for_it(run_mount, skill_folder, files, en
     assert wait_fetch(s) == "fetch uploads/csv_file.csv: cancelled"
     assert os.listdir(s / "uploads") == []
     assert engine.requests == []
+
+
+# -- more of the configuration and of experiments ----------------------------------
+
+def test_key_file(make_flowfs, skill_folder, isolated_config, engine, tmp_path, monkeypatch):
+    monkeypatch.delenv("FLOWFS_ENGINE_KEY", raising=False)
+    report_skill(skill_folder)
+    key_file = tmp_path / "key"
+    key_file.write_text("sk-from-file\n")
+    fs = make_flowfs(extra_args=[f"--skills={skill_folder.root}",
+                                 f"--engine-url={engine.url}", f"--engine-key-file={key_file}"])
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    engine.reply(content='{"answer": 1}')
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    assert engine.headers[0]["Authorization"] == "Bearer sk-from-file"
+    assert engine.requests[0]["model"] == "default"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--engine-key-file=/nonexistent/key"],
+     "flowfs: cannot read the engine key file /nonexistent/key: No such file or directory"),
+    (["--engine-url=ftp://127.0.0.1/"],
+     "flowfs: --engine-url must be an http:// or https:// URL"),
+    (["--max-fetch=lots"], "flowfs: --max-fetch takes a size such as 500M or 2G"),
+])
+def test_bad_engine_options_fail_before_mounting(tmp_path, args, message):
+    import subprocess
+    from conftest import flowfs_bin
+    mnt = tmp_path / "m"
+    mnt.mkdir()
+    r = subprocess.run([str(flowfs_bin()), f"--db={tmp_path}/x.db", *args, str(mnt)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert r.stderr.strip() == message
+    assert not os.path.ismount(mnt)
+
+
+def test_run_needs_required_parameters(run_mount, skill_folder, engine):
+    skill_folder.add("divide", parameter={"type": "object", "properties": {
+        "divisor": {"type": "integer"}}, "required": ["divisor"]})
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "divide")
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == ("ctl", "cannot run: missing required parameters: divisor")
+    assert engine.requests == []
+
+
+def test_experiment_limits_and_failures(run_mount, engine):
+    fs = run_mount("--allow-exec", "--exec-timeout=1")
+    s = fs.mnt / "t"
+    os.mkdir(s)
+    science(s, 3)
+    engine.reply(content=ROUND1.replace("print(open('fares.txt').read().split()[0])",
+                                        "while True: pass"))
+    engine.reply(content=ROUND2.replace("for i in range(5): print('same')",
+                                        "print('before'); raise ValueError('bad fare')"))
+    engine.reply(content=ROUND3)
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    r1 = json.loads(read_bytes(s / "rounds" / "1.json"))
+    assert r1["observation"] == "(stopped after 1 s)"
+    r2 = json.loads(read_bytes(s / "rounds" / "2.json"))
+    # a failing experiment: stderr is the observation
+    assert r2["observation"].startswith("Traceback (most recent call last):")
+    assert r2["observation"].endswith("ValueError: bad fare")

@@ -83,6 +83,9 @@ static void test_parse_tags(void **state)
 	tags("<Experiment>\n```python\nprint(1)\nprint(2)\n```\n</Experiment>",
 	     "{\"experiment\": \"print(1)\\nprint(2)\"}");
 	tags("<Experiment>```x```</Experiment>", "{\"experiment\": \"```x```\"}");
+	/* not UTF-8: no tag (found by fuzzing) */
+	tags("<Model>\xff</Model><Inference>i</Inference>",
+	     "{\"inference\": \"i\"}");
 	tags("<Inference>i</Inference><Conclusion>c\n</Conclusion>",
 	     "{\"inference\": \"i\", \"conclusion\": \"c\"}");
 }
