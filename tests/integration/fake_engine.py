@@ -21,6 +21,24 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class Handler(BaseHTTPRequestHandler):
+    """What both servers' handlers share: HTTP/1.1, quiet, _send()."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code, data, content_type="application/json"):
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
 class FakeEngine:
     def __init__(self):
         self.script = []
@@ -29,12 +47,7 @@ class FakeEngine:
         self.lock = threading.Lock()
         engine = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Chat(Handler):
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
@@ -61,17 +74,7 @@ class FakeEngine:
                     value = value(engine.requests[-1])
                 return self._send(200, json.dumps(value).encode())
 
-            def _send(self, code, data):
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        daemon=True)
@@ -130,18 +133,12 @@ class FileServer:
     Content-Length.  hits counts requests per path."""
 
     def __init__(self):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         self.files = {}
         self.hits = {}
         self.slow_seconds = 5.0
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Files(Handler):
             def do_GET(self):
                 server.hits[self.path] = server.hits.get(self.path, 0) + 1
                 parts = self.path.strip("/").split("/")
@@ -156,7 +153,7 @@ class FileServer:
                 except (KeyError, IndexError, ValueError):
                     return self._send(404, b"no such file")
                 if parts[0] == "file":
-                    return self._send(200, data)
+                    return self._send(200, data, "application/octet-stream")
                 if parts[0] == "chunked":
                     self.send_response(200)
                     self.send_header("Transfer-Encoding", "chunked")
@@ -188,16 +185,7 @@ class FileServer:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def _send(self, code, data):
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Files)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"

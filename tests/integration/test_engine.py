@@ -57,20 +57,29 @@ def write_line(path, text):
     return 0
 
 
-def run_line(session):
-    lines = [l for l in status_of(session)[0] if l.startswith("run: ")]
+def status_line(session, prefix):
+    """The last problem line of status starting with `prefix`, or None."""
+    lines = [l for l in status_of(session)[0] if l.startswith(prefix)]
     return lines[-1] if lines else None
 
 
-def wait_run(session, timeout=30):
-    """The run's status line once it is no longer running."""
+def wait_line(session, prefix, busy, timeout=30):
+    """That line once it no longer says `busy`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        line = run_line(session)
-        if line and not line.startswith("run: running"):
+        line = status_line(session, prefix)
+        if line and busy not in line:
             return line
         time.sleep(0.05)
-    pytest.fail(f"the run did not end within {timeout} s: {run_line(session)}")
+    pytest.fail(f"still {busy} after {timeout} s: {status_line(session, prefix)}")
+
+
+def run_line(session):
+    return status_line(session, "run: ")
+
+
+def wait_run(session):
+    return wait_line(session, "run: ", "run: running")
 
 
 def bind(session, skill, request=None):
@@ -98,6 +107,16 @@ def report_skill(skill_folder, required_input=False):
             "report": {"type": "string", "x-type": "artifact", "x-filename": "report.md"}},
             "required": ["answer"]},
         prompts={"gemini": "Answer {{ input.question | default('nothing') }}."})
+
+
+def report_session(run_mount, skill_folder, *extra, **kw):
+    """A mount with the report skill and a session "s" bound to it."""
+    report_skill(skill_folder)
+    fs = run_mount(*extra, **kw)
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind(s, "report")
+    return fs, s
 
 
 # -- configuration and refusals ----------------------------------------------
@@ -133,11 +152,7 @@ def test_run_refused_until_the_session_can_run(run_mount, skill_folder, engine):
 
 
 def test_key_never_shown_or_stored(run_mount, skill_folder, engine):
-    report_skill(skill_folder)
-    fs = run_mount()
-    s = fs.mnt / "s"
-    os.mkdir(s)
-    bind(s, "report")
+    fs, s = report_session(run_mount, skill_folder)
     engine.reply(content='{"answer": 1}')
     assert write_line(s / "ctl", "run\n") == 0
     assert wait_run(s) == "run: done"
@@ -195,11 +210,7 @@ def test_any_skill_run(run_mount, skill_folder, engine):
 
 
 def test_result_that_does_not_match_the_schema(run_mount, skill_folder, engine):
-    report_skill(skill_folder)
-    fs = run_mount()
-    s = fs.mnt / "s"
-    os.mkdir(s)
-    bind(s, "report")
+    fs, s = report_session(run_mount, skill_folder)
     engine.reply(content='{"answer": "many"}')
     assert write_line(s / "ctl", "run\n") == 0
     assert wait_run(s) == "run: done"
@@ -217,11 +228,7 @@ def test_result_that_does_not_match_the_schema(run_mount, skill_folder, engine):
 # -- failures: every one ends in a status line and a responsive daemon -------
 
 def test_retries_on_429_and_5xx(run_mount, skill_folder, engine):
-    report_skill(skill_folder)
-    fs = run_mount()
-    s = fs.mnt / "s"
-    os.mkdir(s)
-    bind(s, "report")
+    fs, s = report_session(run_mount, skill_folder)
     engine.fail(500, "down")
     engine.fail(429, "slow down")
     engine.fail(503, "busy")
@@ -243,11 +250,7 @@ def test_retries_on_429_and_5xx(run_mount, skill_folder, engine):
      "run: failed: the engine's reply has no choices[0].message"),
 ])
 def test_failures_end_in_a_status_line(run_mount, skill_folder, engine, script, line):
-    report_skill(skill_folder)
-    fs = run_mount()
-    s = fs.mnt / "s"
-    os.mkdir(s)
-    bind(s, "report")
+    fs, s = report_session(run_mount, skill_folder)
     script(engine)
     assert write_line(s / "ctl", "run\n") == 0
     assert wait_run(s).startswith(line)
@@ -257,11 +260,7 @@ def test_failures_end_in_a_status_line(run_mount, skill_folder, engine, script, 
 
 def test_timeouts_are_retried_and_the_daemon_stays_responsive(run_mount, skill_folder,
                                                                engine):
-    report_skill(skill_folder)
-    fs = run_mount("--engine-timeout=1", "--engine-retries=1")
-    s = fs.mnt / "s"
-    os.mkdir(s)
-    bind(s, "report")
+    fs, s = report_session(run_mount, skill_folder, "--engine-timeout=1", "--engine-retries=1")
     engine.slow(3)
     engine.slow(3)
     assert write_line(s / "ctl", "run\n") == 0
@@ -292,11 +291,7 @@ def test_connection_refused(run_mount, skill_folder):
 
 
 def test_cancel_and_one_run_at_a_time(run_mount, skill_folder, engine):
-    report_skill(skill_folder)
-    fs = run_mount()
-    s = fs.mnt / "s"
-    os.mkdir(s)
-    bind(s, "report")
+    fs, s = report_session(run_mount, skill_folder)
     engine.slow(4)
     assert write_line(s / "ctl", "run\n") == 0
     assert run_line(s).startswith("run: running")
@@ -309,11 +304,7 @@ def test_cancel_and_one_run_at_a_time(run_mount, skill_folder, engine):
 
 
 def test_a_run_cut_by_the_daemon_stopping_reads_failed(run_mount, skill_folder, engine):
-    report_skill(skill_folder)
-    fs = run_mount()
-    s = fs.mnt / "s"
-    os.mkdir(s)
-    bind(s, "report")
+    fs, s = report_session(run_mount, skill_folder)
     engine.slow(3)
     assert write_line(s / "ctl", "run\n") == 0
     assert run_line(s).startswith("run: running")
@@ -480,18 +471,11 @@ def csv_skill(skill_folder):
 
 
 def fetch_line(session):
-    lines = [l for l in status_of(session)[0] if l.startswith("fetch ")]
-    return lines[-1] if lines else None
+    return status_line(session, "fetch ")
 
 
-def wait_fetch(session, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = fetch_line(session)
-        if line and ": fetching" not in line:
-            return line
-        time.sleep(0.05)
-    pytest.fail(f"the fetch did not end within {timeout} s: {fetch_line(session)}")
+def wait_fetch(session):
+    return wait_line(session, "fetch ", ": fetching")
 
 
 def test_url_input_is_fetched_into_uploads(run_mount, skill_folder, files):

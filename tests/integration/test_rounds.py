@@ -401,7 +401,8 @@ def test_rounds_survive_a_remount_and_count_as_data(flowfs, run):
 
 def readme_section():
     text = (REPO / "README.md").read_text()
-    return text[text.index("## Scientific rounds"):text.index("## Durability")]
+    start = text.index("## Scientific rounds")
+    return text[start:text.index("\n## ", start)]
 
 
 def test_readme_titanic_example(flowfs):
