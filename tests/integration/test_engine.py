@@ -596,17 +596,22 @@ def test_experiment_limits_and_failures(run_mount, engine):
     fs = run_mount("--allow-exec", "--exec-timeout=1")
     s = fs.mnt / "t"
     os.mkdir(s)
-    science(s, 3)
+    science(s, 4)
+
+    def step(code):
+        return (f"<Inference>i</Inference><Hypothesis>h</Hypothesis><Model>m</Model>"
+                f"<Experiment>{code}</Experiment>")
     engine.reply(content=ROUND1.replace("print(open('fares.txt').read().split()[0])",
                                         "while True: pass"))
-    engine.reply(content=ROUND2.replace("for i in range(5): print('same')",
-                                        "print('before'); raise ValueError('bad fare')"))
+    engine.reply(content=step("print('before'); raise ValueError('bad fare')"))
+    # more than the 2 GiB of address space an experiment gets
+    engine.reply(content=step("x = bytearray(3 * 1024 ** 3)"))
     engine.reply(content=ROUND3)
     assert write_line(s / "ctl", "run\n") == 0
     assert wait_run(s) == "run: done"
-    r1 = json.loads(read_bytes(s / "rounds" / "1.json"))
-    assert r1["observation"] == "(stopped after 1 s)"
-    r2 = json.loads(read_bytes(s / "rounds" / "2.json"))
+    rounds = [json.loads(read_bytes(s / "rounds" / f"{n}.json")) for n in (1, 2, 3)]
+    assert rounds[0]["observation"] == "(stopped after 1 s)"
     # a failing experiment: stderr is the observation
-    assert r2["observation"].startswith("Traceback (most recent call last):")
-    assert r2["observation"].endswith("ValueError: bad fare")
+    assert rounds[1]["observation"].startswith("Traceback (most recent call last):")
+    assert rounds[1]["observation"].endswith("ValueError: bad fare")
+    assert rounds[2]["observation"].endswith("MemoryError")
