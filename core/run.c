@@ -4,6 +4,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -689,6 +690,59 @@ static void remove_tree(const char *dir)
 	free(cmd);
 }
 
+/* Files larger than this, made by an experiment, stay behind. */
+#define MADE_FILE_MAX (64 << 20)
+
+/*
+ * The regular files the experiments made at the top of the scratch
+ * folder (not there in uploads/, not hidden) into output/, the lock
+ * taken for each.
+ */
+static int keep_made_files(struct run *r, const char *dir)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int ret = 0;
+
+	if (!d)
+		return -errno;
+	while (!ret && (e = readdir(d))) {
+		struct tree_attr a;
+		struct stat st;
+		struct sbuf data = SBUF_INIT;
+		bool was_upload;
+		char *path = NULL;
+		int fd;
+
+		if (e->d_name[0] == '.' || strlen(e->d_name) > 200)
+			continue;
+		lock(r);
+		was_upload = tree_lookup(r->host->tree, r->uploads_ino, e->d_name,
+					 &a) == 0;
+		unlock(r);
+		if (was_upload || asprintf(&path, "%s/%s", dir, e->d_name) < 0)
+			continue;
+		fd = open(path, O_RDONLY | O_NOFOLLOW);
+		free(path);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size <= MADE_FILE_MAX &&
+		    sbuf_grow(&data, (size_t)st.st_size + 1) == 0) {
+			ssize_t n = read(fd, data.buf, (size_t)st.st_size);
+
+			if (n == st.st_size) {
+				sbuf_setlen(&data, (size_t)n);
+				ret = put_output(r, e->d_name, data.buf, data.len);
+			}
+		}
+		close(fd);
+		sbuf_release(&data);
+	}
+	closedir(d);
+	return ret;
+}
+
 /* Run round n's experiment in the scratch folder: the observation. */
 static int experiment(struct run *r, const char *dir, long n, const char *code,
 		      struct sbuf *observation, struct ferr *err)
@@ -862,8 +916,17 @@ static int flow_rounds(struct run *r, const struct engine_hooks *hooks,
 		}
 	}
 out:
-	if (have_dir)
+	if (have_dir) {
+		/* what the experiments made is the run's result too (the
+		 * seed's example writes output.txt), even when it failed */
+		int kept = keep_made_files(r, dir);
+
+		if (!ret && kept < 0)
+			ret = ferr_set(err, kept, "cannot copy what the"
+				       " experiments wrote into output/: %s",
+				       strerror(-kept));
 		remove_tree(dir);
+	}
 	json_decref(round);
 	json_decref(messages);
 	sbuf_release(&prompt);

@@ -383,6 +383,7 @@ def test_datcom_needs_a_description(run_mount, engine):
 ROUND1 = ("<Phenomenon>\nThe fares vary.\n</Phenomenon>\n<Hypothesis>The mean is about 32."
           "</Hypothesis>\n<Model>mean</Model>\n<Experiment>\n```python\nprint(open('fares.txt')"
           ".read().split()[0])\n```\n</Experiment>")
+WRITES = "open('result.txt', 'w').write('32.20')\n"
 ROUND2 = ("<Inference>It read the file.</Inference><Hypothesis>Repeat it</Hypothesis>"
           "<Model>loop</Model><Experiment>for i in range(5): print('same')\n"
           "import socket\ntry:\n    socket.create_connection(('127.0.0.1', PORT), 2)\n"
@@ -423,7 +424,8 @@ def test_rounds_run_with_exec(run_mount, engine):
     os.mkdir(s)
     science(s, 3)
     engine.reply(content=ROUND1)
-    engine.reply(content=ROUND2.replace("PORT", str(int(engine.url.split(":")[2].split("/")[0]))))
+    engine.reply(content=ROUND2.replace("PORT", str(int(engine.url.split(":")[2].split("/")[0])))
+                 .replace("<Experiment>", "<Experiment>" + WRITES))
     engine.reply(content=ROUND3)
     assert write_line(s / "ctl", "run\n") == 0
     assert wait_run(s) == "run: done"
@@ -437,6 +439,9 @@ def test_rounds_run_with_exec(run_mount, engine):
     assert "<Conclusion>" in engine.requests[2]["messages"][-1]["content"]
     content = json.loads(read_bytes(s / "summary.json"))[1]["content"]
     assert content.count("<Observation>") == 3 and content.count("<Experiment>") == 2
+    # what the experiments wrote comes back to output/; the uploads do not
+    assert read_bytes(s / "output" / "result.txt") == b"32.20"
+    assert "fares.txt" not in os.listdir(s / "output")
     assert [l["purpose"] for l in engine_log(s)] == ["round 1", "round 2", "round 3"]
 
 
