@@ -634,49 +634,74 @@ static int put_round(struct run *r, long n, const json_t *round,
 	return ret;
 }
 
-/* Copy folder `ino` of the tree into `dir` (the lock held). */
-static int copy_out(struct tree *t, uint64_t ino, const char *dir, int depth)
+/* Copy file `ino` of the tree to `path` in 1 MiB slices, the lock taken
+ * for each (an upload of gigabytes must not stall the mount). */
+static int copy_file_out(struct run *r, uint64_t ino, const char *path)
+{
+	static const size_t slice = 1 << 20;
+	char *buf = malloc(slice);
+	int64_t off = 0;
+	size_t got = 1;
+	int fd, ret = 0;
+
+	fd = buf ? open(path, O_WRONLY | O_CREAT | O_EXCL, 0600) : -1;
+	if (fd < 0) {
+		free(buf);
+		return buf ? -errno : -ENOMEM;
+	}
+	while (!ret && got) {
+		lock(r);
+		ret = tree_read(r->host->tree, ino, buf, slice, off, &got);
+		unlock(r);
+		if (!ret && got && write(fd, buf, got) != (ssize_t)got)
+			ret = -EIO;
+		off += (int64_t)got;
+		if (atomic_load(&r->cancel))
+			ret = -ECANCELED;
+	}
+	close(fd);
+	free(buf);
+	return ret;
+}
+
+/* Copy folder `ino` of the tree into `dir`. */
+static int copy_out(struct run *r, uint64_t ino, const char *dir, int depth)
 {
 	struct tree_dir d = { 0 };
-	struct sbuf data = SBUF_INIT;
+	struct sbuf target = SBUF_INIT;
 	int ret;
 
 	if (depth > 64)
 		return -ELOOP;
-	ret = tree_readdir(t, ino, &d);
+	lock(r);
+	ret = tree_readdir(r->host->tree, ino, &d);
+	unlock(r);
 	for (size_t i = 0; !ret && i < d.n; i++) {
 		const struct tree_attr *a = &d.ents[i].attr;
 		char *path = NULL;
-		int fd;
 
 		if (asprintf(&path, "%s/%s", dir, d.ents[i].name) < 0) {
 			ret = -ENOMEM;
 			break;
 		}
-		sbuf_reset(&data);
 		if (S_ISDIR(a->mode)) {
 			ret = mkdir(path, 0700) < 0 ? -errno : 0;
 			if (!ret)
-				ret = copy_out(t, a->ino, path, depth + 1);
+				ret = copy_out(r, a->ino, path, depth + 1);
 		} else if (S_ISLNK(a->mode)) {
-			ret = tree_readlink(t, a->ino, &data);
-			if (!ret && symlink(data.buf, path) < 0)
+			sbuf_reset(&target);
+			lock(r);
+			ret = tree_readlink(r->host->tree, a->ino, &target);
+			unlock(r);
+			if (!ret && symlink(target.buf, path) < 0)
 				ret = -errno;
 		} else if (S_ISREG(a->mode)) {
-			ret = tree_read_all(t, a->ino, &data);
-			fd = ret ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-			if (!ret && fd < 0)
-				ret = -errno;
-			if (!ret && data.len &&
-			    write(fd, data.buf, data.len) != (ssize_t)data.len)
-				ret = -EIO;
-			if (fd >= 0)
-				close(fd);
+			ret = copy_file_out(r, a->ino, path);
 		}
 		free(path);
 	}
 	tree_dir_free(&d);
-	sbuf_release(&data);
+	sbuf_release(&target);
 	return ret;
 }
 
@@ -866,9 +891,8 @@ static int flow_rounds(struct run *r, const struct engine_hooks *hooks,
 				break;
 			}
 			have_dir = true;
-			lock(r);
-			ret = copy_out(r->host->tree, r->uploads_ino, dir, 0);
-			unlock(r);
+			progress(r, "copying uploads/ for the experiments");
+			ret = copy_out(r, r->uploads_ino, dir, 0);
 			if (ret < 0) {
 				ferr_set(err, ret, "cannot copy uploads/: %s",
 					 strerror(-ret));

@@ -620,3 +620,24 @@ def test_experiment_limits_and_failures(run_mount, engine):
     assert rounds[1]["observation"].startswith("Traceback (most recent call last):")
     assert rounds[1]["observation"].endswith("ValueError: bad fare")
     assert rounds[2]["observation"].endswith("MemoryError")
+
+
+def test_experiments_see_large_uploads(run_mount, engine):
+    """uploads/ is copied in slices: files over 64 MiB too, folders, links."""
+    fs = run_mount("--allow-exec")
+    s = fs.mnt / "t"
+    os.mkdir(s)
+    science(s, 1)
+    size = 70 * 1024 * 1024 + 3
+    with open(s / "uploads" / "big.bin", "wb") as f:
+        f.write(b"\x01" * size)
+    os.makedirs(s / "uploads" / "sub" / "deep")
+    (s / "uploads" / "sub" / "deep" / "n.txt").write_text("nested")
+    os.symlink("sub/deep/n.txt", s / "uploads" / "link")
+    code = ("import os; print(os.path.getsize('big.bin'), open('link').read(),"
+            " os.readlink('link'))")
+    engine.reply(content=ROUND1.replace("print(open('fares.txt').read().split()[0])", code))
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    observation = json.loads(read_bytes(s / "rounds" / "1.json"))["observation"]
+    assert observation == f"{size} nested sub/deep/n.txt"
