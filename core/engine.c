@@ -308,6 +308,8 @@ int engine_chat(const struct engine_config *cfg,
 				ret = ferr_set(err, -ETIMEDOUT, "the engine did not"
 					       " answer within %ld s (%s)",
 					       timeout / 1000, cfg->url);
+			else if (rc == CURLE_ABORTED_BY_CALLBACK)
+				ret = ferr_set(err, -ECANCELED, "cancelled");
 			else if (t.too_big)
 				ret = ferr_set(err, -EPROTO, "the engine's reply"
 					       " is larger than %d MiB",

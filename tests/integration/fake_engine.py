@@ -9,6 +9,7 @@ A test scripts the replies, one per request, in order:
     engine.fail(500, "boom")                          an HTTP error
     engine.raw(b"{not json")                          a malformed body
     engine.slow(3.0, content="late")                  an answer after a delay
+    engine.hold()  ...  engine.release()              an answer the test lets go
     engine.reply_with(func)                           func(request) -> reply dict
 
 and reads what flowfs sent in engine.requests (the parsed bodies) and
@@ -42,6 +43,8 @@ class Handler(BaseHTTPRequestHandler):
 class FakeEngine:
     def __init__(self):
         self.script = []
+        self.held = threading.Event()
+        self.release_event = threading.Event()
         self.requests = []
         self.headers = []
         self.lock = threading.Lock()
@@ -65,6 +68,11 @@ class FakeEngine:
                 kind, value, delay = step
                 if delay:
                     time.sleep(delay)
+                if kind == "hold":
+                    # until the test lets go (or the client gives up)
+                    engine.held.set()
+                    engine.release_event.wait(60)
+                    kind, value = "json", value
                 if kind == "status":
                     code, text = value
                     return self._send(code, text.encode())
@@ -110,6 +118,13 @@ class FakeEngine:
 
     def slow(self, delay, content="late"):
         self.reply(content=content, delay=delay)
+
+    def hold(self, content="held"):
+        """A reply that waits for release(); held is set once it waits."""
+        self._add("hold", self.completion(content))
+
+    def release(self):
+        self.release_event.set()
 
     def fail(self, code, text="error", delay=0.0):
         self._add("status", (code, text), delay)

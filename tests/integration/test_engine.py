@@ -11,6 +11,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import time
 
 import pytest
@@ -258,20 +259,30 @@ def test_failures_end_in_a_status_line(run_mount, skill_folder, engine, script, 
     assert "response.md" not in os.listdir(s / "output")
 
 
-def test_timeouts_are_retried_and_the_daemon_stays_responsive(run_mount, skill_folder,
-                                                               engine):
+def test_the_mount_answers_while_a_run_waits(run_mount, skill_folder, engine):
+    """While the engine holds its answer, every file of the session still
+    reads (a daemon that waited on the network would hang here: the
+    subprocess's timeout is a liveness bound, not a speed check)."""
+    fs, s = report_session(run_mount, skill_folder)
+    engine.hold(content='{"answer": 5}')
+    assert write_line(s / "ctl", "run\n") == 0
+    assert engine.held.wait(30)
+    r = subprocess.run(["sh", "-c", f"ls -l '{s}' '{s}/output' && cat '{s}/status' "
+                        f"'{s}/engine.log' '{s}/session.json' > /dev/null && "
+                        f"echo '{{\"title\": \"t\"}}' > '{s}/session.json'"],
+                       capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert run_line(s) == "run: running: waiting for the engine (turn 1)"
+    engine.release()
+    assert wait_run(s) == "run: done"
+    assert json.loads(read_bytes(s / "output" / "result.json"))["data"] == {"answer": 5}
+
+
+def test_timeouts_are_retried(run_mount, skill_folder, engine):
     fs, s = report_session(run_mount, skill_folder, "--engine-timeout=1", "--engine-retries=1")
     engine.slow(3)
     engine.slow(3)
     assert write_line(s / "ctl", "run\n") == 0
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 1.5:
-        # the mount answers while the run waits on the network
-        t = time.monotonic()
-        os.listdir(s)
-        read_bytes(s / "status")
-        assert time.monotonic() - t < 0.5
-        time.sleep(0.05)
     assert wait_run(s) == "run: failed: the engine did not answer within 1 s (%s)" % engine.url
     assert [l["http_status"] for l in engine_log(s)] == [None, None]
 
@@ -292,15 +303,15 @@ def test_connection_refused(run_mount, skill_folder):
 
 def test_cancel_and_one_run_at_a_time(run_mount, skill_folder, engine):
     fs, s = report_session(run_mount, skill_folder)
-    engine.slow(4)
+    engine.slow(20)
     assert write_line(s / "ctl", "run\n") == 0
     assert run_line(s).startswith("run: running")
     assert write_line(s / "ctl", "run\n") == errno.EINVAL
     assert status_of(s)[1][-1] == ("ctl", "a run is going on (echo cancel > ctl stops it)")
-    t0 = time.monotonic()
     assert write_line(s / "ctl", "cancel\n") == 0
+    # cancelled mid-transfer: long before the slow answer comes
     assert wait_run(s) == "run: cancelled"
-    assert time.monotonic() - t0 < 2
+    assert [l["error"] for l in engine_log(s)] == ["cancelled"]
 
 
 def test_a_run_cut_by_the_daemon_stopping_reads_failed(run_mount, skill_folder, engine):
@@ -574,7 +585,6 @@ def test_key_file(make_flowfs, skill_folder, isolated_config, engine, tmp_path, 
     (["--max-fetch=lots"], "flowfs: --max-fetch takes a size such as 500M or 2G"),
 ])
 def test_bad_engine_options_fail_before_mounting(tmp_path, args, message):
-    import subprocess
     from conftest import flowfs_bin
     mnt = tmp_path / "m"
     mnt.mkdir()
