@@ -1,0 +1,86 @@
+/*
+ * What the files of core/run share (not a public interface: run.h is).
+ * run.c: a run's life (checks, start, thread, state, cancel, the audit
+ * log); run_chat.c: the flows of any skill and of datcom; run_rounds.c:
+ * scientific-workflow's rounds and experiments; run_fetch.c: URL inputs.
+ */
+#ifndef FLOWFS_RUN_PRIVATE_H
+#define FLOWFS_RUN_PRIVATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "run.h"
+
+/* Tool-call turns of one conversation before a run gives up. */
+#define MAX_TURNS 12
+/* Answers a refused set_parameters (or a round without its tags) gets. */
+#define MAX_RETRIES 3
+
+enum flow { FLOW_ANY, FLOW_DATCOM, FLOW_ROUNDS, FLOW_FETCH };
+
+struct run {
+	pthread_t thread;
+	const struct run_host *host;
+	const struct run_options *opt;
+	int64_t session;
+	enum flow flow;
+	atomic_bool cancel;
+	atomic_bool finished;
+	/* a copy of what the run reads, taken at start */
+	char *skill_id;
+	char *system;		/* SKILL.md */
+	char *prompt;		/* prompt.txt */
+	char *description;	/* datcom, scientific-workflow */
+	char *io;		/* scientific-workflow */
+	long max_rounds;
+	json_t *manifest;	/* inputs_manifest() */
+	json_t *output_schema;
+	json_t *parameter_schema;
+	uint64_t output_ino, uploads_ino;
+	/* a fetch: request.json's input `key` from `url` to uploads/<name> */
+	char *key, *url, *name;
+	int64_t reported_ms;
+};
+
+/* The host's lock, for the store and the tree. */
+void run_lock(const struct run *r);
+void run_unlock(const struct run *r);
+
+/* What the run does now, for status (takes the lock). */
+void run_progress(struct run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The engine hook and exec's: whether the run is to stop. */
+bool run_cancelled(void *ctx);
+
+/* output/<name> = data, whole (takes the lock). */
+int run_put_output(struct run *r, const char *name, const char *data,
+		   size_t len);
+
+/* Chat messages and tools. */
+json_t *run_message(const char *role, const char *content);
+json_t *run_tool_message(const json_t *call, const char *content);
+json_t *run_function_tool(const char *name, const char *description,
+			  json_t *parameters);
+
+/* The flows: 0, or a negative errno with err for status. */
+int run_flow_any(struct run *r, const struct engine_hooks *hooks,
+		 struct ferr *err);
+int run_flow_datcom(struct run *r, const struct engine_hooks *hooks,
+		    struct ferr *err);
+int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
+		    struct ferr *err);
+int run_flow_fetch(struct run *r, struct ferr *err);
+
+/* A fetch's row of the fetches table (the lock held). */
+int run_fetch_state(struct store *st, int64_t session, const char *key,
+		    const char *state, const char *message);
+/* Whether a fetch of the session is going on (the lock held). */
+bool run_fetching(struct store *st, int64_t session);
+
+/* The thread of a run or fetch, and freeing what a run holds. */
+void *run_thread(void *arg);
+void run_release(struct run *r);
+
+#endif
