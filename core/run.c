@@ -27,11 +27,9 @@ void run_unlock(const struct run *r)
 	r->host->unlock(r->host->ctx);
 }
 
-static int set_state(struct store *st, int64_t session, const char *state,
-		     const char *message)
+int run_store_state(struct store *st, const char *sql, int64_t session,
+		    const char *key, const char *state, const char *message)
 {
-	static const char sql[] = "UPDATE sessions SET run_state = ?2,"
-		" run_message = ?3, run_ns = ?4 WHERE id = ?1";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int ret;
 
@@ -41,9 +39,20 @@ static int set_state(struct store *st, int64_t session, const char *state,
 	sqlite3_bind_text(q, 2, state, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 3, message, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 4, store_now_ns());
+	if (key)
+		sqlite3_bind_text(q, 5, key, -1, SQLITE_STATIC);
 	ret = store_errno(sqlite3_step(q));
 	store_done(q);
 	return ret;
+}
+
+static int set_state(struct store *st, int64_t session, const char *state,
+		     const char *message)
+{
+	static const char sql[] = "UPDATE sessions SET run_state = ?2,"
+		" run_message = ?3, run_ns = ?4 WHERE id = ?1";
+
+	return run_store_state(st, sql, session, NULL, state, message);
 }
 
 /* What the run does now, for status (takes the lock). */

@@ -18,21 +18,10 @@
 int run_fetch_state(struct store *st, int64_t session, const char *key,
 		    const char *state, const char *message)
 {
-	static const char sql[] = "UPDATE fetches SET state = ?3, message = ?4,"
-		" time_ns = ?5 WHERE session = ?1 AND key = ?2";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int ret;
+	static const char sql[] = "UPDATE fetches SET state = ?2, message = ?3,"
+		" time_ns = ?4 WHERE session = ?1 AND key = ?5";
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, state, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 4, message, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 5, store_now_ns());
-	ret = store_errno(sqlite3_step(q));
-	store_done(q);
-	return ret;
+	return run_store_state(st, sql, session, key, state, message);
 }
 
 static void mib(char *buf, size_t size, int64_t bytes)

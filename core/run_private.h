@@ -73,6 +73,11 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 		    struct ferr *err);
 int run_flow_fetch(struct run *r, struct ferr *err);
 
+/* Run `sql` with ?1 session, ?2 state, ?3 message, ?4 now and ?5 key
+ * (when not NULL): the state of a run or a fetch (the lock held). */
+int run_store_state(struct store *st, const char *sql, int64_t session,
+		    const char *key, const char *state, const char *message);
+
 /* A fetch's row of the fetches table (the lock held). */
 int run_fetch_state(struct store *st, int64_t session, const char *key,
 		    const char *state, const char *message);
