@@ -15,7 +15,9 @@
 #define SESSION_COLUMNS \
 	"id, name, created_ns, doc_mtime_ns, root_ino, uploads_ino," \
 	" output_ino, coalesce(skill, ''), coalesce(engine, '')," \
-	" request_mtime_ns, nodes_ino, edges_ino, rounds_ino"
+	" request_mtime_ns, nodes_ino, edges_ino, rounds_ino," \
+	" (SELECT uid FROM inodes WHERE ino = root_ino)," \
+	" (SELECT gid FROM inodes WHERE ino = root_ino)"
 
 static void copy_text(char *dst, size_t size, const unsigned char *text)
 {
@@ -37,6 +39,8 @@ static void row_to_info(sqlite3_stmt *q, struct session_info *s)
 	s->nodes_ino = (uint64_t)sqlite3_column_int64(q, 10);
 	s->edges_ino = (uint64_t)sqlite3_column_int64(q, 11);
 	s->rounds_ino = (uint64_t)sqlite3_column_int64(q, 12);
+	s->uid = (uint32_t)sqlite3_column_int64(q, 13);
+	s->gid = (uint32_t)sqlite3_column_int64(q, 14);
 }
 
 /* Each session folder: its name and the sessions column holding it. */

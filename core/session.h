@@ -55,6 +55,8 @@ struct session_info {
 	uint64_t nodes_ino;
 	uint64_t edges_ino;
 	uint64_t rounds_ino;
+	/* the session folder's owner: what its generated files show */
+	uint32_t uid, gid;
 	char skill[256];	/* "" when no skill is bound */
 	char engine[256];
 };

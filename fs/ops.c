@@ -295,7 +295,6 @@ static int resolve_item(struct flowfs *fs, uint64_t ino, struct node *n)
 			((1u << (FS_SPACE_SHIFT - FS_COLLECTION_SHIFT)) - 1);
 	struct fs_item item;
 	struct session_info s;
-	struct tree_attr owner;
 	int ret;
 
 	if (coll >= fs_collection_count)
@@ -305,9 +304,7 @@ static int resolve_item(struct flowfs *fs, uint64_t ino, struct node *n)
 	if (!ret)
 		ret = session_get(fs->st, item.session, &s);
 	if (!ret)
-		ret = tree_getattr(fs->tree, s.root_ino, &owner);
-	if (!ret)
-		item_node(n, coll, &item, &s, owner.uid, owner.gid);
+		item_node(n, coll, &item, &s, s.uid, s.gid);
 	return ret;
 }
 
@@ -501,7 +498,6 @@ static int node_stat_snap(struct flowfs *fs, const struct node *n,
 			  const struct handle *snap)
 {
 	const struct entry *e;
-	struct tree_attr owner;
 	int ret = 0;
 
 	*generated = false;
@@ -548,10 +544,10 @@ static int node_stat_snap(struct flowfs *fs, const struct node *n,
 	e = &fs_entries[n->row];
 	st->st_mode = e->mode;
 	st->st_nlink = S_ISDIR(e->mode) ? 2 : 1;
-	if (n->has_session &&
-	    tree_getattr(fs->tree, n->s.root_ino, &owner) == 0) {
-		st->st_uid = owner.uid;
-		st->st_gid = owner.gid;
+	/* the session row carries its folder's owner: no query per stat */
+	if (n->has_session) {
+		st->st_uid = n->s.uid;
+		st->st_gid = n->s.gid;
 	}
 	if (e->kind == ENTRY_DOC || e->kind == ENTRY_GENERATED ||
 	    e->kind == ENTRY_LINK) {
@@ -641,7 +637,7 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 		if (ret < 0)
 			return ret;
 		item_node(out, (unsigned)coll, &item, &parent->s,
-			  parent->attr.uid, parent->attr.gid);
+			  parent->s.uid, parent->s.gid);
 		return 0;
 	}
 	if (parent->type == N_ROOT) {
@@ -1983,8 +1979,8 @@ static int dir_add_items(struct flowfs *fs, struct handle *h, size_t *alloc,
 	for (size_t i = 0; !ret && i < n; i++) {
 		struct node in;
 
-		item_node(&in, coll, &items[i], &dir->s, dir->attr.uid,
-			  dir->attr.gid);
+		item_node(&in, coll, &items[i], &dir->s, dir->s.uid,
+			  dir->s.gid);
 		sbuf_reset(&name);
 		ret = sbuf_addf(&name, "%s.json", items[i].id);
 		if (!ret)

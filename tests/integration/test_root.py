@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from conftest import (REPO, SESSION_ENTRIES, errname, oserror, read_bytes,
-                      session_doc, write_bytes)
+from conftest import (REPO, SESSION_ENTRIES, errname, oserror, put_json,
+                      read_bytes, session_doc, write_bytes)
 
 
 
@@ -350,3 +350,32 @@ def test_many_sessions_listed(mnt):
     for n in names:
         os.mkdir(mnt / n)
     assert set(os.listdir(mnt)) == names | {".flowfs"}
+
+
+def test_generated_files_belong_to_the_session_folders_owner(flowfs):
+    """Every file flowfs shows in a session — documents, generated files,
+    a collection's documents, the summary link — has the session folder's
+    owner, and follows a chown of it (the daemon runs as root here, so
+    an owner other than root proves where it comes from)."""
+    s = flowfs.mnt / "owned"
+    os.mkdir(s)
+    assert put_json(s / "session.json", {"skill": "scientific-workflow"}) == 0
+    assert put_json(s / "request.json", {"input": {"description": "d"}}) == 0
+    assert put_json(s / "rounds" / "1.json", {
+        "phenomenon": "p", "hypothesis": "h", "model": "m", "experiment": "e"}) == 0
+    assert put_json(s / "nodes" / "n.json", {"label": "x"}) == 0
+    os.chown(s, 1234, 5678)
+    for rel in ("session.json", "status", "input.json", "context.txt", "engine.log",
+                "rounds/1.json", "nodes/n.json", "output/summary.json",
+                "parameters.json"):
+        st = os.stat(s / rel)
+        assert (st.st_uid, st.st_gid) == (1234, 5678), rel
+    st = os.lstat(s / "summary.json")
+    assert (st.st_uid, st.st_gid) == (1234, 5678)
+    # listings say the same (readdirplus hands the attributes over)
+    out = subprocess.run(["ls", "-ln", str(s / "nodes"), str(s / "rounds")],
+                         capture_output=True, text=True, check=True).stdout
+    owners = {tuple(l.split()[2:4]) for l in out.splitlines() if l.startswith("-")}
+    assert owners == {("1234", "5678")}
+    os.chown(s, 4321, 8765)
+    assert (os.stat(s / "status").st_uid, os.stat(s / "rounds" / "1.json").st_gid) == (4321, 8765)
