@@ -10,12 +10,10 @@ under test.
 
 import errno
 import json
-import math
 import os
 import random
 import re
 import time
-from pathlib import Path
 
 import pytest
 
@@ -666,11 +664,10 @@ def random_params(r):
 def test_random_valid_sets(dsession):
     s = dsession
     r = random.Random(20265)
-    start = time.monotonic()
     done = 0
-    for i in range(30):
-        if i and time.monotonic() - start > 8:    # budget, not an assertion
-            break
+    # a fixed number of sets, so every run checks the same ones (200 take
+    # about a second)
+    for i in range(200):
         p = random_params(r)
         got = request(s, p)
         assert got == 0, (errname(got), status_of(s)[1][-1:], p)
@@ -680,7 +677,7 @@ def test_random_valid_sets(dsession):
             raise AssertionError(f"set {i}: {e}\n{json.dumps(p)}\n"
                                  f"{deck_of(s).decode()}") from None
         done += 1
-    assert done >= 1
+    assert done == 200
 
 
 # -- reads and mtime ------------------------------------------------------------------
