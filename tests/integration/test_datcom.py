@@ -790,3 +790,28 @@ def test_import_inconsistent_deck_named_in_status(pc9_session):
     assert any(p.startswith("output/for005.dat: ") and p.endswith(
         "The number of angles of attack (6) must match NALPHA (5)")
         for p in problems), problems
+
+
+def test_import_datcom_plus_dialect(pc9_session):
+    """A deck in DATCOM+'s looser dialect — comment lines, TABs, blank
+    lines, which Digital DATCOM itself rejects (CARDS.md) — imports to the
+    same parameters; the generated deck is the clean one, and status says
+    which lines DATCOM would have rejected."""
+    s = pc9_session
+    clean = deck_of(s)
+    text = clean.decode()
+    loose = (text.replace("DIM FT\n", "* PC-9, from the manufacturer's data\nDIM\tFT\n\n")
+             .replace(" $OPTINS", "# reference values\n $OPTINS"))
+    assert loose != text
+    with pytest.raises(AssertionError):
+        check_cards(loose.encode())
+    upload(s, "deck.dat", loose.encode())
+    assert put_json(s / "request.json", {"input": {}, "parameter": {}}) == 0
+    assert deck_of(s) == clean
+    check_cards(deck_of(s))
+    problems, _ = status_of(s)
+    assert problems[0] == "ready"
+    notes = [p for p in problems if p.startswith("uploads/deck.dat: ")]
+    assert len(notes) == 1, problems
+    assert re.fullmatch(r"uploads/deck\.dat: 4 lines DATCOM would reject \(line 2: .+\);"
+                        r" the generated deck is clean", notes[0]), notes[0]
