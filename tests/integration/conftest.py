@@ -392,6 +392,19 @@ def put(path, data):
     return oserror(write_bytes, path, data)
 
 
+def expect(err, func, *args):
+    """func(*args) must fail with errno `err` (or one of a set of them)."""
+    got = oserror(func, *args)
+    exp = err if isinstance(err, (set, tuple)) else {err}
+    assert got in exp, (f"{func.__name__}{args}: expected "
+                        f"{'/'.join(errname(e) for e in exp)}, got {errname(got)}")
+
+
+def bind(session, skill, **more):
+    """Write session.json with skill (and engine/title) set; returns errno."""
+    return put_json(session / "session.json", {"skill": skill, **more})
+
+
 def put_json(path, obj):
     import json
     return put(path, json.dumps(obj))

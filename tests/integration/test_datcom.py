@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import (REPO, errname, oserror, put, put_json, read_bytes,
+from conftest import (REPO, bind, errname, oserror, put, put_json, read_bytes,
                       status_of, write_bytes)
 
 SKILL_SRC = REPO / "core" / "skills" / "datcom"
@@ -284,10 +284,6 @@ def check_deck_for(data, p):
 
 
 # -- session helpers -----------------------------------------------------------
-
-def bind(session, skill):
-    return put_json(session / "session.json", {"skill": skill})
-
 
 def request(session, params, inputs=None):
     body = {"parameter": params}

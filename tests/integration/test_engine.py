@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import dumps, errname, put, put_json, read_bytes, status_of
+from conftest import bind, dumps, errname, put, put_json, read_bytes, status_of
 from fake_engine import FakeEngine
 from test_datcom import PC9
 
@@ -83,10 +83,9 @@ def wait_run(session):
     return wait_line(session, "run: ", "run: running")
 
 
-def bind(session, skill, request=None):
-    doc = json.loads(read_bytes(session / "session.json"))
-    doc["skill"] = skill
-    assert put_json(session / "session.json", doc) == 0, status_of(session)
+def bind_with(session, skill, request=None):
+    """Bind the session to skill and write its request; both must pass."""
+    assert bind(session, skill) == 0, status_of(session)
     if request is not None:
         assert put_json(session / "request.json", request) == 0, status_of(session)
 
@@ -116,7 +115,7 @@ def report_session(run_mount, skill_folder, *extra, **kw):
     fs = run_mount(*extra, **kw)
     s = fs.mnt / "s"
     os.mkdir(s)
-    bind(s, "report")
+    bind_with(s, "report")
     return fs, s
 
 
@@ -128,7 +127,7 @@ def test_nothing_is_sent_without_an_engine(make_flowfs, skill_folder, isolated_c
     fs = make_flowfs(extra_args=[f"--skills={skill_folder.root}"])
     s = fs.mnt / "s"
     os.mkdir(s)
-    bind(s, "report")
+    bind_with(s, "report")
     assert write_line(s / "ctl", "run\n") == errno.EINVAL
     assert status_of(s)[1][-1] == (
         "ctl", "no engine is configured: start flowfs with --engine-url=URL")
@@ -144,7 +143,7 @@ def test_run_refused_until_the_session_can_run(run_mount, skill_folder, engine):
     os.mkdir(s)
     assert write_line(s / "ctl", "run\n") == errno.EINVAL
     assert status_of(s)[1][-1] == ("ctl", 'no skill is bound: set "skill" in session.json')
-    bind(s, "report")
+    bind_with(s, "report")
     assert write_line(s / "ctl", "run\n") == errno.EINVAL
     assert status_of(s)[1][-1] == ("ctl", "cannot run: missing required input files: data")
     assert write_line(s / "ctl", "cancel\n") == errno.EINVAL
@@ -174,7 +173,7 @@ def test_any_skill_run(run_mount, skill_folder, engine):
     fs = run_mount()
     s = fs.mnt / "s"
     os.mkdir(s)
-    bind(s, "report", {"input": {"question": "the question"}})
+    bind_with(s, "report", {"input": {"question": "the question"}})
     prompt = read_bytes(s / "prompt.txt").decode()
     engine.reply(content="writing", tool_calls=[
         ("write_artifact", {"name": "report.md", "content": "# Report\nall good\n"}),
@@ -295,7 +294,7 @@ def test_connection_refused(run_mount, skill_folder):
     fs = run_mount("--engine-retries=0", url=f"http://127.0.0.1:{port}/v1")
     s = fs.mnt / "s"
     os.mkdir(s)
-    bind(s, "report")
+    bind_with(s, "report")
     assert write_line(s / "ctl", "run\n") == 0
     assert re.fullmatch(r"run: failed: http://127\.0\.0\.1:\d+/v1: Couldn't connect to server",
                         wait_run(s))
@@ -338,7 +337,7 @@ def test_datcom_run_fills_the_parameters(run_mount, engine):
     fs = run_mount()
     s = fs.mnt / "pc9"
     os.mkdir(s)
-    bind(s, "datcom", {"input": {"description": "The Pilatus PC-9 trainer"}})
+    bind_with(s, "datcom", {"input": {"description": "The Pilatus PC-9 trainer"}})
     bad = dict(PC9, nalpha=5)
     engine.reply(content="", tool_calls=[("set_parameters", bad)])
     engine.reply(content="", tool_calls=[("set_parameters", "{broken")])
@@ -365,7 +364,7 @@ def test_datcom_gives_up_after_three_refusals(run_mount, engine):
     fs = run_mount()
     s = fs.mnt / "pc9"
     os.mkdir(s)
-    bind(s, "datcom")
+    bind_with(s, "datcom")
     (s / "uploads" / "description").write_text("A small aircraft.\n")
     for _ in range(4):
         engine.reply(content="", tool_calls=[("set_parameters", {"nalpha": 2})])
@@ -382,7 +381,7 @@ def test_datcom_needs_a_description(run_mount, engine):
     fs = run_mount()
     s = fs.mnt / "pc9"
     os.mkdir(s)
-    bind(s, "datcom")
+    bind_with(s, "datcom")
     assert write_line(s / "ctl", "run\n") == errno.EINVAL
     assert status_of(s)[1][-1] == ("ctl", "cannot run: datcom needs the aircraft's"
                                    " description (inline input \"description\" or"
@@ -404,7 +403,7 @@ ROUND3 = "<Inference>Enough.</Inference>\n<Conclusion>The mean fare is 32.20.</C
 
 
 def science(s, max_iterations):
-    bind(s, "scientific-workflow", {
+    bind_with(s, "scientific-workflow", {
         "input": {"description": "Find the mean fare.", "io_instructions": "print it"},
         "parameter": {"max_iterations": max_iterations}})
     (s / "uploads" / "fares.txt").write_text("32.20 7.25\n")
@@ -501,7 +500,7 @@ def test_url_input_is_fetched_into_uploads(run_mount, skill_folder, files):
     fs = run_mount()
     s = fs.mnt / "s"
     os.mkdir(s)
-    bind(s, "stats", {"input": {"csv_file": f"{files.base}/redirect/3/train.csv"}})
+    bind_with(s, "stats", {"input": {"csv_file": f"{files.base}/redirect/3/train.csv"}})
     assert wait_fetch(s) == "fetch uploads/csv_file.csv: done: 0.3 MiB"
     assert read_bytes(s / "uploads" / "csv_file.csv") == data
     assert os.listdir(s / "uploads") == ["csv_file.csv"]
@@ -535,7 +534,7 @@ def test_failed_fetch_leaves_nothing(run_mount, skill_folder, files, path, extra
     s = fs.mnt / "s"
     os.mkdir(s)
     (s / "uploads" / "keep.txt").write_text("mine")
-    bind(s, "stats", {"input": {"csv_file": files.base + path}})
+    bind_with(s, "stats", {"input": {"csv_file": files.base + path}})
     assert wait_fetch(s) == line
     assert os.listdir(s / "uploads") == ["keep.txt"]
     assert "missing required input files: csv_file" in status_of(s)[0]
@@ -547,7 +546,7 @@ def test_fetch_cancelled_and_runs_wait_for_it(run_mount, skill_folder, files, en
     fs = run_mount()
     s = fs.mnt / "s"
     os.mkdir(s)
-    bind(s, "stats", {"input": {"csv_file": f"{files.base}/slow/big.csv"}})
+    bind_with(s, "stats", {"input": {"csv_file": f"{files.base}/slow/big.csv"}})
     time.sleep(0.5)
     assert fetch_line(s).startswith("fetch uploads/csv_file.csv: fetching")
     assert write_line(s / "ctl", "run\n") == errno.EINVAL
@@ -569,7 +568,7 @@ def test_key_file(make_flowfs, skill_folder, isolated_config, engine, tmp_path, 
                                  f"--engine-url={engine.url}", f"--engine-key-file={key_file}"])
     s = fs.mnt / "s"
     os.mkdir(s)
-    bind(s, "report")
+    bind_with(s, "report")
     engine.reply(content='{"answer": 1}')
     assert write_line(s / "ctl", "run\n") == 0
     assert wait_run(s) == "run: done"
@@ -601,7 +600,7 @@ def test_run_needs_required_parameters(run_mount, skill_folder, engine):
     fs = run_mount()
     s = fs.mnt / "s"
     os.mkdir(s)
-    bind(s, "divide")
+    bind_with(s, "divide")
     assert write_line(s / "ctl", "run\n") == errno.EINVAL
     assert status_of(s)[1][-1] == ("ctl", "cannot run: missing required parameters: divisor")
     assert engine.requests == []

@@ -16,26 +16,15 @@ import shutil
 
 import pytest
 
-from conftest import (DEFAULT_PROMPT, dumps, errname, jinja_render, oserror,
-                      prompt_context, put, put_json, read_bytes, status_of,
-                      write_bytes)
+from conftest import (DEFAULT_PROMPT, bind, dumps, errname, expect,
+                      jinja_render, oserror, prompt_context, put, put_json,
+                      read_bytes, status_of, write_bytes)
 
 EMPTY_REQUEST = {"input": {}, "parameter": {}}
 
 
-def expect(err, func, *args):
-    got = oserror(func, *args)
-    exp = err if isinstance(err, (set, tuple)) else {err}
-    assert got in exp, (f"{func.__name__}{args}: expected "
-                        f"{[errname(e) for e in exp]}, got {errname(got)}")
-
-
 def open_write(path):
     os.close(os.open(path, os.O_WRONLY))
-
-
-def bind(session, skill, **more):
-    return put_json(session / "session.json", {"skill": skill, **more})
 
 
 def json_file(path):

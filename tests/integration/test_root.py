@@ -11,9 +11,8 @@ import subprocess
 
 import pytest
 
-from conftest import (REPO, SESSION_ENTRIES, errname, oserror, put_json,
-                      read_bytes, session_doc, write_bytes)
-
+from conftest import (REPO, SESSION_ENTRIES, expect, oserror,
+                      put_json, read_bytes, session_doc, write_bytes)
 
 
 def project_version():
@@ -21,13 +20,6 @@ def project_version():
     m = re.search(r"version\s*:\s*'([^']+)'", text)
     assert m, "no version in meson.build"
     return m.group(1)
-
-
-def expect_errno(expected, func, *args):
-    got = oserror(func, *args)
-    exp = expected if isinstance(expected, (set, tuple)) else {expected}
-    assert got in exp, (f"{func.__name__}{args}: expected "
-                        f"{'/'.join(errname(e) for e in exp)}, got {errname(got)}")
 
 
 def test_fresh_root_lists_only_flowfs(mnt):
@@ -64,12 +56,12 @@ def test_flowfs_is_read_only(mnt):
     before = read_bytes(v)
     for flags in (os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_TRUNC,
                   os.O_WRONLY | os.O_APPEND):
-        expect_errno({errno.EACCES, errno.EROFS}, os.open, v, flags)
-    expect_errno(errno.EROFS, os.open, d / "new", os.O_WRONLY | os.O_CREAT, 0o644)
-    expect_errno(errno.EROFS, os.mkdir, d / "sub")
-    expect_errno(errno.EROFS, os.unlink, v)
-    expect_errno(errno.EROFS, os.rename, v, d / "v2")
-    expect_errno(errno.EROFS, os.symlink, "x", d / "link")
+        expect({errno.EACCES, errno.EROFS}, os.open, v, flags)
+    expect(errno.EROFS, os.open, d / "new", os.O_WRONLY | os.O_CREAT, 0o644)
+    expect(errno.EROFS, os.mkdir, d / "sub")
+    expect(errno.EROFS, os.unlink, v)
+    expect(errno.EROFS, os.rename, v, d / "v2")
+    expect(errno.EROFS, os.symlink, "x", d / "link")
     assert oserror(os.rmdir, d) != 0
     assert read_bytes(v) == before
     assert sorted(os.listdir(d)) == ["config", "skills", "version"]
@@ -80,9 +72,9 @@ def test_flowfs_version_setattr_refused(mnt):
     v = mnt / ".flowfs" / "version"
     before = read_bytes(v)
     # truncate(2) needs no open(); root passes the kernel's permission check.
-    expect_errno({errno.EROFS, errno.EPERM, errno.EACCES}, os.truncate, v, 0)
-    expect_errno({errno.EROFS, errno.EPERM, errno.EACCES}, os.chmod, v, 0o666)
-    expect_errno({errno.EROFS, errno.EPERM, errno.EACCES}, os.chmod,
+    expect({errno.EROFS, errno.EPERM, errno.EACCES}, os.truncate, v, 0)
+    expect({errno.EROFS, errno.EPERM, errno.EACCES}, os.chmod, v, 0o666)
+    expect({errno.EROFS, errno.EPERM, errno.EACCES}, os.chmod,
                  mnt / ".flowfs", 0o777)
     assert read_bytes(v) == before
     assert stat.S_IMODE(os.stat(v).st_mode) == 0o444
@@ -122,19 +114,19 @@ def test_session_file_modes(session):
 
 def test_mkdir_existing_session_eexist(mnt):
     os.mkdir(mnt / "dup")
-    expect_errno(errno.EEXIST, os.mkdir, mnt / "dup")
+    expect(errno.EEXIST, os.mkdir, mnt / "dup")
 
 
 @pytest.mark.parametrize("name", [".x", ".hidden", "..."])
 def test_dot_names_einval(mnt, name):
-    expect_errno(errno.EINVAL, os.mkdir, mnt / name)
+    expect(errno.EINVAL, os.mkdir, mnt / name)
     assert os.listdir(mnt) == [".flowfs"]
 
 
 @pytest.mark.parametrize("name", [b"\xff", b"bad\xc3", b"\xc0\xaf", b"a\xed\xa0\x80b",
                                   b"\xf8\x88\x80\x80\x80"])
 def test_invalid_utf8_names_einval(mnt, name):
-    expect_errno(errno.EINVAL, os.mkdir, os.fsencode(str(mnt)) + b"/" + name)
+    expect(errno.EINVAL, os.mkdir, os.fsencode(str(mnt)) + b"/" + name)
     assert os.listdir(mnt) == [".flowfs"]
 
 
@@ -149,8 +141,8 @@ def test_long_names(mnt):
         doc = json.loads(read_bytes(mnt / name / "session.json"))
         assert doc["id"] == name
     for name in ("b" * 256, "é" * 128, "b" * 1000):
-        expect_errno(errno.ENAMETOOLONG, os.mkdir, mnt / name)
-    expect_errno(errno.ENAMETOOLONG, os.rename, mnt / ok_ascii, mnt / ("c" * 256))
+        expect(errno.ENAMETOOLONG, os.mkdir, mnt / name)
+    expect(errno.ENAMETOOLONG, os.rename, mnt / ok_ascii, mnt / ("c" * 256))
     assert ok_ascii in os.listdir(mnt)
 
 
@@ -169,14 +161,14 @@ def test_unusual_valid_names(mnt, name):
 
 
 def test_root_refuses_files_and_symlinks(mnt):
-    expect_errno(errno.EPERM, os.open, mnt / "file", os.O_WRONLY | os.O_CREAT, 0o644)
-    expect_errno(errno.EPERM, os.symlink, "target", mnt / "link")
+    expect(errno.EPERM, os.open, mnt / "file", os.O_WRONLY | os.O_CREAT, 0o644)
+    expect(errno.EPERM, os.symlink, "target", mnt / "link")
     assert os.listdir(mnt) == [".flowfs"]
 
 
 def test_mkdir_inside_unknown_session_enoent(mnt):
-    expect_errno(errno.ENOENT, os.mkdir, mnt / "nope" / "x")
-    expect_errno(errno.ENOENT, os.stat, mnt / "nope")
+    expect(errno.ENOENT, os.mkdir, mnt / "nope" / "x")
+    expect(errno.ENOENT, os.stat, mnt / "nope")
 
 
 def test_rename_session(flowfs):
@@ -193,7 +185,7 @@ def test_rename_session(flowfs):
                       "notes.txt")}
     os.rename(x, mnt / "Y")
     assert sorted(os.listdir(mnt)) == [".flowfs", "Y"]
-    expect_errno(errno.ENOENT, os.stat, x)
+    expect(errno.ENOENT, os.stat, x)
     y = mnt / "Y"
     assert read_bytes(y / "uploads" / "f.txt") == b"hello"
     assert read_bytes(y / "uploads" / "d" / "g") == b"world"
@@ -247,27 +239,27 @@ def test_rename_session_onto_session_with_data_enotempty(mnt):
     os.mkdir(mnt / "dst")
     write_bytes(mnt / "dst" / "uploads" / "keep", b"dst data")
     write_bytes(mnt / "src" / "uploads" / "f", b"src data")
-    expect_errno({errno.ENOTEMPTY, errno.EEXIST}, os.rename, mnt / "src", mnt / "dst")
+    expect({errno.ENOTEMPTY, errno.EEXIST}, os.rename, mnt / "src", mnt / "dst")
     assert read_bytes(mnt / "dst" / "uploads" / "keep") == b"dst data"
     assert read_bytes(mnt / "src" / "uploads" / "f") == b"src data"
     # A scratch file counts as user data as well.
     os.mkdir(mnt / "third")
     write_bytes(mnt / "third" / "notes.txt", b"n")
-    expect_errno({errno.ENOTEMPTY, errno.EEXIST}, os.rename, mnt / "src", mnt / "third")
+    expect({errno.ENOTEMPTY, errno.EEXIST}, os.rename, mnt / "src", mnt / "third")
 
 
 @pytest.mark.parametrize("target,err", [(".hidden", errno.EINVAL),
                                         ("x" * 256, errno.ENAMETOOLONG)])
 def test_rename_session_bad_target(mnt, target, err):
     os.mkdir(mnt / "s")
-    expect_errno(err, os.rename, mnt / "s", mnt / target)
+    expect(err, os.rename, mnt / "s", mnt / target)
     assert sorted(os.listdir(mnt)) == [".flowfs", "s"]
 
 
 def test_rename_session_bad_utf8_target(mnt):
     os.mkdir(mnt / "s")
     base = os.fsencode(str(mnt))
-    expect_errno(errno.EINVAL, os.rename, base + b"/s", base + b"/\xff\xfe")
+    expect(errno.EINVAL, os.rename, base + b"/s", base + b"/\xff\xfe")
     assert sorted(os.listdir(mnt)) == [".flowfs", "s"]
 
 
@@ -280,7 +272,7 @@ def test_rmdir_session(mnt):
     os.mkdir(mnt / "empty")
     os.rmdir(mnt / "empty")
     assert os.listdir(mnt) == [".flowfs"]
-    expect_errno(errno.ENOENT, os.rmdir, mnt / "empty")
+    expect(errno.ENOENT, os.rmdir, mnt / "empty")
 
 
 def test_rmdir_session_with_title_only(mnt):
@@ -303,7 +295,7 @@ def test_rmdir_session_with_user_data_enotempty(mnt, what):
         os.symlink("nowhere", s / "uploads" / "l")
     else:
         write_bytes(s / "scratch.txt", b"x")
-    expect_errno(errno.ENOTEMPTY, os.rmdir, s)
+    expect(errno.ENOTEMPTY, os.rmdir, s)
     assert "full" in os.listdir(mnt)
     assert set(os.listdir(s)) >= SESSION_ENTRIES
 

@@ -17,7 +17,8 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, dumps, errname, put, put_json, read_bytes, status_of
+from conftest import (REPO, dumps, expect, put, put_json, read_bytes,
+                      status_of)
 from test_rounds_fidelity import python_render, random_run, transcript
 
 SEED = REPO.parent / "shared" / "seeds" / "004_2a6ede36c8ed9259.txt"
@@ -28,12 +29,6 @@ FIRST = {"phenomenon": "P", "hypothesis": "H", "model": "M",
 NEXT = {"inference": "I", "hypothesis": "H", "model": "M",
         "experiment": "print(2)", "observation": "2"}
 LAST = {"inference": "I", "conclusion": "C"}
-
-
-def expect(code, func, *args):
-    with pytest.raises(OSError) as e:
-        func(*args)
-    assert e.value.errno == code, errname(e.value.errno)
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from conftest import (REPO, SESSION_ENTRIES, SkillFolder, dumps, errname,
-                      oserror, put, put_json, read_bytes, session_doc,
-                      status_of, tree_of, write_bytes)
+from conftest import (REPO, SESSION_ENTRIES, SkillFolder, bind, dumps,
+                      errname, expect, oserror, put, put_json, read_bytes,
+                      session_doc, status_of, tree_of, write_bytes)
 
 REAL_IDS = ["demo-bad-input", "demo-bible-verse", "demo-pandas-stats",
             "demo-prime-number"]
@@ -22,13 +22,6 @@ def builtin_ids():
     """Skills shipped in the source tree (core/skills/), shown by every mount."""
     d = REPO / "core" / "skills"
     return {p.name for p in d.iterdir() if p.is_dir()} if d.is_dir() else set()
-
-
-def expect(err, func, *args):
-    got = oserror(func, *args)
-    exp = err if isinstance(err, (set, tuple)) else {err}
-    assert got in exp, (f"{func.__name__}{args}: expected "
-                        f"{[errname(e) for e in exp]}, got {errname(got)}")
 
 
 def create(path):
@@ -41,11 +34,6 @@ def open_write(path):
 
 def doc(session):
     return json.loads(read_bytes(session / "session.json"))
-
-
-def bind(session, skill, **more):
-    """Write session.json with skill (and engine/title) set; returns errno."""
-    return put_json(session / "session.json", {"skill": skill, **more})
 
 
 def shown(session, title="", skill=None, engine=None):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import errname, oserror, read_bytes, write_bytes
+from conftest import expect, oserror, read_bytes, write_bytes
 
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD = -100
@@ -36,12 +36,6 @@ def utimensat(path, atime, mtime, follow=True):
     if r != 0:
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e), str(path))
-
-
-def expect(err, func, *args):
-    got = oserror(func, *args)
-    exp = err if isinstance(err, (set, tuple)) else {err}
-    assert got in exp, f"{func.__name__}: expected {[errname(e) for e in exp]}, got {errname(got)}"
 
 
 # -- reading and writing ---------------------------------------------------
