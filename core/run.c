@@ -69,28 +69,35 @@ void run_progress(struct run *r, const char *fmt, ...)
 	run_unlock(r);
 }
 
-int run_status_line(struct store *st, int64_t session, struct sbuf *out)
+int run_state_lines(struct store *st, const char *sql, int64_t session,
+		    struct sbuf *out)
 {
-	static const char sql[] = "SELECT run_state, coalesce(run_message, '')"
-		" FROM sessions WHERE id = ?1 AND run_state IS NOT NULL";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int rc, ret = 0;
 
 	if (!q)
 		return -EIO;
 	sqlite3_bind_int64(q, 1, session);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		const char *msg = (const char *)sqlite3_column_text(q, 1);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *msg = (const char *)sqlite3_column_text(q, 2);
 
-		ret = sbuf_addf(out, "run: %s%s%s\n",
+		ret = sbuf_addf(out, "%s: %s%s%s\n",
 				(const char *)sqlite3_column_text(q, 0),
-				*msg ? ": " : "", msg);
-	} else {
-		ret = store_errno(rc);
+				(const char *)sqlite3_column_text(q, 1),
+				msg && *msg ? ": " : "", msg ? msg : "");
 	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
 	store_done(q);
 	return ret;
+}
+
+int run_status_line(struct store *st, int64_t session, struct sbuf *out)
+{
+	static const char sql[] = "SELECT 'run', run_state, run_message"
+		" FROM sessions WHERE id = ?1 AND run_state IS NOT NULL";
+
+	return run_state_lines(st, sql, session, out);
 }
 
 int run_recover(struct store *st)

@@ -132,26 +132,10 @@ int run_flow_fetch(struct run *r, struct ferr *err)
 
 int run_fetch_lines(struct store *st, int64_t session, struct sbuf *out)
 {
-	static const char sql[] = "SELECT name, state, message FROM fetches"
-		" WHERE session = ?1 ORDER BY key";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc, ret = 0;
+	static const char sql[] = "SELECT 'fetch uploads/' || name, state,"
+		" message FROM fetches WHERE session = ?1 ORDER BY key";
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *msg = (const char *)sqlite3_column_text(q, 2);
-
-		ret = sbuf_addf(out, "fetch uploads/%s: %s%s%s\n",
-				(const char *)sqlite3_column_text(q, 0),
-				(const char *)sqlite3_column_text(q, 1),
-				*msg ? ": " : "", msg);
-	}
-	if (!ret && rc != SQLITE_DONE)
-		ret = store_errno(rc);
-	store_done(q);
-	return ret;
+	return run_state_lines(st, sql, session, out);
 }
 
 bool run_is_fetch(const struct run *r)

@@ -78,6 +78,11 @@ int run_flow_fetch(struct run *r, struct ferr *err);
 int run_store_state(struct store *st, const char *sql, int64_t session,
 		    const char *key, const char *state, const char *message);
 
+/* Status lines "<label>: <state>[: <message>]" from `sql`, which takes
+ * ?1 = session and yields (label, state, message) rows. */
+int run_state_lines(struct store *st, const char *sql, int64_t session,
+		    struct sbuf *out);
+
 /* A fetch's row of the fetches table (the lock held). */
 int run_fetch_state(struct store *st, int64_t session, const char *key,
 		    const char *state, const char *message);
