@@ -1,0 +1,64 @@
+"""The README's first command, `tools/run [MOUNTPOINT]`: it builds flowfs in
+release mode (tools/test has built it already, in the same folder), mounts
+it on a new database with a demo session, and says so; run again, it says
+flowfs is already mounted.  HOME and the XDG folders point into tmp_path so
+the user's own database is never touched."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import REPO, read_bytes
+
+
+@pytest.fixture
+def run_env(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path / "home"),
+               XDG_DATA_HOME=str(tmp_path / "data"),
+               XDG_CONFIG_HOME=str(tmp_path / "config"))
+    (tmp_path / "home").mkdir()
+    return env
+
+
+def tools_run(mnt, env, *args):
+    return subprocess.run([str(REPO / "tools" / "run"), str(mnt), *args], env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_tools_run_mounts_a_demo_session(tmp_path, run_env):
+    mnt = tmp_path / "mnt"
+    try:
+        r = tools_run(mnt, run_env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert os.path.ismount(mnt)
+        db = tmp_path / "data" / "flowfs" / "flowfs.db"
+        assert f"flowfs is mounted at {mnt}" in r.stdout
+        assert f"Database: {db} (new; created the demo session)" in r.stdout
+        assert f"fusermount3 -u {mnt}" in r.stdout
+        assert db.is_file()
+        assert sorted(os.listdir(mnt)) == [".flowfs", "demo"]
+        doc = json.loads(read_bytes(mnt / "demo" / "session.json"))
+        assert doc["title"] == ("Demo session: try ls, cat session.json, cp a file"
+                                " into uploads/")
+        assert read_bytes(mnt / "demo" / "status") == b"ready\n"
+        # the daemon is the release build tools/test made: same version
+        version = read_bytes(mnt / ".flowfs" / "version").decode()
+        assert version.startswith("flowfs ")
+        # again: nothing new, and it says where it is mounted
+        r = tools_run(mnt, run_env)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == (f"flowfs is already mounted at {mnt}"
+                                    f" (unmount with: fusermount3 -u {mnt})")
+        assert sorted(os.listdir(mnt)) == [".flowfs", "demo"]
+    finally:
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", str(mnt)], check=False)
+    assert not os.path.ismount(mnt)
+
+
+def test_tools_run_refuses_an_option_first(tmp_path, run_env):
+    r = subprocess.run([str(REPO / "tools" / "run"), "--skills=/x"], env=run_env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.startswith("usage: tools/run [MOUNTPOINT [FLOWFS-OPTION...]]")
