@@ -213,51 +213,17 @@ static int set_folder(struct store *st, int64_t id, enum session_folder which,
 }
 
 /* Add `delta` to a folder's link count; the caller holds a transaction. */
-static int add_links(struct store *st, uint64_t dir, int delta)
+/* A session folder (uploads/, output/, ...) in `root`; the caller holds a
+ * transaction.  The tree owns the inodes table: it makes the row. */
+static int add_folder(struct store *st, struct tree *t, int64_t id,
+		      uint64_t root, enum session_folder which, uint32_t uid,
+		      uint32_t gid)
 {
-	static const char sql[] =
-		"UPDATE inodes SET nlink = nlink + ?2 WHERE ino = ?1";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc;
+	struct tree_attr a;
+	int ret = tree_add_tagged_folder(t, root, folder_name(which), which,
+					 uid, gid, &a);
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)dir);
-	sqlite3_bind_int(q, 2, delta);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
-}
-
-/* A session folder (uploads/, output/) in `root`; the caller holds a
- * transaction. */
-static int add_folder(struct store *st, int64_t id, uint64_t root,
-		      enum session_folder which, uint32_t uid, uint32_t gid)
-{
-	static const char sql[] =
-		"INSERT INTO inodes(session, parent, name, mode, uid, gid, nlink,"
-		" atime_ns, mtime_ns, ctime_ns, tag)"
-		" VALUES (?1, ?2, CAST(?3 AS BLOB), ?4, ?5, ?6, 2, ?7, ?7, ?7, ?8)";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc, ret;
-
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_int64(q, 2, (int64_t)root);
-	sqlite3_bind_text(q, 3, folder_name(which), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, S_IFDIR | 0755);
-	sqlite3_bind_int64(q, 5, uid);
-	sqlite3_bind_int64(q, 6, gid);
-	sqlite3_bind_int64(q, 7, store_now_ns());
-	sqlite3_bind_int(q, 8, which);
-	rc = sqlite3_step(q);
-	store_done(q);
-	if (rc != SQLITE_DONE)
-		return store_errno(rc);
-	ret = set_folder(st, id, which,
-			 (uint64_t)sqlite3_last_insert_rowid(store_db(st)));
-	return ret < 0 ? ret : add_links(st, root, 1);
+	return ret < 0 ? ret : set_folder(st, id, which, a.ino);
 }
 
 int session_create(struct store *st, struct tree *t, const char *name,
@@ -298,11 +264,11 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	ret = set_ino(st, set_root_sql, out->id, root.ino);
 	if (ret < 0)
 		goto out;
-	ret = add_folder(st, out->id, root.ino, SESSION_UPLOADS, uid, gid);
+	ret = add_folder(st, t, out->id, root.ino, SESSION_UPLOADS, uid, gid);
 	if (ret < 0)
 		goto out;
 	for (enum session_folder f = SESSION_OUTPUT; f <= SESSION_ROUNDS; f++) {
-		ret = add_folder(st, out->id, root.ino, f, uid, gid);
+		ret = add_folder(st, t, out->id, root.ino, f, uid, gid);
 		if (ret < 0)
 			goto out;
 	}
@@ -445,7 +411,8 @@ int session_renew_folder(struct store *st, struct tree *t,
 	ret = store_begin(st);
 	if (ret < 0)
 		return ret;
-	ret = add_folder(st, s->id, s->root_ino, which, root.uid, root.gid);
+	ret = add_folder(st, t, s->id, s->root_ino, which, root.uid,
+			 root.gid);
 	if (ret < 0) {
 		store_rollback(st);
 		return ret;

@@ -196,13 +196,13 @@ static int touch_dir(struct tree *t, uint64_t dir, int delta, int64_t now)
 
 static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
 			const char *name, uint32_t mode, uint32_t uid,
-			uint32_t gid, const char *target, int64_t now,
-			struct tree_attr *out)
+			uint32_t gid, const char *target, unsigned tag,
+			int64_t now, struct tree_attr *out)
 {
 	static const char sql[] =
 		"INSERT INTO inodes(session, parent, name, mode, uid, gid, nlink,"
-		" size, alloc, atime_ns, mtime_ns, ctime_ns, target)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?9, ?10)";
+		" size, alloc, atime_ns, mtime_ns, ctime_ns, target, tag)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?9, ?10, ?11)";
 	sqlite3_stmt *q = store_stmt(t->st, sql);
 	bool dir = S_ISDIR(mode);
 	int64_t size = target ? (int64_t)strlen(target) : 0;
@@ -223,6 +223,7 @@ static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
 	sqlite3_bind_int64(q, 9, now);
 	if (target)
 		sqlite3_bind_blob(q, 10, target, (int)size, SQLITE_STATIC);
+	sqlite3_bind_int(q, 11, (int)tag);
 	rc = sqlite3_step(q);
 	store_done(q);
 	if (rc == SQLITE_CONSTRAINT)
@@ -234,7 +235,7 @@ static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
 		.session = session, .mode = mode, .uid = uid, .gid = gid,
 		.nlink = dir ? 2 : 1, .size = size,
 		.atime_ns = now, .mtime_ns = now, .ctime_ns = now,
-		.session_root = !parent,
+		.session_root = !parent, .tag = tag,
 	};
 	return 0;
 }
@@ -243,7 +244,21 @@ int tree_create_root(struct tree *t, int64_t session, uint32_t mode,
 		     uint32_t uid, uint32_t gid, struct tree_attr *out)
 {
 	return insert_inode(t, session, NULL, NULL, S_IFDIR | (mode & 07777),
-			    uid, gid, NULL, store_now_ns(), out);
+			    uid, gid, NULL, 0, store_now_ns(), out);
+}
+
+int tree_add_tagged_folder(struct tree *t, uint64_t parent, const char *name,
+			   unsigned tag, uint32_t uid, uint32_t gid,
+			   struct tree_attr *out)
+{
+	struct tree_attr dir;
+	int64_t now = store_now_ns();
+	int ret = tree_getattr(t, parent, &dir);
+
+	if (!ret)
+		ret = insert_inode(t, dir.session, &parent, name,
+				   S_IFDIR | 0755, uid, gid, NULL, tag, now, out);
+	return ret < 0 ? ret : touch_dir(t, parent, 1, now);
 }
 
 int tree_create(struct tree *t, uint64_t parent, const char *name,
@@ -276,7 +291,7 @@ int tree_create(struct tree *t, uint64_t parent, const char *name,
 			mode |= S_ISGID;
 	}
 	ret = insert_inode(t, dir.session, &parent, name, mode, uid, gid,
-			   S_ISLNK(mode) ? target : NULL, now, out);
+			   S_ISLNK(mode) ? target : NULL, 0, now, out);
 	if (ret < 0)
 		goto out;
 	ret = touch_dir(t, parent, S_ISDIR(mode) ? 1 : 0, now);

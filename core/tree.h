@@ -97,6 +97,16 @@ int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 		struct tree_attr *out);
 
 /*
+ * A folder a session keeps for itself (uploads/, output/, ...): `name` in
+ * `parent` with mode 0755 and tree tag `tag` (session.h).  Inside the
+ * caller's transaction (no transaction of its own).  -EEXIST when the
+ * name is taken.
+ */
+int tree_add_tagged_folder(struct tree *t, uint64_t parent, const char *name,
+			   unsigned tag, uint32_t uid, uint32_t gid,
+			   struct tree_attr *out);
+
+/*
  * Create `name` in folder `parent`: a regular file, folder or symlink
  * according to the S_IFMT bits of `mode` (symlinks take `target`).
  * In a setgid folder the new entry takes the folder's group (and a new
