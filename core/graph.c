@@ -2425,7 +2425,6 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 {
 	struct pgraph g = { 0 };
 	struct sbuf *texts = NULL, cur = SBUF_INIT, next = SBUF_INIT;
-	struct sbuf stored_uuid = SBUF_INIT;
 	const json_t *nodes, *edges, *uuid = NULL;
 	json_t *doc = NULL;
 	int64_t now = store_now_ns();
@@ -2454,8 +2453,6 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 		ferr_set(err, ret, "the database is busy");
 		goto out;
 	}
-	/* what the document would read back as; the same bytes: no change */
-	ret = doc_open(&next);
 	for (size_t i = 0; !ret && i < nn; i++) {
 		json_t *node = g.nodes[i];
 
@@ -2465,52 +2462,24 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 				       node);
 		if (!ret)
 			ret = fjson_dump(&texts[i], node);
-		if (!ret)
-			ret = doc_item(&next, i);
-		if (!ret)
-			ret = put_nested(&next, texts[i].buf, texts[i].len, 2);
 	}
-	if (!ret)
-		ret = doc_next_list(&next, nn);
-	for (size_t j = 0; !ret && j < g.ne; j++) {
-		size_t n[5];
-
-		for (int k = 0; k < 5; k++)
-			n[k] = strlen(g.edges[j].f[k]);
-		ret = doc_item(&next, j);
-		if (!ret)
-			ret = put_edge(&next, 2, g.edges[j].f, n);
-	}
-	if (!ret && !uuid)
-		ret = graph_template_uuid(st, session, &stored_uuid);
-	if (!ret) {
-		const char *u = NULL;
-		size_t ulen = 0;
-
-		if (uuid && json_is_string(uuid)) {
-			u = json_string_value(uuid);
-			ulen = json_string_length(uuid);
-		} else if (!uuid) {
-			/* NULL in the row reads back as null */
-			u = stored_uuid.len ? stored_uuid.buf : NULL;
-			ulen = stored_uuid.len;
-		}
-		ret = doc_close(&next, g.ne, u, ulen);
-	}
+	/* the document before and after, in this transaction: the same
+	 * bytes are no change (rolled back: mtimes and inodes stay) */
 	if (!ret)
 		ret = graph_render_parameters(st, session, &cur);
 	if (ret < 0)
 		goto rollback;
-	if (cur.len == next.len && !memcmp(cur.buf, next.buf, cur.len)) {
-		ret = store_commit(st);
-		goto out;
-	}
 	ret = replace_graph(st, session, &g, texts, uuid, now);
 	if (ret < 0) {
 		ferr_set(err, ret, "cannot store parameters.json: %s",
 			 store_errmsg(st));
 		goto rollback;
 	}
+	ret = graph_render_parameters(st, session, &next);
+	if (ret < 0)
+		goto rollback;
+	if (cur.len == next.len && !memcmp(cur.buf, next.buf, cur.len))
+		goto rollback;
 	ret = store_commit(st);
 	goto out;
 rollback:
@@ -2522,7 +2491,6 @@ out:
 	pgraph_free(&g);
 	sbuf_release(&cur);
 	sbuf_release(&next);
-	sbuf_release(&stored_uuid);
 	json_decref(doc);
 	return ret;
 }

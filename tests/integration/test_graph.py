@@ -1232,3 +1232,26 @@ ls s/parameters_output/
     assert last_refusal(m / "s")[0] == f"nodes/{N3}.json"
     sh("echo bogus > s/ctl || true", cwd=m)
     assert last_refusal(m / "s")[0] == "ctl"
+
+
+@pytest.mark.parametrize("template_uuid", ["", None, "not-a-uuid-but-kept"])
+def test_rewriting_parameters_json_unchanged_changes_nothing(flowfs, s, template_uuid):
+    """Writing back what parameters.json reads is no change: mtime, the
+    parameters_output name and the nodes' inode numbers stay — also with
+    an empty, null or odd template_uuid."""
+    doc = {"nodes": [{"id": "n1", "label": "structure_generate"},
+                     {"id": "n2", "label": "apex_optimization",
+                      "input_parameters": [{"name": "structure_file", "type": "str",
+                                            "value": ""}]}],
+           "edges": [{"id": "e1", "source_node_id": "n1", "target_node_id": "n2",
+                      "target_parameter_name": "structure_file"}],
+           "meta": {"template_uuid": template_uuid}}
+    assert put(s / "parameters.json", json.dumps(doc)) == 0, status_of(s)
+    data = read_bytes(s / "parameters.json")
+    before = (os.stat(s / "parameters.json").st_mtime_ns, os.listdir(s / "parameters_output"),
+              os.stat(npath(s, "n1")).st_ino, os.stat(npath(s, "n2")).st_ino)
+    assert put(s / "parameters.json", data) == 0
+    assert read_bytes(s / "parameters.json") == data
+    after = (os.stat(s / "parameters.json").st_mtime_ns, os.listdir(s / "parameters_output"),
+             os.stat(npath(s, "n1")).st_ino, os.stat(npath(s, "n2")).st_ino)
+    assert after == before
