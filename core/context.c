@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "fjson.h"
+#include "utf8.h"
 
 #define ARCHITECTURE "request-phase-task"
 #define TOOLS_TEXT "file_operations, search_code or run_terminal"
@@ -717,17 +718,16 @@ out:
 
 /* ---- context.txt -------------------------------------------------------- */
 
-/* Decode one UTF-8 code point at s (valid UTF-8, as jansson holds). */
+/* One code point at s; a byte that starts none counts as U+FFFD (never
+ * seen: jansson holds valid UTF-8). */
 static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
 {
-	size_t len = s[0] < 0x80 ? 1 : s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	size_t len = utf8_decode(s, n, cp);
 
-	if (len > n)
-		len = n;
-	*cp = len == 1 ? s[0] : (uint32_t)(s[0] & (0x7f >> len));
-	for (size_t i = 1; i < len; i++)
-		*cp = (*cp << 6) | (s[i] & 0x3f);
-	return len;
+	if (len)
+		return len;
+	*cp = 0xfffd;
+	return 1;
 }
 
 /* East Asian wide and fullwidth code points take two columns. */

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "utf8.h"
+
 #define CAPTURE_MAX (64u << 20)
 #define FOLD_AT 3
 #define CUT_OVER 16000
@@ -178,36 +180,6 @@ out:
 	return ret;
 }
 
-/* The length of the valid UTF-8 sequence at s (n bytes left), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		len = 2, cp = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		len = 3, cp = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 /* `text` as valid UTF-8 (bad bytes become U+FFFD), with no NUL. */
 static int clean_utf8(const char *text, size_t len, struct sbuf *out)
 {
@@ -215,7 +187,8 @@ static int clean_utf8(const char *text, size_t len, struct sbuf *out)
 	int ret = 0;
 
 	for (size_t i = 0; !ret && i < len;) {
-		size_t n = utf8_len(s + i, len - i);
+		uint32_t cp;
+		size_t n = utf8_decode(s + i, len - i, &cp);
 
 		if (n && s[i])
 			ret = sbuf_add(out, s + i, n);
@@ -224,27 +197,6 @@ static int clean_utf8(const char *text, size_t len, struct sbuf *out)
 		i += n ? n : 1;
 	}
 	return ret;
-}
-
-/* Byte offset where code point number `cp` (0-based) of valid UTF-8
- * `s` starts; len when there are not that many. */
-static size_t offset_of(const char *s, size_t len, size_t cp)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < len; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80 && n++ == cp)
-			return i;
-	return len;
-}
-
-static size_t code_points(const char *s, size_t len)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < len; i++)
-		n += ((unsigned char)s[i] & 0xc0) != 0x80;
-	return n;
 }
 
 int exec_fold(const char *text, size_t len, struct sbuf *out)
@@ -285,10 +237,10 @@ int exec_fold(const char *text, size_t len, struct sbuf *out)
 			p = next;
 		}
 	}
-	total = ret ? 0 : code_points(folded.buf, folded.len);
+	total = ret ? 0 : utf8_count(folded.buf, folded.len);
 	if (!ret && total > CUT_OVER) {
-		head = offset_of(folded.buf, folded.len, CUT_KEEP);
-		tail = offset_of(folded.buf, folded.len, total - CUT_KEEP);
+		head = utf8_offset(folded.buf, folded.len, CUT_KEEP);
+		tail = utf8_offset(folded.buf, folded.len, total - CUT_KEEP);
 		ret = sbuf_add(out, folded.buf, head);
 		if (!ret)
 			ret = sbuf_addf(out, "\n... (%zu characters cut) ...\n",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fjson.h"
+#include "utf8.h"
 #include "sbuf.h"
 
 #define NOINLINE __attribute__((noinline))
@@ -189,16 +190,10 @@ static const char *describe_type(const json_t *v)
 	}
 }
 
-/* Code points, not bytes: count the bytes that do not continue one. */
+/* Code points, not bytes. */
 static size_t utf8_length(const json_t *s)
 {
-	const unsigned char *p = (const unsigned char *)json_string_value(s);
-	size_t len = json_string_length(s), i, n = 0;
-
-	for (i = 0; i < len; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			n++;
-	return n;
+	return utf8_count(json_string_value(s), json_string_length(s));
 }
 
 /* A JSON string literal for `len` bytes of `s`, as json.dumps writes it. */

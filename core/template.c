@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fjson.h"
+#include "utf8.h"
 
 #define MAX_TEXT (16u << 20)
 /* Jinja2 compiles a template to Python, which refuses more than 20 nested
@@ -54,60 +55,11 @@ const char tmpl_default_prompt[] =
 
 /*** UTF-8 and Python's character classes ***/
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no
- * surrogates), 0 when invalid. */
-static size_t u8_valid(const unsigned char *s, size_t n)
-{
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xC2 && s[0] <= 0xDF)
-		return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
-	if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-		if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80)
-			return 0;
-		if (s[0] == 0xE0 && s[1] < 0xA0)
-			return 0;
-		if (s[0] == 0xED && s[1] >= 0xA0)
-			return 0;
-		return 3;
-	}
-	if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-		if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 ||
-		    (s[3] & 0xC0) != 0x80)
-			return 0;
-		if (s[0] == 0xF0 && s[1] < 0x90)
-			return 0;
-		if (s[0] == 0xF4 && s[1] >= 0x90)
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
-/* Decode one code point; 0 when the bytes are not valid UTF-8. */
+/* Decode one code point (utf8.h); 0 when the bytes are not valid
+ * UTF-8 or there are none. */
 static size_t u8_dec(const char *p, size_t n, uint32_t *cp)
 {
-	const unsigned char *s = (const unsigned char *)p;
-	size_t k = n ? u8_valid(s, n) : 0;
-
-	switch (k) {
-	case 1:
-		*cp = s[0];
-		break;
-	case 2:
-		*cp = (uint32_t)(s[0] & 0x1F) << 6 | (s[1] & 0x3F);
-		break;
-	case 3:
-		*cp = (uint32_t)(s[0] & 0x0F) << 12 |
-		      (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F);
-		break;
-	case 4:
-		*cp = (uint32_t)(s[0] & 0x07) << 18 |
-		      (uint32_t)(s[1] & 0x3F) << 12 |
-		      (uint32_t)(s[2] & 0x3F) << 6 | (s[3] & 0x3F);
-		break;
-	}
-	return k;
+	return n ? utf8_decode((const unsigned char *)p, n, cp) : 0;
 }
 
 static size_t u8_enc(char *out, uint32_t cp)
@@ -1784,7 +1736,9 @@ int tmpl_parse(struct tmpl **out, const char *text, size_t len,
 	/* Jinja2 reads "\r\n" and "\r" as "\n", then drops one final newline
 	 * (keep_trailing_newline=False). */
 	for (i = 0; i < len;) {
-		size_t k = u8_valid((const unsigned char *)text + i, len - i);
+		uint32_t cp;
+		size_t k = utf8_decode((const unsigned char *)text + i, len - i,
+				       &cp);
 
 		if (!k) {
 			ret = ferr_set_at(err, -EINVAL, line, col, "%s",

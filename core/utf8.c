@@ -1,0 +1,67 @@
+/*
+ * utf8: decoding; see utf8.h.
+ */
+#include "utf8.h"
+
+size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t need;
+	uint32_t v, min;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		need = 1; v = s[0] & 0x1f; min = 0x80;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		need = 2; v = s[0] & 0x0f; min = 0x800;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		need = 3; v = s[0] & 0x07; min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (n <= need)
+		return 0;
+	for (size_t k = 1; k <= need; k++) {
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (s[k] & 0x3f);
+	}
+	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return need + 1;
+}
+
+bool utf8_valid(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	uint32_t cp;
+
+	for (size_t i = 0, k; i < n; i += k) {
+		k = utf8_decode(s + i, n - i, &cp);
+		if (!k)
+			return false;
+	}
+	return true;
+}
+
+size_t utf8_count(const char *s, size_t n)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < n; i++)
+		count += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return count;
+}
+
+size_t utf8_offset(const char *s, size_t n, size_t cp)
+{
+	size_t seen = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80 && seen++ == cp)
+			return i;
+	return n;
+}

@@ -1,0 +1,27 @@
+/*
+ * utf8: the one UTF-8 decoder of flowfs (names, schemas' string lengths,
+ * context.txt's columns, an experiment's output).  Strict: no overlong
+ * forms, no surrogates, nothing above U+10FFFF.
+ */
+#ifndef FLOWFS_UTF8_H
+#define FLOWFS_UTF8_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The length (1-4) of the valid sequence at s (n bytes left, n > 0) and
+ * its code point in *cp; 0 when the bytes there are not one. */
+size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+
+/* Whether all n bytes are valid UTF-8. */
+bool utf8_valid(const char *s, size_t n);
+
+/* Code points in valid UTF-8 (the bytes that start one). */
+size_t utf8_count(const char *s, size_t n);
+
+/* The byte offset where code point number `cp` (0-based) of valid UTF-8
+ * starts; n when there are not that many. */
+size_t utf8_offset(const char *s, size_t n, size_t cp);
+
+#endif
