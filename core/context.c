@@ -160,17 +160,13 @@ static int refuse(struct ferr *err, const char *path, const char *fmt, ...)
 
 static int refuse(struct ferr *err, const char *path, const char *fmt, ...)
 {
-	char msg[FERR_MESSAGE_MAX];
 	va_list ap;
+	int ret;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ret = ferr_vrefuse(err, -EINVAL, path, fmt, ap);
 	va_end(ap);
-	if (err)
-		ferr_set_path(err, path);
-	if (!*path)
-		return ferr_set(err, -EINVAL, "%s", msg);
-	return ferr_set(err, -EINVAL, "%s: %s", path, msg);
+	return ret;
 }
 
 /* A path into a PATH_MAX_LEN buffer (a path that long is cut short). */

@@ -162,7 +162,7 @@ static int fail(struct ferr *err, int pi, const char *fmt, ...)
 	if (!err)
 		return -EINVAL;
 	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	ferr_vset(err, -EINVAL, fmt, ap);
 	va_end(ap);
 	err->line = err->column = 0;
 	snprintf(path, sizeof(path), "parameter.%s", params_table[pi].name);

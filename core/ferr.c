@@ -19,6 +19,39 @@ static void set_message(struct ferr *err, const char *fmt, va_list ap)
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 }
 
+int ferr_vset(struct ferr *err, int code, const char *fmt, va_list ap)
+{
+	if (err)
+		set_message(err, fmt, ap);
+	return code;
+}
+
+int ferr_vrefuse(struct ferr *err, int code, const char *path,
+		 const char *fmt, va_list ap)
+{
+	char msg[FERR_MESSAGE_MAX];
+
+	if (!err)
+		return code;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ferr_set_path(err, path);
+	if (!*path)
+		return ferr_set(err, code, "%s", msg);
+	return ferr_set(err, code, "%s: %s", path, msg);
+}
+
+int ferr_refuse(struct ferr *err, int code, const char *path,
+		const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = ferr_vrefuse(err, code, path, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
 int ferr_set(struct ferr *err, int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -21,6 +21,7 @@
 #ifndef FLOWFS_FERR_H
 #define FLOWFS_FERR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #define FERR_MESSAGE_MAX 512
@@ -53,6 +54,19 @@ int ferr_set_at(struct ferr *err, int code, int line, int column,
 
 /* Record what is at fault (copied, truncated to fit). */
 void ferr_set_path(struct ferr *err, const char *path);
+
+/* ferr_set with a va_list, for functions that wrap it. */
+int ferr_vset(struct ferr *err, int code, const char *fmt, va_list ap);
+
+/*
+ * A refusal about `path` (a JSON path, a file): records the path and sets
+ * the message "<path>: <message>" (just the message when path is ""), so
+ * the text reads on its own in status.
+ */
+int ferr_refuse(struct ferr *err, int code, const char *path,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int ferr_vrefuse(struct ferr *err, int code, const char *path,
+		 const char *fmt, va_list ap);
 
 /*
  * Render the error as one line for a person: "line 3, column 14: message",

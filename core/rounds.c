@@ -37,15 +37,15 @@ static bool has(const json_t *round, const char *tag)
 __attribute__((format(printf, 3, 4)))
 static int refuse(struct ferr *err, size_t index, const char *fmt, ...)
 {
-	char file[32], msg[FERR_MESSAGE_MAX];
+	char file[32];
 	va_list ap;
+	int ret;
 
 	snprintf(file, sizeof(file), "rounds/%zu.json", index);
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ret = ferr_vrefuse(err, -EINVAL, file, fmt, ap);
 	va_end(ap);
-	ferr_set_path(err, file);
-	return ferr_set(err, -EINVAL, "%s: %s", file, msg);
+	return ret;
 }
 
 static int check_types(size_t index, const json_t *round, struct ferr *err)
