@@ -410,11 +410,13 @@ def put_json(path, obj):
     return put(path, json.dumps(obj))
 
 
+STATUS_TIME_RE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 _STATUS_LOG_RE = None
 
 
-def status_of(session):
-    """(problem lines, [(path, message)] of refused writes) from status.
+def status_entries(session):
+    """(problem lines, [(time, path, message)] of refused writes) from
+    status.
 
     Problem lines come first ("ready" when there are none); refused writes
     are `<time> <path>: <message>`.  st_size must match what a read gives.
@@ -422,8 +424,7 @@ def status_of(session):
     import re
     global _STATUS_LOG_RE
     if _STATUS_LOG_RE is None:
-        _STATUS_LOG_RE = re.compile(
-            r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (.+?): (.+)$")
+        _STATUS_LOG_RE = re.compile(rf"^({STATUS_TIME_RE}) (.+?): (.+)$")
     # A run may change status at any time: size and content are compared
     # once it holds still (two reads alike around the stat).
     for _ in range(50):
@@ -438,11 +439,17 @@ def status_of(session):
     for line in text.splitlines():
         m = _STATUS_LOG_RE.match(line)
         if m:
-            log.append((m.group(1), m.group(2)))
+            log.append(m.groups())
         else:
             assert not log, f"problem line after the log: {text!r}"
             problems.append(line)
     return problems, log
+
+
+def status_of(session):
+    """status_entries() without the times: (problems, [(path, message)])."""
+    problems, log = status_entries(session)
+    return problems, [(path, message) for _, path, message in log]
 
 
 # DESIGN.md §4, the prompt used when runner.json has none for the engine.

@@ -9,17 +9,9 @@ import time
 
 import pytest
 
-from conftest import (SESSION_ENTRIES, errname, oserror, read_bytes,
-                      session_doc, write_bytes)
-
-TIME_RE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
-# <time> <path>: <message>; the path is relative to the session.
-STATUS_LINE_RE = re.compile(rf"^({TIME_RE}) (.+?): (.+)$")
-
-
-def dumps(obj):
-    return json.dumps(obj, indent=2, ensure_ascii=False)
-
+from conftest import (SESSION_ENTRIES, STATUS_TIME_RE, dumps, errname,
+                      oserror, put, read_bytes, session_doc, status_entries,
+                      status_of, write_bytes)
 
 def doc_of(session):
     return json.loads(read_bytes(session / "session.json"))
@@ -30,29 +22,12 @@ def expected_bytes(session, title):
     return dumps(session_doc(d["id"], d["created"], title)).encode()
 
 
-def status_lines(session):
-    data = read_bytes(session / "status")
-    assert os.stat(session / "status").st_size == len(data)
-    text = data.decode()
-    assert text.endswith("\n"), repr(text)
-    return text.splitlines()
-
-
 def refusals(session):
-    lines = status_lines(session)
-    assert lines[0] == "ready"
-    out = []
-    for ln in lines[1:]:
-        m = STATUS_LINE_RE.match(ln)
-        assert m, f"bad status line {ln!r}"
-        assert m.group(2) == "session.json", ln
-        out.append(m.group(3))
-    return out
-
-
-def put(path, data):
-    """Write a whole document with open(O_TRUNC)/write/close; return errno."""
-    return oserror(write_bytes, path, data)
+    """The messages of the refused session.json writes in status."""
+    problems, log = status_of(session)
+    assert problems == ["ready"]
+    assert all(path == "session.json" for path, _ in log), log
+    return [message for _, message in log]
 
 
 def iso_to_epoch(s):
@@ -68,7 +43,7 @@ def test_fresh_session_json(mnt):
     data = read_bytes(mnt / "fresh" / "session.json")
     doc = json.loads(data)
     assert list(doc) == ["id", "created", "skill", "engine", "title"]
-    assert re.fullmatch(TIME_RE, doc["created"]), doc["created"]
+    assert re.fullmatch(STATUS_TIME_RE, doc["created"]), doc["created"]
     assert int(before) - 2 <= iso_to_epoch(doc["created"]) <= after + 2
     assert data.decode() == dumps({"id": "fresh", "created": doc["created"],
                                   "skill": None, "engine": None,
@@ -399,8 +374,7 @@ def test_status_keeps_last_50(flowfs, session):
     lines = [int(re.search(r"line (\d+)", m).group(1)) for m in msgs]
     assert lines == list(range(11, 61))
     assert read_bytes(sj) == before
-    stamps = [STATUS_LINE_RE.match(ln).group(1)
-              for ln in status_lines(session)[1:]]
+    stamps = [when for when, _, _ in status_entries(session)[1]]
     assert stamps == sorted(stamps)
     flowfs.remount()
     assert len(refusals(session)) == 50
