@@ -9,8 +9,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "binding.h"
 #include "roundstore.h"
@@ -28,7 +30,8 @@ void run_unlock(const struct run *r)
 }
 
 int run_store_state(struct store *st, const char *sql, int64_t session,
-		    const char *key, const char *state, const char *message)
+		    const char *key, const char *url, const char *state,
+		    const char *message)
 {
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int ret;
@@ -41,7 +44,11 @@ int run_store_state(struct store *st, const char *sql, int64_t session,
 	sqlite3_bind_int64(q, 4, store_now_ns());
 	if (key)
 		sqlite3_bind_text(q, 5, key, -1, SQLITE_STATIC);
+	if (url)
+		sqlite3_bind_text(q, 6, url, -1, SQLITE_STATIC);
 	ret = store_errno(sqlite3_step(q));
+	if (!ret && !sqlite3_changes(store_db(st)))
+		ret = -ESTALE;
 	store_done(q);
 	return ret;
 }
@@ -52,7 +59,7 @@ static int set_state(struct store *st, int64_t session, const char *state,
 	static const char sql[] = "UPDATE sessions SET run_state = ?2,"
 		" run_message = ?3, run_ns = ?4 WHERE id = ?1";
 
-	return run_store_state(st, sql, session, NULL, state, message);
+	return run_store_state(st, sql, session, NULL, NULL, state, message);
 }
 
 /* What the run does now, for status (takes the lock). */
@@ -102,23 +109,12 @@ int run_status_line(struct store *st, int64_t session, struct sbuf *out)
 
 int run_recover(struct store *st)
 {
-	static const char runs_sql[] = "UPDATE sessions SET run_state = 'failed',"
-		" run_message = 'flowfs stopped during the run'"
-		" WHERE run_state = 'running'";
-	static const char fetches_sql[] = "UPDATE fetches SET state = 'failed',"
-		" message = 'flowfs stopped during the fetch'"
-		" WHERE state = 'fetching'";
-	int ret = 0;
-
-	for (int i = 0; !ret && i < 2; i++) {
-		sqlite3_stmt *q = store_stmt(st, i ? fetches_sql : runs_sql);
-
-		if (!q)
-			return -EIO;
-		ret = store_errno(sqlite3_step(q));
-		store_done(q);
-	}
-	return ret;
+	return store_exec(st, "UPDATE sessions SET run_state = 'failed',"
+			  " run_message = 'flowfs stopped during the run'"
+			  " WHERE run_state = 'running';"
+			  "UPDATE fetches SET state = 'failed',"
+			  " message = 'flowfs stopped during the fetch'"
+			  " WHERE state = 'fetching'");
 }
 
 int run_render_log(struct store *st, int64_t session, struct sbuf *out,
@@ -187,7 +183,69 @@ int run_put_output(struct run *r, const char *name, const char *data,
 
 	run_lock(r);
 	ret = tree_put_file(r->host->tree, r->output_ino, name, data, len, NULL);
+	if (!ret)
+		r->host->changed(r->host->ctx, r->output_ino, name);
 	run_unlock(r);
+	return ret;
+}
+
+int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
+		 bool (*current)(struct run *r), struct ferr *err)
+{
+	static const size_t slice = 1 << 20;
+	char scratch[300], *buf = malloc(slice);
+	struct tree *t = r->host->tree;
+	struct tree_attr dir, a = { 0 };
+	int64_t off = 0;
+	bool opened = false;
+	ssize_t n;
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	/* this run's own scratch name: another run or fetch may be storing
+	 * the same name at the same time */
+	snprintf(scratch, sizeof(scratch), ".%s.%lx.flowfs-new", name,
+		 (unsigned long)(uintptr_t)r);
+	run_lock(r);
+	ret = tree_getattr(t, parent, &dir);
+	if (!ret)
+		ret = tree_create(t, parent, scratch, S_IFREG | 0644, dir.uid,
+				  dir.gid, NULL, &a);
+	if (!ret)
+		ret = tree_open(t, a.ino);
+	opened = !ret;
+	run_unlock(r);
+	if (!ret && lseek(fd, 0, SEEK_SET) < 0)
+		ret = -errno;
+	while (!ret && (n = read(fd, buf, slice)) > 0) {
+		run_lock(r);
+		ret = tree_write(t, a.ino, buf, (size_t)n, off);
+		run_unlock(r);
+		off += n;
+		if (atomic_load(&r->cancel))
+			ret = -ECANCELED;
+	}
+	run_lock(r);
+	if (opened) {
+		int rr = tree_release(t, a.ino);
+
+		if (!ret)
+			ret = rr;
+	}
+	/* checked where the rename happens, under the lock */
+	if (!ret && current && !current(r))
+		ret = -ESTALE;
+	if (!ret)
+		ret = tree_rename(t, parent, scratch, parent, name, false);
+	if (!ret)
+		r->host->changed(r->host->ctx, parent, name);
+	if (ret < 0 && a.ino)
+		tree_unlink(t, parent, scratch);
+	run_unlock(r);
+	free(buf);
+	if (ret < 0 && ret != -ECANCELED && ret != -ESTALE)
+		ferr_set(err, ret, "cannot store %s: %s", name, strerror(-ret));
 	return ret;
 }
 
@@ -222,14 +280,8 @@ void *run_thread(void *arg)
 
 	switch (r->flow) {
 	case FLOW_FETCH:
-		ret = run_flow_fetch(r, &err);
-		run_lock(r);
-		run_fetch_state(r->host->st, r->session, r->key,
-			    atomic_load(&r->cancel) ? "cancelled"
-			    : ret < 0 ? "failed" : "done",
-			    atomic_load(&r->cancel) ? ""
-			    : err.message[0] ? err.message : strerror(-ret));
-		run_unlock(r);
+		/* a fetch keeps its own row (run_fetch.c) */
+		run_flow_fetch(r);
 		atomic_store(&r->finished, true);
 		return NULL;
 	case FLOW_DATCOM:
@@ -442,6 +494,7 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 		set_state(host->st, s->id, "failed", "cannot start a thread");
 		goto fail;
 	}
+	r->started = true;
 	inputs_release(&in);
 	sbuf_release(&problems);
 	free(path);
@@ -476,7 +529,8 @@ void run_free(struct run *r)
 {
 	if (!r)
 		return;
-	pthread_join(r->thread, NULL);
+	if (r->started)
+		pthread_join(r->thread, NULL);
 	run_release(r);
 }
 

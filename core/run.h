@@ -56,6 +56,10 @@ struct run_host {
 	void *ctx;
 	void (*lock)(void *ctx);
 	void (*unlock)(void *ctx);
+	/* A name in a tree folder now stands for another file (a fetch or a
+	 * run replaced it): the kernel's cached name must go.  Called with
+	 * the lock held; must not wait on the kernel. */
+	void (*changed)(void *ctx, uint64_t parent, const char *name);
 	struct store *st;
 	struct tree *tree;
 	struct skill_registry *skills;
@@ -86,9 +90,12 @@ int run_start(const struct run_host *host, const struct run_options *opt,
  * session's request.json; the lock held): a fetch per file input given
  * as an http(s) URL, unless that URL is being fetched or was fetched
  * into a file that is still there.  Each fetch is a run (run_is_fetch())
- * handed to add(ctx, r); it writes uploads/<name> (inputs_urls()) under
- * a scratch name and renames it when the download is complete, so a
- * failed fetch leaves nothing half-written.  status shows a line per URL
+ * handed to add(ctx, r) before its thread starts (a failing add starts
+ * nothing); it writes uploads/<name> (inputs_urls()) under a scratch
+ * name and renames it when the download is complete, so a failed fetch
+ * leaves nothing half-written.  A URL the request no longer names (the
+ * key now names another, or none) is forgotten: its fetch, if still
+ * going on, stops and stores nothing.  status shows a line per URL
  * input: "fetch uploads/<name>: fetching: 3.0 of 40.0 MiB", "... done:
  * 40.0 MiB", "... failed: HTTP 404", "... cancelled".  A run does not
  * start while a fetch of its session is going on.

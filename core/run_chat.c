@@ -208,10 +208,12 @@ static int complete_parameters(const struct run *r, const struct skill *sk,
 
 /*
  * The parameters of a set_parameters call, made the session's when they
- * pass; otherwise the reason in `answer` for the engine.
+ * pass (0); otherwise the reason in `answer` for the engine (1).  A
+ * failure that is not the parameters' (the skill gone, the store) is a
+ * negative errno with `fail` saying what.
  */
 static int set_parameters(struct run *r, const json_t *args,
-			  struct sbuf *answer)
+			  struct sbuf *answer, struct ferr *fail)
 {
 	struct ferr err = FERR_INIT;
 	char msg[FERR_MESSAGE_MAX + 64];
@@ -240,8 +242,9 @@ static int set_parameters(struct run *r, const json_t *args,
 	if (!ret) {
 		const json_t *input = json_object_get(request, "input");
 
-		doc = json_pack("{s:O, s:O}", "input",
-				input ? input : json_object(), "parameter", args);
+		doc = json_pack("{s:o, s:O}", "input",
+				input ? json_incref((json_t *)input)
+				      : json_object(), "parameter", args);
 		ret = doc ? fjson_dump(&text, doc) : -ENOMEM;
 	}
 	if (!ret)
@@ -257,8 +260,11 @@ static int set_parameters(struct run *r, const json_t *args,
 			  " this corrected", ferr_format(&err, msg, sizeof(msg)));
 		return 1;
 	}
-	if (ret < 0)
+	if (ret < 0) {
+		if (err.message[0])
+			*fail = err;
 		return ret;
+	}
 	sbuf_addstr(answer, "accepted");
 	return 0;
 }
@@ -320,7 +326,7 @@ int run_flow_datcom(struct run *r, const struct engine_hooks *hooks,
 			ret = 1;
 		} else {
 			ret = set_parameters(r, json_object_get(call, "arguments"),
-					     &answer);
+					     &answer, err);
 		}
 		/* every call of the turn gets an answer */
 		json_array_foreach(reply.tool_calls, i, c)

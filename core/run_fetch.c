@@ -15,13 +15,15 @@
 
 /* ---- URL inputs ------------------------------------------------------------- */
 
-int run_fetch_state(struct store *st, int64_t session, const char *key,
-		    const char *state, const char *message)
+/* This fetch's row, while it is still the fetch of its key (a newer
+ * request.json may have named another URL, or none): -ESTALE when not. */
+static int fetch_state(struct run *r, const char *state, const char *message)
 {
 	static const char sql[] = "UPDATE fetches SET state = ?2, message = ?3,"
-		" time_ns = ?4 WHERE session = ?1 AND key = ?5";
+		" time_ns = ?4 WHERE session = ?1 AND key = ?5 AND url = ?6";
 
-	return run_store_state(st, sql, session, key, state, message);
+	return run_store_state(r->host->st, sql, r->session, r->key, r->url,
+			       state, message);
 }
 
 static void mib(char *buf, size_t size, int64_t bytes)
@@ -29,12 +31,14 @@ static void mib(char *buf, size_t size, int64_t bytes)
 	snprintf(buf, size, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
 }
 
-/* fetch.h's progress hook: status now and then, and the cancel. */
+/* fetch.h's progress hook: status now and then; stops a cancelled or
+ * superseded fetch. */
 static bool fetch_progress(void *ctx, int64_t got, int64_t total)
 {
 	struct run *r = ctx;
 	int64_t now = store_now_ns() / 1000000;
 	char a[32], b[32], msg[96];
+	bool stale = false;
 
 	if (now - r->reported_ms >= 250) {
 		r->reported_ms = now;
@@ -42,92 +46,62 @@ static bool fetch_progress(void *ctx, int64_t got, int64_t total)
 		mib(b, sizeof(b), total);
 		snprintf(msg, sizeof(msg), total > 0 ? "%s of %s" : "%s", a, b);
 		run_lock(r);
-		run_fetch_state(r->host->st, r->session, r->key, "fetching", msg);
+		stale = fetch_state(r, "fetching", msg) == -ESTALE;
 		run_unlock(r);
 	}
-	return atomic_load(&r->cancel);
+	return stale || atomic_load(&r->cancel);
 }
 
-/* The downloaded file `fd` as uploads/<name>: written under a scratch
- * name, in slices (the lock is let go between them), then renamed. */
-static int store_upload(struct run *r, int fd, struct ferr *err)
+/* Whether the row still wants this fetch's file (the lock held). */
+static bool fetch_current(struct run *r)
 {
-	static const size_t slice = 1 << 20;
-	char scratch[300], *buf = malloc(slice);
-	struct tree *t = r->host->tree;
-	struct tree_attr dir, a = { 0 };
-	int64_t off = 0;
-	bool opened = false;
-	ssize_t n;
-	int ret;
+	static const char sql[] = "SELECT 1 FROM fetches WHERE session = ?1"
+		" AND key = ?2 AND url = ?3 AND state = 'fetching'";
+	sqlite3_stmt *q = store_stmt(r->host->st, sql);
+	bool yes;
 
-	if (!buf)
-		return -ENOMEM;
-	snprintf(scratch, sizeof(scratch), ".%s.flowfs-fetch", r->name);
-	run_lock(r);
-	ret = tree_getattr(t, r->uploads_ino, &dir);
-	if (!ret && tree_lookup(t, r->uploads_ino, scratch, &a) == 0)
-		ret = tree_unlink(t, r->uploads_ino, scratch);
-	if (!ret)
-		ret = tree_create(t, r->uploads_ino, scratch, S_IFREG | 0644,
-				  dir.uid, dir.gid, NULL, &a);
-	if (!ret)
-		ret = tree_open(t, a.ino);
-	opened = !ret;
-	run_unlock(r);
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		ret = -errno;
-	while (!ret && (n = read(fd, buf, slice)) > 0) {
-		run_lock(r);
-		ret = tree_write(t, a.ino, buf, (size_t)n, off);
-		run_unlock(r);
-		off += n;
-		if (atomic_load(&r->cancel))
-			ret = -ECANCELED;
-	}
-	run_lock(r);
-	if (opened) {
-		int rr = tree_release(t, a.ino);
-
-		if (!ret)
-			ret = rr;
-	}
-	if (!ret)
-		ret = tree_rename(t, r->uploads_ino, scratch, r->uploads_ino,
-				  r->name, false);
-	if (ret < 0 && a.ino)
-		tree_unlink(t, r->uploads_ino, scratch);
-	run_unlock(r);
-	free(buf);
-	if (ret < 0 && ret != -ECANCELED)
-		ferr_set(err, ret, "cannot store uploads/%s: %s", r->name,
-			 strerror(-ret));
-	return ret;
+	if (!q)
+		return false;
+	sqlite3_bind_int64(q, 1, r->session);
+	sqlite3_bind_text(q, 2, r->key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, r->url, -1, SQLITE_STATIC);
+	yes = sqlite3_step(q) == SQLITE_ROW;
+	store_done(q);
+	return yes;
 }
 
-int run_flow_fetch(struct run *r, struct ferr *err)
+void run_flow_fetch(struct run *r)
 {
-	char tmp[] = "/tmp/flowfs-fetch-XXXXXX";
+	char tmp[] = "/tmp/flowfs-fetch-XXXXXX", size[32];
+	struct ferr err = FERR_INIT;
 	int64_t bytes = 0;
 	int fd, ret;
 
 	fd = mkstemp(tmp);
-	if (fd < 0)
-		return ferr_set(err, -errno, "cannot make a scratch file: %s",
-				strerror(errno));
-	unlink(tmp);
-	ret = fetch_url(r->url, fd, &r->opt->fetch, fetch_progress, r, &bytes,
-			err);
-	if (!ret)
-		ret = store_upload(r, fd, err);
-	close(fd);
-	if (!ret) {
-		char size[32];
-
-		mib(size, sizeof(size), bytes);
-		snprintf(err->message, sizeof(err->message), "%s", size);
+	if (fd < 0) {
+		ret = ferr_set(&err, -errno, "cannot make a scratch file: %s",
+			       strerror(errno));
+	} else {
+		unlink(tmp);
+		ret = fetch_url(r->url, fd, &r->opt->fetch, fetch_progress, r,
+				&bytes, &err);
+		if (!ret)
+			ret = run_store_fd(r, fd, r->uploads_ino, r->name,
+					   fetch_current, &err);
+		close(fd);
 	}
-	return ret;
+	mib(size, sizeof(size), bytes);
+	/* a superseded fetch has no row to write to: fetch_state() changes
+	 * nothing */
+	run_lock(r);
+	if (atomic_load(&r->cancel))
+		fetch_state(r, "cancelled", "");
+	else if (ret < 0)
+		fetch_state(r, "failed", err.message[0] ? err.message
+							 : strerror(-ret));
+	else
+		fetch_state(r, "done", size);
+	run_unlock(r);
 }
 
 int run_fetch_lines(struct store *st, int64_t session, struct sbuf *out)
@@ -150,6 +124,7 @@ struct fetch_start {
 	const struct session_info *s;
 	int (*add)(void *ctx, struct run *r);
 	void *ctx;
+	json_t *wanted;		/* key -> URL, what the request asks for */
 };
 
 /* Whether `key` is already fetched from `url` (or being fetched). */
@@ -178,6 +153,59 @@ static int fetched(const struct fetch_start *f, const char *key,
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_errno(rc);
 }
 
+static int want(void *ctx, const char *key, const char *url, const char *name)
+{
+	struct fetch_start *f = ctx;
+
+	(void)name;
+	return json_object_set_new(f->wanted, key, json_string(url)) < 0
+		       ? -ENOMEM : 0;
+}
+
+/*
+ * Forget the rows of URLs the request no longer names (another URL for
+ * the key, or none): a fetch still going on for one of them then finds
+ * its row gone, stops, and stores nothing.
+ */
+static int forget_unwanted(struct fetch_start *f)
+{
+	static const char rows_sql[] = "SELECT key, url FROM fetches"
+		" WHERE session = ?1";
+	static const char drop_sql[] = "DELETE FROM fetches WHERE session = ?1"
+		" AND key = ?2";
+	json_t *drop = json_array();
+	sqlite3_stmt *q = store_stmt(f->host->st, rows_sql);
+	size_t i;
+	json_t *k;
+	int rc, ret = 0;
+
+	if (!q || !drop) {
+		json_decref(drop);
+		return q ? -ENOMEM : -EIO;
+	}
+	sqlite3_bind_int64(q, 1, f->s->id);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(q, 0);
+		const char *url = json_string_value(json_object_get(f->wanted, key));
+
+		if (!url || strcmp(url, (const char *)sqlite3_column_text(q, 1)))
+			json_array_append_new(drop, json_string(key));
+	}
+	ret = store_errno(rc);
+	store_done(q);
+	json_array_foreach(drop, i, k) {
+		q = ret ? NULL : store_stmt(f->host->st, drop_sql);
+		if (!q)
+			break;
+		sqlite3_bind_int64(q, 1, f->s->id);
+		sqlite3_bind_text(q, 2, json_string_value(k), -1, SQLITE_STATIC);
+		ret = store_errno(sqlite3_step(q));
+		store_done(q);
+	}
+	json_decref(drop);
+	return ret;
+}
+
 static int start_one_fetch(void *ctx, const char *key, const char *url,
 			   const char *name)
 {
@@ -203,14 +231,11 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 	r->key = strdup(key);
 	r->url = strdup(url);
 	r->name = strdup(name);
-	if (!r->key || !r->url || !r->name) {
-		run_release(r);
-		return -ENOMEM;
-	}
-	q = store_stmt(f->host->st, sql);
+	q = r->key && r->url && r->name ? store_stmt(f->host->st, sql) : NULL;
 	if (!q) {
+		ret = r->key && r->url && r->name ? -EIO : -ENOMEM;
 		run_release(r);
-		return -EIO;
+		return ret;
 	}
 	sqlite3_bind_int64(q, 1, f->s->id);
 	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
@@ -219,13 +244,21 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 	sqlite3_bind_int64(q, 5, store_now_ns());
 	ret = store_errno(sqlite3_step(q));
 	store_done(q);
+	/* kept before its thread starts: once started, it is never lost */
 	if (!ret)
-		ret = -pthread_create(&r->thread, NULL, run_thread, r);
+		ret = f->add(f->ctx, r);
 	if (ret < 0) {
 		run_release(r);
 		return ret;
 	}
-	return f->add(f->ctx, r);
+	ret = -pthread_create(&r->thread, NULL, run_thread, r);
+	r->started = !ret;
+	if (ret < 0) {
+		/* kept, so it is reaped; its row must not stay "fetching" */
+		atomic_store(&r->finished, true);
+		fetch_state(r, "failed", "cannot start a thread");
+	}
+	return ret;
 }
 
 int run_fetch_start(const struct run_host *host, const struct run_options *opt,
@@ -234,11 +267,15 @@ int run_fetch_start(const struct run_host *host, const struct run_options *opt,
 		    int (*add)(void *ctx, struct run *r), void *ctx,
 		    struct ferr *err)
 {
-	struct fetch_start f = { host, opt, s, add, ctx };
-	int ret = inputs_urls(sk, request, start_one_fetch, &f);
+	struct fetch_start f = { host, opt, s, add, ctx, json_object() };
+	int ret = f.wanted ? inputs_urls(sk, request, want, &f) : -ENOMEM;
 
+	if (!ret)
+		ret = forget_unwanted(&f);
+	if (!ret)
+		ret = inputs_urls(sk, request, start_one_fetch, &f);
+	json_decref(f.wanted);
 	if (ret < 0)
 		ferr_set(err, ret, "cannot start fetching: %s", strerror(-ret));
 	return ret;
 }
-

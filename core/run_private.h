@@ -27,6 +27,7 @@ struct run {
 	enum flow flow;
 	atomic_bool cancel;
 	atomic_bool finished;
+	bool started;		/* its thread was created (run_free joins it) */
 	/* a copy of what the run reads, taken at start */
 	char *skill_id;
 	char *system;		/* SKILL.md */
@@ -58,6 +59,18 @@ bool run_cancelled(void *ctx);
 int run_put_output(struct run *r, const char *name, const char *data,
 		   size_t len);
 
+/*
+ * The file open at `fd` (from its start) as `name` in tree folder
+ * `parent`: written under a scratch name of this run's in 1 MiB slices,
+ * the lock taken per slice (gigabytes must not stall the mount), then
+ * renamed over `name` — unless current(r) (when given), asked under the
+ * lock just before, says the file is no longer wanted: -ESTALE, and
+ * nothing is left.  The kernel is told the name changed.  -ECANCELED
+ * when the run is cancelled meanwhile.
+ */
+int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
+		 bool (*current)(struct run *r), struct ferr *err);
+
 /* Chat messages and tools. */
 json_t *run_message(const char *role, const char *content);
 json_t *run_tool_message(const json_t *call, const char *content);
@@ -71,21 +84,22 @@ int run_flow_datcom(struct run *r, const struct engine_hooks *hooks,
 		    struct ferr *err);
 int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 		    struct ferr *err);
-int run_flow_fetch(struct run *r, struct ferr *err);
+/* A fetch, its end state stored in its row too. */
+void run_flow_fetch(struct run *r);
 
-/* Run `sql` with ?1 session, ?2 state, ?3 message, ?4 now and ?5 key
- * (when not NULL): the state of a run or a fetch (the lock held). */
+/* Run `sql` with ?1 session, ?2 state, ?3 message, ?4 now, ?5 key and
+ * ?6 url (those not NULL): the state of a run or a fetch (the lock
+ * held).  -ESTALE when it changed no row (the fetch was superseded, the
+ * session is gone). */
 int run_store_state(struct store *st, const char *sql, int64_t session,
-		    const char *key, const char *state, const char *message);
+		    const char *key, const char *url, const char *state,
+		    const char *message);
 
 /* Status lines "<label>: <state>[: <message>]" from `sql`, which takes
  * ?1 = session and yields (label, state, message) rows. */
 int run_state_lines(struct store *st, const char *sql, int64_t session,
 		    struct sbuf *out);
 
-/* A fetch's row of the fetches table (the lock held). */
-int run_fetch_state(struct store *st, int64_t session, const char *key,
-		    const char *state, const char *message);
 /* Whether a fetch of the session is going on (the lock held). */
 bool run_fetching(struct store *st, int64_t session);
 

@@ -5,6 +5,7 @@
 #include "run_private.h"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -154,14 +155,21 @@ static int copy_out(struct run *r, uint64_t ino, const char *dir, int depth)
 	return ret;
 }
 
+static int remove_one(const char *path, const struct stat *st, int type,
+		      struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* rm -rf of the scratch folder (not through a shell: the daemon has
+ * threads, and system() would block signals for the whole process). */
 static void remove_tree(const char *dir)
 {
-	char *cmd = NULL;
-
-	/* the scratch folder is ours, under a name mkdtemp made */
-	if (asprintf(&cmd, "rm -rf -- '%s'", dir) >= 0 && system(cmd) < 0)
-		(void)0;
-	free(cmd);
+	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Files larger than this, made by an experiment, stay behind. */
@@ -183,9 +191,7 @@ static int keep_made_files(struct run *r, const char *dir)
 	while (!ret && (e = readdir(d))) {
 		struct tree_attr a;
 		struct stat st;
-		struct sbuf data = SBUF_INIT;
 		bool was_upload;
-		char *path = NULL;
 		int fd;
 
 		if (e->d_name[0] == '.' || strlen(e->d_name) > 200)
@@ -194,24 +200,16 @@ static int keep_made_files(struct run *r, const char *dir)
 		was_upload = tree_lookup(r->host->tree, r->uploads_ino, e->d_name,
 					 &a) == 0;
 		run_unlock(r);
-		if (was_upload || asprintf(&path, "%s/%s", dir, e->d_name) < 0)
-			continue;
-		fd = open(path, O_RDONLY | O_NOFOLLOW);
-		free(path);
+		fd = was_upload ? -1 : openat(dirfd(d), e->d_name,
+					      O_RDONLY | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
+		/* in slices, like a fetch: the lock is let go between them */
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_size <= MADE_FILE_MAX &&
-		    sbuf_grow(&data, (size_t)st.st_size + 1) == 0) {
-			ssize_t n = read(fd, data.buf, (size_t)st.st_size);
-
-			if (n == st.st_size) {
-				sbuf_setlen(&data, (size_t)n);
-				ret = run_put_output(r, e->d_name, data.buf, data.len);
-			}
-		}
+		    st.st_size <= MADE_FILE_MAX)
+			ret = run_store_fd(r, fd, r->output_ino, e->d_name, NULL,
+					   NULL);
 		close(fd);
-		sbuf_release(&data);
 	}
 	closedir(d);
 	return ret;

@@ -366,21 +366,30 @@ static struct run *reap_runs(struct flowfs *fs, int64_t session)
 	return going;
 }
 
-/* Keep a run or fetch that has started (run.h's add hook). */
+/* Room for one more run, the finished ones reaped first (so fetches,
+ * which no ctl command reaps, do not pile up). */
+static int reserve_run(struct flowfs *fs)
+{
+	struct run **grown;
+
+	reap_runs(fs, 0);
+	grown = realloc(fs->runs, (fs->nruns + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	fs->runs = grown;
+	return 0;
+}
+
+/* Keep a fetch before its thread starts (run.h's add hook): a failure
+ * here leaves no thread to wait for under the lock. */
 static int keep_run(void *ctx, struct run *r)
 {
 	struct flowfs *fs = ctx;
-	struct run **grown = realloc(fs->runs, (fs->nruns + 1) * sizeof(*grown));
+	int ret = reserve_run(fs);
 
-	if (!grown) {
-		/* it runs on; wait for it rather than lose it */
-		run_cancel(r);
-		run_free(r);
-		return -ENOMEM;
-	}
-	fs->runs = grown;
-	fs->runs[fs->nruns++] = r;
-	return 0;
+	if (!ret)
+		fs->runs[fs->nruns++] = r;
+	return ret;
 }
 
 static int command_run(struct flowfs *fs, const struct session_info *s,
@@ -392,8 +401,12 @@ static int command_run(struct flowfs *fs, const struct session_info *s,
 	if (reap_runs(fs, s->id))
 		return ferr_set(err, -EINVAL, "a run is going on (echo cancel >"
 				" ctl stops it)");
-	ret = run_start(&fs->run_host, &fs->run_opt, s, &r, err);
-	return ret < 0 ? ret : keep_run(fs, r);
+	ret = reserve_run(fs);
+	if (!ret)
+		ret = run_start(&fs->run_host, &fs->run_opt, s, &r, err);
+	if (!ret)
+		fs->runs[fs->nruns++] = r;
+	return ret;
 }
 
 static int command_cancel(struct flowfs *fs, const struct session_info *s,

@@ -285,6 +285,11 @@ static void host_unlock(void *ctx)
 	pthread_mutex_unlock(&((struct flowfs *)ctx)->lock);
 }
 
+static void host_changed(void *ctx, uint64_t parent, const char *name)
+{
+	fs_notify_entry(((struct flowfs *)ctx)->notifier, parent, name);
+}
+
 /* What runs use: the engine, exec, and the filesystem they write to. */
 static int configure_runs(struct flowfs *fs, const struct options *opts,
 			  char *key)
@@ -320,8 +325,9 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 		}
 		o->fetch.max_bytes = (int64_t)v << shift;
 	}
-	fs->run_host = (struct run_host){ fs, host_lock, host_unlock, NULL,
-					  NULL, NULL, NULL };
+	fs->run_host = (struct run_host){ .ctx = fs, .lock = host_lock,
+					  .unlock = host_unlock,
+					  .changed = host_changed };
 	return 0;
 }
 

@@ -29,9 +29,11 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def _send(self, code, data, content_type="application/json"):
+    def _send(self, code, data, content_type="application/json", headers=None):
         try:
             self.send_response(code)
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -47,6 +49,7 @@ class FakeEngine:
         self.release_event = threading.Event()
         self.requests = []
         self.headers = []
+        self.times = []         # when each request came
         self.lock = threading.Lock()
         engine = self
 
@@ -55,6 +58,7 @@ class FakeEngine:
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
                 with engine.lock:
+                    engine.times.append(time.monotonic())
                     engine.headers.append(dict(self.headers))
                     try:
                         engine.requests.append(json.loads(body))
@@ -74,8 +78,12 @@ class FakeEngine:
                     engine.release_event.wait(60)
                     kind, value = "json", value
                 if kind == "status":
-                    code, text = value
-                    return self._send(code, text.encode())
+                    code, text, headers = value
+                    return self._send(code, text.encode(), headers=headers)
+                if kind == "drop":
+                    # the connection closes with no answer at all
+                    self.close_connection = True
+                    return
                 if kind == "raw":
                     return self._send(200, value)
                 if kind == "func":
@@ -126,8 +134,13 @@ class FakeEngine:
     def release(self):
         self.release_event.set()
 
-    def fail(self, code, text="error", delay=0.0):
-        self._add("status", (code, text), delay)
+    def fail(self, code, text="error", delay=0.0, retry_after=None):
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+        self._add("status", (code, text, headers), delay)
+
+    def drop(self):
+        """Close the connection without answering."""
+        self._add("drop", None)
 
     def raw(self, data):
         self._add("raw", data)

@@ -13,6 +13,7 @@ import re
 import socket
 import subprocess
 import time
+import urllib.parse
 
 import pytest
 
@@ -237,6 +238,24 @@ def test_retries_on_429_and_5xx(run_mount, skill_folder, engine):
     assert wait_run(s) == "run: done"
     assert [l["http_status"] for l in engine_log(s)] == [500, 429, 503, 200]
     assert engine_log(s)[0]["error"] == "the engine answered HTTP 500: down"
+
+
+def test_retry_after_is_honoured(run_mount, skill_folder, engine):
+    """A 429 with Retry-After: 1 waits that second (the backoff given is
+    20 ms), and a dropped connection is retried too."""
+    fs, s = report_session(run_mount, skill_folder)
+    # (dropped on a fresh connection: on a kept-alive one libcurl itself
+    # reconnects once, unseen)
+    engine.drop()
+    engine.fail(429, "slow down", retry_after=1)
+    engine.reply(content='{"answer": 3}')
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    # a lower bound: a slower machine only waits longer
+    assert engine.times[2] - engine.times[1] >= 0.9
+    log = engine_log(s)
+    assert [l["http_status"] for l in log] == [None, 429, 200]
+    assert log[0]["error"].endswith("Server returned nothing (no headers, no data)")
 
 
 @pytest.mark.parametrize("script,line", [
@@ -650,3 +669,86 @@ def test_experiments_see_large_uploads(run_mount, engine):
     assert wait_run(s) == "run: done"
     observation = json.loads(read_bytes(s / "rounds" / "1.json"))["observation"]
     assert observation == f"{size} nested sub/deep/n.txt"
+
+
+def test_a_newer_url_supersedes_a_fetch_going_on(run_mount, skill_folder, files):
+    """request.json rewritten with another URL while the first is still
+    coming: the first stops and stores nothing; the second lands, and the
+    kernel sees the new file at once (the name was cached before)."""
+    csv_skill(skill_folder)
+    files.files["old.csv"] = b"o" * 300000
+    files.files["new.csv"] = b"n,e,w\n"
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind_with(s, "stats", {"input": {"csv_file": f"{files.base}/file/new.csv"}})
+    assert wait_fetch(s) == "fetch uploads/csv_file.csv: done: 0.0 MiB"
+    assert read_bytes(s / "uploads" / "csv_file.csv") == b"n,e,w\n"
+    # now a slow one, then back to a fast one before the slow one ends
+    files.slow_seconds = 3.0
+    assert put_json(s / "request.json",
+                    {"input": {"csv_file": f"{files.base}/slow/old.csv"}}) == 0
+    assert fetch_line(s).startswith("fetch uploads/csv_file.csv: fetching")
+    files.files["new.csv"] = b"n,e,w,2\n"
+    assert put_json(s / "request.json",
+                    {"input": {"csv_file": f"{files.base}/file/new.csv"}}) == 0
+    assert wait_fetch(s) == "fetch uploads/csv_file.csv: done: 0.0 MiB"
+    assert read_bytes(s / "uploads" / "csv_file.csv") == b"n,e,w,2\n"
+    # the slow one ends (stopped at its next progress report): nothing
+    # of it lands, and the line stays the new fetch's
+    time.sleep(1.0)
+    assert read_bytes(s / "uploads" / "csv_file.csv") == b"n,e,w,2\n"
+    assert sorted(os.listdir(s / "uploads")) == ["csv_file.csv"]
+    assert fetch_line(s) == "fetch uploads/csv_file.csv: done: 0.0 MiB"
+
+
+def test_url_removed_and_fetched_again(run_mount, skill_folder, files):
+    csv_skill(skill_folder)
+    files.files["a.csv"] = b"a\n"
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    url = f"{files.base}/file/a.csv"
+    bind_with(s, "stats", {"input": {"csv_file": url}})
+    assert wait_fetch(s) == "fetch uploads/csv_file.csv: done: 0.0 MiB"
+    # the file removed: the same request fetches it again
+    os.unlink(s / "uploads" / "csv_file.csv")
+    assert put_json(s / "request.json", {"input": {"csv_file": url}}) == 0
+    assert wait_fetch(s) == "fetch uploads/csv_file.csv: done: 0.0 MiB"
+    assert read_bytes(s / "uploads" / "csv_file.csv") == b"a\n"
+    assert files.hits[urllib.parse.urlparse(url).path] == 2
+    # the URL no longer named: its line goes, the file stays (it is an upload)
+    assert put_json(s / "request.json", {"input": {}}) == 0
+    assert fetch_line(s) is None
+    assert read_bytes(s / "uploads" / "csv_file.csv") == b"a\n"
+
+
+@pytest.mark.parametrize("path,name", [
+    ("/file/data.TSV", "tabs.TSV"),          # the URL's extension, allowed
+    ("/file/download", "tabs.tsv"),          # none: the first allowed one
+    ("/file/data.bin", "tabs.tsv"),          # not allowed: the first allowed one
+])
+def test_fetched_file_takes_the_name_that_binds(run_mount, skill_folder, files, path, name):
+    skill_folder.add("tabs", input={"type": "object", "properties": {
+        "tabs": {"type": "string", "extensions": ["tsv", ".csv"]}}, "required": ["tabs"]})
+    files.files[path.rsplit("/", 1)[1]] = b"x\ty\n"
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind_with(s, "tabs", {"input": {"tabs": files.base + path}})
+    assert wait_fetch(s) == f"fetch uploads/{name}: done: 0.0 MiB"
+    assert os.listdir(s / "uploads") == [name]
+    assert json.loads(read_bytes(s / "input.json")) == {"tabs": str(s / "uploads" / name)}
+
+
+def test_a_fetch_cut_by_the_daemon_stopping_reads_failed(run_mount, skill_folder, files):
+    csv_skill(skill_folder)
+    files.files["big.csv"] = b"x" * 200000
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind_with(s, "stats", {"input": {"csv_file": f"{files.base}/slow/big.csv"}})
+    assert fetch_line(s).startswith("fetch uploads/csv_file.csv: fetching")
+    fs.kill9_remount()
+    assert fetch_line(s) == "fetch uploads/csv_file.csv: failed: flowfs stopped during the fetch"
+    assert os.listdir(s / "uploads") == []
