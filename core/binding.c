@@ -438,6 +438,13 @@ int binding_render_artifact(const struct binding_ctx *c, const char *name,
 	return artifact(c, name, out);
 }
 
+bool binding_has_artifact(const struct binding_ctx *c, const char *name)
+{
+	const struct skill *sk = binding_skill(c);
+
+	return sk && find_artifact(sk->id, name);
+}
+
 int binding_artifact_exists(const struct binding_ctx *c, const char *name)
 {
 	return artifact(c, name, NULL);

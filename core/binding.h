@@ -15,6 +15,7 @@
 #ifndef FLOWFS_BINDING_H
 #define FLOWFS_BINDING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ferr.h"
@@ -58,6 +59,10 @@ int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out);
  */
 int binding_render_artifact(const struct binding_ctx *c, const char *name,
 			    struct sbuf *out);
+/* Whether the bound skill generates artifact `name` at all (a look in a
+ * table: no query). */
+bool binding_has_artifact(const struct binding_ctx *c, const char *name);
+
 /* Whether binding_render_artifact() would succeed: 0 or -ENOENT, without
  * rendering where the file can tell (the transcripts). */
 int binding_artifact_exists(const struct binding_ctx *c, const char *name);

@@ -12,12 +12,16 @@
 #include "fname.h"
 #include "inputs.h"
 
+/* A session's row, with its folder's owner joined in (one index search
+ * of inodes) and the change times of its graph and rounds. */
 #define SESSION_COLUMNS \
-	"id, name, created_ns, doc_mtime_ns, root_ino, uploads_ino," \
-	" output_ino, coalesce(skill, ''), coalesce(engine, '')," \
-	" request_mtime_ns, nodes_ino, edges_ino, rounds_ino," \
-	" (SELECT uid FROM inodes WHERE ino = root_ino)," \
-	" (SELECT gid FROM inodes WHERE ino = root_ino)"
+	"s.id, s.name, s.created_ns, s.doc_mtime_ns, s.root_ino," \
+	" s.uploads_ino, s.output_ino, coalesce(s.skill, '')," \
+	" coalesce(s.engine, ''), s.request_mtime_ns, s.nodes_ino," \
+	" s.edges_ino, s.rounds_ino, r.uid, r.gid, s.graph_mtime_ns," \
+	" s.rounds_mtime_ns"
+#define SESSION_FROM \
+	" FROM sessions s LEFT JOIN inodes r ON r.ino = s.root_ino"
 
 static void copy_text(char *dst, size_t size, const unsigned char *text)
 {
@@ -41,6 +45,8 @@ static void row_to_info(sqlite3_stmt *q, struct session_info *s)
 	s->rounds_ino = (uint64_t)sqlite3_column_int64(q, 12);
 	s->uid = (uint32_t)sqlite3_column_int64(q, 13);
 	s->gid = (uint32_t)sqlite3_column_int64(q, 14);
+	s->graph_mtime_ns = sqlite3_column_int64(q, 15);
+	s->rounds_mtime_ns = sqlite3_column_int64(q, 16);
 }
 
 /* Each session folder: its name and the sessions column holding it. */
@@ -110,7 +116,7 @@ static int find_one(sqlite3_stmt *q, struct session_info *out)
 int session_find(struct store *st, const char *name, struct session_info *out)
 {
 	static const char sql[] =
-		"SELECT " SESSION_COLUMNS " FROM sessions WHERE name = ?1";
+		"SELECT " SESSION_COLUMNS SESSION_FROM " WHERE s.name = ?1";
 	sqlite3_stmt *q = store_stmt(st, sql);
 
 	if (!q)
@@ -122,7 +128,7 @@ int session_find(struct store *st, const char *name, struct session_info *out)
 int session_get(struct store *st, int64_t id, struct session_info *out)
 {
 	static const char sql[] =
-		"SELECT " SESSION_COLUMNS " FROM sessions WHERE id = ?1";
+		"SELECT " SESSION_COLUMNS SESSION_FROM " WHERE s.id = ?1";
 	sqlite3_stmt *q = store_stmt(st, sql);
 
 	if (!q)
@@ -141,7 +147,7 @@ void session_list_free(struct session_list *list)
 int session_list(struct store *st, struct session_list *out)
 {
 	static const char sql[] =
-		"SELECT " SESSION_COLUMNS " FROM sessions ORDER BY name";
+		"SELECT " SESSION_COLUMNS SESSION_FROM " ORDER BY s.name";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	size_t alloc = 0;
 	int rc, ret = 0;

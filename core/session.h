@@ -57,6 +57,10 @@ struct session_info {
 	uint64_t rounds_ino;
 	/* the session folder's owner: what its generated files show */
 	uint32_t uid, gid;
+	/* the last change of its graph and of its rounds (0: never), as
+	 * graph_mtime() and roundstore_mtime() give them */
+	int64_t graph_mtime_ns;
+	int64_t rounds_mtime_ns;
 	char skill[256];	/* "" when no skill is bound */
 	char engine[256];
 };

@@ -180,11 +180,8 @@ static int render_status(struct flowfs *fs, const struct session_info *s,
 static int render_parameters(struct flowfs *fs, const struct session_info *s,
 			     struct sbuf *out, int64_t *mtime_ns)
 {
-	int ret = graph_mtime(fs->st, s->id, mtime_ns);
-
-	if (!ret && !*mtime_ns)
-		*mtime_ns = s->created_ns;
-	return ret < 0 ? ret : graph_render_parameters(fs->st, s->id, out);
+	*mtime_ns = s->graph_mtime_ns ? s->graph_mtime_ns : s->created_ns;
+	return graph_render_parameters(fs->st, s->id, out);
 }
 
 static int commit_parameters(struct flowfs *fs, const struct session_info *s,
@@ -199,22 +196,23 @@ static int name_parameters_output(struct flowfs *fs,
 				  const struct session_info *s,
 				  struct sbuf *out)
 {
-	int64_t mtime;
-	int ret = graph_mtime(fs->st, s->id, &mtime);
-
-	if (ret < 0)
-		return ret;
-	return graph_output_name(s->name, mtime ? mtime : s->created_ns, out);
+	(void)fs;
+	return graph_output_name(s->name, s->graph_mtime_ns ? s->graph_mtime_ns
+							   : s->created_ns, out);
 }
 
 static int render_for005(struct flowfs *fs, const struct session_info *s,
 			 struct sbuf *out, int64_t *mtime_ns)
 {
 	struct fs_binding b;
+	int ret;
 
 	fs_binding_init(fs, s, &b);
-	*mtime_ns = binding_mtime(&b.ctx);
-	return binding_render_artifact(&b.ctx, "for005.dat", out);
+	ret = binding_render_artifact(&b.ctx, "for005.dat", out);
+	/* no query for a file that is not there */
+	if (!ret)
+		*mtime_ns = binding_mtime(&b.ctx);
+	return ret;
 }
 
 /* A transcript of the rounds: it changes with them and with the task. */
@@ -223,13 +221,13 @@ static int render_transcript(struct flowfs *fs, const struct session_info *s,
 			     int64_t *mtime_ns)
 {
 	struct fs_binding b;
-	int64_t rounds = 0;
 	int ret;
 
 	fs_binding_init(fs, s, &b);
-	ret = roundstore_mtime(fs->st, s->id, &rounds);
-	*mtime_ns = later(binding_mtime(&b.ctx), rounds);
-	return ret < 0 ? ret : binding_render_artifact(&b.ctx, name, out);
+	ret = binding_render_artifact(&b.ctx, name, out);
+	if (!ret)
+		*mtime_ns = later(binding_mtime(&b.ctx), s->rounds_mtime_ns);
+	return ret;
 }
 
 static int render_summary(struct flowfs *fs, const struct session_info *s,
@@ -253,11 +251,13 @@ static int version_transcript(struct flowfs *fs, const struct session_info *s,
 	struct fs_binding b;
 
 	fs_binding_init(fs, s, &b);
-	/* a skill gone or broken since: render says what is there */
-	if (!binding_skill(&b.ctx))
+	/* no transcripts for this skill (or a skill gone or broken since):
+	 * render says what is there, at no cost */
+	if (!binding_has_artifact(&b.ctx, "summary.json"))
 		return -ENOENT;
 	version[0] = later(s->doc_mtime_ns, s->request_mtime_ns);
-	return roundstore_mtime(fs->st, s->id, &version[1]);
+	version[1] = s->rounds_mtime_ns;
+	return 0;
 }
 
 /* parameters.json is the graph's: its change time is strictly
@@ -265,8 +265,10 @@ static int version_transcript(struct flowfs *fs, const struct session_info *s,
 static int version_parameters(struct flowfs *fs, const struct session_info *s,
 			      int64_t version[2])
 {
+	(void)fs;
 	version[0] = s->created_ns;
-	return graph_mtime(fs->st, s->id, &version[1]);
+	version[1] = s->graph_mtime_ns;
+	return 0;
 }
 
 static int render_engine_log(struct flowfs *fs, const struct session_info *s,

@@ -36,6 +36,7 @@
 #include "tree.h"
 
 #define FS_ROOT_INO 1
+#define FS_RENDERED_SLOTS 4
 #define FS_VIRTUAL ((uint64_t)1 << 63)
 #define FS_SPACE_SHIFT 61
 #define FS_SPACE_ENTRY 0u
@@ -73,17 +74,23 @@ struct flowfs {
 	struct run_options run_opt;
 	struct run **runs;
 	size_t nruns;
-	/* The last content rendered of an entry with a version (below):
-	 * `cat` asks for it three times (lookup, getattr, open), and a
-	 * 4 MB summary.json is 60 ms of parsing per render. */
-	struct {
+	/* The last contents rendered of entries with a version (below),
+	 * least recently used first out: `cat` asks for one three times
+	 * (lookup, getattr, open), `ls -l output/` for two side by side,
+	 * and a 4 MB summary.json is tens of ms per render.  Keyed by the
+	 * render function and session, so parameters.json and its copy in
+	 * parameters_output/ share a slot. */
+	struct fs_rendered {
 		bool valid;
-		uint64_t ino;
+		const void *render;
+		int64_t session;
 		int64_t version[2];
 		int64_t mtime_ns;
 		int ret;	/* 0, or -ENOENT: the entry did not exist */
 		struct sbuf content;
-	} rendered;
+		uint64_t used;	/* fs->render_clock when last used */
+	} rendered[FS_RENDERED_SLOTS];
+	uint64_t render_clock;
 };
 
 /* After the loop: release what the kernel never released (see above). */

@@ -503,7 +503,8 @@ out:
 	tree_free(fs.tree);
 	graph_tools_free(fs.tools);
 	free(fs.tools_path);
-	sbuf_release(&fs.rendered.content);
+	for (int i = 0; i < FS_RENDERED_SLOTS; i++)
+		sbuf_release(&fs.rendered[i].content);
 	skill_registry_free(fs.skills);
 	store_close(fs.st);
 	if (fs.tree) {

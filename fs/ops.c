@@ -386,44 +386,51 @@ static bool read_only_tree(const struct node *n)
 				       fs_entries[n->row].kind == ENTRY_DIR));
 }
 
-/* render of an entry with a version: the last content when it still
- * holds (fs.h). */
-static int render_versioned(struct flowfs *fs, const struct node *n,
-			    const struct entry *e, struct sbuf *out,
-			    int64_t *mtime_ns)
+/*
+ * The content of an entry with a version, from fs->rendered (rendered
+ * into the least recently used slot when no slot holds this version):
+ * *content points into the cache until the next call.  1 when the entry
+ * has no version now (render it directly).
+ */
+static int cached_content(struct flowfs *fs, const struct node *n,
+			  const struct entry *e, const struct sbuf **content,
+			  int64_t *mtime_ns)
 {
+	struct fs_rendered *slot = NULL, *oldest = &fs->rendered[0];
 	int64_t version[2];
 	struct sbuf fresh = SBUF_INIT;
 	int ret;
 
 	if (e->version(fs, &n->s, version) < 0)
-		return e->render(fs, &n->s, out, mtime_ns);
-	if (fs->rendered.valid && fs->rendered.ino == n->ino &&
-	    fs->rendered.version[0] == version[0] &&
-	    fs->rendered.version[1] == version[1]) {
-		*mtime_ns = fs->rendered.mtime_ns;
-		if (fs->rendered.ret < 0)
-			return fs->rendered.ret;
-		return sbuf_add(out, fs->rendered.content.buf,
-				fs->rendered.content.len);
+		return 1;
+	for (int i = 0; i < FS_RENDERED_SLOTS && !slot; i++) {
+		struct fs_rendered *c = &fs->rendered[i];
+
+		if (c->valid && c->render == (const void *)e->render &&
+		    c->session == n->s.id && c->version[0] == version[0] &&
+		    c->version[1] == version[1])
+			slot = c;
+		else if (!c->valid || c->used < oldest->used)
+			oldest = c;
 	}
-	ret = e->render(fs, &n->s, &fresh, mtime_ns);
-	if (ret == 0 || ret == -ENOENT) {
-		sbuf_release(&fs->rendered.content);
-		fs->rendered.content = fresh;
-		sbuf_init(&fresh);
-		fs->rendered.valid = true;
-		fs->rendered.ino = n->ino;
-		fs->rendered.version[0] = version[0];
-		fs->rendered.version[1] = version[1];
-		fs->rendered.mtime_ns = *mtime_ns;
-		fs->rendered.ret = ret;
-		if (!ret)
-			ret = sbuf_add(out, fs->rendered.content.buf,
-				       fs->rendered.content.len);
+	if (!slot) {
+		ret = e->render(fs, &n->s, &fresh, mtime_ns);
+		if (ret < 0 && ret != -ENOENT) {
+			sbuf_release(&fresh);
+			return ret;
+		}
+		slot = oldest;
+		sbuf_release(&slot->content);
+		*slot = (struct fs_rendered){
+			.valid = true, .render = (const void *)e->render,
+			.session = n->s.id, .version = { version[0], version[1] },
+			.mtime_ns = *mtime_ns, .ret = ret, .content = fresh,
+		};
 	}
-	sbuf_release(&fresh);
-	return ret;
+	slot->used = ++fs->render_clock;
+	*mtime_ns = slot->mtime_ns;
+	*content = &slot->content;
+	return slot->ret;
 }
 
 /* Render an entry's content; its size and mtime follow from it. */
@@ -445,8 +452,13 @@ static int render_entry(struct flowfs *fs, const struct node *n,
 	e = &fs_entries[n->row];
 	if (!e->render)
 		return 0;
-	if (e->version && n->has_session)
-		return render_versioned(fs, n, e, out, mtime_ns);
+	if (e->version && n->has_session) {
+		const struct sbuf *c;
+		int ret = cached_content(fs, n, e, &c, mtime_ns);
+
+		if (ret <= 0)
+			return ret < 0 ? ret : sbuf_add(out, c->buf, c->len);
+	}
 	return e->render(fs, n->has_session ? &n->s : NULL, out, mtime_ns);
 }
 
@@ -470,6 +482,19 @@ static int stat_content(struct flowfs *fs, const struct node *n,
 		ts_from_ns(&st->st_mtim, snap->mtime_ns);
 		st->st_ctim = st->st_mtim;
 		return 0;
+	}
+	/* a cached content's size needs no copy of it (megabytes) */
+	if (n->type == N_ENTRY && fs_entries[n->row].version && n->has_session) {
+		const struct sbuf *c;
+
+		ret = cached_content(fs, n, &fs_entries[n->row], &c, &mtime);
+		if (ret <= 0) {
+			st->st_size = ret ? 0 : (off_t)c->len;
+			st->st_blocks = (st->st_size + 511) / 512;
+			ts_from_ns(&st->st_mtim, mtime);
+			st->st_ctim = st->st_mtim;
+			return ret;
+		}
 	}
 	ret = render_entry(fs, n, &sb, &mtime);
 
