@@ -38,7 +38,6 @@ static void item_from_graph(const struct graph_item *g, struct fs_item *out)
 	snprintf(out->id, sizeof(out->id), "%s", g->id);
 	out->size = g->size;
 	out->mtime_ns = g->mtime_ns;
-	out->draft = g->draft;
 }
 
 static int graph_list_as(enum graph_kind kind, struct flowfs *fs,
@@ -181,7 +180,6 @@ static void item_from_round(int64_t session, const struct roundstore_item *r,
 	snprintf(out->id, sizeof(out->id), "%" PRId64, r->number);
 	out->size = r->size;
 	out->mtime_ns = r->mtime_ns;
-	out->draft = r->draft;
 }
 
 static int rounds_list(struct flowfs *fs, int64_t session,

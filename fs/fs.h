@@ -170,7 +170,6 @@ struct fs_item {
 	char id[256];		/* its file is "<id>.json" */
 	size_t size;		/* of its document; 0 for a draft */
 	int64_t mtime_ns;
-	bool draft;
 };
 
 struct fs_collection {

@@ -76,8 +76,6 @@ struct node {
 	/* N_ITEM: a document of a collection (fs.h) */
 	unsigned coll;
 	struct fs_item item;
-	uid_t item_uid;		/* owner: the session's */
-	gid_t item_gid;
 };
 
 /* The collection a folder shows (nodes/, edges/, rounds/), or -1. */
@@ -251,8 +249,6 @@ static uint64_t view_ino(const struct node *n, size_t file)
 			    n->sk->serial, file);
 }
 
-/* ---- resolving inodes ---------------------------------------------------- */
-
 static int resolve_view(struct flowfs *fs, uint64_t ino, struct node *n)
 {
 	int ret;
@@ -273,18 +269,16 @@ static int resolve_view(struct flowfs *fs, uint64_t ino, struct node *n)
 	return ret;
 }
 
-/* The node of a collection's item (its session and owner known). */
+/* The node of a collection's item (its session known). */
 static void item_node(struct node *n, unsigned coll,
 		      const struct fs_item *item,
-		      const struct session_info *s, uid_t uid, gid_t gid)
+		      const struct session_info *s)
 {
 	memset(n, 0, sizeof(*n));
 	n->type = N_ITEM;
 	n->ino = fs_item_ino(coll, item->key);
 	n->coll = coll;
 	n->item = *item;
-	n->item_uid = uid;
-	n->item_gid = gid;
 	n->s = *s;
 	n->has_session = true;
 }
@@ -304,7 +298,7 @@ static int resolve_item(struct flowfs *fs, uint64_t ino, struct node *n)
 	if (!ret)
 		ret = session_get(fs->st, item.session, &s);
 	if (!ret)
-		item_node(n, coll, &item, &s, s.uid, s.gid);
+		item_node(n, coll, &item, &s);
 	return ret;
 }
 
@@ -351,17 +345,26 @@ static bool is_session_root(const struct node *n)
 	return n->type == N_REAL && n->attr.session_root;
 }
 
+/* A real folder `ino` of session `s` (its root, uploads/, output/, ...),
+ * whose row the caller already has: resolve() without reading the
+ * session again. */
+static int resolve_in_session(struct flowfs *fs, const struct session_info *s,
+			      uint64_t ino, struct node *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->type = N_REAL;
+	n->ino = ino;
+	n->has_session = true;
+	n->s = *s;
+	return tree_getattr(fs->tree, n->ino, &n->attr);
+}
+
 /* The folder of session `s`, whose row the caller already has: resolve()
  * without reading the session again. */
 static int resolve_session_root(struct flowfs *fs,
 				const struct session_info *s, struct node *n)
 {
-	memset(n, 0, sizeof(*n));
-	n->type = N_REAL;
-	n->ino = s->root_ino;
-	n->has_session = true;
-	n->s = *s;
-	return tree_getattr(fs->tree, n->ino, &n->attr);
+	return resolve_in_session(fs, s, s->root_ino, n);
 }
 
 /* The scope of the table's entries that live in folder `n`, or -1. */
@@ -540,8 +543,8 @@ static int node_stat_snap(struct flowfs *fs, const struct node *n,
 		st->st_blocks = (st->st_size + 511) / 512;
 		ts_from_ns(&st->st_mtim, n->item.mtime_ns);
 		st->st_atim = st->st_ctim = st->st_mtim;
-		st->st_uid = n->item_uid;
-		st->st_gid = n->item_gid;
+		st->st_uid = n->s.uid;
+		st->st_gid = n->s.gid;
 		/* its document changes behind the kernel's back (defaults,
 		 * the one JSON layout) */
 		*generated = true;
@@ -614,15 +617,23 @@ static int resolve_row(struct flowfs *fs, const struct node *parent,
 
 	switch (e->kind) {
 	case ENTRY_FOLDER:
-		return resolve(fs, session_folder_ino(&parent->s, e->folder),
-			       out);
+		return resolve_in_session(fs, &parent->s,
+					  session_folder_ino(&parent->s,
+							     e->folder), out);
 	case ENTRY_SKILL:
 		fs_binding_init(fs, &parent->s, &b);
 		sk = binding_skill(&b.ctx);
 		if (!sk)
 			return -ENOENT;
-		return resolve(fs, fs_skill_ino(FS_SPACE_SKILL, session,
-						sk->serial, 0), out);
+		/* resolve_view() of its folder, the session known */
+		memset(out, 0, sizeof(*out));
+		out->type = N_VIEW;
+		out->ino = fs_skill_ino(FS_SPACE_SKILL, session, sk->serial, 0);
+		out->space = FS_SPACE_SKILL;
+		out->sk = sk;
+		out->has_session = true;
+		out->s = parent->s;
+		return 0;
 	default:
 		/* resolve() of fs_entry_ino(session, row), but the session
 		 * is the parent's: no need to read it again */
@@ -639,13 +650,13 @@ static int resolve_row(struct flowfs *fs, const struct node *parent,
 }
 
 /* The node `name` in folder `parent` (the parent already resolved). */
+static int reserved_row(struct flowfs *fs, const struct node *parent,
+			const char *name);
+
 static int lookup_in(struct flowfs *fs, const struct node *parent,
 		     const char *name, struct node *out)
 {
-	int scope = scope_of(parent);
-	int row = scope >= 0 ? fs_entry_find(fs, parent->has_session
-						       ? &parent->s : NULL,
-					     (enum entry_scope)scope, name) : -1;
+	int row = reserved_row(fs, parent, name);
 	const struct skill *sk;
 	char id[256];
 	int coll, ret;
@@ -661,8 +672,7 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 						&item);
 		if (ret < 0)
 			return ret;
-		item_node(out, (unsigned)coll, &item, &parent->s,
-			  parent->s.uid, parent->s.gid);
+		item_node(out, (unsigned)coll, &item, &parent->s);
 		return 0;
 	}
 	if (parent->type == N_ROOT) {
@@ -1335,7 +1345,7 @@ out:
  * it).  The kernel has moved the original's dentry to the new name: the
  * notifier makes it forget that alias.
  */
-static int copy_away(struct flowfs *fs, fuse_req_t req, const struct node *n,
+static int copy_away(struct flowfs *fs, const struct node *n,
 		     fuse_ino_t newparent, const char *newname)
 {
 	struct sbuf text = SBUF_INIT;
@@ -1355,38 +1365,21 @@ static int copy_away(struct flowfs *fs, fuse_req_t req, const struct node *n,
 	if (ret < 0)
 		return ret;
 	ret = render_entry(fs, n, &text, &mtime);
-	if (ret < 0)
-		goto out;
-	ret = tree_lookup(fs->tree, newparent, newname, &a);
-	if (ret == 0) {
-		ret = S_ISDIR(a.mode) ? -EISDIR
-				      : tree_unlink(fs->tree, newparent, newname);
-		if (ret < 0)
-			goto out;
-	}
-	ret = create_file(fs, req, newparent, newname, S_IFREG | 0644, NULL, &a);
-	if (ret < 0)
-		goto out;
-	ret = tree_open(fs->tree, a.ino);
-	if (ret < 0)
-		goto out;
-	ret = tree_write(fs->tree, a.ino, text.buf, text.len, 0);
-	{
-		int r = tree_release(fs->tree, a.ino);
-
-		if (!ret)
-			ret = r;
-	}
+	/* whole or not at all, over what had the name (not a folder) */
+	if (!ret && tree_lookup(fs->tree, newparent, newname, &a) == 0 &&
+	    S_ISDIR(a.mode))
+		ret = -EISDIR;
+	if (!ret)
+		ret = tree_put_file(fs->tree, newparent, newname, text.buf,
+				    text.len, NULL);
 	if (!ret)
 		fs_notify_entry(fs->notifier, newparent, newname);
-out:
 	sbuf_release(&text);
 	return ret;
 }
 
 /* rename of an entry of the table away (see copy_away). */
-static int rename_from_entry(struct flowfs *fs, fuse_req_t req,
-			     const struct node *p, int row,
+static int rename_from_entry(struct flowfs *fs, const struct node *p, int row,
 			     fuse_ino_t newparent, const char *newname)
 {
 	struct node n;
@@ -1395,12 +1388,13 @@ static int rename_from_entry(struct flowfs *fs, fuse_req_t req,
 	if (fs_entries[row].kind != ENTRY_DOC &&
 	    fs_entries[row].kind != ENTRY_GENERATED)
 		return -EPERM;
-	ret = resolve(fs, fs_entry_ino(p->s.id, (unsigned)row), &n);
-	return ret < 0 ? ret : copy_away(fs, req, &n, newparent, newname);
+	/* the entry's node, the session the folder's */
+	ret = resolve_row(fs, p, (unsigned)row, &n);
+	return ret < 0 ? ret : copy_away(fs, &n, newparent, newname);
 }
 
 /* rename where documents of a collection are at either end. */
-static int rename_items(struct flowfs *fs, fuse_req_t req, const struct node *p,
+static int rename_items(struct flowfs *fs, const struct node *p,
 			const char *name, const struct node *np,
 			const char *newname, bool noreplace)
 {
@@ -1429,7 +1423,7 @@ static int rename_items(struct flowfs *fs, fuse_req_t req, const struct node *p,
 	}
 	if (from) {
 		ret = lookup_in(fs, p, name, &n);
-		return ret < 0 ? ret : copy_away(fs, req, &n, np->ino, newname);
+		return ret < 0 ? ret : copy_away(fs, &n, np->ino, newname);
 	}
 	if (noreplace) {
 		ret = lookup_in(fs, np, newname, &n);
@@ -1476,7 +1470,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	if (row >= 0) {
-		ret = rename_from_entry(fs, req, &p, row, newparent, newname);
+		ret = rename_from_entry(fs, &p, row, newparent, newname);
 		goto out;
 	}
 	if (newrow >= 0) {
@@ -1490,7 +1484,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	if (is_item_name(&p, name) || is_item_name(&np, newname)) {
-		ret = rename_items(fs, req, &p, name, &np, newname, noreplace);
+		ret = rename_items(fs, &p, name, &np, newname, noreplace);
 		goto out;
 	}
 	ret = fname_check_entry(newname, NULL);
@@ -2004,8 +1998,7 @@ static int dir_add_items(struct flowfs *fs, struct handle *h, size_t *alloc,
 	for (size_t i = 0; !ret && i < n; i++) {
 		struct node in;
 
-		item_node(&in, coll, &items[i], &dir->s, dir->s.uid,
-			  dir->s.gid);
+		item_node(&in, coll, &items[i], &dir->s);
 		sbuf_reset(&name);
 		ret = sbuf_addf(&name, "%s.json", items[i].id);
 		if (!ret)
