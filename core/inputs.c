@@ -28,17 +28,25 @@ static bool is_inline(const json_t *prop)
 	return json_is_string(src) && !strcmp(json_string_value(src), "inline");
 }
 
-static bool in_required(const json_t *schema, const char *key)
+/* The schema's top-level "required" (its $ref followed), or NULL. */
+static const json_t *required_list(const json_t *schema)
 {
-	const json_t *req = schema ? json_object_get(schema_deref(schema, NULL),
-						     "required") : NULL;
-	const json_t *v;
+	return schema ? json_object_get(schema_deref(schema, NULL), "required")
+		      : NULL;
+}
+
+/* The required names as a set (an object), for look-ups in a loop; a new
+ * reference, NULL on -ENOMEM. */
+static json_t *required_set(const json_t *schema)
+{
+	json_t *set = json_object(), *v;
 	size_t i;
 
-	json_array_foreach(req, i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), key))
-			return true;
-	return false;
+	json_array_foreach((json_t *)required_list(schema), i, v)
+		if (set && json_is_string(v) &&
+		    json_object_set_new(set, json_string_value(v), json_true()))
+			json_decref(set), set = NULL;
+	return set;
 }
 
 /* ---- request.json ------------------------------------------------------- */
@@ -333,12 +341,13 @@ static int resolve_inputs(const struct skill *sk, const json_t *req_input,
 {
 	const json_t *props = properties(sk->input_schema);
 	struct sbuf miss_files = SBUF_INIT, miss_inline = SBUF_INIT;
+	json_t *required_keys = required_set(sk->input_schema);
 	const char *key;
 	json_t *prop;
-	int ret = 0;
+	int ret = required_keys ? 0 : -ENOMEM;
 
 	json_object_foreach((json_t *)props, key, prop) {
-		bool required = in_required(sk->input_schema, key);
+		bool required = json_object_get(required_keys, key) != NULL;
 		json_t *value = NULL;
 		int found;
 
@@ -355,11 +364,13 @@ static int resolve_inputs(const struct skill *sk, const json_t *req_input,
 
 				if (asprintf(&path, "%s/%s", uploads_path,
 					     ups[found].name) < 0)
-					return -ENOMEM;
-				value = json_string(path);
+					path = NULL;
+				value = path ? json_string(path) : NULL;
 				free(path);
-				if (!value)
-					return -ENOMEM;
+				if (!value) {
+					ret = -ENOMEM;
+					break;
+				}
 			} else if (required) {
 				ret |= sbuf_addf(&miss_files, "%s%s",
 						 miss_files.len ? ", " : "", key);
@@ -372,6 +383,7 @@ static int resolve_inputs(const struct skill *sk, const json_t *req_input,
 	ret |= add_missing(&out->problems, "inputs", &miss_inline);
 	sbuf_release(&miss_files);
 	sbuf_release(&miss_inline);
+	json_decref(required_keys);
 	return ret ? -ENOMEM : 0;
 }
 
@@ -383,17 +395,20 @@ static int add_missing_required(const json_t *schema, const json_t *instance,
 				struct sbuf *missing)
 {
 	const json_t *props = properties(schema);
-	const json_t *req = json_object_get(schema, "required");
+	const json_t *req = required_list(schema);
+	json_t *required = required_set(schema);
 	const char *key;
 	const json_t *v;
 	json_t *prop;
 	size_t i;
-	int ret = 0;
+	int ret = required ? 0 : -ENOMEM;
 
 	json_object_foreach((json_t *)props, key, prop)
-		if (in_required(schema, key) && !json_object_get(instance, key))
+		if (json_object_get(required, key) &&
+		    !json_object_get(instance, key))
 			ret |= sbuf_addf(missing, "%s%s",
 					 missing->len ? ", " : "", key);
+	json_decref(required);
 	json_array_foreach(req, i, v) {
 		const char *name = json_string_value(v);
 
@@ -515,12 +530,15 @@ out:
 json_t *inputs_manifest(const struct skill *sk)
 {
 	const json_t *props = properties(sk->output_schema);
-	json_t *list = json_array();
+	json_t *list = json_array(), *required = required_set(sk->output_schema);
 	const char *key;
 	json_t *prop;
 
-	if (!list)
+	if (!list || !required) {
+		json_decref(list);
+		json_decref(required);
 		return NULL;
+	}
 	json_object_foreach((json_t *)props, key, prop) {
 		const char *type = json_string_value(json_object_get(prop, "x-type"));
 		const char *role = json_string_value(json_object_get(prop, "x-role"));
@@ -531,10 +549,12 @@ json_t *inputs_manifest(const struct skill *sk)
 		if (json_array_append_new(list, json_pack("{sssssb}",
 				"role", role ? role : "output",
 				"pattern", file ? file : key,
-				"required", in_required(sk->output_schema, key))) < 0) {
+				"required", json_object_get(required, key) != NULL)) < 0) {
 			json_decref(list);
-			return NULL;
+			list = NULL;
+			break;
 		}
 	}
+	json_decref(required);
 	return list;
 }

@@ -512,6 +512,15 @@ static void test_parameter_required_without_property(void **state)
 	assert_string_equal(in.problems.buf, "missing required parameters: a, b\n");
 	inputs_release(&in);
 	skill_free(bare);
+	/* the same behind a top-level $ref: its "required" is the one read
+	 * (the names without a property were looked up beside the $ref) */
+	bare = mk(NULL, "{\"$ref\": \"#/definitions/p\", \"definitions\": {\"p\":"
+		  " {\"properties\": {\"a\": {}}, \"required\": [\"a\", \"b\"]}}}",
+		  NULL);
+	resolve(bare, NULL, NULL, 0, &in);
+	assert_string_equal(in.problems.buf, "missing required parameters: a, b\n");
+	inputs_release(&in);
+	skill_free(bare);
 }
 
 static void test_no_input_schema(void **state)
