@@ -300,9 +300,12 @@ static int resolve_imported(const struct binding_ctx *c,
 	ret = import_upload(c, a, out, &base, im, &problems);
 	if (ret < 0 || (!base && !problems.len))
 		goto out;
-	inputs_release(out);
-	ret = inputs_resolve_base(*skill, request, base, ups, dir.n,
-				  uploads_path, out);
+	/* the deck gave parameters (not only problems): resolve again */
+	if (base) {
+		inputs_release(out);
+		ret = inputs_resolve_base(*skill, request, base, ups, dir.n,
+					  uploads_path, out);
+	}
 	if (!ret)
 		ret = sbuf_add(&out->problems, problems.buf, problems.len);
 out:
