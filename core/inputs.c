@@ -496,15 +496,13 @@ int inputs_prompt(const struct skill *sk, const char *engine,
 		  const struct inputs *in, const char *run_dir,
 		  const char *skill_dir, struct sbuf *out, struct ferr *err)
 {
-	const char *text = skill_prompt(sk, engine);
 	struct sbuf params = SBUF_INIT;
-	struct tmpl *t = NULL;
+	const struct tmpl *t = NULL;
 	json_t *ctx = NULL, *both = NULL;
 	int ret;
 
-	if (!text)
-		text = tmpl_default_prompt;
-	ret = tmpl_parse(&t, text, strlen(text), err);
+	/* parsed when the skill loaded */
+	ret = skill_prompt_template(sk, engine, &t, err);
 	if (ret < 0)
 		goto out;
 	ret = -ENOMEM;
@@ -520,7 +518,6 @@ int inputs_prompt(const struct skill *sk, const char *engine,
 		goto out;
 	ret = tmpl_render(t, ctx, out, err);
 out:
-	tmpl_free(t);
 	json_decref(ctx);
 	json_decref(both);
 	sbuf_release(&params);

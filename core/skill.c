@@ -44,6 +44,11 @@ void skill_free(struct skill *s)
 	json_decref(s->input_schema);
 	json_decref(s->parameter_schema);
 	json_decref(s->output_schema);
+	for (size_t i = 0; i < s->nprompts; i++) {
+		free(s->prompts[i].engine);
+		tmpl_free(s->prompts[i].tmpl);
+	}
+	free(s->prompts);
 	free(s->error);
 	free(s->dir);
 	free(s->id);
@@ -334,6 +339,8 @@ struct skill *skill_load(const char *dir, const char *id)
 	s->runner = load_json(s, "assets/runner.json", "assets/runner.json");
 	if (s->runner)
 		check_runner(s, id);
+	if (!s->error && skill_parse_prompts(s) < 0)
+		goto nomem;
 	if (s->error) {
 		json_decref(s->input_schema);
 		json_decref(s->parameter_schema);
@@ -371,6 +378,60 @@ const char *skill_prompt(const struct skill *s, const char *engine)
 	return engine && prompts
 		       ? json_string_value(json_object_get(prompts, engine))
 		       : NULL;
+}
+
+/* One prompt of the skill parsed: a template that does not parse is
+ * kept with its error (status and prompt.txt say it), not a load failure. */
+static int add_prompt(struct skill *s, const char *engine, const char *text)
+{
+	struct skill_prompt *p = &s->prompts[s->nprompts];
+
+	memset(p, 0, sizeof(*p));
+	if (engine && !(p->engine = strdup(engine)))
+		return -ENOMEM;
+	s->nprompts++;
+	if (tmpl_parse(&p->tmpl, text, strlen(text), &p->err) == -ENOMEM)
+		return -ENOMEM;
+	return 0;
+}
+
+int skill_parse_prompts(struct skill *s)
+{
+	const json_t *entry = json_object_get(s->runner, "entrypoint");
+	const json_t *prompts = entry ? json_object_get(entry, "prompts") : NULL;
+	const char *engine;
+	json_t *v;
+	int ret = 0;
+
+	s->prompts = calloc(json_object_size(prompts) + 1, sizeof(*s->prompts));
+	if (!s->prompts)
+		return -ENOMEM;
+	json_object_foreach((json_t *)prompts, engine, v)
+		if (!ret && json_is_string(v))
+			ret = add_prompt(s, engine, json_string_value(v));
+	return ret ? ret : add_prompt(s, NULL, tmpl_default_prompt);
+}
+
+int skill_prompt_template(const struct skill *s, const char *engine,
+			  const struct tmpl **t, struct ferr *err)
+{
+	const struct skill_prompt *p = NULL;
+
+	for (size_t i = 0; i < s->nprompts && !p; i++)
+		if (s->prompts[i].engine && engine &&
+		    !strcmp(s->prompts[i].engine, engine))
+			p = &s->prompts[i];
+	if (!p && s->nprompts)
+		p = &s->prompts[s->nprompts - 1];	/* the default */
+	if (!p)
+		return -ENOENT;
+	if (!p->tmpl) {
+		if (err)
+			*err = p->err;
+		return -EINVAL;
+	}
+	*t = p->tmpl;
+	return 0;
 }
 
 /* ---- registry ------------------------------------------------------------- */

@@ -31,6 +31,7 @@
 #include <stddef.h>
 
 #include "ferr.h"
+#include "template.h"
 
 #define SKILL_MAX_FILES 512
 #define SKILL_MAX_FILE_SIZE (4 * 1024 * 1024)
@@ -59,6 +60,16 @@ struct skill {
 	/* Sorted by path, so a folder's entries follow it. */
 	struct skill_file *files;
 	size_t nfiles;
+	/* Its prompt templates, parsed once when it loads: one per engine
+	 * in entrypoint.prompts, then the built-in default (engine NULL). */
+	struct skill_prompt *prompts;
+	size_t nprompts;
+};
+
+struct skill_prompt {
+	char *engine;		/* NULL: the default template */
+	struct tmpl *tmpl;	/* NULL when it did not parse */
+	struct ferr err;	/* why not */
 };
 
 struct skill_registry;
@@ -102,6 +113,22 @@ bool skill_has_engine(const struct skill *s, const char *engine);
 const char *skill_default_engine(const struct skill *s);
 /* The prompt template for `engine` from runner.json, or NULL. */
 const char *skill_prompt(const struct skill *s, const char *engine);
+
+/*
+ * Parse every prompt template of `s` once, so a render only renders:
+ * skill_load() calls it; a skill built by hand (tests) calls it after
+ * setting runner. A template that does not parse is kept with its error,
+ * not a failure: -ENOMEM is the only error.
+ */
+int skill_parse_prompts(struct skill *s);
+
+/*
+ * The parsed prompt template for `engine` (runner.json's, else the
+ * built-in default): 0 and *t (owned by the skill), or -EINVAL with err
+ * saying why it does not parse, -ENOENT for a skill that did not load.
+ */
+int skill_prompt_template(const struct skill *s, const char *engine,
+			  const struct tmpl **t, struct ferr *err);
 
 /* The file at relative `path` ("" is the skill's own folder: NULL). */
 const struct skill_file *skill_file_find(const struct skill *s,

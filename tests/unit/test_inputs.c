@@ -50,6 +50,7 @@ static struct skill *mk(const char *input, const char *parameter,
 	s->input_schema = input ? parse(input) : NULL;
 	s->parameter_schema = parameter ? parse(parameter) : NULL;
 	s->output_schema = output ? parse(output) : NULL;
+	assert_int_equal(skill_parse_prompts(s), 0);
 	return s;
 }
 
