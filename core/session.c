@@ -414,11 +414,15 @@ int session_renew_folder(struct store *st, struct tree *t,
 	ret = tree_getattr(t, s->root_ino, &root);
 	if (ret < 0)
 		return ret;
+	/* One transaction: a failure after the rmdir must not leave the
+	 * session without the folder. */
 	ret = store_begin(st);
 	if (ret < 0)
 		return ret;
-	ret = add_folder(st, t, s->id, s->root_ino, which, root.uid,
-			 root.gid);
+	ret = tree_rmdir_within(t, s->root_ino, folder_name(which));
+	if (!ret)
+		ret = add_folder(st, t, s->id, s->root_ino, which, root.uid,
+				 root.gid);
 	if (ret < 0) {
 		store_rollback(st);
 		return ret;

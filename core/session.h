@@ -111,7 +111,8 @@ int session_has_data(struct store *st, struct tree *t,
 uint64_t session_folder_ino(const struct session_info *s,
 			    enum session_folder which);
 
-/* Replace an (empty) session folder by a fresh one (after its rmdir). */
+/* rmdir of a session folder: an empty one is replaced by a fresh one,
+ * in one transaction (-ENOTEMPTY when it is not empty). */
 int session_renew_folder(struct store *st, struct tree *t,
 			 struct session_info *s, enum session_folder which);
 

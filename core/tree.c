@@ -385,35 +385,43 @@ static int remove_entry(struct tree *t, uint64_t parent, const char *name,
 			bool want_dir)
 {
 	struct tree_attr a;
-	int ret;
+	int ret = tree_lookup(t, parent, name, &a);
 
-	ret = store_begin(t->st);
+	if (!ret)
+		ret = check_removable(t, &a, want_dir);
+	if (!ret)
+		ret = detach_inode(t, a.ino);
+	if (!ret)
+		ret = touch_dir(t, parent, want_dir ? -1 : 0, store_now_ns());
+	return ret;
+}
+
+static int remove_entry_alone(struct tree *t, uint64_t parent,
+			      const char *name, bool want_dir)
+{
+	int ret = store_begin(t->st);
+
 	if (ret < 0)
 		return ret;
-	ret = tree_lookup(t, parent, name, &a);
-	if (ret < 0)
-		goto out;
-	ret = check_removable(t, &a, want_dir);
-	if (ret < 0)
-		goto out;
-	ret = detach_inode(t, a.ino);
-	if (ret < 0)
-		goto out;
-	ret = touch_dir(t, parent, want_dir ? -1 : 0, store_now_ns());
-	if (ret < 0)
-		goto out;
+	ret = remove_entry(t, parent, name, want_dir);
+	if (ret < 0) {
+		store_rollback(t->st);
+		return ret;
+	}
 	return store_commit(t->st);
-out:
-	store_rollback(t->st);
-	return ret;
 }
 
 int tree_unlink(struct tree *t, uint64_t parent, const char *name)
 {
-	return remove_entry(t, parent, name, false);
+	return remove_entry_alone(t, parent, name, false);
 }
 
 int tree_rmdir(struct tree *t, uint64_t parent, const char *name)
+{
+	return remove_entry_alone(t, parent, name, true);
+}
+
+int tree_rmdir_within(struct tree *t, uint64_t parent, const char *name)
 {
 	return remove_entry(t, parent, name, true);
 }

@@ -119,6 +119,8 @@ int tree_create(struct tree *t, uint64_t parent, const char *name,
 /* Remove a non-folder (tree_unlink) or an empty folder (tree_rmdir). */
 int tree_unlink(struct tree *t, uint64_t parent, const char *name);
 int tree_rmdir(struct tree *t, uint64_t parent, const char *name);
+/* tree_rmdir inside the caller's transaction. */
+int tree_rmdir_within(struct tree *t, uint64_t parent, const char *name);
 
 /*
  * rename(2) inside one session.  `noreplace`: -EEXIST when the target

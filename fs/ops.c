@@ -1216,10 +1216,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (row >= 0 && fs_entries[row].kind == ENTRY_FOLDER) {
 		/* An empty uploads/ or output/ is removed and comes back as a
 		 * new, empty folder, so rm -rf of a session works. */
-		ret = tree_rmdir(fs->tree, parent, name);
-		if (!ret)
-			ret = session_renew_folder(fs->st, fs->tree, &p.s,
-						   fs_entries[row].folder);
+		ret = session_renew_folder(fs->st, fs->tree, &p.s,
+					   fs_entries[row].folder);
 		goto out;
 	}
 	if (row >= 0 && (fs_entries[row].kind == ENTRY_SKILL ||
