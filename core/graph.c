@@ -846,25 +846,32 @@ static int load_node(struct store *st, int64_t session, const char *id,
 	return ret;
 }
 
-/* The stored node_uuid of node `id` into `uuid`, or a fresh one. */
+/* node_uuid of `node`: the one `old` (the stored node, or NULL) has, or
+ * a fresh one. */
+static int keep_uuid(json_t *node, const json_t *old)
+{
+	const char *s = json_string_value(json_object_get(old, "node_uuid"));
+	char fresh[37];
+	int ret;
+
+	if (!s) {
+		ret = make_uuid(fresh);
+		if (ret < 0)
+			return ret;
+		s = fresh;
+	}
+	return put(node, "node_uuid", json_string(s)) ? 0 : -ENOMEM;
+}
+
+/* keep_uuid() with the stored node `id`. */
 static int uuid_for(struct store *st, int64_t session, const char *id,
 		    json_t *node)
 {
 	json_t *old = NULL;
-	const char *s;
-	char fresh[37];
-	int ret;
+	int ret = load_node(st, session, id, NULL, &old);
 
-	ret = load_node(st, session, id, NULL, &old);
-	if (ret < 0)
-		return ret;
-	s = json_string_value(json_object_get(old, "node_uuid"));
-	if (!s) {
-		ret = make_uuid(fresh);
-		s = fresh;
-	}
-	if (!ret && !put(node, "node_uuid", json_string(s)))
-		ret = -ENOMEM;
+	if (!ret)
+		ret = keep_uuid(node, old);
 	json_decref(old);
 	return ret;
 }
@@ -1497,14 +1504,12 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 		       struct ferr *err)
 {
 	static const char update_sql[] = "UPDATE graph_nodes SET doc = ?2,"
-		" mtime_ns = ?3 WHERE seq = ?1";
-	static const char old_sql[] = "SELECT doc FROM graph_nodes"
-		" WHERE seq = ?1";
+		" mtime_ns = ?3 WHERE seq = ?1 AND doc IS NOT ?2";
 	struct sbuf text = SBUF_INIT;
 	json_t *node = NULL, *old = NULL;
 	int64_t seq, now = store_now_ns();
 	sqlite3_stmt *q;
-	bool same = false;
+	bool changed = true;
 	int ret, rc;
 
 	ret = node_build(v, id, tools, "", &node, err);
@@ -1520,45 +1525,14 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 		ret = load_node(st, session, id, &seq, &old);
 	if (ret < 0)
 		goto rollback;
-	if (json_is_null(json_object_get(node, "node_uuid"))) {
-		const char *s = json_string_value(json_object_get(old,
-								  "node_uuid"));
-		char fresh[37];
-
-		if (!s) {
-			ret = make_uuid(fresh);
-			if (ret < 0)
-				goto rollback;
-			s = fresh;
-		}
-		if (!put(node, "node_uuid", json_string(s))) {
-			ret = -ENOMEM;
-			goto rollback;
-		}
-	}
-	if (old) {
+	if (json_is_null(json_object_get(node, "node_uuid")))
+		ret = keep_uuid(node, old);
+	if (!ret && old)
 		ret = check_edges_into(st, session, id, node, err);
-		if (ret < 0)
-			goto rollback;
-	}
-	ret = fjson_dump(&text, node);
+	if (!ret)
+		ret = fjson_dump(&text, node);
 	if (ret < 0)
 		goto rollback;
-	if (old) {
-		q = store_stmt(st, old_sql);
-		if (!q) {
-			ret = -EIO;
-			goto rollback;
-		}
-		sqlite3_bind_int64(q, 1, seq);
-		rc = sqlite3_step(q);
-		same = rc == SQLITE_ROW &&
-		       (size_t)sqlite3_column_bytes(q, 0) == text.len &&
-		       !memcmp(sqlite3_column_blob(q, 0), text.buf, text.len);
-		store_done(q);
-		if (same)
-			goto commit;
-	}
 	if (seq) {
 		q = store_stmt(st, update_sql);
 		if (!q) {
@@ -1571,14 +1545,15 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 		rc = sqlite3_step(q);
 		store_done(q);
 		ret = store_errno(rc);
+		/* the same bytes again: no change, the graph keeps its mtime */
+		changed = !ret && sqlite3_changes(store_db(st));
 	} else {
 		ret = insert_node(st, session, id, &text, now);
 	}
-	if (!ret)
+	if (!ret && changed)
 		ret = touch(st, session, now);
 	if (ret < 0)
 		goto rollback;
-commit:
 	ret = store_commit(st);
 	goto out;
 rollback:
