@@ -9,6 +9,7 @@
 
 #include "fjson.h"
 #include "fname.h"
+#include "utf8.h"
 
 /* Longest id: a file name of 255 bytes minus ".json". */
 #define GRAPH_ID_MAX 250
@@ -2642,19 +2643,13 @@ int graph_output_name(const char *session_id, int64_t mtime_ns,
 		      struct sbuf *out)
 {
 	time_t secs = (time_t)(mtime_ns / 1000000000);
-	size_t end = 0, chars = 0;
+	/* its first 8 characters */
+	size_t end = utf8_offset(session_id, strlen(session_id), 8);
 	char stamp[32];
 	struct tm tm;
 
 	if (mtime_ns < 0 && mtime_ns % 1000000000)
 		secs--;		/* floor, as for any time before 1970 */
-	/* 8 characters: stop before the 9th lead byte */
-	while (session_id[end]) {
-		if (((unsigned char)session_id[end] & 0xc0) != 0x80 &&
-		    chars++ == 8)
-			break;
-		end++;
-	}
 	if (!localtime_r(&secs, &tm) ||
 	    !strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &tm))
 		return -EINVAL;

@@ -2208,10 +2208,7 @@ static int str_char(const json_t *s, json_int_t idx, struct val *out, bool *foun
 
 	*found = false;
 	if (idx < 0) {
-		for (i = 0; i < n; i++)
-			if (((unsigned char)p[i] & 0xC0) != 0x80)
-				count++;
-		idx += (json_int_t)count;
+		idx += (json_int_t)utf8_count(p, n);
 		if (idx < 0)
 			return 0;
 		i = 0;
@@ -2353,13 +2350,9 @@ static int iter_init(struct render *r, const struct val *v, struct iter *it)
 		it->it = json_object_iter((json_t *)v->j);
 		return 0;
 	case JSON_STRING: {
-		const char *s = json_string_value(v->j);
-		size_t i, len = json_string_length(v->j);
-
 		it->kind = IT_STR;
-		for (i = 0; i < len; i++)
-			if (((unsigned char)s[i] & 0xC0) != 0x80)
-				it->n++;
+		it->n = utf8_count(json_string_value(v->j),
+				   json_string_length(v->j));
 		return 0;
 	}
 	default:
@@ -2799,7 +2792,7 @@ out:
 static int f_length(struct render *r, const struct expr *e,
 		    const struct val *v, struct val *out)
 {
-	size_t n = 0, i;
+	size_t n = 0;
 
 	if (v->k == V_LOOP)
 		return r_fail(r, e, "%s", "unsupported: the loop object as a value");
@@ -2807,14 +2800,10 @@ static int f_length(struct render *r, const struct expr *e,
 		switch (json_typeof(v->j)) {
 		case JSON_ARRAY: n = json_array_size(v->j); break;
 		case JSON_OBJECT: n = json_object_size(v->j); break;
-		case JSON_STRING: {
-			const char *s = json_string_value(v->j);
-
-			for (i = 0; i < json_string_length(v->j); i++)
-				if (((unsigned char)s[i] & 0xC0) != 0x80)
-					n++;
+		case JSON_STRING:
+			n = utf8_count(json_string_value(v->j),
+				       json_string_length(v->j));
 			break;
-		}
 		default:
 			return r_fail(r, e, "object of type '%s' has no len()",
 				      type_name(v));
