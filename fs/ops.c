@@ -49,6 +49,11 @@ struct handle {
 	int64_t item_key;		/* H_DOC of a collection: its key */
 	bool dirty;		/* H_DOC: written since the last commit */
 	bool refused;		/* H_DOC: this draft was refused already */
+	/* H_DOC: it created the collection item's draft and has not stored
+	 * a version since: its last close drops the draft.  Only the creator:
+	 * a late release of an earlier handle on the same name (the kernel
+	 * sends RELEASE asynchronously) must not drop a newer file's draft. */
+	bool owns_draft;
 	struct sbuf content;	/* H_DOC, H_GENERATED */
 	int64_t mtime_ns;	/* of content, as rendered at open */
 	struct dir_item *items;	/* H_DIR */
@@ -1678,6 +1683,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = fill_entry(fs, &p, &n, &e);
 	if (!ret)
 		ret = open_node(fs, &n, fi->flags & ~O_TRUNC, &h);
+	if (!ret && h->kind == H_DOC)
+		h->owns_draft = h->target.in_collection;
 	unlock(fs);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
@@ -1829,6 +1836,7 @@ static int flush_doc(struct flowfs *fs, struct handle *h, bool durable)
 		if (ret < 0)
 			return ret;
 		h->dirty = false;
+		h->owns_draft = false;
 	}
 	if (durable)
 		ret = store_sync(fs->st);
@@ -1845,7 +1853,7 @@ static void release_handle(struct flowfs *fs, struct handle *h)
 		 * never flushed (the error can only reach status) */
 		flush_doc(fs, h, false);
 		/* a new document that never got a valid version */
-		if (h->target.in_collection)
+		if (h->owns_draft)
 			fs_collections[h->target.coll].drop_draft(fs,
 								  h->item_key);
 	}

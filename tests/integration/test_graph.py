@@ -756,6 +756,26 @@ def test_node_losing_a_fed_input_refused(s):
     add_node(s, N2, "b", input_parameters=[param("structure_file")])
 
 
+def test_late_close_of_a_removed_node_keeps_the_new_one(s):
+    """As for rounds: the late last close of a removed nodes/x.json must
+    not drop the file created under the same name since."""
+    path = npath(s, N1)
+    old = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(old, json.dumps({"label": "a"}).encode())
+        os.fsync(old)
+        os.unlink(path)
+        new = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    finally:
+        os.close(old)
+    try:
+        assert os.stat(path).st_size == 0
+        os.write(new, json.dumps({"label": "b"}).encode())
+    finally:
+        os.close(new)
+    assert json.loads(read_bytes(path))["label"] == "b"
+
+
 def test_same_bytes_change_nothing(s):
     add_node(s, N1, "a")
     p = s / "parameters.json"

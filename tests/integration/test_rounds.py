@@ -292,6 +292,29 @@ def test_a_gap_hides_the_transcript_and_says_why(run):
     assert "summary.json" in os.listdir(run)
 
 
+def test_late_close_of_a_removed_round_keeps_the_new_one(run):
+    """The kernel sends RELEASE asynchronously: the last close of an
+    earlier 2.json can come after 2.json was removed and created again.
+    It must not drop the new file (a script's write, rm, write loop)."""
+    write_rounds(run, [FIRST])
+    path = run / "rounds" / "2.json"
+    old = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(old, json.dumps(NEXT).encode())
+        os.fsync(old)                      # stored
+        os.unlink(path)
+        new = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    finally:
+        os.close(old)                      # the earlier file's last close
+    try:
+        assert os.stat(path).st_size == 0  # the new file, still empty
+        os.write(new, json.dumps(LAST).encode())
+    finally:
+        os.close(new)
+    assert json.loads(read_bytes(path)) == LAST
+    assert status_of(run)[0] == ["ready"]
+
+
 def test_removing_the_last_round_keeps_the_rest(run):
     write_rounds(run, [FIRST, NEXT, LAST])
     os.unlink(run / "rounds" / "3.json")
