@@ -1812,6 +1812,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	/* POSIX: a write that reaches past the largest file writes the
+	 * bytes that fit; only a write starting there fails (EFBIG) */
+	if (off >= 0 && off < TREE_MAX_SIZE &&
+	    (int64_t)size > TREE_MAX_SIZE - off)
+		size = (size_t)(TREE_MAX_SIZE - off);
 	lock(fs);
 	ret = tree_write(fs->tree, ino, buf, size, off);
 	unlock(fs);

@@ -392,6 +392,16 @@ def put(path, data):
     return oserror(write_bytes, path, data)
 
 
+def wait_until(cond, what, timeout=30):
+    """Poll cond() until it is true (waiting on an event, never a timing
+    assertion); fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not after {timeout} s: {what}")
+        time.sleep(0.02)
+
+
 def expect(err, func, *args):
     """func(*args) must fail with errno `err` (or one of a set of them)."""
     got = oserror(func, *args)

@@ -17,7 +17,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import bind, dumps, errname, put, put_json, read_bytes, status_of
+from conftest import (bind, dumps, errname, put, put_json, read_bytes,
+                      status_of, wait_until)
 from fake_engine import FakeEngine
 from test_datcom import PC9
 
@@ -529,7 +530,8 @@ def test_url_input_is_fetched_into_uploads(run_mount, skill_folder, files):
     # the same request again fetches nothing again
     hits = dict(files.hits)
     assert put(s / "request.json", read_bytes(s / "request.json")) == 0
-    time.sleep(0.3)
+    # a fetch would show "fetching" at once (it is recorded with the request)
+    assert fetch_line(s) == "fetch uploads/csv_file.csv: done: 0.3 MiB"
     assert files.hits == hits
     # the stored request keeps the URL
     assert json.loads(read_bytes(s / "request.json"))["input"]["csv_file"].endswith(
@@ -566,7 +568,8 @@ def test_fetch_cancelled_and_runs_wait_for_it(run_mount, skill_folder, files, en
     s = fs.mnt / "s"
     os.mkdir(s)
     bind_with(s, "stats", {"input": {"csv_file": f"{files.base}/slow/big.csv"}})
-    time.sleep(0.5)
+    # cancel while the transfer is under way, not before it starts
+    wait_until(lambda: files.hits.get("/slow/big.csv"), "the request reaches the server")
     assert fetch_line(s).startswith("fetch uploads/csv_file.csv: fetching")
     assert write_line(s / "ctl", "run\n") == errno.EINVAL
     assert status_of(s)[1][-1][1].startswith("cannot run: missing required input files")

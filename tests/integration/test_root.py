@@ -283,11 +283,14 @@ def test_rmdir_session_with_title_only(mnt):
     assert os.listdir(mnt) == [".flowfs"]
 
 
-@pytest.mark.parametrize("what", ["file", "dir", "symlink", "scratch"])
+@pytest.mark.parametrize("what", ["file", "dir", "symlink", "scratch",
+                                  "output"])
 def test_rmdir_session_with_user_data_enotempty(mnt, what):
     s = mnt / "full"
     os.mkdir(s)
-    if what == "file":
+    if what == "output":
+        write_bytes(s / "output" / "result.txt", b"r")
+    elif what == "file":
         write_bytes(s / "uploads" / "f", b"")
     elif what == "dir":
         os.mkdir(s / "uploads" / "d")

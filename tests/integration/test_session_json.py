@@ -199,7 +199,6 @@ def test_mtime_changes_only_with_content(session):
     assert os.stat(sj).st_mtime_ns == m1
     assert put(sj, b'{"title": "bad" ') == errno.EINVAL
     assert os.stat(sj).st_mtime_ns == m1
-    time.sleep(1.1)   # session.json times may have one-second resolution
     assert put(sj, b'{"title": "two"}') == 0
     assert os.stat(sj).st_mtime_ns > m1
 
@@ -316,9 +315,10 @@ def test_refused_on_fsync(session):
         assert read_bytes(sj) == before
     finally:
         close_err = oserror(os.close, fd)
-    assert close_err in (0, errno.EINVAL)
+    # the refused draft stays refused at close, and is reported once
+    assert close_err == errno.EINVAL
     assert read_bytes(sj) == before
-    assert len(refusals(session)) >= 1
+    assert len(refusals(session)) == 1
 
 
 def test_refused_on_python_close(session):

@@ -13,6 +13,7 @@ from conftest import expect, oserror, read_bytes, write_bytes
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
 UTIME_NOW = (1 << 30) - 1
 UTIME_OMIT = (1 << 30) - 2
 
@@ -625,6 +626,32 @@ def test_statfs(mnt, uploads):
         assert sv.f_blocks >= sv.f_bfree >= 0
 
 
+def test_unsupported_kinds_and_calls_refused(uploads):
+    """README: no FIFOs, sockets or devices (EPERM), no extended
+    attributes, no fallocate(), no RENAME_EXCHANGE; nothing is left."""
+    write_bytes(uploads / "a", b"A")
+    write_bytes(uploads / "b", b"B")
+    expect(errno.EPERM, os.mkfifo, uploads / "fifo")
+    expect(errno.EPERM, os.mknod, uploads / "sock", stat.S_IFSOCK | 0o644)
+    expect(errno.EPERM, os.mknod, uploads / "null", stat.S_IFCHR | 0o644,
+           os.makedev(1, 3))
+    expect(errno.EOPNOTSUPP, os.setxattr, uploads / "a", "user.k", b"v")
+    expect({errno.EOPNOTSUPP, errno.ENODATA}, os.getxattr, uploads / "a",
+           "user.k")
+    fd = os.open(uploads / "a", os.O_WRONLY)
+    try:
+        r = libc.fallocate(fd, 0, ctypes.c_long(0), ctypes.c_long(1 << 20))
+        assert r == -1 and ctypes.get_errno() == errno.EOPNOTSUPP
+    finally:
+        os.close(fd)
+    expect(errno.EINVAL, renameat2, uploads / "a", uploads / "b",
+           RENAME_EXCHANGE)
+    assert sorted(os.listdir(uploads)) == ["a", "b"]
+    assert read_bytes(uploads / "a") == b"A"
+    assert read_bytes(uploads / "b") == b"B"
+    assert os.stat(uploads / "a").st_size == 1
+
+
 def test_hard_link_refused(uploads):
     write_bytes(uploads / "f", b"x")
     expect(errno.EPERM, os.link, uploads / "f", uploads / "g")
@@ -721,9 +748,12 @@ def test_inodes_stable_across_remount(flowfs, session, uploads):
     write_bytes(uploads / "a" / "f", b"f")
     os.symlink("f", uploads / "a" / "l")
     write_bytes(session / "scratch", b"s")
+    write_bytes(session / "nodes" / "n1.json", b'{"label": "a"}')
     paths = [session, session / "session.json", session / "status", uploads,
              uploads / "a", uploads / "a" / "b", uploads / "a" / "f",
              uploads / "a" / "l", session / "scratch",
+             session / "nodes", session / "nodes" / "n1.json",
+             session / "parameters.json", session / "output",
              flowfs.mnt / ".flowfs", flowfs.mnt / ".flowfs" / "version"]
     before = {p: os.lstat(p).st_ino for p in paths}
     assert len(set(before.values())) == len(paths), "inode numbers not unique"
