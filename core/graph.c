@@ -1124,8 +1124,6 @@ int graph_tools_load(const char *path, struct graph_tools **out,
 	json_t *entry;
 	FILE *f;
 	struct sbuf text = SBUF_INIT;
-	char buf[8192];
-	size_t got;
 	int ret = 0;
 
 	*out = NULL;
@@ -1134,13 +1132,9 @@ int graph_tools_load(const char *path, struct graph_tools **out,
 		return ferr_set(err, -errno, "cannot read %s: %s", path,
 				strerror(errno));
 	if (f) {
-		while ((got = fread(buf, 1, sizeof(buf), f)) > 0)
-			if (sbuf_add(&text, buf, got) < 0) {
-				ret = -ENOMEM;
-				break;
-			}
-		if (!ret && ferror(f))
-			ret = ferr_set(err, -EIO, "cannot read %s", path);
+		ret = sbuf_read(&text, f);
+		if (ret == -EIO)
+			ferr_set(err, ret, "cannot read %s", path);
 		fclose(f);
 		if (!ret)
 			ret = fjson_parse(&map, text.buf, text.len, err);

@@ -114,3 +114,16 @@ char *sbuf_detach(struct sbuf *sb, size_t *len)
 	sbuf_init(sb);
 	return p;
 }
+
+int sbuf_read(struct sbuf *sb, FILE *f)
+{
+	size_t n;
+
+	do {
+		if (sbuf_grow(sb, 65536) < 0)
+			return -ENOMEM;
+		n = fread(sb->buf + sb->len, 1, sb->alloc - sb->len - 1, f);
+		sbuf_setlen(sb, sb->len + n);
+	} while (n);
+	return ferror(f) ? -EIO : 0;
+}

@@ -18,6 +18,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 struct sbuf {
 	char *buf;
@@ -43,6 +44,9 @@ int sbuf_addch(struct sbuf *sb, char c);
 int sbuf_addf(struct sbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int sbuf_vaddf(struct sbuf *sb, const char *fmt, va_list ap);
+/* Append all that is left to read from f: 0, -ENOMEM or -EIO (what was
+ * read before the error stays). */
+int sbuf_read(struct sbuf *sb, FILE *f);
 
 /*
  * Hand the buffer over to the caller (free() it); the sbuf is left empty.

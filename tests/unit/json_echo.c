@@ -16,20 +16,6 @@
 
 #include "fjson.h"
 
-static int read_all(FILE *f, struct sbuf *sb)
-{
-	size_t n;
-
-	for (;;) {
-		if (sbuf_grow(sb, 65536) < 0)
-			return -ENOMEM;
-		n = fread(sb->buf + sb->len, 1, sb->alloc - sb->len - 1, f);
-		sbuf_setlen(sb, sb->len + n);
-		if (n == 0)
-			return ferror(f) ? -EIO : 0;
-	}
-}
-
 /* Append the answer for one document; -1 on a parse error, -2 on ENOMEM. */
 static int echo_one(const char *text, size_t len, struct sbuf *out,
 		    struct ferr *err)
@@ -55,7 +41,7 @@ int main(int argc, char **argv)
 	int batch = argc > 1 && !strcmp(argv[1], "-b");
 	int status = 0, ret = 0;
 
-	if (read_all(stdin, &in) < 0) {
+	if (sbuf_read(&in, stdin) < 0) {
 		fprintf(stderr, "json_echo: cannot read stdin\n");
 		status = 2;
 		goto out;

@@ -14,20 +14,6 @@
 
 #define MAX_ROUNDS 256
 
-static int read_all(FILE *f, struct sbuf *sb)
-{
-	size_t n;
-
-	for (;;) {
-		if (sbuf_grow(sb, 65536) < 0)
-			return -ENOMEM;
-		n = fread(sb->buf + sb->len, 1, sb->alloc - sb->len - 1, f);
-		sbuf_setlen(sb, sb->len + n);
-		if (n == 0)
-			return ferror(f) ? -EIO : 0;
-	}
-}
-
 static json_t *one(const json_t *c)
 {
 	const json_t *list = json_object_get(c, "rounds");
@@ -66,7 +52,7 @@ int main(void)
 	json_t *cases = NULL, *results = json_array();
 	int status = 1;
 
-	if (!results || read_all(stdin, &in) < 0)
+	if (!results || sbuf_read(&in, stdin) < 0)
 		goto out;
 	if (fjson_parse(&cases, in.buf, in.len, &err) < 0) {
 		fprintf(stderr, "rounds_render: %s\n", err.message);

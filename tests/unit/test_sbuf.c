@@ -207,6 +207,40 @@ static void test_release_reuse(void **state)
 	sbuf_release(&sb);
 }
 
+/* sbuf_read appends everything, across its 64 KiB steps, NULs included */
+static void test_read_stream(void **state)
+{
+	size_t n = 200000;
+	char *data = malloc(n);
+	struct sbuf sb = SBUF_INIT;
+	FILE *f = tmpfile();
+
+	(void)state;
+	assert_non_null(data);
+	assert_non_null(f);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i * 7 % 251);
+	assert_int_equal(fwrite(data, 1, n, f), n);
+	rewind(f);
+	assert_int_equal(sbuf_addstr(&sb, "head"), 0);
+	assert_int_equal(sbuf_read(&sb, f), 0);
+	assert_int_equal(sb.len, 4 + n);
+	assert_memory_equal(sb.buf, "head", 4);
+	assert_memory_equal(sb.buf + 4, data, n);
+	assert_int_equal(sb.buf[sb.len], '\0');
+	/* at the end: nothing more, no error */
+	assert_int_equal(sbuf_read(&sb, f), 0);
+	assert_int_equal(sb.len, 4 + n);
+	fclose(f);
+	/* a stream that cannot be read */
+	f = fopen("/dev/null", "w");
+	assert_non_null(f);
+	assert_int_equal(sbuf_read(&sb, f), -EIO);
+	fclose(f);
+	sbuf_release(&sb);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_add_zero_len),
 		cmocka_unit_test(test_detach),
 		cmocka_unit_test(test_release_reuse),
+		cmocka_unit_test(test_read_stream),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,20 +19,6 @@
 #include "fjson.h"
 #include "template.h"
 
-static int read_all(FILE *f, struct sbuf *sb)
-{
-	size_t n;
-
-	for (;;) {
-		if (sbuf_grow(sb, 65536) < 0)
-			return -ENOMEM;
-		n = fread(sb->buf + sb->len, 1, sb->alloc - sb->len - 1, f);
-		sbuf_setlen(sb, sb->len + n);
-		if (n == 0)
-			return ferror(f) ? -EIO : 0;
-	}
-}
-
 static int read_file(const char *path, struct sbuf *sb)
 {
 	FILE *f = fopen(path, "rb");
@@ -40,7 +26,7 @@ static int read_file(const char *path, struct sbuf *sb)
 
 	if (!f)
 		return -errno;
-	ret = read_all(f, sb);
+	ret = sbuf_read(sb, f);
 	fclose(f);
 	return ret;
 }
@@ -126,7 +112,7 @@ int main(int argc, char **argv)
 	} else if (argc == 2 && !strcmp(argv[1], "-b")) {
 		size_t pos = 0;
 
-		if (read_all(stdin, &in) < 0) {
+		if (sbuf_read(&in, stdin) < 0) {
 			fprintf(stderr, "tmpl_render: cannot read stdin\n");
 			status = 2;
 			goto out;
