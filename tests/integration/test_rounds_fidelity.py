@@ -125,7 +125,10 @@ def ours(cases):
     p = subprocess.run([str(RENDER)], input=json.dumps(cases).encode(),
                        capture_output=True, timeout=600)
     assert p.returncode == 0, p.stderr.decode(errors="replace")
-    return json.loads(p.stdout)
+    results = json.loads(p.stdout)
+    # one answer per case, or zip() below would check only a prefix
+    assert len(results) == len(cases), (len(results), len(cases))
+    return results
 
 
 def test_random_rounds_match_python():
