@@ -10,6 +10,7 @@ Binary: $FLOWFS_BIN, default <repo>/build-test/fs/flowfs.
 
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -400,6 +401,26 @@ def wait_until(cond, what, timeout=30):
         if time.monotonic() > deadline:
             pytest.fail(f"not after {timeout} s: {what}")
         time.sleep(0.02)
+
+
+def vim(path, *cmds, setting="default"):
+    """vim in ex mode on `path`: cmds, then :wq.  setting: "default",
+    "backup" (set backup) or any other ":set" argument."""
+    if shutil.which("vim") is None:
+        pytest.fail("vim is not installed (apt-get install vim)")
+    # 'backupskip' defaults to /tmp/*, where pytest puts the mount: clear it
+    # so vim really makes its backup (by rename or by copy) here.
+    args = ["vim", "-es", "-N", "-u", "NONE", "-i", "NONE", "-c", "set backupskip="]
+    if setting == "backup":
+        args += ["-c", "set backup"]
+    elif setting != "default":
+        args += ["-c", f"set {setting}"]
+    for c in cmds:
+        args += ["-c", c]
+    args += ["-c", "wq", str(path)]
+    return subprocess.run(args, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60,
+                          cwd=os.path.dirname(path))
 
 
 def expect(err, func, *args):

@@ -22,7 +22,7 @@ import uuid
 import pytest
 
 from conftest import (REPO, dumps, errname, oserror, put, put_json,
-                      read_bytes, status_of, write_bytes)
+                      read_bytes, status_of, vim, write_bytes)
 
 FIXTURES = REPO.parent / "shared" / "fixtures"
 N1, N2, N3, N4 = "node-$id1", "node-$id2", "node-$id3", "node-$id4"
@@ -524,25 +524,18 @@ def test_sed_in_place(s):
     assert "lable" in last_refusal(s)[1]
 
 
-def test_vim_ex_mode_save(s, tmp_path):
-    vim = shutil.which("vim")
-    if not vim:
-        pytest.skip("vim is not installed")
+def test_vim_ex_mode_save(s):
     add_node(s, N1, "old_label")
     u = uuid_of(npath(s, N1))
-    env = dict(os.environ, HOME=str(tmp_path))
     for backupcopy in ("yes", "no"):
         new = f"v_{backupcopy}"
-        r = subprocess.run(
-            [vim, "-e", "-s", "-N", "-u", "NONE", "-i", "NONE",
-             "-c", f"set backupcopy={backupcopy} writebackup",
-             "-c", f"%s/\"label\": \"[^\"]*\"/\"label\": \"{new}\"/",
-             "-c", "wq", f"nodes/{N1}.json"],
-            cwd=s, env=env, capture_output=True, text=True, timeout=30)
+        r = vim(npath(s, N1),
+                f"%s/\"label\": \"[^\"]*\"/\"label\": \"{new}\"/",
+                setting=f"backupcopy={backupcopy} writebackup")
         assert r.returncode == 0, (backupcopy, r.stdout, r.stderr)
         data, doc = read_doc(npath(s, N1))
         assert data.decode() == dumps(node_obj(N1, new, u)), backupcopy
-    assert f"{N1}.json" in os.listdir(s / "nodes")
+    assert sorted(os.listdir(s / "nodes")) == [f"{N1}.json"]
 
 
 # -- deleting and renaming nodes ---------------------------------------------

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from conftest import (REPO, dumps, expect, put, put_json, read_bytes,
-                      status_of)
+                      status_of, vim)
 from test_rounds_fidelity import python_render, random_run, transcript
 
 SEED = REPO.parent / "shared" / "seeds" / "004_2a6ede36c8ed9259.txt"
@@ -348,12 +348,11 @@ def test_rename(run):
            run.parent / "other" / "rounds" / "1.json")
 
 
-@pytest.mark.skipif(not shutil.which("vim"), reason="vim is not installed")
 def test_editors(run):
     write_rounds(run, [FIRST, LAST])
     p = run / "rounds" / "2.json"
-    subprocess.run(["vim", "-es", "-u", "NONE", "-c", "%s/\"C\"/\"Saved\"/", "-c", "wq",
-                    str(p)], check=True, timeout=30)
+    r = vim(p, '%s/"C"/"Saved"/', setting="backup")
+    assert r.returncode == 0, (r.stdout, r.stderr)
     assert json.loads(read_bytes(p))["conclusion"] == "Saved"
     subprocess.run(["sed", "-i", "s/Saved/Done/", str(p)], check=True, timeout=30)
     assert json.loads(read_bytes(p))["conclusion"] == "Done"

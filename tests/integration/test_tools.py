@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from conftest import SESSION_ENTRIES, read_bytes, session_doc, write_bytes
+from conftest import SESSION_ENTRIES, read_bytes, session_doc, vim, write_bytes
 
 
 def run(args, **kw):
@@ -237,24 +237,6 @@ def test_sed_i_on_session_json(flowfs, session):
 
 
 VIM_MODES = ["default", "backupcopy=yes", "backupcopy=no", "backup", "nowritebackup"]
-
-
-def vim(path, *cmds, setting="default"):
-    if shutil.which("vim") is None:
-        pytest.fail("vim is not installed (apt-get install vim)")
-    # 'backupskip' defaults to /tmp/*, where pytest puts the mount: clear it
-    # so vim really makes its backup (by rename or by copy) here.
-    args = ["vim", "-es", "-N", "-u", "NONE", "-i", "NONE", "-c", "set backupskip="]
-    if setting == "backup":
-        args += ["-c", "set backup"]
-    elif setting != "default":
-        args += ["-c", f"set {setting}"]
-    for c in cmds:
-        args += ["-c", c]
-    args += ["-c", "wq", str(path)]
-    return subprocess.run(args, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=60,
-                          cwd=os.path.dirname(path))
 
 
 @pytest.mark.parametrize("setting", VIM_MODES)
