@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from conftest import (REPO, dumps, expect, put, put_json, read_bytes,
-                      status_of, vim)
+                      status_of, vim, wait_until)
 from test_rounds_fidelity import python_render, random_run, transcript
 
 SEED = REPO.parent / "shared" / "seeds" / "004_2a6ede36c8ed9259.txt"
@@ -256,11 +256,13 @@ def test_refused_create_leaves_no_file(run):
     assert os.stat(run / "rounds" / "1.json").st_size == 0
     os.write(fd, b'{"inference": "I"}')
     expect(errno.EINVAL, os.close, fd)
-    assert os.listdir(run / "rounds") == []
+    # the draft goes at release, which the kernel sends after close()
+    # returns: wait for it
+    wait_until(lambda: os.listdir(run / "rounds") == [], "refused draft gone")
     expect(errno.ENOENT, os.stat, run / "rounds" / "1.json")
     # an abandoned create too
     os.close(os.open(run / "rounds" / "1.json", os.O_WRONLY | os.O_CREAT, 0o644))
-    assert os.listdir(run / "rounds") == []
+    wait_until(lambda: os.listdir(run / "rounds") == [], "abandoned draft gone")
 
 
 def test_names_that_are_no_round_are_scratch_files(run):
