@@ -29,6 +29,12 @@ void run_unlock(const struct run *r)
 	r->host->unlock(r->host->ctx);
 }
 
+void run_settle(const struct run *r)
+{
+	if (r->host->settle)
+		r->host->settle(r->host->ctx);
+}
+
 int run_store_state(struct store *st, const char *sql, int64_t session,
 		    const char *key, const char *url, const char *state,
 		    const char *message)
@@ -294,6 +300,7 @@ void *run_thread(void *arg)
 		ret = run_flow_any(r, &hooks, &err);
 		break;
 	}
+	run_settle(r);
 	run_lock(r);
 	if (atomic_load(&r->cancel))
 		set_state(r->host->st, r->session, "cancelled", "");

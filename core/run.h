@@ -60,6 +60,11 @@ struct run_host {
 	 * run replaced it): the kernel's cached name must go.  Called with
 	 * the lock held; must not wait on the kernel. */
 	void (*changed)(void *ctx, uint64_t parent, const char *name);
+	/* Returns once the kernel has dropped every name changed() reported
+	 * so far: a run or fetch calls it, without the lock, before its
+	 * status says it is done, so that what it says is what a reader
+	 * sees.  NULL: nothing to wait for. */
+	void (*settle)(void *ctx);
 	struct store *st;
 	struct tree *tree;
 	struct skill_registry *skills;

@@ -91,6 +91,7 @@ void run_flow_fetch(struct run *r)
 		close(fd);
 	}
 	mib(size, sizeof(size), bytes);
+	run_settle(r);
 	/* a superseded fetch has no row to write to: fetch_state() changes
 	 * nothing */
 	run_lock(r);

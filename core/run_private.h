@@ -47,6 +47,8 @@ struct run {
 /* The host's lock, for the store and the tree. */
 void run_lock(const struct run *r);
 void run_unlock(const struct run *r);
+/* The host's settle hook (run.h): before a final state, without the lock. */
+void run_settle(const struct run *r);
 
 /* What the run does now, for status (takes the lock). */
 void run_progress(struct run *r, const char *fmt, ...)

@@ -290,6 +290,11 @@ static void host_changed(void *ctx, uint64_t parent, const char *name)
 	fs_notify_entry(((struct flowfs *)ctx)->notifier, parent, name);
 }
 
+static void host_settle(void *ctx)
+{
+	fs_notify_settle(((struct flowfs *)ctx)->notifier);
+}
+
 /* What runs use: the engine, exec, and the filesystem they write to. */
 static int configure_runs(struct flowfs *fs, const struct options *opts,
 			  char *key)
@@ -327,7 +332,8 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	}
 	fs->run_host = (struct run_host){ .ctx = fs, .lock = host_lock,
 					  .unlock = host_unlock,
-					  .changed = host_changed };
+					  .changed = host_changed,
+					  .settle = host_settle };
 	return 0;
 }
 

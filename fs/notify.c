@@ -17,7 +17,9 @@ struct fs_notifier {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	pthread_cond_t settled;		/* `sent` moved */
 	struct item *head, **tail;
+	uint64_t queued, sent;		/* counts since start */
 	bool stop;
 };
 
@@ -43,6 +45,8 @@ static void *notify_loop(void *arg)
 						 strlen(it->name));
 		free(it);
 		pthread_mutex_lock(&n->lock);
+		n->sent++;
+		pthread_cond_broadcast(&n->settled);
 	}
 	pthread_mutex_unlock(&n->lock);
 	return NULL;
@@ -59,7 +63,9 @@ int fs_notifier_start(struct fs_notifier **out, struct fuse_session *se)
 	n->tail = &n->head;
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_cond_init(&n->wake, NULL);
+	pthread_cond_init(&n->settled, NULL);
 	if (pthread_create(&n->thread, NULL, notify_loop, n) != 0) {
+		pthread_cond_destroy(&n->settled);
 		pthread_cond_destroy(&n->wake);
 		pthread_mutex_destroy(&n->lock);
 		free(n);
@@ -78,6 +84,7 @@ void fs_notifier_stop(struct fs_notifier *n)
 	pthread_cond_signal(&n->wake);
 	pthread_mutex_unlock(&n->lock);
 	pthread_join(n->thread, NULL);
+	pthread_cond_destroy(&n->settled);
 	pthread_cond_destroy(&n->wake);
 	pthread_mutex_destroy(&n->lock);
 	free(n);
@@ -96,6 +103,21 @@ void fs_notify_entry(struct fs_notifier *n, uint64_t parent, const char *name)
 	pthread_mutex_lock(&n->lock);
 	*n->tail = it;
 	n->tail = &it->next;
+	n->queued++;
 	pthread_cond_signal(&n->wake);
+	pthread_mutex_unlock(&n->lock);
+}
+
+void fs_notify_settle(struct fs_notifier *n)
+{
+	uint64_t target;
+
+	if (!n)
+		return;
+	pthread_mutex_lock(&n->lock);
+	/* the thread sends everything queued, even when stopping */
+	target = n->queued;
+	while (n->sent < target)
+		pthread_cond_wait(&n->settled, &n->lock);
 	pthread_mutex_unlock(&n->lock);
 }

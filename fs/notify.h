@@ -22,4 +22,12 @@ void fs_notifier_stop(struct fs_notifier *n);
  * again).  Dropped silently when out of memory: it is only a cache. */
 void fs_notify_entry(struct fs_notifier *n, uint64_t parent, const char *name);
 
+/*
+ * Returns once everything queued before the call has been sent, so that
+ * what a thread changed is seen by the kernel before it says it is done.
+ * Never from a request handler, nor with the filesystem lock held: the
+ * kernel may need a request answered before it takes a notification.
+ */
+void fs_notify_settle(struct fs_notifier *n);
+
 #endif
