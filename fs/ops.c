@@ -1842,6 +1842,15 @@ static int flush_doc(struct flowfs *fs, struct handle *h, bool durable)
 		ret = commit_target(fs, &h->target, h->content.buf,
 				    h->content.len);
 		h->refused = ret == -EINVAL;
+		/* A refusal is final, so a refused new document goes now,
+		 * not at RELEASE: the kernel sends that after close() has
+		 * returned, and a listing right after the failed close
+		 * would still show the draft. */
+		if (h->refused && h->owns_draft) {
+			fs_collections[h->target.coll].drop_draft(fs,
+								  h->item_key);
+			h->owns_draft = false;
+		}
 		if (ret < 0)
 			return ret;
 		h->dirty = false;

@@ -256,11 +256,11 @@ def test_refused_create_leaves_no_file(run):
     assert os.stat(run / "rounds" / "1.json").st_size == 0
     os.write(fd, b'{"inference": "I"}')
     expect(errno.EINVAL, os.close, fd)
-    # the draft goes at release, which the kernel sends after close()
-    # returns: wait for it
-    wait_until(lambda: os.listdir(run / "rounds") == [], "refused draft gone")
+    # a refusal is final: the draft is gone when close() returns
+    assert os.listdir(run / "rounds") == []
     expect(errno.ENOENT, os.stat, run / "rounds" / "1.json")
-    # an abandoned create too
+    # an abandoned create goes at release, which the kernel sends after
+    # close() has returned: wait for it
     os.close(os.open(run / "rounds" / "1.json", os.O_WRONLY | os.O_CREAT, 0o644))
     wait_until(lambda: os.listdir(run / "rounds") == [], "abandoned draft gone")
 
