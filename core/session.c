@@ -182,31 +182,16 @@ int session_list(struct store *st, struct session_list *out)
 int session_count(struct store *st, int64_t *count)
 {
 	static const char sql[] = "SELECT count(*) FROM sessions";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc;
 
-	if (!q)
-		return -EIO;
-	rc = sqlite3_step(q);
-	*count = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-	store_done(q);
-	return store_errno(rc);
+	*count = 0;
+	return store_int_args(st, sql, count, NULL, 0);
 }
 
 /* Store a folder's inode number in the session row (`sql` names the
  * column). */
 static int set_ino(struct store *st, const char *sql, int64_t id, uint64_t ino)
 {
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc;
-
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_int64(q, 2, (int64_t)ino);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(st, sql, STORE_INT(id), STORE_INT(ino));
 }
 
 static const char set_root_sql[] =
@@ -240,9 +225,7 @@ int session_create(struct store *st, struct tree *t, const char *name,
 		" doc_mtime_ns, template_uuid) VALUES (?1, ?2, ?2, "
 		STORE_SQL_UUID4 ")";
 	struct tree_attr root;
-	int64_t now = store_now_ns();
-	sqlite3_stmt *q;
-	int ret, rc;
+	int ret;
 
 	ret = fname_check_session(name, err);
 	if (ret < 0)
@@ -250,19 +233,10 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	ret = store_begin(st);
 	if (ret < 0)
 		return ferr_set(err, ret, "the database is busy");
-	q = store_stmt(st, sql);
-	if (!q) {
-		ret = -EIO;
+	/* a name taken is -EEXIST (the UNIQUE constraint) */
+	ret = store_run(st, sql, STORE_TEXT(name), STORE_INT(store_now_ns()));
+	if (ret < 0)
 		goto out;
-	}
-	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 2, now);
-	rc = sqlite3_step(q);
-	store_done(q);
-	if (rc != SQLITE_DONE) {
-		ret = rc == SQLITE_CONSTRAINT ? -EEXIST : store_errno(rc);
-		goto out;
-	}
 	out->id = sqlite3_last_insert_rowid(store_db(st));
 	ret = tree_create_root(t, out->id, mode, uid, gid, &root);
 	if (ret < 0)
@@ -295,39 +269,24 @@ int session_has_data(struct store *st, struct tree *t,
 		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM sessions"
 		" WHERE id = ?1 AND context IS NOT NULL) OR EXISTS (SELECT 1"
 		" FROM rounds WHERE session = ?1 AND size IS NOT NULL)";
-	sqlite3_stmt *q;
-	int ret, rc;
+	int64_t any = 0;
+	int ret;
 
 	ret = tree_session_has_data(t, s->id, has);
 	if (ret < 0 || *has)
 		return ret;
 	/* the job graph, the context and the rounds are the user's too */
-	q = store_stmt(st, sql);
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, s->id);
-	rc = sqlite3_step(q);
-	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
-	store_done(q);
-	return store_errno(rc);
+	ret = store_int(st, sql, &any, STORE_INT(s->id));
+	*has = any != 0;
+	return ret;
 }
 
 static int delete_row(struct store *st, struct tree *t, int64_t id)
 {
 	static const char sql[] = "DELETE FROM sessions WHERE id = ?1";
-	sqlite3_stmt *q;
-	int rc, ret;
+	int ret = tree_forget_session(t, id);
 
-	ret = tree_forget_session(t, id);
-	if (ret < 0)
-		return ret;
-	q = store_stmt(st, sql);
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, id);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return ret < 0 ? ret : store_run(st, sql, STORE_INT(id));
 }
 
 int session_delete(struct store *st, struct tree *t, int64_t id)
@@ -350,9 +309,8 @@ int session_rename(struct store *st, struct tree *t, const char *from,
 	static const char sql[] = "UPDATE sessions SET name = ?2,"
 		" doc_mtime_ns = ?3 WHERE id = ?1";
 	struct session_info src, dst;
-	sqlite3_stmt *q;
 	bool has;
-	int ret, rc;
+	int ret;
 
 	ret = fname_check_session(to, err);
 	if (ret < 0)
@@ -385,17 +343,8 @@ int session_rename(struct store *st, struct tree *t, const char *from,
 	} else if (ret != -ENOENT) {
 		goto out;
 	}
-	q = store_stmt(st, sql);
-	if (!q) {
-		ret = -EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(q, 1, src.id);
-	sqlite3_bind_text(q, 2, to, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, store_now_ns());
-	rc = sqlite3_step(q);
-	store_done(q);
-	ret = store_errno(rc);
+	ret = store_run(st, sql, STORE_INT(src.id), STORE_TEXT(to),
+			STORE_INT(store_now_ns()));
 	if (ret < 0)
 		goto out;
 done:
@@ -590,8 +539,7 @@ int session_commit_json(struct store *st, const struct session_info *s,
 	json_t *doc = NULL, *title;
 	const char *key;
 	json_t *value;
-	sqlite3_stmt *q;
-	int ret, rc;
+	int ret;
 
 	ret = fjson_parse(&doc, text, len, err);
 	if (ret < 0)
@@ -628,21 +576,11 @@ int session_commit_json(struct store *st, const struct session_info *s,
 	ret = check_binding(doc, s, reg, &skill, &engine, err);
 	if (ret < 0)
 		goto out;
-	q = store_stmt(st, sql);
-	if (!q) {
-		ret = -EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(q, 1, s->id);
-	sqlite3_bind_text(q, 2, title ? json_string_value(title) : "",
-			  title ? (int)json_string_length(title) : 0,
-			  SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, store_now_ns());
-	sqlite3_bind_text(q, 4, skill, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 5, engine, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q);
-	store_done(q);
-	ret = store_errno(rc);
+	ret = store_run(st, sql, STORE_INT(s->id),
+			STORE_TEXTN(title ? json_string_value(title) : "",
+				    title ? json_string_length(title) : 0),
+			STORE_INT(store_now_ns()), STORE_TEXT(skill),
+			STORE_TEXT(engine));
 	if (ret < 0)
 		ferr_set(err, ret, "cannot store session.json: %s",
 			 store_errmsg(st));
@@ -689,19 +627,11 @@ static int store_doc_column(struct store *st, const char *sql, int64_t id,
 			    const struct sbuf *canon, const char *file,
 			    struct ferr *err)
 {
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int ret, rc;
+	int ret = store_run(st, sql, STORE_INT(id),
+			    canon ? STORE_TEXTN(canon->buf, canon->len)
+				  : STORE_TEXT(NULL),
+			    STORE_INT(store_now_ns()));
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, id);
-	if (canon)
-		sqlite3_bind_text(q, 2, canon->buf, (int)canon->len,
-				  SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, store_now_ns());
-	rc = sqlite3_step(q);
-	store_done(q);
-	ret = store_errno(rc);
 	if (ret < 0)
 		ferr_set(err, ret, "cannot store %s: %s", file,
 			 store_errmsg(st));
@@ -851,8 +781,7 @@ int session_log(struct store *st, int64_t id, const char *path,
 		" AND id <= (SELECT id FROM status_log WHERE session = ?1"
 		" ORDER BY id DESC LIMIT 1 OFFSET ?2)";
 	char *line = strdup(message);
-	sqlite3_stmt *q;
-	int rc, ret;
+	int ret;
 
 	if (!line)
 		return -ENOMEM;
@@ -863,30 +792,11 @@ int session_log(struct store *st, int64_t id, const char *path,
 	ret = store_begin(st);
 	if (ret < 0)
 		goto out;
-	q = store_stmt(st, add);
-	if (!q) {
-		ret = -EIO;
-		goto rollback;
-	}
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_int64(q, 2, store_now_ns());
-	sqlite3_bind_text(q, 3, path, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 4, line, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q);
-	store_done(q);
-	ret = store_errno(rc);
+	ret = store_run(st, add, STORE_INT(id), STORE_INT(store_now_ns()),
+			STORE_TEXT(path), STORE_TEXT(line));
 	if (ret < 0)
 		goto rollback;
-	q = store_stmt(st, trim);
-	if (!q) {
-		ret = -EIO;
-		goto rollback;
-	}
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_int(q, 2, SESSION_LOG_KEEP);
-	rc = sqlite3_step(q);
-	store_done(q);
-	ret = store_errno(rc);
+	ret = store_run(st, trim, STORE_INT(id), STORE_INT(SESSION_LOG_KEEP));
 	if (ret < 0)
 		goto rollback;
 	ret = store_commit(st);

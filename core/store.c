@@ -1,6 +1,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,6 +390,67 @@ void store_done(sqlite3_stmt *stmt)
 {
 	if (stmt)
 		sqlite3_reset(stmt);
+}
+
+static int bind_arg(sqlite3_stmt *q, int col, const struct store_arg *a)
+{
+	if (a->type == STORE_ARG_INT)
+		return sqlite3_bind_int64(q, col, a->i);
+	if (!a->p)
+		return sqlite3_bind_null(q, col);
+	if (a->type == STORE_ARG_TEXT && a->len == SIZE_MAX)
+		return sqlite3_bind_text(q, col, a->p, -1, SQLITE_STATIC);
+	if (a->len > INT_MAX)
+		return SQLITE_TOOBIG;
+	if (a->type == STORE_ARG_TEXT)
+		return sqlite3_bind_text(q, col, a->p, (int)a->len,
+					 SQLITE_STATIC);
+	return sqlite3_bind_blob(q, col, a->p, (int)a->len, SQLITE_STATIC);
+}
+
+/* Bind `args` to `sql` and step once: the SQLite result code, and the
+ * statement in *out for the caller to read and reset (NULL when it
+ * could not be prepared). */
+static int step_args(struct store *st, const char *sql,
+		     const struct store_arg *args, size_t n,
+		     sqlite3_stmt **out)
+{
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc = q ? SQLITE_OK : SQLITE_ERROR;
+
+	for (size_t i = 0; i < n && rc == SQLITE_OK; i++)
+		rc = bind_arg(q, (int)i + 1, &args[i]);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(q);
+	*out = q;
+	return rc;
+}
+
+int store_run_args(struct store *st, const char *sql,
+		   const struct store_arg *args, size_t n)
+{
+	sqlite3_stmt *q;
+	int rc = step_args(st, sql, args, n, &q);
+
+	store_done(q);
+	return store_errno(rc);
+}
+
+int store_int_args(struct store *st, const char *sql, int64_t *out,
+		   const struct store_arg *args, size_t n)
+{
+	sqlite3_stmt *q;
+	int rc = step_args(st, sql, args, n, &q);
+
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int64(q, 0);
+	store_done(q);
+	return rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+}
+
+int64_t store_changes(struct store *st)
+{
+	return sqlite3_changes64(st->db);
 }
 
 int store_exec(struct store *st, const char *sql)

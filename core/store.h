@@ -90,6 +90,57 @@ void store_done(sqlite3_stmt *stmt);
 int store_exec(struct store *st, const char *sql);
 
 /*
+ * Statements that bind a few values and step once, without the
+ * prepare/bind/step/reset ladder.  The values bind to ?1, ?2, ... in
+ * order; make them with STORE_INT (any integer, taken as int64_t),
+ * STORE_TEXT (up to its NUL), STORE_TEXTN (text of a given length),
+ * STORE_BLOB (bytes and length: names are stored as blobs) and
+ * STORE_NULL; a NULL pointer binds SQL NULL too.  They are bound without a copy, which is
+ * safe because the statement is reset before the call returns.
+ *
+ *   ret = store_run(st, sql, STORE_INT(id), STORE_TEXT(name));
+ *   ret = store_int(st, sql, &count, STORE_INT(session));
+ *
+ * store_run() steps once (to the first row, or to the end): 0 or -errno
+ * as store_errno() maps it.  store_int() also gives the first row's
+ * first column: -ENOENT when there is no row, *out then unchanged.
+ * store_changes() is how many rows the last statement changed.
+ */
+enum store_arg_type { STORE_ARG_INT, STORE_ARG_TEXT, STORE_ARG_BLOB };
+
+struct store_arg {
+	enum store_arg_type type;
+	int64_t i;
+	const void *p;
+	size_t len;
+};
+
+#define STORE_INT(v) \
+	((struct store_arg){ .type = STORE_ARG_INT, .i = (int64_t)(v) })
+#define STORE_TEXT(s) \
+	((struct store_arg){ .type = STORE_ARG_TEXT, .p = (s), .len = SIZE_MAX })
+#define STORE_TEXTN(s, n) \
+	((struct store_arg){ .type = STORE_ARG_TEXT, .p = (s), .len = (n) })
+#define STORE_NULL ((struct store_arg){ .type = STORE_ARG_TEXT, .p = NULL })
+#define STORE_BLOB(s, n) \
+	((struct store_arg){ .type = STORE_ARG_BLOB, .p = (s), .len = (n) })
+
+#define STORE_ARGS_(...)                                                  \
+	((const struct store_arg[]){ __VA_ARGS__ }),                      \
+	(sizeof((const struct store_arg[]){ __VA_ARGS__ }) /              \
+	 sizeof(struct store_arg))
+#define store_run(st, sql, ...) \
+	store_run_args(st, sql, STORE_ARGS_(__VA_ARGS__))
+#define store_int(st, sql, out, ...) \
+	store_int_args(st, sql, out, STORE_ARGS_(__VA_ARGS__))
+
+int store_run_args(struct store *st, const char *sql,
+		   const struct store_arg *args, size_t n);
+int store_int_args(struct store *st, const char *sql, int64_t *out,
+		   const struct store_arg *args, size_t n);
+int64_t store_changes(struct store *st);
+
+/*
  * Transactions.  store_begin() starts an IMMEDIATE transaction (the write
  * lock is taken up front, so a busy database fails here, before any work).
  * store_begin_durable() starts one whose commit also syncs the WAL to

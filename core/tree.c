@@ -181,17 +181,9 @@ static int touch_dir(struct tree *t, uint64_t dir, int delta, int64_t now)
 {
 	static const char sql[] = "UPDATE inodes SET nlink = nlink + ?2,"
 		" mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)dir);
-	sqlite3_bind_int(q, 2, delta);
-	sqlite3_bind_int64(q, 3, now);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(t->st, sql, STORE_INT(dir), STORE_INT(delta),
+			 STORE_INT(now));
 }
 
 static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
@@ -203,33 +195,19 @@ static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
 		"INSERT INTO inodes(session, parent, name, mode, uid, gid, nlink,"
 		" size, alloc, atime_ns, mtime_ns, ctime_ns, target, tag)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?9, ?10, ?11)";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
 	bool dir = S_ISDIR(mode);
 	int64_t size = target ? (int64_t)strlen(target) : 0;
-	int rc;
+	int ret;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	if (parent)
-		sqlite3_bind_int64(q, 2, (int64_t)*parent);
-	if (name)
-		sqlite3_bind_blob(q, 3, name, (int)strlen(name), SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, mode);
-	sqlite3_bind_int64(q, 5, uid);
-	sqlite3_bind_int64(q, 6, gid);
-	sqlite3_bind_int(q, 7, dir ? 2 : 1);
-	sqlite3_bind_int64(q, 8, size);
-	sqlite3_bind_int64(q, 9, now);
-	if (target)
-		sqlite3_bind_blob(q, 10, target, (int)size, SQLITE_STATIC);
-	sqlite3_bind_int(q, 11, (int)tag);
-	rc = sqlite3_step(q);
-	store_done(q);
-	if (rc == SQLITE_CONSTRAINT)
-		return -EEXIST;
-	if (rc != SQLITE_DONE)
-		return store_errno(rc);
+	/* a name taken is -EEXIST (the UNIQUE constraint) */
+	ret = store_run(t->st, sql, STORE_INT(session),
+			parent ? STORE_INT(*parent) : STORE_NULL,
+			STORE_BLOB(name, name ? strlen(name) : 0),
+			STORE_INT(mode), STORE_INT(uid), STORE_INT(gid),
+			STORE_INT(dir ? 2 : 1), STORE_INT(size), STORE_INT(now),
+			STORE_BLOB(target, (size_t)size), STORE_INT(tag));
+	if (ret < 0)
+		return ret;
 	*out = (struct tree_attr){
 		.ino = (uint64_t)sqlite3_last_insert_rowid(store_db(t->st)),
 		.session = session, .mode = mode, .uid = uid, .gid = gid,
@@ -309,15 +287,8 @@ out:
 static int delete_inode(struct tree *t, uint64_t ino)
 {
 	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(t->st, sql, STORE_INT(ino));
 }
 
 /* Take a row out of its folder; its data stays while it is open. */
@@ -326,37 +297,25 @@ static int detach_inode(struct tree *t, uint64_t ino)
 	static const char sql[] = "UPDATE inodes SET parent = NULL, name = NULL,"
 		" nlink = 0, ctime_ns = ?2 WHERE ino = ?1";
 	struct open_file *f = open_find(t, ino);
-	sqlite3_stmt *q;
-	int rc;
+	int ret;
 
 	if (!f)
 		return delete_inode(t, ino);
-	q = store_stmt(t->st, sql);
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	sqlite3_bind_int64(q, 2, store_now_ns());
-	rc = sqlite3_step(q);
-	store_done(q);
-	if (rc == SQLITE_DONE)
+	ret = store_run(t->st, sql, STORE_INT(ino), STORE_INT(store_now_ns()));
+	if (!ret)
 		f->orphan = true;
-	return store_errno(rc);
+	return ret;
 }
 
 static int has_children(struct tree *t, uint64_t dir, bool *has)
 {
 	static const char sql[] =
 		"SELECT EXISTS (SELECT 1 FROM inodes WHERE parent = ?1)";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc;
+	int64_t any = 0;
+	int ret = store_int(t->st, sql, &any, STORE_INT(dir));
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)dir);
-	rc = sqlite3_step(q);
-	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
-	store_done(q);
-	return store_errno(rc);
+	*has = any != 0;
+	return ret;
 }
 
 /*
@@ -435,17 +394,12 @@ static int is_within(struct tree *t, uint64_t dir, uint64_t ancestor,
 		" SELECT i.parent FROM inodes i JOIN up ON i.ino = up.ino"
 		" WHERE i.parent IS NOT NULL)"
 		" SELECT EXISTS (SELECT 1 FROM up WHERE ino = ?2)";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc;
+	int64_t found = 0;
+	int ret = store_int(t->st, sql, &found, STORE_INT(dir),
+			    STORE_INT(ancestor));
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)dir);
-	sqlite3_bind_int64(q, 2, (int64_t)ancestor);
-	rc = sqlite3_step(q);
-	*within = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
-	store_done(q);
-	return store_errno(rc);
+	*within = found != 0;
+	return ret;
 }
 
 static int move_inode(struct tree *t, uint64_t ino, uint64_t newparent,
@@ -453,18 +407,9 @@ static int move_inode(struct tree *t, uint64_t ino, uint64_t newparent,
 {
 	static const char sql[] = "UPDATE inodes SET parent = ?2, name = ?3,"
 		" ctime_ns = ?4 WHERE ino = ?1";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	sqlite3_bind_int64(q, 2, (int64_t)newparent);
-	sqlite3_bind_blob(q, 3, newname, (int)strlen(newname), SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, now);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(t->st, sql, STORE_INT(ino), STORE_INT(newparent),
+			 STORE_BLOB(newname, strlen(newname)), STORE_INT(now));
 }
 
 int tree_rename(struct tree *t, uint64_t parent, const char *name,
@@ -556,37 +501,16 @@ static int cut_chunks(struct tree *t, uint64_t ino, int64_t size)
 		"UPDATE inodes SET alloc = (SELECT coalesce(sum(length(data)), 0)"
 		" FROM chunks WHERE ino = ?1) WHERE ino = ?1";
 	int64_t first_gone = (size + TREE_CHUNK_SIZE - 1) / TREE_CHUNK_SIZE;
-	sqlite3_stmt *q;
-	int rc;
+	int ret;
 
-	q = store_stmt(t->st, del);
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	sqlite3_bind_int64(q, 2, first_gone);
-	rc = sqlite3_step(q);
-	store_done(q);
-	if (rc != SQLITE_DONE)
-		return store_errno(rc);
-	if (size % TREE_CHUNK_SIZE) {
-		q = store_stmt(t->st, cut);
-		if (!q)
-			return -EIO;
-		sqlite3_bind_int64(q, 1, (int64_t)ino);
-		sqlite3_bind_int64(q, 2, size / TREE_CHUNK_SIZE);
-		sqlite3_bind_int64(q, 3, size % TREE_CHUNK_SIZE);
-		rc = sqlite3_step(q);
-		store_done(q);
-		if (rc != SQLITE_DONE)
-			return store_errno(rc);
-	}
-	q = store_stmt(t->st, sum);
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	ret = store_run(t->st, del, STORE_INT(ino), STORE_INT(first_gone));
+	if (!ret && size % TREE_CHUNK_SIZE)
+		ret = store_run(t->st, cut, STORE_INT(ino),
+				STORE_INT(size / TREE_CHUNK_SIZE),
+				STORE_INT(size % TREE_CHUNK_SIZE));
+	if (!ret)
+		ret = store_run(t->st, sum, STORE_INT(ino));
+	return ret;
 }
 
 /* Write an open file's gathered chunks and attributes; in a transaction. */
@@ -597,36 +521,22 @@ static int write_out(struct tree *t, struct open_file *f)
 	static const char upd[] = "UPDATE inodes SET size = ?2, alloc = ?3,"
 		" mtime_ns = ?4, ctime_ns = ?5 WHERE ino = ?1";
 	int64_t alloc = f->alloc;
-	sqlite3_stmt *q;
-	int rc;
+	int ret;
 
 	for (size_t i = 0; i < f->nchunks; i++) {
 		struct dirty_chunk *c = &f->chunks[i];
 
-		q = store_stmt(t->st, put);
-		if (!q)
-			return -EIO;
-		sqlite3_bind_int64(q, 1, (int64_t)f->ino);
-		sqlite3_bind_int64(q, 2, c->idx);
-		sqlite3_bind_blob(q, 3, c->data, (int)c->len, SQLITE_STATIC);
-		rc = sqlite3_step(q);
-		store_done(q);
-		if (rc != SQLITE_DONE)
-			return store_errno(rc);
+		ret = store_run(t->st, put, STORE_INT(f->ino), STORE_INT(c->idx),
+				STORE_BLOB(c->data, c->len));
+		if (ret < 0)
+			return ret;
 		alloc += (int64_t)c->len - (int64_t)c->stored_len;
 	}
-	q = store_stmt(t->st, upd);
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)f->ino);
-	sqlite3_bind_int64(q, 2, f->size);
-	sqlite3_bind_int64(q, 3, alloc);
-	sqlite3_bind_int64(q, 4, f->mtime_ns);
-	sqlite3_bind_int64(q, 5, f->ctime_ns);
-	rc = sqlite3_step(q);
-	store_done(q);
-	if (rc != SQLITE_DONE)
-		return store_errno(rc);
+	ret = store_run(t->st, upd, STORE_INT(f->ino), STORE_INT(f->size),
+			STORE_INT(alloc), STORE_INT(f->mtime_ns),
+			STORE_INT(f->ctime_ns));
+	if (ret < 0)
+		return ret;
 	f->alloc = alloc;
 	return 0;
 }
@@ -1027,8 +937,7 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 	static const char sql[] = "UPDATE inodes SET size = ?2,"
 		" mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1";
 	struct open_file *f = open_find(t, ino);
-	sqlite3_stmt *q;
-	int ret, rc;
+	int ret;
 
 	/*
 	 * Gathered writes first, so the cut applies to them too.  They stay
@@ -1043,15 +952,8 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 	ret = cut_chunks(t, ino, size);
 	if (ret < 0)
 		return ret;
-	q = store_stmt(t->st, sql);
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	sqlite3_bind_int64(q, 2, size);
-	sqlite3_bind_int64(q, 3, now);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(t->st, sql, STORE_INT(ino), STORE_INT(size),
+			 STORE_INT(now));
 }
 
 /* After a committed set_size(): the store holds all of an open file. */
@@ -1082,8 +984,7 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 	struct tree_attr a;
 	int64_t now = store_now_ns();
 	bool cut = false;
-	sqlite3_stmt *q;
-	int ret, rc;
+	int ret;
 
 	ret = store_begin(t->st);
 	if (ret < 0)
@@ -1132,21 +1033,9 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 		a.ctime_ns = sa->ctime_ns;
 	else if (sa->what & ~(unsigned)TREE_SET_SIZE)
 		a.ctime_ns = now;
-	q = store_stmt(t->st, sql);
-	if (!q) {
-		ret = -EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	sqlite3_bind_int64(q, 2, a.mode);
-	sqlite3_bind_int64(q, 3, a.uid);
-	sqlite3_bind_int64(q, 4, a.gid);
-	sqlite3_bind_int64(q, 5, a.atime_ns);
-	sqlite3_bind_int64(q, 6, a.mtime_ns);
-	sqlite3_bind_int64(q, 7, a.ctime_ns);
-	rc = sqlite3_step(q);
-	store_done(q);
-	ret = store_errno(rc);
+	ret = store_run(t->st, sql, STORE_INT(ino), STORE_INT(a.mode),
+			STORE_INT(a.uid), STORE_INT(a.gid), STORE_INT(a.atime_ns),
+			STORE_INT(a.mtime_ns), STORE_INT(a.ctime_ns));
 	if (ret < 0)
 		goto out;
 	ret = store_commit(t->st);
@@ -1248,16 +1137,11 @@ int tree_session_has_data(struct tree *t, int64_t session, bool *has)
 	static const char sql[] = "SELECT EXISTS (SELECT 1 FROM inodes"
 		" WHERE session = ?1 AND parent IS NOT NULL AND tag = 0"
 		" AND nlink > 0)";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc;
+	int64_t any = 0;
+	int ret = store_int(t->st, sql, &any, STORE_INT(session));
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	rc = sqlite3_step(q);
-	*has = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
-	store_done(q);
-	return store_errno(rc);
+	*has = any != 0;
+	return ret;
 }
 
 int tree_forget_session(struct tree *t, int64_t session)
@@ -1272,19 +1156,13 @@ int tree_forget_session(struct tree *t, int64_t session)
 	 */
 	for (int b = 0; b < OPEN_BUCKETS; b++) {
 		for (struct open_file *f = t->open[b]; f; f = f->next) {
-			sqlite3_stmt *q;
-			int rc;
+			int ret;
 
 			if (f->session != session || f->orphan)
 				continue;
-			q = store_stmt(t->st, sql);
-			if (!q)
-				return -EIO;
-			sqlite3_bind_int64(q, 1, (int64_t)f->ino);
-			rc = sqlite3_step(q);
-			store_done(q);
-			if (rc != SQLITE_DONE)
-				return store_errno(rc);
+			ret = store_run(t->st, sql, STORE_INT(f->ino));
+			if (ret < 0)
+				return ret;
 			f->orphan = true;
 		}
 	}

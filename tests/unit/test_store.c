@@ -436,6 +436,58 @@ static void test_stmt_cache(void **state)
 	store_close(st);
 }
 
+static void test_run_and_int(void **state)
+{
+	struct fixture *fx = *state;
+	static const char make[] = "CREATE TEMP TABLE t(i INTEGER, s, b BLOB,"
+		" UNIQUE (i))";
+	static const char put[] = "INSERT INTO t VALUES (?1, ?2, ?3)";
+	static const char get_i[] = "SELECT i FROM t WHERE s = ?1";
+	static const char get_b[] = "SELECT i FROM t WHERE b = ?1";
+	static const char is_null[] = "SELECT count(*) FROM t"
+		" WHERE s IS NULL AND b IS NULL AND i = ?1";
+	static const char typeof_s[] = "SELECT typeof(s) = 'text'"
+		" AND typeof(b) = 'blob' FROM t WHERE i = ?1";
+	static const char upd[] = "UPDATE t SET s = ?2 WHERE i >= ?1";
+	static const char bad[] = "NOT SQL";
+	static const char nul[] = { 'a', '\0', 'b' };
+	struct store *st = NULL;
+	int64_t v = -1;
+
+	assert_int_equal(store_open(&st, fx->path, NULL), 0);
+	assert_int_equal(store_exec(st, make), 0);
+	/* the values land where ?1, ?2, ?3 say, with their types */
+	assert_int_equal(store_run(st, put, STORE_INT(INT64_MAX),
+				   STORE_TEXT("x"), STORE_BLOB(nul, 3)), 0);
+	assert_int_equal(store_int(st, get_i, &v, STORE_TEXT("x")), 0);
+	assert_true(v == INT64_MAX);
+	v = -1;
+	assert_int_equal(store_int(st, get_i, &v, STORE_TEXTN("xyz", 1)), 0);
+	assert_true(v == INT64_MAX);
+	assert_int_equal(store_int(st, get_b, &v, STORE_BLOB(nul, 3)), 0);
+	assert_true(v == INT64_MAX);
+	assert_int_equal(store_int(st, typeof_s, &v, STORE_INT(INT64_MAX)), 0);
+	assert_int_equal(v, 1);
+	/* a blob's length counts, not a NUL in it */
+	v = -7;
+	assert_int_equal(store_int(st, get_b, &v, STORE_BLOB(nul, 1)), -ENOENT);
+	assert_int_equal(v, -7);
+	/* NULL text binds SQL NULL; a plain int widens */
+	assert_int_equal(store_run(st, put, STORE_INT(-3), STORE_TEXT(NULL),
+				   STORE_BLOB(NULL, 0)), 0);
+	assert_int_equal(store_int(st, is_null, &v, STORE_INT(-3)), 0);
+	assert_int_equal(v, 1);
+	/* a constraint is -EEXIST; store_changes counts the last one */
+	assert_int_equal(store_run(st, put, STORE_INT(-3), STORE_TEXT("y"),
+				   STORE_BLOB(nul, 2)), -EEXIST);
+	assert_int_equal(store_run(st, upd, STORE_INT(-10), STORE_TEXT("z")), 0);
+	assert_int_equal(store_changes(st), 2);
+	/* a statement that does not prepare is -EIO, not a crash */
+	assert_int_equal(store_run(st, bad, STORE_INT(1)), -EIO);
+	assert_int_equal(store_int(st, bad, &v, STORE_INT(1)), -EIO);
+	store_close(st);
+}
+
 static void test_errno_mapping(void **state)
 {
 	(void)state;
@@ -733,6 +785,7 @@ int main(void)
 		T(test_read_only_file),
 		T(test_transactions),
 		T(test_stmt_cache),
+		T(test_run_and_int),
 		cmocka_unit_test(test_errno_mapping),
 		T(test_busy_is_eagain),
 		T(test_durable_commit_syncs_wal),
