@@ -783,34 +783,19 @@ static int touch(struct store *st, int64_t session, int64_t now)
 	/* strictly later, so a change within one clock tick still shows */
 	static const char sql[] = "UPDATE sessions SET graph_mtime_ns ="
 		" max(?2, graph_mtime_ns + 1) WHERE id = ?1";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc;
+	int ret = store_run(st, sql, STORE_INT(session), STORE_INT(now));
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	sqlite3_bind_int64(q, 2, now);
-	rc = sqlite3_step(q);
-	store_done(q);
-	if (rc != SQLITE_DONE)
-		return store_errno(rc);
-	return sqlite3_changes(store_db(st)) ? 0 : -ENOENT;
+	if (ret < 0)
+		return ret;
+	return store_changes(st) ? 0 : -ENOENT;
 }
 
 static int session_exists(struct store *st, int64_t session)
 {
 	static const char sql[] = "SELECT 1 FROM sessions WHERE id = ?1";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc;
+	int64_t one;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	rc = sqlite3_step(q);
-	store_done(q);
-	if (rc == SQLITE_ROW)
-		return 0;
-	return rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	return store_int(st, sql, &one, STORE_INT(session));
 }
 
 /*
@@ -888,21 +873,12 @@ static int reaches(struct store *st, int64_t session, const char *from,
 		"  ON e.session = ?1 AND e.source = r.n"
 		"  WHERE e.id IS NOT ?4)"
 		" SELECT 1 FROM r WHERE n = ?3 LIMIT 1";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc;
+	int64_t one;
+	int ret = store_int(st, sql, &one, STORE_INT(session), STORE_TEXT(from),
+			    STORE_TEXT(to), STORE_TEXT(skip));
 
-	*found = false;
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	sqlite3_bind_text(q, 2, from, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, to, -1, SQLITE_STATIC);
-	if (skip)
-		sqlite3_bind_text(q, 4, skip, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q);
-	*found = rc == SQLITE_ROW;
-	store_done(q);
-	return store_errno(rc);
+	*found = ret == 0;
+	return ret == -ENOENT ? 0 : ret;
 }
 
 /*
@@ -1080,18 +1056,10 @@ static int insert_edge(struct store *st, int64_t session,
 	static const char sql[] = "INSERT INTO graph_edges(session, id,"
 		" source, source_param, target, target_param, mtime_ns)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	for (int i = 0; i < 5; i++)
-		sqlite3_bind_text(q, i + 2, f[i], -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 7, now);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(st, sql, STORE_INT(session), STORE_TEXT(f[0]),
+			 STORE_TEXT(f[1]), STORE_TEXT(f[2]), STORE_TEXT(f[3]),
+			 STORE_TEXT(f[4]), STORE_INT(now));
 }
 
 static int insert_node(struct store *st, int64_t session, const char *id,
@@ -1099,18 +1067,9 @@ static int insert_node(struct store *st, int64_t session, const char *id,
 {
 	static const char sql[] = "INSERT INTO graph_nodes(session, id, doc,"
 		" mtime_ns) VALUES (?1, ?2, ?3, ?4)";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, doc->buf, (int)doc->len, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, now);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(st, sql, STORE_INT(session), STORE_TEXT(id),
+			 STORE_TEXTN(doc->buf, doc->len), STORE_INT(now));
 }
 
 /* ---- the tool map ------------------------------------------------------- */
@@ -1405,8 +1364,7 @@ int graph_create_draft(struct store *st, int64_t session,
 		" mtime_ns) VALUES (?1, ?2, ?3)";
 	static const char edges_sql[] = "INSERT INTO graph_edges(session, id,"
 		" mtime_ns) VALUES (?1, ?2, ?3)";
-	sqlite3_stmt *q;
-	int rc, ret;
+	int ret;
 
 	ret = check_id("", "id", id, strlen(id), NULL);
 	if (ret < 0)
@@ -1414,15 +1372,9 @@ int graph_create_draft(struct store *st, int64_t session,
 	ret = session_exists(st, session);
 	if (ret < 0)
 		return ret;
-	q = store_stmt(st, kind == GRAPH_NODE ? nodes_sql : edges_sql);
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, store_now_ns());
-	rc = sqlite3_step(q);
-	store_done(q);
-	ret = store_errno(rc);
+	ret = store_run(st, kind == GRAPH_NODE ? nodes_sql : edges_sql,
+			STORE_INT(session), STORE_TEXT(id),
+			STORE_INT(store_now_ns()));
 	if (ret == 0)
 		*seq = sqlite3_last_insert_rowid(store_db(st));
 	return ret;
@@ -1434,16 +1386,9 @@ int graph_drop_draft(struct store *st, enum graph_kind kind, int64_t seq)
 		" WHERE seq = ?1 AND doc IS NULL";
 	static const char edges_sql[] = "DELETE FROM graph_edges"
 		" WHERE seq = ?1 AND source IS NULL";
-	sqlite3_stmt *q = store_stmt(st, kind == GRAPH_NODE ? nodes_sql
-							    : edges_sql);
-	int rc;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, seq);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(st, kind == GRAPH_NODE ? nodes_sql : edges_sql,
+			 STORE_INT(seq));
 }
 
 int graph_drop_all_drafts(struct store *st)
@@ -1503,9 +1448,8 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 	struct sbuf text = SBUF_INIT;
 	json_t *node = NULL, *old = NULL;
 	int64_t seq, now = store_now_ns();
-	sqlite3_stmt *q;
 	bool changed = true;
-	int ret, rc;
+	int ret;
 
 	ret = node_build(v, id, tools, "", &node, err);
 	if (ret < 0)
@@ -1529,19 +1473,10 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 	if (ret < 0)
 		goto rollback;
 	if (seq) {
-		q = store_stmt(st, update_sql);
-		if (!q) {
-			ret = -EIO;
-			goto rollback;
-		}
-		sqlite3_bind_int64(q, 1, seq);
-		sqlite3_bind_text(q, 2, text.buf, (int)text.len, SQLITE_STATIC);
-		sqlite3_bind_int64(q, 3, now);
-		rc = sqlite3_step(q);
-		store_done(q);
-		ret = store_errno(rc);
+		ret = store_run(st, update_sql, STORE_INT(seq),
+				STORE_TEXTN(text.buf, text.len), STORE_INT(now));
 		/* the same bytes again: no change, the graph keeps its mtime */
-		changed = !ret && sqlite3_changes(store_db(st));
+		changed = !ret && store_changes(st);
 	} else {
 		ret = insert_node(st, session, id, &text, now);
 	}
@@ -1644,18 +1579,10 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 	if (same)
 		goto commit;
 	if (seq) {
-		q = store_stmt(st, update_sql);
-		if (!q) {
-			ret = -EIO;
-			goto rollback;
-		}
-		sqlite3_bind_int64(q, 1, seq);
-		for (int i = 1; i < 5; i++)
-			sqlite3_bind_text(q, i + 1, e.f[i], -1, SQLITE_STATIC);
-		sqlite3_bind_int64(q, 6, now);
-		rc = sqlite3_step(q);
-		store_done(q);
-		ret = store_errno(rc);
+		ret = store_run(st, update_sql, STORE_INT(seq),
+				STORE_TEXT(e.f[1]), STORE_TEXT(e.f[2]),
+				STORE_TEXT(e.f[3]), STORE_TEXT(e.f[4]),
+				STORE_INT(now));
 	} else {
 		ret = insert_edge(st, session, e.f, now);
 	}
@@ -1732,16 +1659,9 @@ static int delete_row(struct store *st, enum graph_kind kind, int64_t seq)
 {
 	static const char nodes_sql[] = "DELETE FROM graph_nodes WHERE seq = ?1";
 	static const char edges_sql[] = "DELETE FROM graph_edges WHERE seq = ?1";
-	sqlite3_stmt *q = store_stmt(st, kind == GRAPH_NODE ? nodes_sql
-							    : edges_sql);
-	int rc;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, seq);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(st, kind == GRAPH_NODE ? nodes_sql : edges_sql,
+			 STORE_INT(seq));
 }
 
 int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
@@ -1810,8 +1730,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	struct sbuf doc = SBUF_INIT;
 	int64_t seq, other, now = store_now_ns();
 	bool draft, other_draft;
-	sqlite3_stmt *q;
-	int ret, rc;
+	int ret;
 
 	ret = check_id("", kind == GRAPH_NODE ? "node id" : "edge id", to,
 		       strlen(to), err);
@@ -1846,46 +1765,16 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 			if (ret < 0)
 				goto rollback;
 		}
-		q = store_stmt(st, node_sql);
-		if (!q) {
-			ret = -EIO;
-			goto rollback;
-		}
-		sqlite3_bind_int64(q, 1, seq);
-		sqlite3_bind_text(q, 2, to, -1, SQLITE_STATIC);
-		if (!draft)
-			sqlite3_bind_text(q, 3, doc.buf, (int)doc.len,
-					  SQLITE_STATIC);
-		sqlite3_bind_int64(q, 4, now);
-		rc = sqlite3_step(q);
-		store_done(q);
-		ret = store_errno(rc);
-		for (int i = 0; !ret && !draft && i < 2; i++) {
-			q = store_stmt(st, i ? targets_sql : sources_sql);
-			if (!q) {
-				ret = -EIO;
-				break;
-			}
-			sqlite3_bind_int64(q, 1, session);
-			sqlite3_bind_text(q, 2, from, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 3, to, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(q, 4, now);
-			rc = sqlite3_step(q);
-			store_done(q);
-			ret = store_errno(rc);
-		}
+		ret = store_run(st, node_sql, STORE_INT(seq), STORE_TEXT(to),
+				draft ? STORE_NULL : STORE_TEXTN(doc.buf, doc.len),
+				STORE_INT(now));
+		for (int i = 0; !ret && !draft && i < 2; i++)
+			ret = store_run(st, i ? targets_sql : sources_sql,
+					STORE_INT(session), STORE_TEXT(from),
+					STORE_TEXT(to), STORE_INT(now));
 	} else {
-		q = store_stmt(st, edge_sql);
-		if (!q) {
-			ret = -EIO;
-			goto rollback;
-		}
-		sqlite3_bind_int64(q, 1, seq);
-		sqlite3_bind_text(q, 2, to, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(q, 3, now);
-		rc = sqlite3_step(q);
-		store_done(q);
-		ret = store_errno(rc);
+		ret = store_run(st, edge_sql, STORE_INT(seq), STORE_TEXT(to),
+				STORE_INT(now));
 	}
 	if (!ret && (!draft || !other_draft))
 		ret = touch(st, session, now);

@@ -85,27 +85,6 @@ static sqlite3_stmt *round_stmt(struct store *st, const char *sql,
 	return q;
 }
 
-/*
- * Run `sql`, which returns no rows, with ?1..?3 bound to a, b, c (those
- * it has); the number of rows it changed in *changes when wanted.
- */
-static int exec3(struct store *st, const char *sql, int64_t a, int64_t b,
-		 int64_t c, int *changes)
-{
-	sqlite3_stmt *q = round_stmt(st, sql, a, b);
-	int ret;
-
-	if (!q)
-		return -EIO;
-	if (sqlite3_bind_parameter_count(q) >= 3)
-		sqlite3_bind_int64(q, 3, c);
-	ret = store_errno(sqlite3_step(q));
-	if (changes)
-		*changes = sqlite3_changes(sqlite3_db_handle(q));
-	store_done(q);
-	return ret;
-}
-
 int roundstore_stat(struct store *st, int64_t session, int64_t number,
 		    struct roundstore_item *out)
 {
@@ -340,24 +319,16 @@ static int touch(struct store *st, int64_t session)
 	static const char sql[] = "UPDATE sessions SET rounds_mtime_ns ="
 		" max(?2, rounds_mtime_ns + 1) WHERE id = ?1";
 
-	return exec3(st, sql, session, store_now_ns(), 0, NULL);
+	return store_run(st, sql, STORE_INT(session), STORE_INT(store_now_ns()));
 }
 
 int roundstore_mtime(struct store *st, int64_t session, int64_t *mtime_ns)
 {
 	static const char sql[] = "SELECT rounds_mtime_ns FROM sessions"
 		" WHERE id = ?1";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc, ret;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	rc = sqlite3_step(q);
-	*mtime_ns = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-	ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
-	store_done(q);
-	return ret;
+	*mtime_ns = 0;
+	return store_int(st, sql, mtime_ns, STORE_INT(session));
 }
 
 /* Whether `doc` may be round `number`: in range, no gap below it, and
@@ -469,7 +440,8 @@ int roundstore_create_draft(struct store *st, int64_t session, int64_t number)
 
 	/* a constraint (-EEXIST): the number is taken (or out of range:
 	 * never, roundstore_number() bounds it) */
-	return exec3(st, sql, session, number, store_now_ns(), NULL);
+	return store_run(st, sql, STORE_INT(session), STORE_INT(number),
+			 STORE_INT(store_now_ns()));
 }
 
 int roundstore_drop_draft(struct store *st, int64_t session, int64_t number)
@@ -477,14 +449,14 @@ int roundstore_drop_draft(struct store *st, int64_t session, int64_t number)
 	static const char sql[] = "DELETE FROM rounds WHERE session = ?1"
 		" AND n = ?2 AND size IS NULL";
 
-	return exec3(st, sql, session, number, 0, NULL);
+	return store_run(st, sql, STORE_INT(session), STORE_INT(number));
 }
 
 int roundstore_drop_all_drafts(struct store *st)
 {
 	static const char sql[] = "DELETE FROM rounds WHERE size IS NULL";
 
-	return exec3(st, sql, 0, 0, 0, NULL);
+	return store_exec(st, sql);
 }
 
 int roundstore_rename(struct store *st, int64_t session, int64_t from,
@@ -515,7 +487,8 @@ int roundstore_rename(struct store *st, int64_t session, int64_t from,
 		ret = 0;
 	/* the row moves as it is: its document keeps its key order */
 	if (!ret)
-		ret = exec3(st, move_sql, session, from, to, NULL);
+		ret = store_run(st, move_sql, STORE_INT(session),
+				STORE_INT(from), STORE_INT(to));
 	if (!ret && !src.draft)
 		ret = may_be(st, session, to, doc, err);
 	if (!ret && !src.draft)
@@ -529,10 +502,9 @@ int roundstore_delete(struct store *st, int64_t session, int64_t number)
 {
 	static const char sql[] = "DELETE FROM rounds WHERE session = ?1"
 		" AND n = ?2";
-	int changes = 0;
-	int ret = exec3(st, sql, session, number, 0, &changes);
+	int ret = store_run(st, sql, STORE_INT(session), STORE_INT(number));
 
-	if (!ret && !changes)
+	if (!ret && !store_changes(st))
 		ret = -ENOENT;
 	return ret < 0 ? ret : touch(st, session);
 }
