@@ -730,9 +730,10 @@ static double entry_timeout(const struct node *parent, const struct node *n,
 {
 	/*
 	 * Collections' documents come and go (with every parameters.json,
-	 * with refused creates), and computed names change with the graph:
-	 * their attributes are never cached anyway (one request per stat
-	 * either way), so their names are not either.
+	 * with refused creates), computed names change with the graph, and
+	 * documents can be renamed away (above).  Their names are looked up
+	 * on every path call: a LOOKUP before the GETATTR their attributes
+	 * cost anyway.
 	 */
 	if (n->type == N_ITEM ||
 	    (n->type == N_ENTRY && (fs_entries[n->row].name_fn ||
