@@ -1158,7 +1158,8 @@ int tree_forget_session(struct tree *t, int64_t session)
 		for (struct open_file *f = t->open[b]; f; f = f->next) {
 			int ret;
 
-			if (f->session != session || f->orphan)
+			/* an unlinked one too: it still has its session */
+			if (f->session != session)
 				continue;
 			ret = store_run(t->st, sql, STORE_INT(f->ino));
 			if (ret < 0)

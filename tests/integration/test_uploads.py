@@ -3,6 +3,7 @@
 import ctypes
 import errno
 import os
+import shutil
 import stat
 import time
 
@@ -421,6 +422,26 @@ def test_unlink_while_open(flowfs, uploads):
     flowfs.remount()
     assert os.listdir(uploads) == ["tmpfile"]
     assert read_bytes(f) == b"other"
+
+
+def test_open_files_outlive_their_session(flowfs, session):
+    """rm -rf of a session while files in it are open, one of them already
+    unlinked: both descriptors keep reading and writing what they had."""
+    kept, gone = session / "uploads" / "kept", session / "uploads" / "gone"
+    write_bytes(kept, b"kept data")
+    write_bytes(gone, b"unlinked data")
+    fd_kept, fd_gone = os.open(kept, os.O_RDWR), os.open(gone, os.O_RDWR)
+    try:
+        os.unlink(gone)
+        shutil.rmtree(session)
+        assert not os.path.exists(session)
+        assert os.pread(fd_kept, 100, 0) == b"kept data"
+        assert os.pread(fd_gone, 100, 0) == b"unlinked data"
+        os.pwrite(fd_gone, b"!", 13)
+        assert os.pread(fd_gone, 100, 0) == b"unlinked data!"
+    finally:
+        os.close(fd_kept)
+        os.close(fd_gone)
 
 
 def test_unlink_then_remount_frees_name(flowfs, uploads):

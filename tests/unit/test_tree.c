@@ -1115,6 +1115,35 @@ static void test_session_has_data(void **state)
 	assert_false(has);
 }
 
+/* Files of a deleted session that are still open keep working, also
+ * those already unlinked. */
+static void test_forget_session_keeps_open_files(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t linked = mkfile(fx, fx->up, "a"), gone = mkfile(fx, fx->up, "b");
+	char sql[96];
+
+	assert_int_equal(tree_open(fx->t, linked), 0);
+	assert_int_equal(tree_open(fx->t, gone), 0);
+	wr(fx, linked, "linked", 6, 0);
+	wr(fx, gone, "unlinked", 8, 0);
+	assert_int_equal(tree_flush(fx->t, gone, false), 0);
+	assert_int_equal(tree_unlink(fx->t, fx->up, "b"), 0);
+	assert_int_equal(store_begin(fx->st), 0);
+	assert_int_equal(tree_forget_session(fx->t, fx->sess), 0);
+	snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id = %lld",
+		 (long long)fx->sess);
+	assert_int_equal(store_exec(fx->st, sql), 0);
+	assert_int_equal(store_commit(fx->st), 0);
+	check_read(fx, linked, "linked", 6, 0);
+	check_read(fx, gone, "unlinked", 8, 0);
+	assert_int_equal(tree_release(fx->t, linked), 0);
+	assert_int_equal(tree_release(fx->t, gone), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " ino IN (%llu, %llu)", (unsigned long long)linked,
+				 (unsigned long long)gone), 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1143,6 +1172,7 @@ int main(void)
 		T(test_setattr),
 		T(test_read_all),
 		T(test_session_has_data),
+		T(test_forget_session_keeps_open_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
