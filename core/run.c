@@ -199,30 +199,21 @@ int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
 		 bool (*current)(struct run *r), struct ferr *err)
 {
 	static const size_t slice = 1 << 20;
-	char scratch[300], *buf = malloc(slice);
+	char *buf = malloc(slice);
 	struct tree *t = r->host->tree;
-	struct tree_attr dir, a = { 0 };
+	struct tree_attr a;
 	int64_t off = 0;
-	bool opened = false;
 	ssize_t n;
-	int ret;
+	int ret, rr;
 
 	if (!buf)
 		return -ENOMEM;
-	/* this run's own scratch name: another run or fetch may be storing
-	 * the same name at the same time */
-	snprintf(scratch, sizeof(scratch), ".%s.%lx.flowfs-new", name,
-		 (unsigned long)(uintptr_t)r);
 	run_lock(r);
-	ret = tree_getattr(t, parent, &dir);
-	if (!ret)
-		ret = tree_create(t, parent, scratch, S_IFREG | 0644, dir.uid,
-				  dir.gid, NULL, &a);
-	if (!ret)
-		ret = tree_open(t, a.ino);
-	opened = !ret;
+	ret = tree_create_unlinked(t, parent, &a);
 	run_unlock(r);
-	if (!ret && lseek(fd, 0, SEEK_SET) < 0)
+	if (ret < 0)
+		goto out;
+	if (lseek(fd, 0, SEEK_SET) < 0)
 		ret = -errno;
 	while (!ret && (n = read(fd, buf, slice)) > 0) {
 		run_lock(r);
@@ -233,22 +224,19 @@ int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
 			ret = -ECANCELED;
 	}
 	run_lock(r);
-	if (opened) {
-		int rr = tree_release(t, a.ino);
-
-		if (!ret)
-			ret = rr;
-	}
-	/* checked where the rename happens, under the lock */
+	/* checked where the link happens, under the lock */
 	if (!ret && current && !current(r))
 		ret = -ESTALE;
 	if (!ret)
-		ret = tree_rename(t, parent, scratch, parent, name, false);
+		ret = tree_link_unlinked(t, a.ino, parent, name);
 	if (!ret)
 		r->host->changed(r->host->ctx, parent, name);
-	if (ret < 0 && a.ino)
-		tree_unlink(t, parent, scratch);
+	/* not linked: this release deletes it */
+	rr = tree_release(t, a.ino);
 	run_unlock(r);
+	if (!ret)
+		ret = rr;
+out:
 	free(buf);
 	if (ret < 0 && ret != -ECANCELED && ret != -ESTALE)
 		ferr_set(err, ret, "cannot store %s: %s", name, strerror(-ret));

@@ -63,11 +63,11 @@ int run_put_output(struct run *r, const char *name, const char *data,
 
 /*
  * The file open at `fd` (from its start) as `name` in tree folder
- * `parent`: written under a scratch name of this run's in 1 MiB slices,
- * the lock taken per slice (gigabytes must not stall the mount), then
- * renamed over `name` — unless current(r) (when given), asked under the
- * lock just before, says the file is no longer wanted: -ESTALE, and
- * nothing is left.  The kernel is told the name changed.  -ECANCELED
+ * `parent`: written into a file in no folder (tree_create_unlinked()) in
+ * 1 MiB slices, the lock taken per slice (gigabytes must not stall the
+ * mount), then linked over `name` — unless current(r) (when given),
+ * asked under the lock just before, says the file is no longer wanted:
+ * -ESTALE, and nothing is left.  The kernel is told the name changed.  -ECANCELED
  * when the run is cancelled meanwhile.
  */
 int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,

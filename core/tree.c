@@ -1,6 +1,7 @@
 #include "tree.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -868,43 +869,110 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 	return 0;
 }
 
-int tree_put_file(struct tree *t, uint64_t parent, const char *name,
-		  const char *data, size_t len, struct tree_attr *out)
+int tree_create_unlinked(struct tree *t, uint64_t parent,
+			 struct tree_attr *out)
 {
-	struct tree_attr dir, a;
-	char scratch[300];
-	int ret, r;
+	static const char unlinked[] = "UPDATE inodes SET nlink = 0"
+		" WHERE ino = ?1";
+	struct tree_attr dir;
+	int ret;
 
-	if (strlen(name) > 240)
-		return -ENAMETOOLONG;
-	snprintf(scratch, sizeof(scratch), ".%s.flowfs-new", name);
 	ret = tree_getattr(t, parent, &dir);
 	if (ret < 0)
 		return ret;
-	ret = tree_lookup(t, parent, scratch, &a);
-	if (ret == 0)
-		ret = tree_unlink(t, parent, scratch);
-	if (ret < 0 && ret != -ENOENT)
-		return ret;
-	ret = tree_create(t, parent, scratch, S_IFREG | 0644, dir.uid, dir.gid,
-			  NULL, &a);
+	if (!S_ISDIR(dir.mode))
+		return -ENOTDIR;
+	ret = store_begin(t->st);
 	if (ret < 0)
 		return ret;
-	ret = tree_open(t, a.ino);
+	/* no parent and no links: what tree_new() sweeps after a crash */
+	ret = insert_inode(t, dir.session, NULL, NULL, S_IFREG | 0644, dir.uid,
+			   dir.gid, NULL, 0, store_now_ns(), out);
+	if (!ret)
+		ret = store_run(t->st, unlinked, STORE_INT(out->ino));
+	if (ret < 0) {
+		store_rollback(t->st);
+		return ret;
+	}
+	ret = store_commit(t->st);
 	if (ret < 0)
-		goto fail;
+		return ret;
+	out->nlink = 0;
+	out->session_root = false;
+	ret = tree_open(t, out->ino);
+	if (ret < 0)
+		delete_inode(t, out->ino);
+	return ret;
+}
+
+int tree_link_unlinked(struct tree *t, uint64_t ino, uint64_t parent,
+		       const char *name)
+{
+	static const char link_sql[] = "UPDATE inodes SET parent = ?2,"
+		" name = ?3, nlink = 1, ctime_ns = ?4 WHERE ino = ?1";
+	struct open_file *f = open_find(t, ino);
+	struct tree_attr dir, old;
+	int64_t now = store_now_ns();
+	int ret;
+
+	if (!f || !f->orphan)
+		return -EINVAL;
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	/* the data first: once linked, the file is whole */
+	ret = flush_file(t, f, false);
+	if (ret < 0)
+		return ret;
+	ret = store_begin(t->st);
+	if (ret < 0)
+		return ret;
+	ret = tree_getattr(t, parent, &dir);
+	if (!ret && !S_ISDIR(dir.mode))
+		ret = -ENOTDIR;
+	if (!ret && dir.session != f->session)
+		ret = -EXDEV;
+	if (!ret) {
+		ret = tree_lookup(t, parent, name, &old);
+		if (!ret)
+			ret = S_ISDIR(old.mode) ? -EISDIR
+						: detach_inode(t, old.ino);
+		else if (ret == -ENOENT)
+			ret = 0;
+	}
+	if (!ret)
+		ret = store_run(t->st, link_sql, STORE_INT(ino),
+				STORE_INT(parent), STORE_BLOB(name, strlen(name)),
+				STORE_INT(now));
+	if (!ret)
+		ret = touch_dir(t, parent, 0, now);
+	if (ret < 0) {
+		store_rollback(t->st);
+		return ret;
+	}
+	ret = store_commit(t->st);
+	if (!ret)
+		f->orphan = false;
+	return ret;
+}
+
+int tree_put_file(struct tree *t, uint64_t parent, const char *name,
+		  const char *data, size_t len, struct tree_attr *out)
+{
+	struct tree_attr a;
+	int ret, r;
+
+	ret = tree_create_unlinked(t, parent, &a);
+	if (ret < 0)
+		return ret;
 	ret = len ? tree_write(t, a.ino, data, len, 0) : 0;
+	if (!ret)
+		ret = tree_link_unlinked(t, a.ino, parent, name);
+	/* not linked: this release deletes it */
 	r = tree_release(t, a.ino);
 	if (!ret)
 		ret = r;
-	if (!ret)
-		ret = tree_rename(t, parent, scratch, parent, name, false);
 	if (!ret && out)
-		ret = tree_lookup(t, parent, name, out);
-	if (!ret)
-		return 0;
-fail:
-	tree_unlink(t, parent, scratch);
+		ret = tree_getattr(t, a.ino, out);
 	return ret;
 }
 

@@ -154,12 +154,26 @@ int tree_flush(struct tree *t, uint64_t ino, bool durable);
 int tree_release(struct tree *t, uint64_t ino);
 
 /*
- * Store `len` bytes as the regular file `name` in folder `parent`, made
- * whole under a hidden scratch name and renamed over `name` (so a reader
- * never sees it half-written, and a failure leaves what was there).
- * The new file belongs to the folder's owner.  Its attributes in *out
- * when out is not NULL.
+ * A file stored whole or not at all, for what the daemon itself writes
+ * (a fetch, a run's output, a copy left by a rename): no reader sees it
+ * half-written, no scratch name is shown, and a crash leaves nothing.
+ *
+ * tree_create_unlinked() makes a regular file in no folder, of
+ * `parent`'s session and owner, and opens it once: tree_write() it, then
+ * tree_link_unlinked() gives it the name `name` in `parent` in one
+ * transaction (its data stored first), over a file of that name (a
+ * folder there: -EISDIR), and tree_release() closes it.  Released before
+ * it is linked, it is gone; after a crash, tree_new() sweeps it.
+ * tree_link_unlinked() answers -EINVAL for a file that is not such a
+ * file, -EXDEV for a folder of another session.
+ *
+ * tree_put_file() does the three with `len` bytes; the new file's
+ * attributes in *out when out is not NULL.
  */
+int tree_create_unlinked(struct tree *t, uint64_t parent,
+			 struct tree_attr *out);
+int tree_link_unlinked(struct tree *t, uint64_t ino, uint64_t parent,
+		       const char *name);
 int tree_put_file(struct tree *t, uint64_t parent, const char *name,
 		  const char *data, size_t len, struct tree_attr *out);
 

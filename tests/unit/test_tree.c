@@ -1115,6 +1115,112 @@ static void test_session_has_data(void **state)
 	assert_false(has);
 }
 
+static size_t listed(struct fixture *fx, uint64_t dir_ino)
+{
+	struct tree_dir dir;
+	size_t n;
+
+	assert_int_equal(tree_readdir(fx->t, dir_ino, &dir), 0);
+	n = dir.n;
+	tree_dir_free(&dir);
+	return n;
+}
+
+static void test_unlinked_then_linked(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t old = mkfile(fx, fx->up, "f"), plain = mkfile(fx, fx->up, "g");
+	struct tree_attr a, b;
+
+	mkdir_(fx, fx->up, "d");
+	assert_int_equal(tree_open(fx->t, old), 0);
+	wr(fx, old, "old", 3, 0);
+	/* made, written and spilled: still in no folder */
+	assert_int_equal(tree_create_unlinked(fx->t, fx->up, &a), 0);
+	assert_int_equal(a.nlink, 0);
+	assert_false(a.session_root);
+	wr(fx, a.ino, "new data", 8, 0);
+	assert_int_equal(tree_flush(fx->t, a.ino, false), 0);
+	assert_int_equal(listed(fx, fx->up), 3);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " ino = %llu AND parent IS NULL AND nlink = 0",
+				 (unsigned long long)a.ino), 1);
+	/* not over a folder, not into another session, not a plain file */
+	assert_int_equal(tree_link_unlinked(fx->t, a.ino, fx->up, "d"), -EISDIR);
+	assert_int_equal(tree_link_unlinked(fx->t, a.ino, fx->root2, "f"),
+			 -EXDEV);
+	assert_int_equal(tree_open(fx->t, plain), 0);
+	assert_int_equal(tree_link_unlinked(fx->t, plain, fx->up, "h"), -EINVAL);
+	assert_int_equal(tree_release(fx->t, plain), 0);
+	/* over "f", which is open: the old one lives on, unlinked */
+	wr(fx, a.ino, "!", 1, 8);
+	assert_int_equal(tree_link_unlinked(fx->t, a.ino, fx->up, "f"), 0);
+	assert_int_equal(tree_lookup(fx->t, fx->up, "f", &b), 0);
+	assert_int_equal(b.ino, a.ino);
+	assert_int_equal(b.nlink, 1);
+	assert_int_equal(b.size, 9);
+	assert_int_equal(tree_release(fx->t, a.ino), 0);
+	check_file(fx, a.ino, "new data!", 9);
+	check_file(fx, old, "old", 3);
+	assert_int_equal(listed(fx, fx->up), 3);
+	assert_int_equal(attr(fx, fx->up).nlink, 3);
+	assert_int_equal(tree_release(fx->t, old), 0);
+	assert_int_equal(tree_getattr(fx->t, old, &b), -ENOENT);
+	/* released before it is linked: gone, chunks and all */
+	assert_int_equal(tree_create_unlinked(fx->t, fx->up, &a), 0);
+	wr(fx, a.ino, "x", 1, 3 * CHUNK);
+	assert_int_equal(tree_flush(fx->t, a.ino, false), 0);
+	assert_int_equal(tree_release(fx->t, a.ino), 0);
+	assert_int_equal(tree_getattr(fx->t, a.ino, &b), -ENOENT);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE"
+				 " ino = %llu", (unsigned long long)a.ino), 0);
+	/* tree_put_file on top */
+	assert_int_equal(tree_put_file(fx->t, fx->up, "g", "put", 3, &b), 0);
+	assert_int_equal(b.nlink, 1);
+	check_file(fx, b.ino, "put", 3);
+	assert_int_equal(tree_getattr(fx->t, plain, &a), -ENOENT);
+	assert_int_equal(tree_put_file(fx->t, fx->up, "d", "put", 3, NULL),
+			 -EISDIR);
+	assert_int_equal(listed(fx, fx->up), 3);
+}
+
+/* A daemon killed while it wrote a file in no folder leaves nothing. */
+static void test_killed_with_an_unlinked_file(void **state)
+{
+	struct fixture *fx = *state;
+	struct tree_attr a;
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct store *st;
+		struct tree *t;
+		struct tree_attr u;
+
+		if (store_open(&st, fx->path, NULL) || tree_new(&t, st))
+			_exit(90);
+		if (tree_create_unlinked(t, fx->up, &u) ||
+		    tree_write(t, u.ino, "half", 4, 0) ||
+		    tree_flush(t, u.ino, false))
+			_exit(91);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " nlink = 0 AND parent IS NULL"), 1);
+	close_all(fx);
+	open_all(fx);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " nlink = 0"), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks"), 0);
+	assert_int_equal(listed(fx, fx->up), 0);
+	assert_int_equal(tree_getattr(fx->t, fx->up, &a), 0);
+}
+
 /* Files of a deleted session that are still open keep working, also
  * those already unlinked. */
 static void test_forget_session_keeps_open_files(void **state)
@@ -1172,6 +1278,8 @@ int main(void)
 		T(test_setattr),
 		T(test_read_all),
 		T(test_session_has_data),
+		T(test_unlinked_then_linked),
+		T(test_killed_with_an_unlinked_file),
 		T(test_forget_session_keeps_open_files),
 	};
 
