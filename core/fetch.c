@@ -7,14 +7,15 @@
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #define GIB ((int64_t)1 << 30)
 
 struct sink {
-	int fd;
+	int (*put)(void *put_ctx, const char *data, size_t n);
+	void *put_ctx;
 	int64_t got, max;
-	bool too_big, write_failed;
+	bool too_big;
+	int put_error;		/* what put() returned, when it failed */
 	bool (*progress)(void *ctx, int64_t got, int64_t total);
 	void *ctx;
 };
@@ -22,23 +23,15 @@ struct sink {
 static size_t on_data(char *data, size_t size, size_t n, void *arg)
 {
 	struct sink *s = arg;
-	size_t len = size * n, done = 0;
+	size_t len = size * n;
 
 	if (s->got + (int64_t)len > s->max) {
 		s->too_big = true;
 		return 0;
 	}
-	while (done < len) {
-		ssize_t w = write(s->fd, data + done, len - done);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			s->write_failed = true;
-			return 0;
-		}
-		done += (size_t)w;
-	}
+	s->put_error = s->put(s->put_ctx, data, len);
+	if (s->put_error < 0)
+		return 0;
 	s->got += (int64_t)len;
 	return len;
 }
@@ -58,12 +51,17 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 	return s->progress && s->progress(s->ctx, s->got, dltotal);
 }
 
-int fetch_url(const char *url, int fd, const struct fetch_limits *limits,
+int fetch_url(const char *url, const struct fetch_limits *limits,
+	      int (*put)(void *put_ctx, const char *data, size_t n),
+	      void *put_ctx,
 	      bool (*progress)(void *ctx, int64_t got, int64_t total),
 	      void *ctx, int64_t *bytes, struct ferr *err)
 {
-	struct sink s = { fd, 0, limits->max_bytes > 0 ? limits->max_bytes : GIB,
-			  false, false, progress, ctx };
+	struct sink s = {
+		.put = put, .put_ctx = put_ctx,
+		.max = limits->max_bytes > 0 ? limits->max_bytes : GIB,
+		.progress = progress, .ctx = ctx,
+	};
 	long status = 0;
 	CURLcode rc;
 	CURL *curl;
@@ -101,9 +99,11 @@ int fetch_url(const char *url, int fd, const struct fetch_limits *limits,
 	} else if (s.too_big || rc == CURLE_FILESIZE_EXCEEDED) {
 		ret = ferr_set(err, -EFBIG, "larger than the limit of %lld"
 			       " bytes (--max-fetch)", (long long)s.max);
-	} else if (s.write_failed) {
-		ret = ferr_set(err, -EIO, "cannot store what came: %s",
-			       strerror(errno));
+	} else if (s.put_error == -ECANCELED) {
+		ret = ferr_set(err, -ECANCELED, "cancelled");
+	} else if (s.put_error < 0) {
+		ret = ferr_set(err, s.put_error, "cannot store what came: %s",
+			       strerror(-s.put_error));
 	} else if (rc == CURLE_ABORTED_BY_CALLBACK) {
 		ret = ferr_set(err, -ECANCELED, "cancelled");
 	} else if (rc == CURLE_OPERATION_TIMEDOUT) {

@@ -1,7 +1,7 @@
 /*
- * fetch: download an http(s) URL into an open file with libcurl, for the
- * URL inputs of request.json (run.h starts the downloads and stores the
- * result in uploads/).
+ * fetch: download an http(s) URL with libcurl, handing the body to a
+ * hook as it comes, for the URL inputs of request.json (run.h
+ * starts the downloads and stores them in uploads/).
  *
  * At most 5 redirects, http and https only (also after a redirect), a
  * size limit (checked against Content-Length before the body and
@@ -13,6 +13,7 @@
 #define FLOWFS_FETCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ferr.h"
@@ -24,12 +25,15 @@ struct fetch_limits {
 };
 
 /*
- * Write the body of `url` to `fd` (from its current offset).  0 and
+ * Hand the body of `url` to put(put_ctx, data, n) piece by piece; a
+ * negative errno from it stops the transfer and is the result.  0 and
  * *bytes, or a negative errno with err: -EINVAL (not http(s)), -EFBIG
  * (over the limit), -ECANCELED, -ETIMEDOUT, -EPROTO (HTTP status other
- * than 2xx, too many redirects), -EIO (cannot write the file).
+ * than 2xx, too many redirects), or what put() returned.
  */
-int fetch_url(const char *url, int fd, const struct fetch_limits *limits,
+int fetch_url(const char *url, const struct fetch_limits *limits,
+	      int (*put)(void *put_ctx, const char *data, size_t n),
+	      void *put_ctx,
 	      bool (*progress)(void *ctx, int64_t got, int64_t total),
 	      void *ctx, int64_t *bytes, struct ferr *err);
 

@@ -195,52 +195,113 @@ int run_put_output(struct run *r, const char *name, const char *data,
 	return ret;
 }
 
-int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
-		 bool (*current)(struct run *r), struct ferr *err)
-{
-	static const size_t slice = 1 << 20;
-	char *buf = malloc(slice);
-	struct tree *t = r->host->tree;
-	struct tree_attr a;
-	int64_t off = 0;
-	ssize_t n;
-	int ret, rr;
+#define RUN_FILE_SLICE ((size_t)1 << 20)
 
-	if (!buf)
+int run_file_open(struct run *r, uint64_t parent, struct run_file *f)
+{
+	int ret;
+
+	*f = (struct run_file){ .r = r, .parent = parent };
+	f->buf = malloc(RUN_FILE_SLICE);
+	if (!f->buf)
 		return -ENOMEM;
 	run_lock(r);
-	ret = tree_create_unlinked(t, parent, &a);
+	ret = tree_create_unlinked(r->host->tree, parent, &f->file);
 	run_unlock(r);
-	if (ret < 0)
-		goto out;
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		ret = -errno;
-	while (!ret && (n = read(fd, buf, slice)) > 0) {
-		run_lock(r);
-		ret = tree_write(t, a.ino, buf, (size_t)n, off);
-		run_unlock(r);
-		off += n;
-		if (atomic_load(&r->cancel))
-			ret = -ECANCELED;
+	if (ret < 0) {
+		free(f->buf);
+		f->buf = NULL;
 	}
+	return ret;
+}
+
+/* What is gathered in f->buf into the file, under the lock. */
+static int put_slice(struct run_file *f)
+{
+	int ret;
+
+	if (!f->len)
+		return 0;
+	run_lock(f->r);
+	ret = tree_write(f->r->host->tree, f->file.ino, f->buf, f->len,
+			 f->off);
+	run_unlock(f->r);
+	f->off += (int64_t)f->len;
+	f->len = 0;
+	if (!ret && atomic_load(&f->r->cancel))
+		ret = -ECANCELED;
+	return ret;
+}
+
+int run_file_write(void *ctx, const char *data, size_t n)
+{
+	struct run_file *f = ctx;
+	int ret = 0;
+
+	while (!ret && n) {
+		size_t take = RUN_FILE_SLICE - f->len;
+
+		if (take > n)
+			take = n;
+		memcpy(f->buf + f->len, data, take);
+		f->len += take;
+		data += take;
+		n -= take;
+		if (f->len == RUN_FILE_SLICE)
+			ret = put_slice(f);
+	}
+	return ret;
+}
+
+int run_file_close(struct run_file *f, const char *name, int ret,
+		   bool (*current)(struct run *r), struct ferr *err)
+{
+	struct run *r = f->r;
+	struct tree *t = r->host->tree;
+	int rr;
+
+	if (!f->buf)
+		return ret;
+	if (!ret)
+		ret = put_slice(f);
 	run_lock(r);
 	/* checked where the link happens, under the lock */
 	if (!ret && current && !current(r))
 		ret = -ESTALE;
 	if (!ret)
-		ret = tree_link_unlinked(t, a.ino, parent, name);
+		ret = tree_link_unlinked(t, f->file.ino, f->parent, name);
 	if (!ret)
-		r->host->changed(r->host->ctx, parent, name);
+		r->host->changed(r->host->ctx, f->parent, name);
 	/* not linked: this release deletes it */
-	rr = tree_release(t, a.ino);
+	rr = tree_release(t, f->file.ino);
 	run_unlock(r);
+	free(f->buf);
+	f->buf = NULL;
 	if (!ret)
 		ret = rr;
-out:
-	free(buf);
-	if (ret < 0 && ret != -ECANCELED && ret != -ESTALE)
+	if (ret < 0 && ret != -ECANCELED && ret != -ESTALE &&
+	    (!err || !err->message[0]))
 		ferr_set(err, ret, "cannot store %s: %s", name, strerror(-ret));
 	return ret;
+}
+
+int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
+		 struct ferr *err)
+{
+	struct run_file f;
+	char *buf = malloc(RUN_FILE_SLICE);
+	ssize_t n;
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = run_file_open(r, parent, &f);
+	if (!ret && lseek(fd, 0, SEEK_SET) < 0)
+		ret = -errno;
+	while (!ret && (n = read(fd, buf, RUN_FILE_SLICE)) > 0)
+		ret = run_file_write(&f, buf, (size_t)n);
+	free(buf);
+	return run_file_close(&f, name, ret, NULL, err);
 }
 
 json_t *run_function_tool(const char *name, const char *description,

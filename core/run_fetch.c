@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "inputs.h"
 
@@ -72,24 +70,18 @@ static bool fetch_current(struct run *r)
 
 void run_flow_fetch(struct run *r)
 {
-	char tmp[] = "/tmp/flowfs-fetch-XXXXXX", size[32];
 	struct ferr err = FERR_INIT;
+	struct run_file file;
+	char size[32];
 	int64_t bytes = 0;
-	int fd, ret;
+	int ret;
 
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		ret = ferr_set(&err, -errno, "cannot make a scratch file: %s",
-			       strerror(errno));
-	} else {
-		unlink(tmp);
-		ret = fetch_url(r->url, fd, &r->opt->fetch, fetch_progress, r,
-				&bytes, &err);
-		if (!ret)
-			ret = run_store_fd(r, fd, r->uploads_ino, r->name,
-					   fetch_current, &err);
-		close(fd);
-	}
+	/* straight into uploads/, in no folder until it is whole */
+	ret = run_file_open(r, r->uploads_ino, &file);
+	if (!ret)
+		ret = fetch_url(r->url, &r->opt->fetch, run_file_write, &file,
+				fetch_progress, r, &bytes, &err);
+	ret = run_file_close(&file, r->name, ret, fetch_current, &err);
 	mib(size, sizeof(size), bytes);
 	run_settle(r);
 	/* a superseded fetch has no row to write to: fetch_state() changes

@@ -62,16 +62,36 @@ int run_put_output(struct run *r, const char *name, const char *data,
 		   size_t len);
 
 /*
- * The file open at `fd` (from its start) as `name` in tree folder
- * `parent`: written into a file in no folder (tree_create_unlinked()) in
- * 1 MiB slices, the lock taken per slice (gigabytes must not stall the
- * mount), then linked over `name` — unless current(r) (when given),
- * asked under the lock just before, says the file is no longer wanted:
- * -ESTALE, and nothing is left.  The kernel is told the name changed.  -ECANCELED
- * when the run is cancelled meanwhile.
+ * A file a run or fetch stores in a tree folder, as it comes: written
+ * into a file in no folder (tree_create_unlinked()), the lock taken per
+ * 1 MiB slice (gigabytes must not stall the mount), then linked over
+ * its name.  run_file_open() makes it; run_file_write() (fetch.h's
+ * put hook: ctx is the run_file) adds bytes, -ECANCELED once the run
+ * is cancelled; run_file_close() takes the result so far (`ret`) and,
+ * when it is 0, links the file as `name` in `parent` unless current(r)
+ * (when given), asked under the lock just before, says the file is no
+ * longer wanted (-ESTALE).  The kernel is told the name changed.  Any
+ * other outcome leaves nothing; a failure to store gets a line in err
+ * (unless err has one already).  A run_file whose open failed may be
+ * closed too.
  */
+struct run_file {
+	struct run *r;
+	uint64_t parent;
+	struct tree_attr file;
+	char *buf;
+	size_t len;
+	int64_t off;
+};
+
+int run_file_open(struct run *r, uint64_t parent, struct run_file *f);
+int run_file_write(void *ctx, const char *data, size_t n);
+int run_file_close(struct run_file *f, const char *name, int ret,
+		   bool (*current)(struct run *r), struct ferr *err);
+
+/* The file open at `fd`, from its start, as `name` in `parent` (above). */
 int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
-		 bool (*current)(struct run *r), struct ferr *err);
+		 struct ferr *err);
 
 /* Chat messages and tools. */
 json_t *run_message(const char *role, const char *content);

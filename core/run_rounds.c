@@ -207,7 +207,7 @@ static int keep_made_files(struct run *r, const char *dir)
 		/* in slices, like a fetch: the lock is let go between them */
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 		    st.st_size <= MADE_FILE_MAX)
-			ret = run_store_fd(r, fd, r->output_ino, e->d_name, NULL,
+			ret = run_store_fd(r, fd, r->output_ino, e->d_name,
 					   NULL);
 		close(fd);
 	}

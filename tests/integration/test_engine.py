@@ -11,6 +11,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import time
 import urllib.parse
@@ -742,6 +743,34 @@ def test_fetched_file_takes_the_name_that_binds(run_mount, skill_folder, files, 
     assert wait_fetch(s) == f"fetch uploads/{name}: done: 0.0 MiB"
     assert os.listdir(s / "uploads") == [name]
     assert json.loads(read_bytes(s / "input.json")) == {"tabs": str(s / "uploads" / name)}
+
+
+def test_nothing_of_a_fetch_shows_until_it_is_whole(run_mount, skill_folder, files):
+    """Past its first 1 MiB slice a fetch is in the database, but not in
+    uploads/; killed there, it leaves no file and no row."""
+    csv_skill(skill_folder)
+    files.files["big.csv"] = b"y" * (4 << 20)
+    files.slow_seconds = 10.0
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind_with(s, "stats", {"input": {"csv_file": f"{files.base}/slow/big.csv"}})
+
+    def got_mib():
+        m = re.search(r": fetching: ([0-9.]+) MiB of", fetch_line(s) or "")
+        return float(m.group(1)) if m else 0.0
+
+    wait_until(lambda: got_mib() >= 1.5, "1.5 MiB of the fetch come")
+    assert os.listdir(s / "uploads") == []
+    fs.kill9_remount()
+    assert os.listdir(s / "uploads") == []
+    db = sqlite3.connect(f"file:{fs.db}?mode=ro", uri=True)
+    try:
+        assert db.execute("SELECT count(*) FROM inodes WHERE nlink = 0").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM chunks WHERE ino NOT IN"
+                          " (SELECT ino FROM inodes)").fetchone() == (0,)
+    finally:
+        db.close()
 
 
 def test_a_fetch_cut_by_the_daemon_stopping_reads_failed(run_mount, skill_folder, files):
