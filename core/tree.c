@@ -604,24 +604,38 @@ int tree_flush(struct tree *t, uint64_t ino, bool durable)
 	return flush_file(t, f, durable);
 }
 
+/*
+ * The last close of an unlinked file: its row goes.  f->orphan is set
+ * inside the caller's transaction; when that rolled back, the row has
+ * its name again, and the file is kept (f->orphan cleared).
+ */
+static int delete_unlinked(struct tree *t, struct open_file *f)
+{
+	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1"
+		" AND nlink = 0";
+	int ret = store_run(t->st, sql, STORE_INT(f->ino));
+
+	if (!ret && !store_changes(t->st))
+		f->orphan = false;
+	return ret;
+}
+
 int tree_release(struct tree *t, uint64_t ino)
 {
 	struct open_file **slot = open_slot(t, ino), *f = *slot;
-	int ret;
+	int ret = 0;
 
 	if (!f)
 		return 0;
 	if (--f->handles > 0)
 		return 0;
-	if (f->orphan) {
-		drop_chunks(t, f);
-		ret = delete_inode(t, ino);
-	} else {
+	if (f->orphan)
+		ret = delete_unlinked(t, f);
+	/* Nothing can report a flush error any more; the data stays in
+	 * memory only if we keep the file, which would leak. */
+	if (!f->orphan)
 		ret = flush_file(t, f, false);
-		/* Nothing can report this error any more; the data stays
-		 * in memory only if we keep the file, which would leak. */
-		drop_chunks(t, f);
-	}
+	drop_chunks(t, f);
 	*slot = f->next;
 	free(f->chunks);
 	free(f);
@@ -1269,8 +1283,8 @@ void tree_free(struct tree *t)
 		for (; f; f = next) {
 			next = f->next;
 			if (f->orphan)
-				delete_inode(t, f->ino);
-			else
+				delete_unlinked(t, f);
+			if (!f->orphan)
 				flush_file(t, f, true);
 			drop_chunks(t, f);
 			free(f->chunks);

@@ -1250,6 +1250,27 @@ static void test_forget_session_keeps_open_files(void **state)
 				 (unsigned long long)gone), 0);
 }
 
+/* A transaction that unlinked an open file and then rolled back: the
+ * file has its name again, and its last close must not delete it. */
+static void test_unlink_rolled_back_keeps_the_file(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t ino = mkfile(fx, fx->up, "kept");
+	struct tree_attr a;
+
+	assert_int_equal(tree_open(fx->t, ino), 0);
+	wr(fx, ino, "stored", 6, 0);
+	assert_int_equal(tree_flush(fx->t, ino, false), 0);
+	wr(fx, ino, "!", 1, 6);
+	assert_int_equal(store_begin(fx->st), 0);
+	assert_int_equal(tree_forget_session(fx->t, fx->sess), 0);
+	store_rollback(fx->st);
+	assert_int_equal(tree_release(fx->t, ino), 0);
+	assert_int_equal(tree_lookup(fx->t, fx->up, "kept", &a), 0);
+	assert_int_equal(a.ino, ino);
+	check_file(fx, ino, "stored!", 7);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1281,6 +1302,7 @@ int main(void)
 		T(test_unlinked_then_linked),
 		T(test_killed_with_an_unlinked_file),
 		T(test_forget_session_keeps_open_files),
+		T(test_unlink_rolled_back_keeps_the_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
