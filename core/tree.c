@@ -197,6 +197,9 @@ static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
 		" size, alloc, atime_ns, mtime_ns, ctime_ns, target, tag)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?9, ?10, ?11)";
 	bool dir = S_ISDIR(mode);
+	/* a file with no folder is unlinked (tree_create_unlinked());
+	 * a folder with none is a session root */
+	uint32_t nlink = dir ? 2 : parent ? 1 : 0;
 	int64_t size = target ? (int64_t)strlen(target) : 0;
 	int ret;
 
@@ -205,16 +208,16 @@ static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
 			parent ? STORE_INT(*parent) : STORE_NULL,
 			STORE_BLOB(name, name ? strlen(name) : 0),
 			STORE_INT(mode), STORE_INT(uid), STORE_INT(gid),
-			STORE_INT(dir ? 2 : 1), STORE_INT(size), STORE_INT(now),
+			STORE_INT(nlink), STORE_INT(size), STORE_INT(now),
 			STORE_BLOB(target, (size_t)size), STORE_INT(tag));
 	if (ret < 0)
 		return ret;
 	*out = (struct tree_attr){
 		.ino = (uint64_t)sqlite3_last_insert_rowid(store_db(t->st)),
 		.session = session, .mode = mode, .uid = uid, .gid = gid,
-		.nlink = dir ? 2 : 1, .size = size,
+		.nlink = nlink, .size = size,
 		.atime_ns = now, .mtime_ns = now, .ctime_ns = now,
-		.session_root = !parent, .tag = tag,
+		.session_root = !parent && nlink, .tag = tag,
 	};
 	return 0;
 }
@@ -565,9 +568,31 @@ static int flush_file(struct tree *t, struct open_file *f, bool durable)
 	return 0;
 }
 
+/* The first open of the file whose row is `a`. */
+static int open_first(struct tree *t, const struct tree_attr *a)
+{
+	struct open_file **slot = open_slot(t, a->ino), *f;
+
+	if (S_ISDIR(a->mode))
+		return -EISDIR;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->ino = a->ino;
+	f->session = a->session;
+	f->handles = 1;
+	f->orphan = a->nlink == 0;
+	f->size = f->stored_size = a->size;
+	f->alloc = a->alloc;
+	f->mtime_ns = a->mtime_ns;
+	f->ctime_ns = a->ctime_ns;
+	*slot = f;
+	return 0;
+}
+
 int tree_open(struct tree *t, uint64_t ino)
 {
-	struct open_file **slot = open_slot(t, ino), *f = *slot;
+	struct open_file *f = open_find(t, ino);
 	struct tree_attr a;
 	int ret;
 
@@ -576,23 +601,7 @@ int tree_open(struct tree *t, uint64_t ino)
 		return 0;
 	}
 	ret = tree_getattr(t, ino, &a);
-	if (ret < 0)
-		return ret;
-	if (S_ISDIR(a.mode))
-		return -EISDIR;
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->ino = ino;
-	f->session = a.session;
-	f->handles = 1;
-	f->orphan = a.nlink == 0;
-	f->size = f->stored_size = a.size;
-	f->alloc = a.alloc;
-	f->mtime_ns = a.mtime_ns;
-	f->ctime_ns = a.ctime_ns;
-	*slot = f;
-	return 0;
+	return ret < 0 ? ret : open_first(t, &a);
 }
 
 int tree_flush(struct tree *t, uint64_t ino, bool durable)
@@ -886,8 +895,6 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 int tree_create_unlinked(struct tree *t, uint64_t parent,
 			 struct tree_attr *out)
 {
-	static const char unlinked[] = "UPDATE inodes SET nlink = 0"
-		" WHERE ino = ?1";
 	struct tree_attr dir;
 	int ret;
 
@@ -896,24 +903,12 @@ int tree_create_unlinked(struct tree *t, uint64_t parent,
 		return ret;
 	if (!S_ISDIR(dir.mode))
 		return -ENOTDIR;
-	ret = store_begin(t->st);
-	if (ret < 0)
-		return ret;
-	/* no parent and no links: what tree_new() sweeps after a crash */
+	/* no folder and no links: what tree_new() sweeps after a crash */
 	ret = insert_inode(t, dir.session, NULL, NULL, S_IFREG | 0644, dir.uid,
 			   dir.gid, NULL, 0, store_now_ns(), out);
-	if (!ret)
-		ret = store_run(t->st, unlinked, STORE_INT(out->ino));
-	if (ret < 0) {
-		store_rollback(t->st);
-		return ret;
-	}
-	ret = store_commit(t->st);
 	if (ret < 0)
 		return ret;
-	out->nlink = 0;
-	out->session_root = false;
-	ret = tree_open(t, out->ino);
+	ret = open_first(t, out);
 	if (ret < 0)
 		delete_inode(t, out->ino);
 	return ret;
