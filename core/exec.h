@@ -7,7 +7,7 @@
  * own, with limits: CPU seconds, address space, file size, no core
  * files, a wall-clock timeout, and no network where the kernel lets a
  * new network namespace be made (as root; elsewhere it runs with the
- * network it has, which *network says).  A cancel hook is polled.
+ * network it has).  A cancel hook is polled.
  *
  * exec_observation() is the seed's observation: stdout when the program
  * succeeded, else stderr (else "exit status N" / "killed by signal N"),
@@ -34,7 +34,6 @@ struct exec_limits {
 struct exec_result {
 	int status;		/* as waitpid() gives it */
 	bool timed_out;
-	bool isolated;		/* ran without network */
 	struct sbuf out, err;	/* what it printed (each kept to 64 MiB) */
 };
 

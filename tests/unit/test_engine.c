@@ -157,6 +157,21 @@ static void test_observation(void **state)
 	sbuf_release(&out);
 }
 
+/* An experiment that cannot start is an error, not an exit status. */
+static void test_experiment_that_cannot_start(void **state)
+{
+	struct exec_limits lim = { .wall_s = 7 };
+	struct exec_result res;
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	assert_int_equal(exec_python("/nonexistent/flowfs-scratch", "x.py",
+				     &lim, NULL, NULL, &res, &err), -EIO);
+	assert_string_equal(err.message, "cannot run the experiment:"
+			    " No such file or directory");
+	exec_result_release(&res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -164,6 +179,7 @@ int main(void)
 		cmocka_unit_test(test_parse_tags),
 		cmocka_unit_test(test_fold),
 		cmocka_unit_test(test_observation),
+		cmocka_unit_test(test_experiment_that_cannot_start),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
