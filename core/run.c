@@ -289,18 +289,19 @@ int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
 		 struct ferr *err)
 {
 	struct run_file f;
-	char *buf = malloc(RUN_FILE_SLICE);
-	ssize_t n;
-	int ret;
+	ssize_t n = 0;
+	int ret = run_file_open(r, parent, &f);
 
-	if (!buf)
-		return -ENOMEM;
-	ret = run_file_open(r, parent, &f);
 	if (!ret && lseek(fd, 0, SEEK_SET) < 0)
 		ret = -errno;
-	while (!ret && (n = read(fd, buf, RUN_FILE_SLICE)) > 0)
-		ret = run_file_write(&f, buf, (size_t)n);
-	free(buf);
+	/* straight into the slice buffer */
+	while (!ret && (n = read(fd, f.buf + f.len, RUN_FILE_SLICE - f.len)) > 0) {
+		f.len += (size_t)n;
+		if (f.len == RUN_FILE_SLICE)
+			ret = put_slice(&f);
+	}
+	if (!ret && n < 0)
+		ret = -errno;
 	return run_file_close(&f, name, ret, NULL, err);
 }
 
