@@ -35,37 +35,15 @@ void run_settle(const struct run *r)
 		r->host->settle(r->host->ctx);
 }
 
-int run_store_state(struct store *st, const char *sql, int64_t session,
-		    const char *key, const char *url, const char *state,
-		    const char *message)
-{
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int ret;
-
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	sqlite3_bind_text(q, 2, state, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, message, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, store_now_ns());
-	if (key)
-		sqlite3_bind_text(q, 5, key, -1, SQLITE_STATIC);
-	if (url)
-		sqlite3_bind_text(q, 6, url, -1, SQLITE_STATIC);
-	ret = store_errno(sqlite3_step(q));
-	if (!ret && !sqlite3_changes(store_db(st)))
-		ret = -ESTALE;
-	store_done(q);
-	return ret;
-}
-
 static int set_state(struct store *st, int64_t session, const char *state,
 		     const char *message)
 {
 	static const char sql[] = "UPDATE sessions SET run_state = ?2,"
 		" run_message = ?3, run_ns = ?4 WHERE id = ?1";
+	int ret = store_run(st, sql, STORE_INT(session), STORE_TEXT(state),
+			    STORE_TEXT(message), STORE_INT(store_now_ns()));
 
-	return run_store_state(st, sql, session, NULL, NULL, state, message);
+	return !ret && !store_changes(st) ? -ESTALE : ret;
 }
 
 /* What the run does now, for status (takes the lock). */
@@ -155,19 +133,13 @@ static void audit(void *ctx, const json_t *record)
 		" VALUES (?1, ?2, ?3)";
 	struct run *r = ctx;
 	char *line = json_dumps(record, JSON_COMPACT);
-	sqlite3_stmt *q;
 
 	if (!line)
 		return;
 	run_lock(r);
-	q = store_stmt(r->host->st, sql);
-	if (q) {
-		sqlite3_bind_int64(q, 1, r->session);
-		sqlite3_bind_int64(q, 2, store_now_ns());
-		sqlite3_bind_text(q, 3, line, -1, SQLITE_STATIC);
-		sqlite3_step(q);
-		store_done(q);
-	}
+	/* a line that cannot be stored is lost: the run goes on */
+	(void)store_run(r->host->st, sql, STORE_INT(r->session),
+			STORE_INT(store_now_ns()), STORE_TEXT(line));
 	run_unlock(r);
 	free(line);
 }
@@ -406,15 +378,9 @@ bool run_fetching(struct store *st, int64_t session)
 {
 	static const char sql[] = "SELECT 1 FROM fetches WHERE session = ?1"
 		" AND state = 'fetching'";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	bool yes;
+	int64_t one;
 
-	if (!q)
-		return false;
-	sqlite3_bind_int64(q, 1, session);
-	yes = sqlite3_step(q) == SQLITE_ROW;
-	store_done(q);
-	return yes;
+	return store_int(st, sql, &one, STORE_INT(session)) == 0;
 }
 
 /* datcom's description: the inline input, else uploads/description. */

@@ -19,9 +19,12 @@ static int fetch_state(struct run *r, const char *state, const char *message)
 {
 	static const char sql[] = "UPDATE fetches SET state = ?2, message = ?3,"
 		" time_ns = ?4 WHERE session = ?1 AND key = ?5 AND url = ?6";
+	struct store *st = r->host->st;
+	int ret = store_run(st, sql, STORE_INT(r->session), STORE_TEXT(state),
+			    STORE_TEXT(message), STORE_INT(store_now_ns()),
+			    STORE_TEXT(r->key), STORE_TEXT(r->url));
 
-	return run_store_state(r->host->st, sql, r->session, r->key, r->url,
-			       state, message);
+	return !ret && !store_changes(st) ? -ESTALE : ret;
 }
 
 static void mib(char *buf, size_t size, int64_t bytes)
@@ -55,17 +58,10 @@ static bool fetch_current(struct run *r)
 {
 	static const char sql[] = "SELECT 1 FROM fetches WHERE session = ?1"
 		" AND key = ?2 AND url = ?3 AND state = 'fetching'";
-	sqlite3_stmt *q = store_stmt(r->host->st, sql);
-	bool yes;
+	int64_t one;
 
-	if (!q)
-		return false;
-	sqlite3_bind_int64(q, 1, r->session);
-	sqlite3_bind_text(q, 2, r->key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, r->url, -1, SQLITE_STATIC);
-	yes = sqlite3_step(q) == SQLITE_ROW;
-	store_done(q);
-	return yes;
+	return store_int(r->host->st, sql, &one, STORE_INT(r->session),
+			 STORE_TEXT(r->key), STORE_TEXT(r->url)) == 0;
 }
 
 void run_flow_fetch(struct run *r)
@@ -124,26 +120,18 @@ struct fetch_start {
 static int fetched(const struct fetch_start *f, const char *key,
 		   const char *url, const char *name, bool *yes)
 {
-	static const char sql[] = "SELECT state FROM fetches WHERE session = ?1"
-		" AND key = ?2 AND url = ?3 AND name = ?4"
+	static const char sql[] = "SELECT state = 'done' FROM fetches"
+		" WHERE session = ?1 AND key = ?2 AND url = ?3 AND name = ?4"
 		" AND state IN ('fetching', 'done')";
-	sqlite3_stmt *q = store_stmt(f->host->st, sql);
 	struct tree_attr a;
-	int rc;
+	int64_t done = 0;
+	int ret = store_int(f->host->st, sql, &done, STORE_INT(f->s->id),
+			    STORE_TEXT(key), STORE_TEXT(url), STORE_TEXT(name));
 
-	*yes = false;
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, f->s->id);
-	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, url, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 4, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		*yes = strcmp((const char *)sqlite3_column_text(q, 0), "done") ||
-		       tree_lookup(f->host->tree, f->s->uploads_ino, name, &a) == 0;
-	store_done(q);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_errno(rc);
+	/* being fetched, or fetched and still there */
+	*yes = !ret && (!done || tree_lookup(f->host->tree, f->s->uploads_ino,
+					     name, &a) == 0);
+	return ret == -ENOENT ? 0 : ret;
 }
 
 static int want(void *ctx, const char *key, const char *url, const char *name)
@@ -187,13 +175,10 @@ static int forget_unwanted(struct fetch_start *f)
 	ret = store_errno(rc);
 	store_done(q);
 	json_array_foreach(drop, i, k) {
-		q = ret ? NULL : store_stmt(f->host->st, drop_sql);
-		if (!q)
+		if (ret < 0)
 			break;
-		sqlite3_bind_int64(q, 1, f->s->id);
-		sqlite3_bind_text(q, 2, json_string_value(k), -1, SQLITE_STATIC);
-		ret = store_errno(sqlite3_step(q));
-		store_done(q);
+		ret = store_run(f->host->st, drop_sql, STORE_INT(f->s->id),
+				STORE_TEXT(json_string_value(k)));
 	}
 	json_decref(drop);
 	return ret;
@@ -207,7 +192,6 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 		" 'fetching', 'starting', ?5)";
 	struct fetch_start *f = ctx;
 	struct run *r;
-	sqlite3_stmt *q;
 	bool yes;
 	int ret = fetched(f, key, url, name, &yes);
 
@@ -224,22 +208,20 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 	r->key = strdup(key);
 	r->url = strdup(url);
 	r->name = strdup(name);
-	q = r->key && r->url && r->name ? store_stmt(f->host->st, sql) : NULL;
-	if (!q) {
-		ret = r->key && r->url && r->name ? -EIO : -ENOMEM;
+	if (!r->key || !r->url || !r->name) {
 		run_release(r);
-		return ret;
+		return -ENOMEM;
 	}
-	sqlite3_bind_int64(q, 1, f->s->id);
-	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, url, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 4, name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 5, store_now_ns());
-	ret = store_errno(sqlite3_step(q));
-	store_done(q);
+	ret = store_run(f->host->st, sql, STORE_INT(f->s->id), STORE_TEXT(key),
+			STORE_TEXT(url), STORE_TEXT(name),
+			STORE_INT(store_now_ns()));
 	/* kept before its thread starts: once started, it is never lost */
-	if (!ret)
+	if (!ret) {
 		ret = f->add(f->ctx, r);
+		/* not kept: its row must not stay "fetching" */
+		if (ret < 0)
+			fetch_state(r, "failed", strerror(-ret));
+	}
 	if (ret < 0) {
 		run_release(r);
 		return ret;

@@ -109,14 +109,6 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 /* A fetch, its end state stored in its row too. */
 void run_flow_fetch(struct run *r);
 
-/* Run `sql` with ?1 session, ?2 state, ?3 message, ?4 now, ?5 key and
- * ?6 url (those not NULL): the state of a run or a fetch (the lock
- * held).  -ESTALE when it changed no row (the fetch was superseded, the
- * session is gone). */
-int run_store_state(struct store *st, const char *sql, int64_t session,
-		    const char *key, const char *url, const char *state,
-		    const char *message);
-
 /* Status lines "<label>: <state>[: <message>]" from `sql`, which takes
  * ?1 = session and yields (label, state, message) rows. */
 int run_state_lines(struct store *st, const char *sql, int64_t session,
