@@ -441,33 +441,49 @@ static int cached_content(struct flowfs *fs, const struct node *n,
 	return slot->ret;
 }
 
-/* Render an entry's content; its size and mtime follow from it. */
-static int render_entry(struct flowfs *fs, const struct node *n,
-			struct sbuf *out, int64_t *mtime_ns)
+/*
+ * An entry's content: *content is the render cache's copy when the entry
+ * has a version, else `scratch`, rendered into.  Its size and mtime
+ * follow from it.
+ */
+static int entry_content(struct flowfs *fs, const struct node *n,
+			 struct sbuf *scratch, const struct sbuf **content,
+			 int64_t *mtime_ns)
 {
 	const struct entry *e;
 
 	*mtime_ns = fs->mounted_ns;
+	*content = scratch;
 	if (n->type == N_ITEM) {
 		*mtime_ns = n->item.mtime_ns;
-		return fs_collections[n->coll].render(fs, &n->item, out);
+		return fs_collections[n->coll].render(fs, &n->item, scratch);
 	}
 	if (n->type == N_VIEW) {
 		if (!view_is_dir(n) && !n->sk->error)
 			*mtime_ns = n->sk->files[n->file - 1].mtime_ns;
-		return view_content(n, out);
+		return view_content(n, scratch);
 	}
 	e = &fs_entries[n->row];
 	if (!e->render)
 		return 0;
 	if (e->version && n->has_session) {
-		const struct sbuf *c;
-		int ret = cached_content(fs, n, e, &c, mtime_ns);
+		int ret = cached_content(fs, n, e, content, mtime_ns);
 
 		if (ret <= 0)
-			return ret < 0 ? ret : sbuf_add(out, c->buf, c->len);
+			return ret;
+		*content = scratch;
 	}
-	return e->render(fs, n->has_session ? &n->s : NULL, out, mtime_ns);
+	return e->render(fs, n->has_session ? &n->s : NULL, scratch, mtime_ns);
+}
+
+/* An entry's content, copied into `out`. */
+static int render_entry(struct flowfs *fs, const struct node *n,
+			struct sbuf *out, int64_t *mtime_ns)
+{
+	const struct sbuf *c;
+	int ret = entry_content(fs, n, out, &c, mtime_ns);
+
+	return ret || c == out ? ret : sbuf_add(out, c->buf, c->len);
 }
 
 /*
@@ -476,41 +492,21 @@ static int render_entry(struct flowfs *fs, const struct node *n,
  * copy is the truth for it.  The kernel asks before every read() of a
  * file whose attributes it may not cache, and rendering a 9 MB
  * parameters.json for each 128 KiB read would make reading quadratic.
+ * A cached content's size needs no copy of it (megabytes).
  */
 static int stat_content(struct flowfs *fs, const struct node *n,
 			struct stat *st, const struct handle *snap)
 {
-	struct sbuf sb = SBUF_INIT;
-	int64_t mtime;
-	int ret;
+	struct sbuf scratch = SBUF_INIT;
+	const struct sbuf *c = snap ? &snap->content : &scratch;
+	int64_t mtime = snap ? snap->mtime_ns : 0;
+	int ret = snap ? 0 : entry_content(fs, n, &scratch, &c, &mtime);
 
-	if (snap) {
-		st->st_size = (off_t)snap->content.len;
-		st->st_blocks = ((off_t)snap->content.len + 511) / 512;
-		ts_from_ns(&st->st_mtim, snap->mtime_ns);
-		st->st_ctim = st->st_mtim;
-		return 0;
-	}
-	/* a cached content's size needs no copy of it (megabytes) */
-	if (n->type == N_ENTRY && fs_entries[n->row].version && n->has_session) {
-		const struct sbuf *c;
-
-		ret = cached_content(fs, n, &fs_entries[n->row], &c, &mtime);
-		if (ret <= 0) {
-			st->st_size = ret ? 0 : (off_t)c->len;
-			st->st_blocks = (st->st_size + 511) / 512;
-			ts_from_ns(&st->st_mtim, mtime);
-			st->st_ctim = st->st_mtim;
-			return ret;
-		}
-	}
-	ret = render_entry(fs, n, &sb, &mtime);
-
-	st->st_size = (off_t)sb.len;
-	st->st_blocks = ((off_t)sb.len + 511) / 512;
+	st->st_size = ret < 0 ? 0 : (off_t)c->len;
+	st->st_blocks = (st->st_size + 511) / 512;
 	ts_from_ns(&st->st_mtim, mtime);
 	st->st_ctim = st->st_mtim;
-	sbuf_release(&sb);
+	sbuf_release(&scratch);
 	return ret;
 }
 
@@ -934,10 +930,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	/* touch(1) on a generated file: nothing to store, not an error. */
 reply:
+	/* an open document's size and time are its handle's (op_getattr) */
 	if (!ret)
-		ret = node_stat(fs, &n, &st, &generated);
-	if (!ret && h && h->kind == H_DOC)
-		st.st_size = (off_t)h->content.len;
+		ret = node_stat_snap(fs, &n, &st, &generated,
+				     h && h->kind == H_DOC ? h : NULL);
 out:
 	unlock(fs);
 	if (ret < 0)
@@ -968,8 +964,6 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 			ret = -EINVAL;
 		if (!ret)
 			ret = render_entry(fs, &n, &sb, &mtime);
-		if (!ret && !sb.buf)
-			ret = -ENOENT;
 	}
 	unlock(fs);
 	if (ret < 0)
@@ -1364,7 +1358,6 @@ static int copy_away(struct flowfs *fs, const struct node *n,
 		     fuse_ino_t newparent, const char *newname)
 {
 	struct sbuf text = SBUF_INIT;
-	struct tree_attr a;
 	struct node np;
 	int64_t mtime;
 	int ret;
@@ -1380,10 +1373,8 @@ static int copy_away(struct flowfs *fs, const struct node *n,
 	if (ret < 0)
 		return ret;
 	ret = render_entry(fs, n, &text, &mtime);
-	/* whole or not at all, over what had the name (not a folder) */
-	if (!ret && tree_lookup(fs->tree, newparent, newname, &a) == 0 &&
-	    S_ISDIR(a.mode))
-		ret = -EISDIR;
+	/* whole or not at all, over what had the name (not a folder:
+	 * -EISDIR) */
 	if (!ret)
 		ret = tree_put_file(fs->tree, newparent, newname, text.buf,
 				    text.len, NULL);

@@ -449,6 +449,16 @@ def test_rmdir_empty_uploads_comes_back(session):
     assert read_bytes(session / "uploads" / "f") == b"x"
 
 
+def test_rename_session_json_onto_a_folder_is_eisdir(session):
+    sj = session / "session.json"
+    before = read_bytes(sj)
+    os.mkdir(session / "d")
+    write_bytes(session / "d" / "x", b"x")
+    assert oserror(os.rename, sj, session / "d") == errno.EISDIR
+    assert read_bytes(sj) == before
+    assert os.listdir(session / "d") == ["x"]
+
+
 def test_rename_session_json_away_leaves_copy(session):
     sj = session / "session.json"
     assert put(sj, b'{"title": "orig"}') == 0
