@@ -1726,12 +1726,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	if (h->kind != H_FILE) {
+		/* a document's buffer changes with writes, truncates and
+		 * flushes on other threads; a generated one never does */
+		if (h->kind == H_DOC)
+			lock(fs);
 		ret = 0;
 		if ((size_t)off < h->content.len) {
 			got = h->content.len - (size_t)off < size
 				      ? h->content.len - (size_t)off : size;
 			memcpy(buf, h->content.buf + off, got);
 		}
+		if (h->kind == H_DOC)
+			unlock(fs);
 	} else {
 		lock(fs);
 		ret = tree_read(fs->tree, ino, buf, size, off, &got);
@@ -1787,20 +1793,28 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 			fuse_reply_err(req, EFBIG);
 			return;
 		}
+		/* a flush of a dup'ed descriptor may read it meanwhile */
+		lock(fs);
 		if ((size_t)off + size > h->content.len) {
 			size_t old = h->content.len;
 
-			if (sbuf_grow(&h->content, (size_t)off + size - old) < 0) {
-				fuse_reply_err(req, ENOMEM);
-				return;
+			ret = sbuf_grow(&h->content, (size_t)off + size - old);
+			if (!ret) {
+				memset(h->content.buf + old, 0,
+				       (size_t)off + size - old);
+				sbuf_setlen(&h->content, (size_t)off + size);
 			}
-			memset(h->content.buf + old, 0, (size_t)off + size - old);
-			sbuf_setlen(&h->content, (size_t)off + size);
 		}
-		memcpy(h->content.buf + off, buf, size);
-		h->dirty = true;
-		h->refused = false;
-		fuse_reply_write(req, size);
+		if (!ret) {
+			memcpy(h->content.buf + off, buf, size);
+			h->dirty = true;
+			h->refused = false;
+		}
+		unlock(fs);
+		if (ret < 0)
+			fuse_reply_err(req, -ret);
+		else
+			fuse_reply_write(req, size);
 		return;
 	}
 	if (h->kind == H_CONTROL) {
