@@ -495,10 +495,13 @@ int main(int argc, char *argv[])
 	ret = ret != 0;
 
 out_unmount:
+	/* the handles the kernel never released first: committing a
+	 * request.json there may start a fetch, which must be stopped */
+	fs_release_open_handles(&fs);
 	fs_stop_runs(&fs);
 	fs_notifier_stop(fs.notifier);
+	fs.notifier = NULL;
 	fuse_session_unmount(se);
-	fs_release_open_handles(&fs);
 out_handlers:
 	fuse_remove_signal_handlers(se);
 out:
