@@ -411,19 +411,24 @@ static int command_run(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
-static int command_cancel(struct flowfs *fs, const struct session_info *s,
-			  struct ferr *err)
+size_t fs_cancel_runs(struct flowfs *fs, int64_t session)
 {
 	size_t cancelled = 0;
 
-	reap_runs(fs, s->id);
+	reap_runs(fs, session);
 	/* the run and the fetches of the session */
 	for (size_t i = 0; i < fs->nruns; i++)
-		if (run_session(fs->runs[i]) == s->id) {
+		if (run_session(fs->runs[i]) == session) {
 			run_cancel(fs->runs[i]);
 			cancelled++;
 		}
-	if (!cancelled)
+	return cancelled;
+}
+
+static int command_cancel(struct flowfs *fs, const struct session_info *s,
+			  struct ferr *err)
+{
+	if (!fs_cancel_runs(fs, s->id))
 		return ferr_set(err, -EINVAL, "no run is going on");
 	return 0;
 }

@@ -100,6 +100,10 @@ void fs_release_open_handles(struct flowfs *fs);
  * not held). */
 void fs_stop_runs(struct flowfs *fs);
 
+/* Cancel the run and the fetches of a session (the lock held; they end
+ * on their own); how many there were. */
+size_t fs_cancel_runs(struct flowfs *fs, int64_t session);
+
 /* The current tool map (never NULL: empty when the file is missing or
  * broken — then `err` says why, for .flowfs/config). */
 const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err);

@@ -1220,6 +1220,9 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (!ret)
 			ret = has ? -ENOTEMPTY
 				  : session_delete(fs->st, fs->tree, s.id);
+		/* what was running for it has nothing to write to */
+		if (!ret)
+			fs_cancel_runs(fs, s.id);
 		goto out;
 	}
 	if (row >= 0 && fs_entries[row].kind == ENTRY_FOLDER) {
@@ -1399,6 +1402,21 @@ static int rename_from_entry(struct flowfs *fs, const struct node *p, int row,
 	return ret < 0 ? ret : copy_away(fs, &n, newparent, newname);
 }
 
+/* mv of a session; one it replaces has its runs cancelled, as rmdir. */
+static int rename_session(struct flowfs *fs, const char *name,
+			  const char *newname, bool noreplace)
+{
+	struct session_info old;
+	bool replaces = !noreplace &&
+			session_find(fs->st, newname, &old) == 0;
+	int ret = session_rename(fs->st, fs->tree, name, newname, noreplace,
+				 NULL);
+
+	if (!ret && replaces && strcmp(name, newname))
+		fs_cancel_runs(fs, old.id);
+	return ret;
+}
+
 /* rename where documents of a collection are at either end. */
 static int rename_items(struct flowfs *fs, const struct node *p,
 			const char *name, const struct node *np,
@@ -1471,8 +1489,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		else if (row >= 0 || newrow >= 0)
 			ret = -EROFS;
 		else
-			ret = session_rename(fs->st, fs->tree, name, newname,
-					     noreplace, NULL);
+			ret = rename_session(fs, name, newname, noreplace);
 		goto out;
 	}
 	if (row >= 0) {
