@@ -199,14 +199,24 @@ static bool has_nul(const json_t *s)
 	return strlen(json_string_value(s)) != json_string_length(s);
 }
 
-/* An id as a message shows it: 3 or "t3" (truncated). */
-static const char *id_text(const json_t *id, char buf[80])
+/* The bytes of the first `chars` characters of `s` (valid UTF-8, as
+ * every JSON string is): for "%.*s", which counts bytes and would cut a
+ * character in two. */
+static int clip(const char *s, size_t chars)
 {
+	return (int)utf8_offset(s, strlen(s), chars);
+}
+
+/* An id as a message shows it: 3 or "t3" (truncated). */
+static const char *id_text(const json_t *id, char buf[256])
+{
+	const char *s = json_string_value(id);
+
 	if (json_is_integer(id))
-		snprintf(buf, 80, "%lld", (long long)json_integer_value(id));
+		snprintf(buf, 256, "%lld", (long long)json_integer_value(id));
 	else
-		snprintf(buf, 80, "\"%.60s%s\"", json_string_value(id),
-			 json_string_length(id) > 60 ? "..." : "");
+		snprintf(buf, 256, "\"%.*s%s\"", clip(s, 60), s,
+			 s[clip(s, 60)] ? "..." : "");
 	return buf;
 }
 
@@ -273,8 +283,8 @@ static int check_shape(const json_t *v, const char *path,
 			;
 		if (!f->name)
 			return refuse(err, path,
-				      "unknown field \"%.80s\" (%s has %s)",
-				      key, sh->what, sh->has);
+				      "unknown field \"%.*s\" (%s has %s)",
+				      clip(key, 80), key, sh->what, sh->has);
 	}
 	for (f = sh->fields; f->name; f++) {
 		m = json_object_get(v, f->name);
@@ -355,8 +365,8 @@ static int check_tool(const json_t *tool, const char *path, struct ferr *err)
 		if (!strcmp(s, allowed_tools[i]))
 			return 0;
 	return refuse(err, path,
-		      "\"%.80s\" is not an available tool (a task's tool must be "
-		      TOOLS_TEXT ")", s);
+		      "\"%.*s\" is not an available tool (a task's tool must be "
+		      TOOLS_TEXT ")", clip(s, 80), s);
 }
 
 static int check_judge(const json_t *judge, const char *path,
@@ -400,7 +410,7 @@ static int check_round(const json_t *round, const char *path, json_t *rounds,
 		       struct ferr *err)
 {
 	char sub[PATH_MAX_LEN], item[PATH_MAX_LEN], idp[PATH_MAX_LEN];
-	char idbuf[80];
+	char idbuf[256];
 	const json_t *plan, *v, *dep;
 	const char *first;
 	size_t i, j;
@@ -476,7 +486,7 @@ static int check_dependencies(const json_t *phase, const char *path,
 			      json_t *tasks, struct sbuf *key,
 			      struct ferr *err)
 {
-	char idp[PATH_MAX_LEN], idbuf[80], pidbuf[80];
+	char idp[PATH_MAX_LEN], idbuf[256], pidbuf[256];
 	const json_t *round, *task, *dep;
 	size_t r, t, d;
 
@@ -533,7 +543,7 @@ static int check_structured(const json_t *doc, struct ferr *err)
 	struct sbuf key = SBUF_INIT;
 	json_t *phase_ids = json_object();
 	const json_t *v, *phases, *phase;
-	char item[PATH_MAX_LEN], idp[PATH_MAX_LEN], idbuf[80];
+	char item[PATH_MAX_LEN], idp[PATH_MAX_LEN], idbuf[256];
 	const char *first;
 	size_t i;
 	int ret;
@@ -547,8 +557,9 @@ static int check_structured(const json_t *doc, struct ferr *err)
 		goto out;
 	v = member(doc, "architecture");
 	if (strcmp(json_string_value(v), ARCHITECTURE) || has_nul(v)) {
-		ret = refuse(err, "architecture", "\"%.80s\" must be \""
-			     ARCHITECTURE "\"", json_string_value(v));
+		ret = refuse(err, "architecture", "\"%.*s\" must be \""
+			     ARCHITECTURE "\"", clip(json_string_value(v), 80),
+			     json_string_value(v));
 		goto out;
 	}
 	ret = check_shape(member(doc, "request"), "request", &request_shape,
@@ -617,9 +628,10 @@ static int legacy_convert(const json_t *msg, json_t **out, struct ferr *err)
 		goto out;
 	role = member(msg, "role");
 	if (strcmp(json_string_value(role), "assistant")) {
-		ret = refuse(err, "role", "\"%.80s\": only an assistant message "
+		ret = refuse(err, "role", "\"%.*s\": only an assistant message "
 			     "can be converted (a context is a structured "
 			     "message or a legacy assistant message)",
+			     clip(json_string_value(role), 80),
 			     json_string_value(role));
 		goto out;
 	}
@@ -637,7 +649,8 @@ static int legacy_convert(const json_t *msg, json_t **out, struct ferr *err)
 		v = member(call, "type");
 		if (v && strcmp(json_string_value(v), "function")) {
 			join(sub, item, "type");
-			ret = refuse(err, sub, "\"%.80s\" must be \"function\"",
+			ret = refuse(err, sub, "\"%.*s\" must be \"function\"",
+				     clip(json_string_value(v), 80),
 				     json_string_value(v));
 			goto out;
 		}

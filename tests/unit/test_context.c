@@ -329,6 +329,29 @@ static void test_dependencies(void **state)
 		"integer or a non-empty string (a task id)");
 }
 
+/* A long key is cut at a character, not inside one. */
+static void test_long_names_cut_whole(void **state)
+{
+	struct sbuf text = SBUF_INIT, msg = SBUF_INIT;
+
+	(void)state;
+	sbuf_addstr(&text, "{\"id\": \"m\", \"timestamp\": 1, \"architecture\":"
+		    " \"request-phase-task\", \"request\": {}, \"phases\": [],"
+		    " \"x");
+	sbuf_addstr(&msg, "unknown field \"x");
+	for (int i = 0; i < 100; i++) {
+		sbuf_addstr(&text, "\xc3\xa9");	/* 2 bytes each */
+		if (i < 79)
+			sbuf_addstr(&msg, "\xc3\xa9");
+	}
+	sbuf_addstr(&text, "\": 1}");
+	sbuf_addstr(&msg, "\" (a context has id, timestamp, architecture,"
+		    " request, phases, summary)");
+	refused(text.buf, "", msg.buf);
+	sbuf_release(&text);
+	sbuf_release(&msg);
+}
+
 static void test_shape(void **state)
 {
 	(void)state;
@@ -688,6 +711,7 @@ int main(void)
 		cmocka_unit_test(test_render_wrapping),
 		cmocka_unit_test(test_render_wide_wrapping),
 		cmocka_unit_test(test_render_refuses_non_context),
+		cmocka_unit_test(test_long_names_cut_whole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
