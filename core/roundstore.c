@@ -236,14 +236,20 @@ static size_t first_gap(json_t *const *rounds, size_t n)
 	return 0;
 }
 
+/* The file status names round `number` by. */
+static const char *round_file(char buf[48], int64_t number)
+{
+	snprintf(buf, 48, "rounds/%" PRId64 ".json", number);
+	return buf;
+}
+
 static int refuse_gap(struct ferr *err, int64_t number, size_t missing)
 {
 	char file[48];
 
-	snprintf(file, sizeof(file), "rounds/%" PRId64 ".json", number);
-	ferr_set_path(err, file);
-	return ferr_set(err, -EINVAL, "%s: rounds/%zu.json is missing: rounds"
-			" are numbered from 1 without gaps", file, missing);
+	return ferr_refuse(err, -EINVAL, round_file(file, number),
+			   "rounds/%zu.json is missing: rounds are numbered"
+			   " from 1 without gaps", missing);
 }
 
 /* The first of rounds 1..number-1 that is not stored, or 0. */
@@ -336,12 +342,14 @@ int roundstore_mtime(struct store *st, int64_t session, int64_t *mtime_ns)
 static int may_be(struct store *st, int64_t session, int64_t number,
 		  const json_t *doc, struct ferr *err)
 {
+	char file[48];
 	int64_t missing;
 	int ret;
 
 	if (number < 1 || number > ROUNDSTORE_MAX)
-		return ferr_set(err, -EINVAL, "rounds/%" PRId64 ".json: rounds"
-				" are numbered 1 to %d", number, ROUNDSTORE_MAX);
+		return ferr_refuse(err, -EINVAL, round_file(file, number),
+				   "rounds are numbered 1 to %d",
+				   ROUNDSTORE_MAX);
 	ret = first_missing_below(st, session, number, &missing);
 	if (!ret && missing)
 		ret = refuse_gap(err, number, (size_t)missing);
@@ -514,8 +522,8 @@ static int refuse_missing(struct ferr *err, size_t missing, size_t highest)
 {
 	char file[48];
 
-	snprintf(file, sizeof(file), "rounds/%zu.json", missing);
-	ferr_set_path(err, file);
+	/* the path is the missing file's; the text names it on its own */
+	ferr_set_path(err, round_file(file, (int64_t)missing));
 	return ferr_set(err, -EINVAL, "%s is missing: rounds are numbered"
 			" from 1 without gaps (rounds/%zu.json exists)", file,
 			highest);

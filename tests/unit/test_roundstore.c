@@ -89,6 +89,9 @@ static void refused(struct fixture *fx, int64_t n, const char *text,
 
 	assert_int_equal(put(fx, n, text, &err), -EINVAL);
 	assert_string_equal(err.message, message);
+	/* the file at fault is recorded, and the message starts with it */
+	assert_true(err.path[0] != '\0');
+	assert_memory_equal(err.message, err.path, strlen(err.path));
 }
 
 static size_t count(struct fixture *fx)
