@@ -228,7 +228,7 @@ static int import_upload(const struct binding_ctx *c, const struct artifact *a,
 	if (!S_ISREG(up.mode))
 		return sbuf_addf(problems, "uploads/%s: a folder, not a file\n",
 				 name);
-	ret = tree_read_all(c->tree, up.ino, &text);
+	ret = tree_read_all(c->tree, &up, &text);
 	if (ret == -EFBIG)
 		ret = sbuf_addf(problems, "uploads/%s: too large to read\n",
 				name);

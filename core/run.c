@@ -394,7 +394,7 @@ static char *datcom_description(struct run *r, const struct inputs *in)
 	if (inline_text && *inline_text)
 		return strdup(inline_text);
 	if (tree_lookup(r->host->tree, r->uploads_ino, "description", &a) < 0 ||
-	    !S_ISREG(a.mode) || tree_read_all(r->host->tree, a.ino, &text) < 0 ||
+	    !S_ISREG(a.mode) || tree_read_all(r->host->tree, &a, &text) < 0 ||
 	    !text.len) {
 		sbuf_release(&text);
 		return NULL;

@@ -842,25 +842,17 @@ static int read_stored(struct tree *t, uint64_t ino, char *buf, int64_t off,
 	return ret;
 }
 
-int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
-	      int64_t off, size_t *got)
+/* tree_read() of a file whose size (open or not) the caller knows. */
+static int read_sized(struct tree *t, uint64_t ino, int64_t fsize, char *buf,
+		      size_t size, int64_t off, size_t *got)
 {
 	struct open_file *f = open_find(t, ino);
-	struct tree_attr a;
-	int64_t fsize, end;
+	int64_t end;
 	int ret;
 
 	*got = 0;
 	if (off < 0)
 		return -EINVAL;
-	if (f) {
-		fsize = f->size;
-	} else {
-		ret = tree_getattr(t, ino, &a);
-		if (ret < 0)
-			return ret;
-		fsize = a.size;
-	}
 	if (off >= fsize || !size)
 		return 0;
 	end = fsize - off < (int64_t)size ? fsize : off + (int64_t)size;
@@ -890,6 +882,20 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 	}
 	*got = (size_t)(end - off);
 	return 0;
+}
+
+int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
+	      int64_t off, size_t *got)
+{
+	struct open_file *f = open_find(t, ino);
+	struct tree_attr a;
+	int ret;
+
+	*got = 0;
+	if (f)
+		return read_sized(t, ino, f->size, buf, size, off, got);
+	ret = tree_getattr(t, ino, &a);
+	return ret < 0 ? ret : read_sized(t, ino, a.size, buf, size, off, got);
 }
 
 int tree_create_unlinked(struct tree *t, uint64_t parent,
@@ -985,22 +991,20 @@ int tree_put_file(struct tree *t, uint64_t parent, const char *name,
 	return ret;
 }
 
-int tree_read_all(struct tree *t, uint64_t ino, struct sbuf *out)
+int tree_read_all(struct tree *t, const struct tree_attr *a,
+		  struct sbuf *out)
 {
-	struct tree_attr a;
 	size_t got;
 	int ret;
 
-	ret = tree_getattr(t, ino, &a);
-	if (ret < 0)
-		return ret;
-	if (!S_ISREG(a.mode))
+	if (!S_ISREG(a->mode))
 		return -EINVAL;
-	if (a.size > 64 * 1024 * 1024)
+	if (a->size > 64 * 1024 * 1024)
 		return -EFBIG;
-	if (sbuf_grow(out, (size_t)a.size) < 0)
+	if (sbuf_grow(out, (size_t)a->size) < 0)
 		return -ENOMEM;
-	ret = tree_read(t, ino, out->buf + out->len, (size_t)a.size, 0, &got);
+	ret = read_sized(t, a->ino, a->size, out->buf + out->len,
+			 (size_t)a->size, 0, &got);
 	if (ret < 0)
 		return ret;
 	sbuf_setlen(out, out->len + got);

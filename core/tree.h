@@ -177,8 +177,11 @@ int tree_link_unlinked(struct tree *t, uint64_t ino, uint64_t parent,
 int tree_put_file(struct tree *t, uint64_t parent, const char *name,
 		  const char *data, size_t len, struct tree_attr *out);
 
-/* Read a whole file (a scratch file renamed onto a document). */
-int tree_read_all(struct tree *t, uint64_t ino, struct sbuf *out);
+/* Read a whole regular file (a scratch file renamed onto a document),
+ * given its attributes as tree_lookup() or tree_getattr() gave them
+ * (-EINVAL for another type, -EFBIG over 64 MiB). */
+int tree_read_all(struct tree *t, const struct tree_attr *a,
+		  struct sbuf *out);
 
 /*
  * Before a session is deleted: its open files become unlinked-while-open

@@ -1336,7 +1336,7 @@ static int rename_onto_doc(struct flowfs *fs, const struct node *p,
 		ret = S_ISDIR(src.mode) ? -EISDIR : -EINVAL;
 		goto out;
 	}
-	ret = tree_read_all(fs->tree, src.ino, &text);
+	ret = tree_read_all(fs->tree, &src, &text);
 	if (ret < 0)
 		goto out;
 	ret = commit_target(fs, t, text.buf, text.len);
