@@ -2,6 +2,7 @@
 #include "datcom.h"
 
 #include <errno.h>
+#include <float.h>
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
@@ -119,6 +120,8 @@ static const struct dparam params_table[NPARAMS] = { PARAMS(X_TABLE) };
 
 /* Longest NACA designation kept; a card holds at most 80 columns anyway. */
 #define NACA_MAX 80
+/* Columns of a NACA card before the designation: "NACA-W-6-" */
+#define NACA_PREFIX 9
 
 struct dval {
 	bool set;
@@ -172,19 +175,23 @@ static int fail(struct ferr *err, int pi, const char *fmt, ...)
 
 /*
  * A number as Python's repr() shows it (the same spelling as the schema's
- * messages and parameter.json), e.g. "1e-05", "2.0", "25".
+ * messages and parameter.json), e.g. "1e-05", "2.0".  Every number shown
+ * is finite: JSON holds no other, and list strings refuse them.
  */
-static void show(char *buf, size_t size, double v)
+static const char *show(char buf[FJSON_REAL_SIZE], double v)
 {
-	json_t *j = json_real(v);
-	char *s = j ? fjson_dumps(j) : NULL;
+	fjson_format_real(buf, v);
+	return buf;
+}
 
-	if (s)
-		snprintf(buf, size, "%s", s);
-	else
-		snprintf(buf, size, "%g", v);
-	free(s);
-	json_decref(j);
+/* A JSON number as given: "25" for an integer, as show() for a real. */
+static const char *show_json(char buf[FJSON_REAL_SIZE], const json_t *j)
+{
+	if (!json_is_integer(j))
+		return show(buf, json_number_value(j));
+	snprintf(buf, FJSON_REAL_SIZE, "%" JSON_INTEGER_FORMAT,
+		 json_integer_value(j));
+	return buf;
 }
 
 /* What a JSON value is, for "must be a number, not a string". */
@@ -224,6 +231,9 @@ static const char *item_label(char *buf, int pi, size_t i)
 	return buf;
 }
 
+/* The item of check_number() that is not in a list. */
+#define NO_ITEM ((size_t)-1)
+
 /*
  * The range rule of a parameter broken by `v`, as words ("greater than
  * 0"), or NULL when v is within it.
@@ -261,37 +271,33 @@ static const char *range_words(const struct dparam *p, double v, char *buf,
 	return buf;
 }
 
-/* A value the deck will print: in range, and printable as DATCOM reads it. */
-static int check_number(struct ferr *err, int pi, const char *lbl, double v)
+/*
+ * A value the deck will print (the parameter's, or item `item` of its
+ * list): in range, and printable as DATCOM reads it.  v is finite.
+ */
+static int check_number(struct ferr *err, int pi, size_t item, double v)
 {
-	char words[160], num[40], shown[40];
-	int r;
+	char words[160], lbl[LABEL_MAX], shown[FJSON_REAL_SIZE];
+	bool range = range_words(&params_table[pi], v, words, sizeof(words));
+	/* DATCOM's REALs are single precision: beyond this they overflow */
+	bool big = fabs(v) > DATCOM_REAL_MAX;
 
-	if (range_words(&params_table[pi], v, words, sizeof(words))) {
-		show(shown, sizeof(shown), v);
+	if (!range && !big && deck_number_check(v) == 0)
+		return 0;
+	if (item == NO_ITEM)
+		label(lbl, pi);
+	else
+		item_label(lbl, pi, item);
+	show(shown, v);
+	if (range)
 		return fail(err, pi, "%s must be %s, not %s", lbl, words,
 			    shown);
-	}
-	/* DATCOM's REALs are single precision: beyond this they overflow */
-	if (fabs(v) > DATCOM_REAL_MAX) {
-		show(shown, sizeof(shown), v);
+	if (big)
 		return fail(err, pi, "%s is %s, beyond what a DATCOM REAL "
 			    "holds (about 3.4E38)", lbl, shown);
-	}
-	r = deck_format_number(v, num, sizeof(num));
-	if (r == -ERANGE) {
-		show(shown, sizeof(shown), v);
-		return fail(err, pi,
-			    "%s is %s, which a DATCOM card would show as 0.0 "
-			    "(numbers are written with at most 4 decimals); "
-			    "use a smaller unit or 0", lbl, shown);
-	}
-	if (r < 0) {
-		show(shown, sizeof(shown), v);
-		return fail(err, pi, "%s is %s, which cannot be written on a "
-			    "DATCOM card", lbl, shown);
-	}
-	return 0;
+	return fail(err, pi, "%s is %s, which a DATCOM card would show as "
+		    "0.0 (numbers are written with at most 4 decimals); use a "
+		    "smaller unit or 0", lbl, shown);
 }
 
 /* A whole number lo..hi ("1, 2 or 3" for short ranges). */
@@ -299,30 +305,27 @@ static int check_whole(struct ferr *err, int pi, const json_t *j,
 		       struct dval *out)
 {
 	const struct dparam *p = &params_table[pi];
-	char lbl[LABEL_MAX], shown[40];
+	char lbl[LABEL_MAX], shown[FJSON_REAL_SIZE];
 	double v;
 
 	if (!json_is_number(j))
 		return fail(err, pi, "%s must be a whole number, not %s",
 			    label(lbl, pi), jtype(j));
 	v = json_number_value(j);
-	show(shown, sizeof(shown), v);
-	if (json_is_integer(j))
-		snprintf(shown, sizeof(shown), "%" JSON_INTEGER_FORMAT,
-			 json_integer_value(j));
 	if (v != floor(v))
 		return fail(err, pi, "%s must be a whole number, not %s",
-			    label(lbl, pi), shown);
+			    label(lbl, pi), show_json(shown, j));
 	if (v < p->lo || v > p->hi) {
+		label(lbl, pi);
+		show_json(shown, j);
 		if (p->kind == K_COUNT)
 			return fail(err, pi, "%s must be between %g and %g, "
-				    "not %s", label(lbl, pi), p->lo, p->hi,
-				    shown);
+				    "not %s", lbl, p->lo, p->hi, shown);
 		if (p->hi - p->lo == 1)
 			return fail(err, pi, "%s must be %g or %g, not %s",
-				    label(lbl, pi), p->lo, p->hi, shown);
-		return fail(err, pi, "%s must be %g, %g or %g, not %s",
-			    label(lbl, pi), p->lo, p->lo + 1, p->hi, shown);
+				    lbl, p->lo, p->hi, shown);
+		return fail(err, pi, "%s must be %g, %g or %g, not %s", lbl,
+			    p->lo, p->lo + 1, p->hi, shown);
 	}
 	out->num = v;
 	return 0;
@@ -477,8 +480,7 @@ static int get_list(struct ferr *err, int pi, const json_t *j,
 		return fail(err, pi, "%s must hold at least one value",
 			    label(lbl, pi));
 	for (i = 0; i < out->n && i < DATCOM_MAX_LIST; i++) {
-		r = check_number(err, pi, item_label(lbl, pi, i),
-				 out->list[i]);
+		r = check_number(err, pi, i, out->list[i]);
 		if (r < 0)
 			return r;
 	}
@@ -705,7 +707,7 @@ static int get_value(struct ferr *err, int pi, const json_t *j,
 			return fail(err, pi, "%s must be a number, not %s",
 				    label(lbl, pi), jtype(j));
 		out->num = json_number_value(j);
-		return check_number(err, pi, label(lbl, pi), out->num);
+		return check_number(err, pi, NO_ITEM, out->num);
 	case K_LIST:
 		return get_list(err, pi, j, out);
 	case K_NACA:
@@ -724,6 +726,14 @@ static int get_value(struct ferr *err, int pi, const json_t *j,
 				    "1-series 16-212, supersonic "
 				    "S-1-40.0-9.0)", label(lbl, pi), q);
 		}
+		/* the card is NACA-<surface>-<series>-<designation> */
+		if (strlen(out->text) > DECK_COLUMNS - NACA_PREFIX)
+			return fail(err, pi, "%s is too long: its card "
+				    "%s-%c-%.16s... would have %zu columns; a "
+				    "DATCOM card holds at most %d",
+				    label(lbl, pi), p->var, out->series,
+				    out->text, NACA_PREFIX + strlen(out->text),
+				    DECK_COLUMNS);
 		return 0;
 	case K_BOOL:
 		if (!json_is_boolean(j))
@@ -760,7 +770,7 @@ static int check_order(struct ferr *err, const struct dcase *c, int pi,
 		       bool strict, const char *what)
 {
 	const struct dval *l = &c->v[pi];
-	char a[40], b[40];
+	char a[FJSON_REAL_SIZE], b[FJSON_REAL_SIZE];
 
 	if (!l->set)
 		return 0;
@@ -768,13 +778,12 @@ static int check_order(struct ferr *err, const struct dcase *c, int pi,
 		if (strict ? l->list[i] > l->list[i - 1] :
 		    l->list[i] >= l->list[i - 1])
 			continue;
-		show(a, sizeof(a), l->list[i]);
-		show(b, sizeof(b), l->list[i - 1]);
 		return fail(err, pi, "%s (%s) must be %sascending: value %zu "
 			    "(%s) %s value %zu (%s)", what,
 			    params_table[pi].var, strict ? "strictly " : "",
-			    i + 1, a, strict ? "does not exceed" :
-			    "is less than", i, b);
+			    i + 1, show(a, l->list[i]),
+			    strict ? "does not exceed" : "is less than", i,
+			    show(b, l->list[i - 1]));
 	}
 	return 0;
 }
@@ -782,7 +791,7 @@ static int check_order(struct ferr *err, const struct dcase *c, int pi,
 static int check_rules(const struct dcase *c, struct ferr *err)
 {
 	const struct dval *v = c->v;
-	char a[40], b[40];
+	char a[FJSON_REAL_SIZE], b[FJSON_REAL_SIZE];
 	int r;
 
 	if ((r = check_count(err, c, P_NALPHA, P_ALSCHD,
@@ -825,13 +834,13 @@ static int check_rules(const struct dcase *c, struct ferr *err)
 
 		if (!sspn->set || !sspne->set || sspne->num <= sspn->num)
 			continue;
-		show(a, sizeof(a), sspne->num);
-		show(b, sizeof(b), sspn->num);
 		return fail(err, sf->first + S_SSPNE, "The %s's exposed "
 			    "semi-span SSPNE (%s = %s) must not exceed its "
 			    "semi-span SSPN (%s = %s)", sf->noun,
-			    params_table[sf->first + S_SSPNE].name, a,
-			    params_table[sf->first + S_SSPN].name, b);
+			    params_table[sf->first + S_SSPNE].name,
+			    show(a, sspne->num),
+			    params_table[sf->first + S_SSPN].name,
+			    show(b, sspn->num));
 	}
 	return 0;
 }
@@ -843,12 +852,9 @@ static int load(const json_t *params, struct dcase *c, struct ferr *err)
 
 	memset(c, 0, sizeof(*c));
 	if (!json_is_object(params)) {
-		if (err) {
-			ferr_set(err, -EINVAL, "the parameters must be a JSON "
-				 "object, not %s", jtype(params));
-			ferr_set_path(err, "parameter");
-		}
-		return -EINVAL;
+		ferr_set_path(err, "parameter");
+		return ferr_set(err, -EINVAL, "the parameters must be a JSON "
+				"object, not %s", jtype(params));
 	}
 	for (int i = 0; i < NPARAMS; i++) {
 		const json_t *j = json_object_get(params,
@@ -876,15 +882,20 @@ int datcom_check(const json_t *params, struct ferr *err)
 	return r;
 }
 
-int datcom_missing(const json_t *params, struct sbuf *out)
+/*
+ * datcom_missing() of the parameters loaded into `c` (load() marked those
+ * given), or with c NULL of `params` itself.
+ */
+static int missing(const struct dcase *c, const json_t *params,
+		   struct sbuf *out)
 {
 	int n = 0;
 
 	for (int i = 0; i < NPARAMS; i++) {
 		if (!(params_table[i].flags & REQ))
 			continue;
-		if (json_is_object(params) &&
-		    json_object_get(params, params_table[i].name))
+		if (c ? c->v[i].set : (json_is_object(params) &&
+		    json_object_get(params, params_table[i].name)))
 			continue;
 		if ((n && sbuf_addstr(out, ", ") < 0) ||
 		    sbuf_addstr(out, params_table[i].name) < 0)
@@ -892,6 +903,11 @@ int datcom_missing(const json_t *params, struct sbuf *out)
 		n++;
 	}
 	return n;
+}
+
+int datcom_missing(const json_t *params, struct sbuf *out)
+{
+	return missing(NULL, params, out);
 }
 
 /* The namelists the deck is built from, each a run of parameters. */
@@ -903,9 +919,13 @@ static const int synths[] = { P_XCG, P_ZCG, P_XW, P_ZW, P_ALIW, P_XH, P_ZH,
 static const int body[] = { P_NX, P_XC, P_RC, P_ZUC, P_ZLC, P_ITYPE,
 			    P_METHOD };
 
-/* Fill a namelist with the parameters of `ids` that are set. */
+/*
+ * Fill a namelist with the parameters of `ids` that are set.  load()
+ * checked every value as deck_add_array() does (and each list's length):
+ * only -ENOMEM is left.
+ */
 static int add_vars(struct deck_namelist *nl, const struct dcase *c,
-		    const int *ids, size_t n, struct ferr *err)
+		    const int *ids, size_t n)
 {
 	for (size_t k = 0; k < n; k++) {
 		const struct dval *v = &c->v[ids[k]];
@@ -918,16 +938,8 @@ static int add_vars(struct deck_namelist *nl, const struct dcase *c,
 			r = deck_add_array(nl, p->var, 1, v->list, v->n);
 		else
 			r = deck_add_number(nl, p->var, v->num);
-		if (r == -ENOMEM)
+		if (r < 0)
 			return r;
-		if (r < 0) {
-			/* datcom_check() let through a value deck refuses */
-			char lbl[LABEL_MAX];
-
-			return fail(err, ids[k], "%s cannot be written on a "
-				    "DATCOM card (%s)", label(lbl, ids[k]),
-				    strerror(-r));
-		}
 	}
 	return 0;
 }
@@ -1021,14 +1033,14 @@ static int add_extras(struct deck_namelist *nl, const struct deck_case *rest)
 
 static int add_namelist(struct deck_case *dc, const char *name,
 			const struct dcase *c, const int *ids, size_t n,
-			const struct deck_case *rest, struct ferr *err)
+			const struct deck_case *rest)
 {
 	struct deck_namelist *nl;
 	int r = deck_add_namelist(dc, name, &nl);
 
 	if (r < 0)
 		return r;
-	r = add_vars(nl, c, ids, n, err);
+	r = add_vars(nl, c, ids, n);
 	if (r < 0)
 		return r;
 	return add_extras(nl, rest);
@@ -1055,81 +1067,63 @@ static int add_rest(struct deck_case *dc, const struct deck_case *rest,
 	return 0;
 }
 
-static int add_control(struct deck_case *dc, const char *line,
-		       struct ferr *err, int pi)
-{
-	int r = deck_add_control(dc, line);
-
-	if (r < 0 && r != -ENOMEM)
-		return fail(err, pi, "%s: the card \"%s\" is not one DATCOM "
-			    "reads", params_table[pi].name, line);
-	return r;
-}
-
+/*
+ * The deck of the parameters load() read into `c`, all required ones
+ * there.  Every card is one DATCOM reads (load() checked the CASEID text
+ * and the NACA designations, DIM and DERIV are from a fixed set) and
+ * every value writable: only -ENOMEM is left (or what copying `rest`
+ * meets).
+ */
 static int build_case(struct deck_case *dc, const struct dcase *c,
-		      const struct deck_case *rest, struct ferr *err)
+		      const struct deck_case *rest)
 {
 	const struct dval *v = c->v;
 	char line[256];
 	int r;
 
-	r = deck_add_caseid(dc, v[P_CASE_ID].text);
-	if (r < 0)
-		return r == -ENOMEM ? r : fail(err, P_CASE_ID, "CASEID "
-					       "(case_id) cannot be written "
-					       "on a CASEID card");
 	snprintf(line, sizeof(line), "DIM %s",
 		 v[P_DIMP].set ? v[P_DIMP].text : "FT");
-	if ((r = add_control(dc, line, err, P_DIMP)) < 0 ||
-	    (r = add_namelist(dc, "FLTCON", c, fltcon, NELEM(fltcon), rest,
-			      err)) < 0)
+	if ((r = deck_add_caseid(dc, v[P_CASE_ID].text)) < 0 ||
+	    (r = deck_add_control(dc, line)) < 0 ||
+	    (r = add_namelist(dc, "FLTCON", c, fltcon, NELEM(fltcon),
+			      rest)) < 0)
 		return r;
 	if (v[P_SREF].set || v[P_CBARR].set || v[P_BLREF].set ||
 	    (rest && deck_find_namelist(rest, "OPTINS", NULL))) {
-		r = add_namelist(dc, "OPTINS", c, optins, NELEM(optins), rest,
-				 err);
+		r = add_namelist(dc, "OPTINS", c, optins, NELEM(optins), rest);
 		if (r < 0)
 			return r;
 	}
-	if ((r = add_namelist(dc, "SYNTHS", c, synths, NELEM(synths), rest,
-			      err)) < 0 ||
-	    (r = add_namelist(dc, "BODY", c, body, NELEM(body), rest,
-			      err)) < 0)
+	if ((r = add_namelist(dc, "SYNTHS", c, synths, NELEM(synths),
+			      rest)) < 0 ||
+	    (r = add_namelist(dc, "BODY", c, body, NELEM(body), rest)) < 0)
 		return r;
 	for (size_t s = 0; s < NELEM(surfaces); s++) {
 		const struct surface *sf = &surfaces[s];
 		int ids[10];
 		size_t n = surface_ids(sf, ids);
 
-		r = add_namelist(dc, sf->namelist, c, ids, n, rest, err);
+		r = add_namelist(dc, sf->namelist, c, ids, n, rest);
 		if (r < 0)
 			return r;
 		snprintf(line, sizeof(line), "NACA-%c-%c-%s", sf->letter,
 			 v[sf->first + S_NACA].series,
 			 v[sf->first + S_NACA].text);
-		if (strlen(line) > DECK_COLUMNS) {
-			char lbl[LABEL_MAX];
-
-			return fail(err, sf->first + S_NACA, "%s is too long: "
-				    "the card %.12s... would be wider than "
-				    "%d columns", label(lbl, sf->first),
-				    line, DECK_COLUMNS);
-		}
-		if ((r = add_control(dc, line, err, sf->first + S_NACA)) < 0)
+		if ((r = deck_add_control(dc, line)) < 0)
 			return r;
 	}
 	if ((r = add_rest(dc, rest, false)) < 0)
 		return r;
 	if (v[P_DERIV].set) {
 		snprintf(line, sizeof(line), "DERIV %s", v[P_DERIV].text);
-		if ((r = add_control(dc, line, err, P_DERIV)) < 0)
+		if ((r = deck_add_control(dc, line)) < 0)
 			return r;
 	}
 	if (v[P_DAMP].set && v[P_DAMP].num &&
-	    (r = add_control(dc, "DAMP", err, P_DAMP)) < 0)
+	    (r = deck_add_control(dc, "DAMP")) < 0)
 		return r;
 	if (v[P_BUILD].set && v[P_BUILD].num &&
-	    (r = add_control(dc, "BUILD", err, P_BUILD)) < 0)
+	    (r = deck_add_control(dc, "BUILD")) < 0)
 		return r;
 	return add_rest(dc, rest, true);
 }
@@ -1138,7 +1132,7 @@ static int build(const json_t *params, const struct deck_case *rest,
 		 struct deck **out, struct ferr *err)
 {
 	struct dcase *c = malloc(sizeof(*c));
-	struct sbuf missing = SBUF_INIT;
+	struct sbuf lacking = SBUF_INIT;
 	struct deck *d = NULL;
 	struct deck_case *dc;
 	int r;
@@ -1149,16 +1143,13 @@ static int build(const json_t *params, const struct deck_case *rest,
 	r = load(params, c, err);
 	if (r < 0)
 		goto out;
-	r = datcom_missing(params, &missing);
+	r = missing(c, params, &lacking);
 	if (r < 0)
 		goto out;
 	if (r > 0) {
-		if (err) {
-			ferr_set(err, -EINVAL, "missing required parameters: "
-				 "%s", missing.buf);
-			ferr_set_path(err, "parameter");
-		}
-		r = -EINVAL;
+		ferr_set_path(err, "parameter");
+		r = ferr_set(err, -EINVAL, "missing required parameters: %s",
+			     lacking.buf);
 		goto out;
 	}
 	d = deck_new();
@@ -1167,13 +1158,13 @@ static int build(const json_t *params, const struct deck_case *rest,
 		goto out;
 	}
 	if ((r = deck_add_case(d, &dc)) < 0 ||
-	    (r = build_case(dc, c, rest, err)) < 0)
+	    (r = build_case(dc, c, rest)) < 0)
 		goto out;
 	*out = d;
 	d = NULL;
 out:
 	deck_free(d);
-	sbuf_release(&missing);
+	sbuf_release(&lacking);
 	free(c);
 	return r;
 }
@@ -1196,7 +1187,7 @@ int datcom_render_with(const json_t *params, const struct deck *rest,
 	r = deck_write(d, out);
 	if (r < 0) {
 		sbuf_setlen(out, len);
-		if (r != -ENOMEM && err)
+		if (r != -ENOMEM)
 			ferr_set(err, r, "the deck could not be written");
 	}
 	deck_free(d);
@@ -1279,11 +1270,18 @@ static size_t occurrences(const struct deck_case *c, const char *nl,
 	return count;
 }
 
-/* A number as the parameter's JSON type: whole counts and codes integer. */
+/*
+ * A number as the parameter's JSON type: whole counts and codes integer.
+ * One beyond a double (`1.0E999`, read as an infinity, which JSON cannot
+ * hold) becomes the largest double of its sign, which datcom_check()
+ * refuses as beyond a DATCOM REAL, naming the parameter.
+ */
 static json_t *number_json(int pi, double v)
 {
 	enum kind k = params_table[pi].kind;
 
+	if (isinf(v))
+		v = v > 0 ? DBL_MAX : -DBL_MAX;
 	if ((k == K_COUNT || k == K_CODE) && v == floor(v) && fabs(v) < 1e15)
 		return json_integer((json_int_t)v);
 	return json_real(v);
@@ -1293,7 +1291,7 @@ static json_t *number_json(int pi, double v)
 static int precision_note(struct importer *im, const char *nl, int pi,
 			  double v, bool *said)
 {
-	char num[40], shown[40];
+	char num[40], shown[FJSON_REAL_SIZE];
 	char *end;
 
 	if (*said || deck_format_number(v, num, sizeof(num)) < 0)
@@ -1301,9 +1299,9 @@ static int precision_note(struct importer *im, const char *nl, int pi,
 	if (strtod(num, &end) == v)
 		return 0;
 	*said = true;
-	show(shown, sizeof(shown), v);
 	return note(im, "%s %s = %s has more than 4 decimals; the generated "
-		    "deck shows %s", nl, params_table[pi].var, shown, num);
+		    "deck shows %s", nl, params_table[pi].var, show(shown, v),
+		    num);
 }
 
 static int import_var(struct importer *im, const char *nl, int pi)
@@ -1561,12 +1559,9 @@ int datcom_from_deck(const struct deck *d, json_t **params,
 	*params = NULL;
 	*rest = NULL;
 	if (!d || !d->nr) {
-		if (err) {
-			ferr_set(err, -EINVAL, "the deck has no case (no "
-				 "card before the end)");
-			ferr_set_path(err, "deck");
-		}
-		return -EINVAL;
+		ferr_set_path(err, "deck");
+		return ferr_set(err, -EINVAL, "the deck has no case (no card "
+				"before the end)");
 	}
 	im.c = d->cases[0];
 	im.params = json_object();

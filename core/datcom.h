@@ -73,6 +73,9 @@ struct deck;
  *	a number"
  *	"NACA-W of the wing (wing_naca): \"12\" is not a NACA designation
  *	DATCOM reads (...)"
+ *	"NACA-W of the wing (wing_naca) is too long: its card
+ *	NACA-W-S-1-40.00000000000... would have 81 columns; a DATCOM card
+ *	holds at most 80"
  *	"CASEID (case_id) has 74 characters; a CASEID card holds at most 73"
  *   values a card cannot hold:
  *	"TWISTA of the wing (wing_twista) is 1e-05, which a DATCOM card
@@ -133,6 +136,9 @@ int datcom_render(const json_t *params, struct sbuf *out, struct ferr *err);
  *   - counts and codes (nalpha, nmach, nalt, nx, itype, method, *_type,
  *     loop): JSON integers when whole, else reals;
  *   - other numbers: JSON reals; lists: arrays of reals;
+ *   - a number beyond a double (`1.0E999`, which the parser reads as an
+ *     infinity): the largest double of its sign, which datcom_check()
+ *     refuses as beyond a DATCOM REAL;
  *   - *_naca: the designation as the schema takes it: "0012", "64A204
  *     A=0.8", with the series first ("S-1-40.0-9.0", "6-...") only when
  *     the designation alone would infer another series;

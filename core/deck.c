@@ -38,8 +38,8 @@ static int grow(void **v, size_t *alloc, size_t nr, size_t elem)
 	return 0;
 }
 
-#define GROW(list) grow((void **)&(list)->v_, &(list)->alloc, (list)->nr, \
-			sizeof(*(list)->v_))
+/* grow() for the list `v` of elements *v, counted by `nr` and `alloc`. */
+#define GROW(v, nr, alloc) grow((void **)&(v), &(alloc), (nr), sizeof(*(v)))
 
 static void var_free(struct deck_var *v)
 {
@@ -107,7 +107,7 @@ int deck_add_case(struct deck *d, struct deck_case **out)
 {
 	struct deck_case *c;
 
-	if (grow((void **)&d->cases, &d->alloc, d->nr, sizeof(*d->cases)) < 0)
+	if (GROW(d->cases, d->nr, d->alloc) < 0)
 		return -ENOMEM;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -120,7 +120,7 @@ int deck_add_case(struct deck *d, struct deck_case **out)
 
 static int case_push(struct deck_case *c, struct deck_card *card)
 {
-	if (grow((void **)&c->cards, &c->alloc, c->nr, sizeof(*c->cards)) < 0)
+	if (GROW(c->cards, c->nr, c->alloc) < 0)
 		return -ENOMEM;
 	c->cards[c->nr++] = card;
 	return 0;
@@ -128,7 +128,7 @@ static int case_push(struct deck_case *c, struct deck_card *card)
 
 static int nl_push(struct deck_namelist *nl, struct deck_var *v)
 {
-	if (grow((void **)&nl->vars, &nl->alloc, nl->nr, sizeof(*nl->vars)) < 0)
+	if (GROW(nl->vars, nl->nr, nl->alloc) < 0)
 		return -ENOMEM;
 	nl->vars[nl->nr++] = v;
 	return 0;
@@ -136,7 +136,7 @@ static int nl_push(struct deck_namelist *nl, struct deck_var *v)
 
 static int var_push(struct deck_var *v, const struct deck_value *val)
 {
-	if (grow((void **)&v->values, &v->alloc, v->nr, sizeof(*v->values)) < 0)
+	if (GROW(v->values, v->nr, v->alloc) < 0)
 		return -ENOMEM;
 	v->values[v->nr++] = *val;
 	return 0;
@@ -309,16 +309,31 @@ static void split_printf(const char *t, bool *neg, const char **ip,
 	*rest = t;
 }
 
+int deck_number_check(double v)
+{
+	if (!isfinite(v))
+		return -EDOM;
+	/*
+	 * "%.4f" rounds the exact value of v: to 0.0000 exactly when |v| <
+	 * 0.00005 (never a tie: no double is 0.00005).  The double nearest
+	 * 0.00005 is above it, so no double lies between the two and `<
+	 * 5e-5` tells the same.
+	 */
+	if (v != 0.0 && fabs(v) < 5e-5)
+		return -ERANGE;
+	return 0;
+}
+
 int deck_format_number(double v, char *buf, size_t size)
 {
 	char tmp[64], res[64];
 	const char *ip, *fp, *rest;
 	size_t il, fl;
 	bool neg;
-	int n;
+	int n = deck_number_check(v);
 
-	if (!isfinite(v))
-		return -EDOM;
+	if (n < 0)
+		return n;
 	if (v == 0.0)
 		v = 0.0;	/* -0.0 prints as 0.0 */
 	if (fabs(v) >= 1e9) {
@@ -337,9 +352,6 @@ int deck_format_number(double v, char *buf, size_t size)
 		split_printf(tmp, &neg, &ip, &il, &fp, &fl, &rest);
 		while (fl > 1 && fp[fl - 1] == '0')
 			fl--;
-		if (v != 0.0 && il == 1 && ip[0] == '0' && fl == 1 &&
-		    fp[0] == '0')
-			return -ERANGE;	/* v != 0 here: it would print 0.0 */
 		n = snprintf(res, sizeof(res), "%s%.*s.%.*s", neg ? "-" : "",
 			     (int)il, ip, (int)fl, fp);
 	}
@@ -353,14 +365,11 @@ int deck_format_number(double v, char *buf, size_t size)
 
 /* ------------------------------------------------------------ building */
 
-int deck_add_control(struct deck_case *c, const char *line)
+/* Append control card `line`, known to be legal and not NEXT CASE. */
+static int add_control(struct deck_case *c, const char *line)
 {
-	struct deck_card *card;
-	size_t len = strlen(line);
+	struct deck_card *card = calloc(1, sizeof(*card));
 
-	if (deck_control_check(line, len, NULL) < 0 || is_next_case(line, len))
-		return -EINVAL;
-	card = calloc(1, sizeof(*card));
 	if (!card)
 		return -ENOMEM;
 	card->type = DECK_CONTROL;
@@ -370,6 +379,15 @@ int deck_add_control(struct deck_case *c, const char *line)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+int deck_add_control(struct deck_case *c, const char *line)
+{
+	size_t len = strlen(line);
+
+	if (deck_control_check(line, len, NULL) < 0 || is_next_case(line, len))
+		return -EINVAL;
+	return add_control(c, line);
 }
 
 int deck_add_caseid(struct deck_case *c, const char *text)
@@ -410,13 +428,11 @@ int deck_add_namelist(struct deck_case *c, const char *name,
 	return 0;
 }
 
+/* A variable without values; name_ok(name), index <= DECK_INDEX_MAX. */
 static struct deck_var *var_new(const char *name, unsigned index)
 {
-	struct deck_var *v;
+	struct deck_var *v = calloc(1, sizeof(*v));
 
-	if (!name_ok(name) || index > DECK_INDEX_MAX)
-		return NULL;
-	v = calloc(1, sizeof(*v));
 	if (v) {
 		strcpy(v->name, name);
 		v->index = index;
@@ -428,14 +444,13 @@ int deck_add_array(struct deck_namelist *nl, const char *name,
 		   unsigned index, const double *vals, size_t n)
 {
 	struct deck_var *v;
-	char buf[32];
 	size_t i;
 	int ret;
 
 	if (!name_ok(name) || index > DECK_INDEX_MAX || n == 0)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		ret = deck_format_number(vals[i], buf, sizeof(buf));
+		ret = deck_number_check(vals[i]);
 		if (ret < 0)
 			return ret;
 	}
@@ -491,7 +506,7 @@ int deck_add_text(struct deck_namelist *nl, const char *name,
 	struct deck_value val = { DECK_TEXT, 0.0, false, 1, NULL };
 	int ret;
 
-	if (!text_ok(text) || !name_ok(name))
+	if (!text_ok(text))
 		return -EINVAL;
 	val.text = strdup(text);
 	if (!val.text)
@@ -634,28 +649,6 @@ int deck_get_numbers(const struct deck_case *c, const char *nlname,
 	if (n)
 		*n = high;
 	return 0;
-}
-
-int deck_get_logical(const struct deck_case *c, const char *nlname,
-		     const char *name, bool *out)
-{
-	const struct deck_namelist *nl;
-	size_t pos = 0, i;
-	bool found = false;
-
-	while ((nl = deck_find_namelist(c, nlname, &pos))) {
-		for (i = 0; i < nl->nr; i++) {
-			const struct deck_var *v = nl->vars[i];
-
-			if (strcmp(v->name, name) || (v->index && v->index != 1))
-				continue;
-			if (v->values[0].type != DECK_LOGICAL)
-				return -EINVAL;
-			*out = v->values[0].logical;
-			found = true;
-		}
-	}
-	return found ? 0 : -ENOENT;
 }
 
 /* ------------------------------------------------------------ writing */
@@ -878,8 +871,7 @@ static int problem(struct parser *p, enum deck_problem_kind kind,
 	va_start(ap, fmt);
 	ret = sbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	if (ret < 0 || grow((void **)&pr->v, &pr->alloc, pr->nr,
-			    sizeof(*pr->v)) < 0) {
+	if (ret < 0 || GROW(pr->v, pr->nr, pr->alloc) < 0) {
 		sbuf_release(&sb);
 		return -ENOMEM;
 	}
@@ -1365,7 +1357,7 @@ static int control_card(struct parser *p)
 			       (int)(p->len > 20 ? 20 : p->len), p->s, why);
 	ret = ensure_case(p);
 	if (!ret)
-		ret = deck_add_control(p->cur, p->s);
+		ret = add_control(p->cur, p->s);
 	if (!ret)
 		p->cur->cards[p->cur->nr - 1]->line = p->line;
 	return ret;

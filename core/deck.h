@@ -170,7 +170,7 @@ int deck_add_namelist(struct deck_case *c, const char *name,
 /*
  * Append a variable.  `name` as for namelists; `index` 0 (no index) or
  * 1..DECK_INDEX_MAX.  The value functions check each number with
- * deck_format_number() first: -ERANGE / -EDOM refuse the whole variable.
+ * deck_number_check() first: -ERANGE / -EDOM refuse the whole variable.
  */
 int deck_add_number(struct deck_namelist *nl, const char *name, double v);
 int deck_add_array(struct deck_namelist *nl, const char *name,
@@ -217,12 +217,6 @@ int deck_get_numbers(const struct deck_case *c, const char *nl,
 		     const char *var, double *out, size_t max, size_t *n);
 
 /*
- * Same for a logical scalar: the last value assigned to element 1.
- */
-int deck_get_logical(const struct deck_case *c, const char *nl,
-		     const char *var, bool *out);
-
-/*
  * Format a number the flowfs way, independent of the locale:
  *  - integral values as `6.0`, `-3.0`, `10000.0` (-0.0 is `0.0`);
  *  - others with at most 4 decimals, trailing zeros stripped (`0.5489`,
@@ -238,6 +232,12 @@ int deck_get_logical(const struct deck_case *c, const char *nl,
  * returns its length, or -ENOSPC when size is too small.
  */
 int deck_format_number(double v, char *buf, size_t size);
+
+/*
+ * What deck_format_number(v, ...) returns with room enough, without
+ * formatting: 0, -ERANGE (non-zero |v| < 0.00005) or -EDOM.
+ */
+int deck_number_check(double v);
 
 /*
  * Append the deck as DATCOM cards to `out`: LF line ends, at most 80

@@ -201,6 +201,14 @@ static size_t format_real(char *buf, double d)
 	return (size_t)(p - buf);
 }
 
+size_t fjson_format_real(char buf[FJSON_REAL_SIZE], double d)
+{
+	size_t n = format_real(buf, d);
+
+	buf[n] = '\0';
+	return n;
+}
+
 static void w_value(struct writer *w, const json_t *v, int level)
 {
 	char buf[40];

@@ -67,6 +67,13 @@ int fjson_dump(struct sbuf *out, const json_t *value);
 char *fjson_dumps(const json_t *value);
 
 /*
+ * A finite real as fjson_dump() writes it (Python's repr(float): "0.1",
+ * "6.0", "1e-05"), NUL-terminated into `buf`; returns its length.
+ */
+#define FJSON_REAL_SIZE 32
+size_t fjson_format_real(char buf[FJSON_REAL_SIZE], double d);
+
+/*
  * Parse `len` bytes of `text` (need not be NUL-terminated) as one whole JSON
  * document of any type; only whitespace may follow it.  On success `*out`
  * holds a new reference and 0 is returned.  On failure `*out` is NULL and

@@ -811,3 +811,28 @@ def test_import_datcom_plus_dialect(pc9_session):
     assert len(notes) == 1, problems
     assert re.fullmatch(r"uploads/deck\.dat: 4 lines DATCOM would reject \(line 2: .+\);"
                         r" the generated deck is clean", notes[0]), notes[0]
+
+
+def test_import_number_beyond_a_double(pc9_session):
+    """A deck number too big for any double (WT=1.0E999) is read as the
+    largest one: status names the parameter, the session's other files
+    still read, and there is no deck."""
+    s = pc9_session
+    deck = deck_of(s)
+    big = deck.replace(b"WT=4960.0$", b"WT=1.0E999$")
+    assert big != deck
+    upload(s, "deck.dat", big)
+    assert put_json(s / "request.json", {"input": {}, "parameter": {}}) == 0
+    absent(s)
+    problems, _ = status_of(s)
+    assert any(p.startswith("output/for005.dat: parameter.wt: WT (wt) is ")
+               and p.endswith("beyond what a DATCOM REAL holds (about 3.4E38)")
+               for p in problems), problems
+    assert any(p.startswith("uploads/deck.dat: ") and "1.0E999" in p
+               for p in problems), problems
+    params = json.loads(read_bytes(s / "parameter.json"))
+    assert params["wt"] == 1.7976931348623157e308
+    assert params["xcg"] == PC9["xcg"]
+    assert read_bytes(s / "prompt.txt")
+    assert json.loads(read_bytes(s / "input.json"))["deck"].endswith(
+        "uploads/deck.dat")

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,6 +376,12 @@ static const struct refusal refusals[] = {
 	{ "{\"vtail_naca\": \"6-63415\"}", "parameter.vtail_naca", NULL },
 	{ "{\"vtail_naca\": \"2412e\"}", "parameter.vtail_naca", NULL },
 	{ "{\"vtail_naca\": \"\"}", "parameter.vtail_naca", NULL },
+	/* designation 72 characters: its card would have 81 columns */
+	{ "{\"wing_naca\": \"S-1-40.0000000000000000000000000000000000000000"
+	  "00000000000000000000000-9.0\"}", "parameter.wing_naca",
+	  "NACA-W of the wing (wing_naca) is too long: its card "
+	  "NACA-W-S-1-40.00000000000... would have 81 columns; a DATCOM card "
+	  "holds at most 80" },
 	{ "{\"wing_naca\": 2412}", "parameter.wing_naca",
 	  "NACA-W of the wing (wing_naca) must be a NACA designation (a "
 	  "string), not an integer" },
@@ -492,6 +499,11 @@ static void test_accepted_forms(void **state)
 		{ "s-3-30.0-2.5-20.0", "S-3-30.0-2.5-20.0" },
 		{ "6-65A004", "6-65A004" }, { "4-6412", "4-6412" },
 		{ " 0009 ", "4-0009" },
+		/* the longest designation a card holds: 80 columns */
+		{ "S-1-40.0000000000000000000000000000000000000000"
+		  "0000000000000000000000-9.0",
+		  "S-1-40.0000000000000000000000000000000000000000"
+		  "0000000000000000000000-9.0" },
 	};
 	struct sbuf out = SBUF_INIT;
 	struct rules_deck rd;
@@ -499,9 +511,10 @@ static void test_accepted_forms(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(nacas) / sizeof(*nacas); i++) {
 		json_t *p = pc9();
-		char card[96];
+		char card[DECK_COLUMNS + 1];
 
 		json_object_set_new(p, "wing_naca", json_string(nacas[i][0]));
+		assert_int_equal(datcom_check(p, NULL), 0);
 		sbuf_reset(&out);
 		render_ok(p, &out, &rd);
 		snprintf(card, sizeof(card), "NACA-W-%s", nacas[i][1]);
@@ -846,6 +859,84 @@ static void test_random_valid(void **state)
 	skill_free(s);
 }
 
+/* s with the first `from` replaced by `to` (which must be there). */
+static char *replaced(const char *s, const char *from, const char *to)
+{
+	const char *at = strstr(s, from);
+	struct sbuf sb = SBUF_INIT;
+
+	assert_non_null(at);
+	assert_int_equal(sbuf_add(&sb, s, (size_t)(at - s)), 0);
+	assert_int_equal(sbuf_addstr(&sb, to), 0);
+	assert_int_equal(sbuf_addstr(&sb, at + strlen(from)), 0);
+	return sbuf_detach(&sb, NULL);
+}
+
+/*
+ * A deck number beyond a double (1.0E999 reads as an infinity, which JSON
+ * cannot hold) imports as the largest double of its sign, so that the
+ * parameters still serialise and datcom_check() names the parameter.
+ */
+static void test_import_beyond_double(void **state)
+{
+	static const struct {
+		const char *key, *message;
+	} expect[] = {
+		{ "nalpha", "NALPHA (nalpha) must be between 1 and 20, not "
+			    "1.7976931348623157e+308" },
+		{ "alt", "ALT(1) (alt) is -1.7976931348623157e+308, beyond what "
+			 "a DATCOM REAL holds (about 3.4E38)" },
+		{ "wt", "WT (wt) is 1.7976931348623157e+308, beyond what a "
+			"DATCOM REAL holds (about 3.4E38)" },
+	};
+	struct deck_problems pr = DECK_PROBLEMS_INIT;
+	struct sbuf out = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+	struct deck *d, *rest;
+	json_t *p = pc9(), *params, *merged;
+	char *t1, *t2, *text, *dump;
+
+	(void)state;
+	assert_int_equal(datcom_render(p, &out, &err), 0);
+	t1 = replaced(out.buf, "WT=4960.0$", "WT=1.0E999$");
+	t2 = replaced(t1, "ALT(1)=10000.0,", "ALT(1)=-1.0E999,");
+	text = replaced(t2, "NALPHA=6.0,", "NALPHA=1.0E999,");
+	assert_int_equal(deck_parse(text, strlen(text), &d, &pr), 0);
+	assert_int_equal(pr.nr, 3);
+	assert_int_equal(pr.v[0].kind, DECK_P_RANGE);
+	assert_int_equal(datcom_from_deck(d, &params, &rest, NULL, &err), 0);
+	assert_true(json_real_value(json_object_get(params, "wt")) == DBL_MAX);
+	assert_true(json_real_value(json_array_get(json_object_get(params,
+							"alt"), 0)) ==
+		    -DBL_MAX);
+	dump = fjson_dumps(params);
+	assert_non_null(dump);
+	/* each refused in turn, naming the parameter */
+	merged = json_deep_copy(params);
+	for (size_t i = 0; i < sizeof(expect) / sizeof(*expect); i++) {
+		char path[64];
+
+		assert_int_equal(datcom_check(merged, &err), -EINVAL);
+		snprintf(path, sizeof(path), "parameter.%s", expect[i].key);
+		assert_string_equal(err.path, path);
+		assert_string_equal(err.message, expect[i].message);
+		json_object_set(merged, expect[i].key,
+				json_object_get(p, expect[i].key));
+	}
+	assert_int_equal(datcom_check(merged, &err), 0);
+	json_decref(merged);
+	free(dump);
+	json_decref(params);
+	deck_free(rest);
+	deck_free(d);
+	deck_problems_release(&pr);
+	free(text);
+	free(t2);
+	free(t1);
+	sbuf_release(&out);
+	json_decref(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -857,6 +948,7 @@ int main(void)
 		cmocka_unit_test(test_comma_strings),
 		cmocka_unit_test(test_missing),
 		cmocka_unit_test(test_random_valid),
+		cmocka_unit_test(test_import_beyond_double),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

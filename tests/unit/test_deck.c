@@ -7,6 +7,7 @@
  * from the raw bytes, not taken from the parser.
  */
 #include <errno.h>
+#include <float.h>
 #include <locale.h>
 #include <math.h>
 #include <setjmp.h>
@@ -286,6 +287,58 @@ static void test_number_property(void **state)
 	regfree(&re);
 }
 
+/* Does printf's "%.4f" show v as zero (only zero digits)? */
+static bool shows_zero(double v)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%.4f", v);
+	return !strpbrk(buf, "123456789");
+}
+
+/* deck_number_check() is deck_format_number()'s verdict, printf's own
+ * rounding included: at the boundary 0.00005 step by step, and at random. */
+static void check_agrees(double v)
+{
+	char buf[32];
+	int want = !isfinite(v) ? -EDOM :
+		   v != 0 && shows_zero(v) ? -ERANGE : 0;
+	int f = deck_format_number(v, buf, sizeof(buf));
+
+	if (deck_number_check(v) != want || (f < 0 ? f : 0) != want)
+		fail_msg("%.17g: check %d, format %d, want %d", v,
+			 deck_number_check(v), f, want);
+}
+
+static void test_number_check(void **state)
+{
+	static const double specials[] = { 0.0, -0.0, 1e-300, 5e-324, 1.0,
+					   0.0001, 1e9, 1e300, NAN, INFINITY,
+					   -INFINITY, DBL_MAX, -DBL_MAX };
+	int i;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(specials) / sizeof(*specials); k++)
+		check_agrees(specials[k]);
+	for (int sign = -1; sign <= 1; sign += 2) {
+		double up = sign * 5e-5, down = up;
+
+		for (i = 0; i < 5000; i++) {
+			check_agrees(up);
+			check_agrees(down);
+			up = nextafter(up, sign * 1.0);
+			down = nextafter(down, 0.0);
+		}
+	}
+	rng_state = 0x2545f4914f6cdd1dULL;
+	for (i = 0; i < 100000; i++) {
+		double x = (double)(rnd() >> 11) / 9007199254740992.0;
+
+		check_agrees((rnd() & 1 ? -x : x) * 2e-4);
+		check_agrees(rnd_number());
+	}
+}
+
 /* ---- building and writing ------------------------------------------------ */
 
 static void test_api(void **state)
@@ -296,7 +349,6 @@ static void test_api(void **state)
 	double a[3] = { 0.0, 2.0, 4.0 }, out[4];
 	char long_id[80];
 	size_t n, pos = 0;
-	bool b;
 	char *w;
 
 	(void)state;
@@ -352,8 +404,7 @@ static void test_api(void **state)
 			 -ENOENT);
 	assert_int_equal(deck_get_numbers(c, "FLTCON", "HYPERS", out, 4, &n),
 			 -EINVAL);
-	assert_int_equal(deck_get_logical(c, "FLTCON", "HYPERS", &b), 0);
-	assert_true(b);
+	assert_true(deck_find_var(nl, "HYPERS")->values[0].logical);
 
 	w = assert_fixed_point(d);
 	assert_true(!strncmp(w, "CASEID PC-9 trainer\nCASEID XXX", 30));
@@ -965,6 +1016,7 @@ int main(void)
 		cmocka_unit_test(test_number_format),
 		cmocka_unit_test(test_number_locale),
 		cmocka_unit_test(test_number_property),
+		cmocka_unit_test(test_number_check),
 		cmocka_unit_test(test_api),
 		cmocka_unit_test(test_write_refuses),
 		cmocka_unit_test(test_checker_catches),
