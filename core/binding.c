@@ -417,9 +417,8 @@ static int artifact(const struct binding_ctx *c, const char *name,
 	sk = binding_skill(c);
 	if (!sk || !(a = find_artifact(sk->id, name)))
 		return -ENOENT;
+	/* sk is still the skill found above: it is the session's */
 	ret = resolve_imported(c, &sk, &in, &im);
-	if (!ret && !sk)
-		ret = -ENOENT;
 	/* incomplete or invalid inputs: no file (status says why); render
 	 * checks what `check` does, so it is not run first */
 	if (!ret && in.problems.len)

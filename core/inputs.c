@@ -136,10 +136,6 @@ int inputs_check_request(const struct skill *sk, const json_t *request,
 
 /* ---- uploads/ key matching ----------------------------------------------- */
 
-/*
- * The extension of `name` after `key` when `name` is `key` + ".…", else
- * NULL.  The whole rest counts, so ".tar.gz" is one extension.
- */
 bool inputs_is_url(const json_t *value)
 {
 	const char *s = json_string_value(value);
@@ -149,6 +145,10 @@ bool inputs_is_url(const json_t *value)
 	       !strpbrk(s, " \t\r\n") && strlen(s) < 8192;
 }
 
+/*
+ * The extension of `name` after `key` when `name` is `key` + ".…", else
+ * NULL.  The whole rest counts, so ".tar.gz" is one extension.
+ */
 static const char *extension_after(const char *name, const char *key)
 {
 	size_t klen = strlen(key);

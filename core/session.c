@@ -203,7 +203,6 @@ static int set_folder(struct store *st, int64_t id, enum session_folder which,
 	return set_ino(st, folders[which].set_sql, id, ino);
 }
 
-/* Add `delta` to a folder's link count; the caller holds a transaction. */
 /* A session folder (uploads/, output/, ...) in `root`; the caller holds a
  * transaction.  The tree owns the inodes table: it makes the row. */
 static int add_folder(struct store *st, struct tree *t, int64_t id,
