@@ -352,9 +352,9 @@ int binding_render_parameter(const struct binding_ctx *c, struct sbuf *out)
 }
 
 /* prompt.txt from inputs already resolved for skill `sk`. */
-static int prompt_from(const struct binding_ctx *c, const struct skill *sk,
-		       const struct inputs *in, struct sbuf *out,
-		       struct ferr *err)
+int binding_prompt_from(const struct binding_ctx *c, const struct skill *sk,
+			const struct inputs *in, struct sbuf *out,
+			struct ferr *err)
 {
 	char *skill_dir = NULL;
 	int ret;
@@ -377,7 +377,7 @@ int binding_render_prompt(const struct binding_ctx *c, struct sbuf *out,
 	if (!ret && !sk)
 		ret = -ENOENT;
 	if (!ret)
-		ret = prompt_from(c, sk, &in, out, err);
+		ret = binding_prompt_from(c, sk, &in, out, err);
 	inputs_release(&in);
 	return ret;
 }
@@ -533,7 +533,7 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out)
 		ret = roundstore_problem(c->st, c->s->id, out);
 	/* a template that does not render is a problem of the session */
 	if (!ret && sk) {
-		ret = prompt_from(c, sk, &in, &prompt, &err);
+		ret = binding_prompt_from(c, sk, &in, &prompt, &err);
 		sbuf_release(&prompt);
 		if (ret == -EINVAL)
 			ret = sbuf_addf(out, "prompt.txt: %s\n",

@@ -46,6 +46,10 @@ int binding_render_parameter(const struct binding_ctx *c, struct sbuf *out);
 /* -ENOENT when there is no prompt (no skill, or it cannot be rendered). */
 int binding_render_prompt(const struct binding_ctx *c, struct sbuf *out,
 			  struct ferr *err);
+/* The same from inputs the caller resolved already (binding_resolve()). */
+int binding_prompt_from(const struct binding_ctx *c, const struct skill *sk,
+			const struct inputs *in, struct sbuf *out,
+			struct ferr *err);
 /* -ENOENT when no skill is bound. */
 int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out);
 

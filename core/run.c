@@ -413,7 +413,6 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 	const struct skill *sk;
 	struct inputs in;
 	struct run *r;
-	bool resolved = false;
 	int ret;
 
 	*out = NULL;
@@ -434,8 +433,8 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 	r->output_ino = s->output_ino;
 	r->uploads_ino = s->uploads_ino;
 	ctx = (struct binding_ctx){ host->st, host->tree, host->skills, s, path };
+	/* fills `in` whatever it returns */
 	ret = binding_resolve(&ctx, &sk, &in);
-	resolved = true;
 	if (!ret && !sk)
 		ret = ferr_set(err, -EINVAL, "skill %s is not loaded (see"
 			       " .flowfs/skills)", s->skill);
@@ -499,7 +498,7 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 			goto fail;
 		}
 	} else {
-		ret = binding_render_prompt(&ctx, &prompt, err);
+		ret = binding_prompt_from(&ctx, sk, &in, &prompt, err);
 		if (ret == -EINVAL || ret == -ENOENT) {
 			ret = ferr_set(err, -EINVAL, "cannot run: prompt.txt"
 				       " cannot be rendered (%s)", err->message);
@@ -524,8 +523,7 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 	*out = r;
 	return 0;
 fail:
-	if (resolved)
-		inputs_release(&in);
+	inputs_release(&in);
 	sbuf_release(&problems);
 	sbuf_release(&prompt);
 	free(path);
