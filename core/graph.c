@@ -2167,17 +2167,9 @@ static int delete_draft_named(struct store *st, int64_t session,
 		" WHERE session = ?1 AND id = ?2";
 	static const char edges_sql[] = "DELETE FROM graph_edges"
 		" WHERE session = ?1 AND id = ?2";
-	sqlite3_stmt *q = store_stmt(st, kind == GRAPH_NODE ? nodes_sql
-							    : edges_sql);
-	int rc;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q);
-	store_done(q);
-	return store_errno(rc);
+	return store_run(st, kind == GRAPH_NODE ? nodes_sql : edges_sql,
+			 STORE_INT(session), STORE_TEXT(id));
 }
 
 /* Replace the session's graph by `g` (a transaction is open). */
@@ -2191,19 +2183,12 @@ static int replace_graph(struct store *st, int64_t session,
 		" WHERE session = ?1 AND doc IS NOT NULL";
 	static const char uuid_sql[] = "UPDATE sessions SET template_uuid = ?2"
 		" WHERE id = ?1";
-	sqlite3_stmt *q;
-	int rc, ret = 0;
+	int ret;
 
 	/* edges first, so the trigger finds nothing left to delete */
-	for (int i = 0; !ret && i < 2; i++) {
-		q = store_stmt(st, i ? nodes_sql : edges_sql);
-		if (!q)
-			return -EIO;
-		sqlite3_bind_int64(q, 1, session);
-		rc = sqlite3_step(q);
-		store_done(q);
-		ret = store_errno(rc);
-	}
+	ret = store_run(st, edges_sql, STORE_INT(session));
+	if (!ret)
+		ret = store_run(st, nodes_sql, STORE_INT(session));
 	for (size_t i = 0; !ret && i < g->nn; i++) {
 		const char *id = json_string_value(json_object_get(g->nodes[i],
 								   "id"));
@@ -2219,18 +2204,10 @@ static int replace_graph(struct store *st, int64_t session,
 		if (!ret)
 			ret = insert_edge(st, session, g->edges[j].f, now);
 	}
-	if (!ret && uuid) {
-		q = store_stmt(st, uuid_sql);
-		if (!q)
-			return -EIO;
-		sqlite3_bind_int64(q, 1, session);
-		if (json_is_string(uuid))
-			sqlite3_bind_text(q, 2, json_string_value(uuid), -1,
-					  SQLITE_STATIC);
-		rc = sqlite3_step(q);
-		store_done(q);
-		ret = store_errno(rc);
-	}
+	/* a JSON null has no string value: SQL NULL */
+	if (!ret && uuid)
+		ret = store_run(st, uuid_sql, STORE_INT(session),
+				STORE_TEXT(json_string_value(uuid)));
 	if (!ret)
 		ret = touch(st, session, now);
 	return ret;
@@ -2506,20 +2483,9 @@ int graph_mtime(struct store *st, int64_t session, int64_t *mtime_ns)
 {
 	static const char sql[] = "SELECT graph_mtime_ns FROM sessions"
 		" WHERE id = ?1";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc, ret = 0;
 
 	*mtime_ns = 0;
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		*mtime_ns = sqlite3_column_int64(q, 0);
-	else
-		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
-	store_done(q);
-	return ret;
+	return store_int(st, sql, mtime_ns, STORE_INT(session));
 }
 
 int graph_output_name(const char *session_id, int64_t mtime_ns,
