@@ -356,12 +356,8 @@ out:
 int session_renew_folder(struct store *st, struct tree *t,
 			 struct session_info *s, enum session_folder which)
 {
-	struct tree_attr root;
 	int ret;
 
-	ret = tree_getattr(t, s->root_ino, &root);
-	if (ret < 0)
-		return ret;
 	/* One transaction: a failure after the rmdir must not leave the
 	 * session without the folder. */
 	ret = store_begin(st);
@@ -369,8 +365,8 @@ int session_renew_folder(struct store *st, struct tree *t,
 		return ret;
 	ret = tree_rmdir_within(t, s->root_ino, folder_name(which));
 	if (!ret)
-		ret = add_folder(st, t, s->id, s->root_ino, which, root.uid,
-				 root.gid);
+		ret = add_folder(st, t, s->id, s->root_ino, which, s->uid,
+				 s->gid);
 	if (ret < 0) {
 		store_rollback(st);
 		return ret;
