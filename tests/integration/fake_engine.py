@@ -158,11 +158,14 @@ class FileServer:
     files[name]; /redirect/<n>/<name> redirects n times before it;
     /to-ftp redirects to an ftp:// URL; /slow/<name> sends files[name] in
     small pieces over `slow_seconds`; /chunked/<name> sends it without a
-    Content-Length.  hits counts requests per path."""
+    Content-Length.  hits counts requests per path; slow_ended maps the
+    path of each /slow/ request whose handler has returned to whether it
+    stopped early because the client went away (broken pipe, reset)."""
 
     def __init__(self):
         self.files = {}
         self.hits = {}
+        self.slow_ended = {}
         self.slow_seconds = 5.0
         server = self
 
@@ -192,18 +195,22 @@ class FileServer:
                     self.wfile.write(b"0\r\n\r\n")
                     return
                 if parts[0] == "slow":
-                    self.send_response(200)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
                     pieces = 50
-                    for i in range(pieces):
-                        try:
+                    cut = False
+                    try:
+                        self.send_response(200)
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        for i in range(pieces):
                             self.wfile.write(data[i * len(data) // pieces:
                                                   (i + 1) * len(data) // pieces])
                             self.wfile.flush()
-                        except (BrokenPipeError, ConnectionResetError):
-                            return
-                        time.sleep(server.slow_seconds / pieces)
+                            time.sleep(server.slow_seconds / pieces)
+                    except (BrokenPipeError, ConnectionResetError):
+                        cut = True
+                        self.close_connection = True
+                    finally:
+                        server.slow_ended[self.path] = cut
                     return
                 return self._send(404, b"no such route")
 

@@ -12,6 +12,7 @@ import copy
 import errno
 import json
 import os
+import unicodedata
 
 import pytest
 
@@ -124,6 +125,72 @@ def test_context_txt_follows_the_document(session):
     assert lines[-1] == "Summary: (none)"
     assert all(ln == ln.rstrip() for ln in lines)
     assert text.endswith("\n")
+
+
+def columns(line):
+    """A line's display width: East Asian wide and fullwidth characters
+    take two columns."""
+    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+               for c in line)
+
+
+def block(lines, first):
+    """The line starting with `first` and the continuation lines after
+    it (indented 4 more), without the label and the indent."""
+    return [text for _, text in block_lines(lines, first)]
+
+
+def block_lines(lines, first):
+    """block(), as (whole line, its text) pairs."""
+    i = next(n for n, ln in enumerate(lines) if ln.startswith(first))
+    indent = len(first) - len(first.lstrip(" ")) + 4
+    out = [(lines[i], lines[i][len(first):])]
+    for ln in lines[i + 1:]:
+        if not ln.startswith(" " * indent) or ln[indent] == " ":
+            break
+        out.append((ln, ln[indent:]))
+    return out
+
+
+def test_context_txt_is_wrapped_at_100_columns(session):
+    """README: context.txt is wrapped at 100 columns (CJK characters take
+    two).  Long texts are broken between words (and between wide
+    characters), never cut."""
+    words = " ".join(f"word{i:03d}" for i in range(60))
+    cjk = "泰坦尼克号数据集的平均票价是多少" * 12
+    mixed = "清洗数据 clean the data，然后报告模型的准确率 and its recall " * 8
+    doc = context_doc()
+    doc["request"]["core_goal"] = words
+    doc["request"]["original_input"] = cjk
+    doc["request"]["requirements"] = [mixed]
+    doc["phases"][0]["goal"] = mixed
+    doc["phases"][0]["summary"] = cjk + " " + words
+    round1 = doc["phases"][0]["rounds"][0]
+    round1["plan"]["tasks"][0]["title"] = words
+    round1["plan"]["reasoning"] = cjk
+    round1["judge"]["decision"]["reason"] = mixed
+    round1["judge"]["summary"] = words
+    doc["summary"] = words + " " + cjk
+    assert put(session / "context.json", json.dumps(doc)) == 0
+    text = read_bytes(session / "context.txt").decode()
+    assert os.stat(session / "context.txt").st_size == len(text.encode())
+    lines = text.splitlines()
+    too_wide = [(columns(ln), ln) for ln in lines if columns(ln) > 100]
+    assert too_wide == []
+    # wrapped, not cut: the texts read back whole from their blocks
+    goal = block(lines, "Goal: ")
+    assert len(goal) > 1 and " ".join(goal) == words
+    assert "".join(block(lines, "Input: ")) == cjk
+    summary = block(lines, "Summary: ")
+    assert "".join(summary).replace(" ", "") == (words + cjk).replace(" ", "")
+    assert "".join(block(lines, "    Reasoning: ")) == cjk
+    # and filled: a line is broken only where the next word would not fit
+    goal = block_lines(lines, "Goal: ")
+    for (a, _), (_, b) in zip(goal, goal[1:]):
+        assert columns(a) + 1 + columns(b.split(" ")[0]) > 100, (a, b)
+    cjk_lines = [ln for ln, _ in block_lines(lines, "Input: ")]
+    assert len(cjk_lines) > 1
+    assert all(columns(ln) > 100 - 2 for ln in cjk_lines[:-1]), cjk_lines
 
 
 def test_null_clears(session):

@@ -387,6 +387,9 @@ def test_datcom_gives_up_after_three_refusals(run_mount, engine):
     os.mkdir(s)
     bind_with(s, "datcom")
     (s / "uploads" / "description").write_text("A small aircraft.\n")
+    # the request as binding leaves it, no parameters
+    before = read_bytes(s / "request.json")
+    assert before == dumps({"input": {}, "parameter": {}}).encode()
     for _ in range(4):
         engine.reply(content="", tool_calls=[("set_parameters", {"nalpha": 2})])
     assert write_line(s / "ctl", "run\n") == 0
@@ -394,8 +397,8 @@ def test_datcom_gives_up_after_three_refusals(run_mount, engine):
     assert line.startswith("run: failed: the engine's parameters were refused 4 times;"
                            " the last time: ")
     assert "A small aircraft." in engine.requests[0]["messages"][1]["content"]
-    assert "parameter" not in json.loads(read_bytes(s / "request.json")) or \
-        json.loads(read_bytes(s / "request.json"))["parameter"] == {}
+    # refused parameters never reach request.json
+    assert read_bytes(s / "request.json") == before
 
 
 def test_datcom_needs_a_description(run_mount, engine):
@@ -537,6 +540,30 @@ def test_url_input_is_fetched_into_uploads(run_mount, skill_folder, files):
     # the stored request keeps the URL
     assert json.loads(read_bytes(s / "request.json"))["input"]["csv_file"].endswith(
         "/redirect/3/train.csv")
+
+
+def test_fetches_do_not_need_an_engine(make_flowfs, skill_folder, isolated_config,
+                                       files):
+    """README: "Fetches do not need an engine": a mount started without
+    --engine-url fetches a URL input all the same."""
+    csv_skill(skill_folder)
+    data = b"name,fare\n" + b"x,7.25\n" * 1000
+    files.files["train.csv"] = data
+    fs = make_flowfs(extra_args=[f"--skills={skill_folder.root}"])
+    assert json.loads(read_bytes(fs.mnt / ".flowfs" / "config"))["engine"] is None
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind_with(s, "stats", {"input": {"csv_file": f"{files.base}/file/train.csv"}})
+    assert wait_fetch(s) == "fetch uploads/csv_file.csv: done: 0.0 MiB"
+    assert files.hits == {"/file/train.csv": 1}
+    assert read_bytes(s / "uploads" / "csv_file.csv") == data
+    assert json.loads(read_bytes(s / "input.json")) == {
+        "csv_file": str(s / "uploads" / "csv_file.csv")}
+    assert status_of(s)[0][0] == "ready"
+    # runs still need one
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == (
+        "ctl", "no engine is configured: start flowfs with --engine-url=URL")
 
 
 @pytest.mark.parametrize("path,extra,line", [
@@ -693,14 +720,27 @@ def test_a_newer_url_supersedes_a_fetch_going_on(run_mount, skill_folder, files)
     assert put_json(s / "request.json",
                     {"input": {"csv_file": f"{files.base}/slow/old.csv"}}) == 0
     assert fetch_line(s).startswith("fetch uploads/csv_file.csv: fetching")
+    # superseded while it comes, not before its request is sent
+    wait_until(lambda: files.hits.get("/slow/old.csv"),
+               "the request for /slow/old.csv reaches the server")
     files.files["new.csv"] = b"n,e,w,2\n"
     assert put_json(s / "request.json",
                     {"input": {"csv_file": f"{files.base}/file/new.csv"}}) == 0
     assert wait_fetch(s) == "fetch uploads/csv_file.csv: done: 0.0 MiB"
     assert read_bytes(s / "uploads" / "csv_file.csv") == b"n,e,w,2\n"
-    # the slow one ends (stopped at its next progress report): nothing
-    # of it lands, and the line stays the new fetch's
-    time.sleep(1.0)
+    # the slow one ends (stopped at its next progress report, long before
+    # the server has sent it all): the server's handler sees the client go
+    wait_until(lambda: "/slow/old.csv" in files.slow_ended,
+               "the server's handler for /slow/old.csv returns")
+    assert files.slow_ended["/slow/old.csv"] is True, \
+        "the superseded fetch was not stopped: the server sent all of it"
+    # nothing of it lands, and the line stays the new fetch's
+    assert read_bytes(s / "uploads" / "csv_file.csv") == b"n,e,w,2\n"
+    assert sorted(os.listdir(s / "uploads")) == ["csv_file.csv"]
+    assert fetch_line(s) == "fetch uploads/csv_file.csv: done: 0.0 MiB"
+    # (the connection closes before the fetch's thread has settled: after
+    # a clean unmount, which waits for that thread, still nothing of it)
+    fs.remount()
     assert read_bytes(s / "uploads" / "csv_file.csv") == b"n,e,w,2\n"
     assert sorted(os.listdir(s / "uploads")) == ["csv_file.csv"]
     assert fetch_line(s) == "fetch uploads/csv_file.csv: done: 0.0 MiB"

@@ -315,6 +315,19 @@ def test_late_close_of_a_removed_round_keeps_the_new_one(run):
         os.close(new)
     assert json.loads(read_bytes(path)) == LAST
     assert status_of(run)[0] == ["ready"]
+    # The old handle's RELEASE may not have been handled yet.  A create
+    # closed without a write goes when its own release comes, which the
+    # kernel sends after the earlier ones: once that sentinel is gone, the
+    # late release has been sent (and, unless the daemon's threads reorder
+    # it, handled), so look at the new file again.
+    sentinel = run / "rounds" / "999.json"
+    os.close(os.open(sentinel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+    wait_until(lambda: not os.path.lexists(sentinel),
+               "the unwritten rounds/999.json goes at its release")
+    assert sorted(os.listdir(run / "rounds")) == ["1.json", "2.json"]
+    assert json.loads(read_bytes(path)) == LAST
+    assert status_of(run)[0] == ["ready"]
+    assert assistant(run) == transcript([FIRST, LAST])
 
 
 def test_removing_the_last_round_keeps_the_rest(run):
@@ -348,6 +361,67 @@ def test_rename(run):
     os.mkdir(run.parent / "other")
     expect(errno.EXDEV, os.rename, run / "rounds" / "2.json",
            run.parent / "other" / "rounds" / "1.json")
+
+
+def test_a_move_that_leaves_no_gap_moves_the_round(run):
+    """README: `mv rounds/3.json rounds/2.json` moves a round when the
+    result has no gap: into a gap, and over the round that was there."""
+    write_rounds(run, [FIRST, NEXT, LAST])
+    os.unlink(run / "rounds" / "2.json")
+    assert status_of(run)[0][0].startswith("rounds/2.json is missing")
+    # into the gap: rounds 1 and 2, the second the old third
+    os.rename(run / "rounds" / "3.json", run / "rounds" / "2.json")
+    assert sorted(os.listdir(run / "rounds")) == ["1.json", "2.json"]
+    assert read_bytes(run / "rounds" / "2.json") == dumps(LAST).encode()
+    expect(errno.ENOENT, os.stat, run / "rounds" / "3.json")
+    assert status_of(run) == (["ready"], [])
+    assert assistant(run) == transcript([FIRST, LAST])
+    # over an existing round: 3 replaces 2, and 3 is gone
+    assert put_json(run / "rounds" / "2.json", NEXT) == 0
+    assert put_json(run / "rounds" / "3.json", LAST) == 0
+    assert assistant(run) == transcript([FIRST, NEXT, LAST])
+    os.rename(run / "rounds" / "3.json", run / "rounds" / "2.json")
+    assert sorted(os.listdir(run / "rounds")) == ["1.json", "2.json"]
+    assert json.loads(read_bytes(run / "rounds" / "2.json")) == LAST
+    assert status_of(run) == (["ready"], [])
+    assert assistant(run) == transcript([FIRST, LAST])
+    assert read_bytes(run / "summary.json") == summary(run)
+
+
+def test_null_counts_as_absent(run):
+    """README: `null` counts as absent.  A null tag is kept as written but
+    is no tag: not refused where the tag would be, not in the
+    transcript, and no observation where one is needed."""
+    # round 1 may have no "inference" and may leave its observation out
+    doc1 = dict(FIRST, observation=None, inference=None)
+    assert put_json(run / "rounds" / "1.json", doc1) == 0
+    assert read_bytes(run / "rounds" / "1.json") == dumps(doc1).encode()
+    without = {k: v for k, v in FIRST.items() if k != "observation"}
+    assert status_of(run) == (["ready"], [])
+    assert assistant(run) == transcript([without])
+    assert "null" not in summary(run).decode()
+    # a null observation is no observation: round 2 cannot follow it
+    assert put_json(run / "rounds" / "2.json", NEXT) == errno.EINVAL
+    assert status_of(run)[1][-1] == (
+        "rounds/2.json", 'rounds/1.json: a round followed by another needs the'
+        ' "observation" of its experiment')
+    assert sorted(os.listdir(run / "rounds")) == ["1.json"]
+    # tags a later round may not have, given as null, are not there
+    assert put_json(run / "rounds" / "1.json", dict(FIRST, inference=None)) == 0
+    doc2 = dict(NEXT, phenomenon=None, conclusion=None)
+    assert put_json(run / "rounds" / "2.json", doc2) == 0
+    assert read_bytes(run / "rounds" / "2.json") == dumps(doc2).encode()
+    # a concluding round's null observation: the previous one is repeated
+    assert put_json(run / "rounds" / "3.json",
+                    dict(LAST, observation=None, hypothesis=None)) == 0
+    assert status_of(run)[0] == ["ready"]
+    assert assistant(run) == transcript([FIRST, NEXT, LAST])
+    assert assistant(run).endswith("<Observation>\n2\n</Observation>")
+    # but a null "inference" is a missing one
+    assert put_json(run / "rounds" / "3.json", dict(LAST, inference=None)) \
+        == errno.EINVAL
+    assert status_of(run)[1][-1] == (
+        "rounds/3.json", 'a round after the first needs "inference"')
 
 
 def test_editors(run):

@@ -5,11 +5,13 @@ flowfs is already mounted.  HOME and the XDG folders point into tmp_path so
 the user's own database is never touched."""
 import json
 import os
+import sqlite3
 import subprocess
 
 import pytest
 
-from conftest import REPO, read_bytes
+from conftest import REPO, flowfs_bin, read_bytes
+from test_root import project_version
 
 
 @pytest.fixture
@@ -43,8 +45,20 @@ def test_tools_run_mounts_a_demo_session(tmp_path, run_env):
                                 " into uploads/")
         assert read_bytes(mnt / "demo" / "status") == b"ready\n"
         # the daemon is the release build tools/test made: same version
+        # (meson.build's) and database schema (the one it created) as the
+        # build under test says of itself
         version = read_bytes(mnt / ".flowfs" / "version").decode()
-        assert version.startswith("flowfs ")
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            schema = con.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            con.close()
+        assert version == (f"flowfs {project_version()}\n"
+                           f"database schema {schema}\n")
+        v = subprocess.run([str(flowfs_bin()), "-V"], capture_output=True,
+                           text=True, timeout=60)
+        assert v.returncode == 0, v.stderr
+        assert v.stdout == f"flowfs {project_version()} (database schema {schema})\n"
         # again: nothing new, and it says where it is mounted
         r = tools_run(mnt, run_env)
         assert r.returncode == 0, r.stderr
