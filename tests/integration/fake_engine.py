@@ -17,6 +17,8 @@ engine.headers.  When the script is used up, the server answers 500
 "script exhausted" so that a test never hangs on a missing reply.
 """
 import json
+import select
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,11 +43,21 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def _client_gone(self):
+        """Whether the client closed its end (the request was read whole,
+        so a readable socket with nothing to read is its hang-up)."""
+        ready, _, _ = select.select([self.connection], [], [], 0)
+        try:
+            return bool(ready) and not self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return True
+
 
 class FakeEngine:
     def __init__(self):
         self.script = []
         self.held = threading.Event()
+        self.client_gone = threading.Event()   # it hung up on a held answer
         self.release_event = threading.Event()
         self.requests = []
         self.headers = []
@@ -73,9 +85,16 @@ class FakeEngine:
                 if delay:
                     time.sleep(delay)
                 if kind == "hold":
-                    # until the test lets go (or the client gives up)
+                    # until the test lets go, or the client gives up
+                    # (client_gone is set then)
                     engine.held.set()
-                    engine.release_event.wait(60)
+                    deadline = time.monotonic() + 60
+                    while not engine.release_event.wait(0.05):
+                        if self._client_gone():
+                            engine.client_gone.set()
+                            return
+                        if time.monotonic() > deadline:
+                            break
                     kind, value = "json", value
                 if kind == "status":
                     code, text, headers = value

@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -319,6 +320,31 @@ def test_connection_refused(run_mount, skill_folder):
     assert write_line(s / "ctl", "run\n") == 0
     assert re.fullmatch(r"run: failed: http://127\.0\.0\.1:\d+/v1: Couldn't connect to server",
                         wait_run(s))
+
+
+def test_removing_a_session_cancels_its_run(run_mount, skill_folder, engine):
+    """rm -rf of a session whose run waits for the engine stops the run:
+    it hangs up on the answer instead of waiting for it.  The same for
+    a session that another is renamed over."""
+    # the engine's own timeout is far beyond the wait below
+    fs, s = report_session(run_mount, skill_folder, "--engine-timeout=120")
+    engine.hold()
+    assert write_line(s / "ctl", "run\n") == 0
+    assert engine.held.wait(30)
+    shutil.rmtree(s)
+    wait_until(engine.client_gone.is_set, "the run hung up on the engine")
+    # mv over a running session
+    engine.held.clear()
+    engine.client_gone.clear()
+    engine.hold()
+    os.mkdir(s)
+    bind_with(s, "report")
+    os.mkdir(fs.mnt / "t")
+    assert write_line(s / "ctl", "run\n") == 0
+    assert engine.held.wait(30)
+    os.rename(fs.mnt / "t", s)
+    wait_until(engine.client_gone.is_set, "the run of the replaced session hung up")
+    assert len(engine.requests) == 2
 
 
 def test_cancel_and_one_run_at_a_time(run_mount, skill_folder, engine):
