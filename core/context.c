@@ -740,19 +740,6 @@ static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
 }
 
 /* East Asian wide and fullwidth code points take two columns. */
-static int cp_width(uint32_t c)
-{
-	if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0x303e) ||
-	    (c >= 0x3041 && c <= 0x33ff) || (c >= 0x3400 && c <= 0x4dbf) ||
-	    (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xa000 && c <= 0xa4cf) ||
-	    (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
-	    (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
-	    (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) ||
-	    (c >= 0x1f900 && c <= 0x1f9ff) || (c >= 0x20000 && c <= 0x3fffd))
-		return 2;
-	return 1;
-}
-
 static bool is_control(uint32_t c)
 {
 	return c < 0x20 || (c >= 0x7f && c <= 0x9f);
@@ -780,6 +767,8 @@ static int put_text(struct sbuf *out, int indent, const char *prefix,
 	const unsigned char *s = (const unsigned char *)text;
 	size_t line_start = out->len, i = 0;
 	int cont = indent + 4, col;
+	/* the most a continuation line holds (always progress) */
+	int room = LINE_MAX_COLS - cont > 1 ? LINE_MAX_COLS - cont : 1;
 
 	if (sbuf_addf(out, "%*s%s", indent, "", prefix) < 0)
 		return -ENOMEM;
@@ -806,16 +795,21 @@ static int put_text(struct sbuf *out, int indent, const char *prefix,
 			i += k;
 			continue;
 		}
-		/* A word: up to a space or control, or one wide character. */
-		if (cp_width(c) == 2) {
+		/*
+		 * A word: up to a space or control, or one wide character;
+		 * a word longer than a whole line (a URL) is cut where the
+		 * line ends.
+		 */
+		if (utf8_width(c) == 2) {
 			word_end = i + k;
 			w_cols = 2;
 		} else {
-			while (word_end < n) {
+			while (word_end < n && (int)w_cols < room) {
 				size_t m = utf8_next(s + word_end, n - word_end,
 						     &c);
 
-				if (c == ' ' || is_control(c) || cp_width(c) == 2)
+				if (c == ' ' || is_control(c) ||
+				    utf8_width(c) == 2)
 					break;
 				word_end += m;
 				w_cols++;

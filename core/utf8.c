@@ -3,6 +3,8 @@
  */
 #include "utf8.h"
 
+#include "width_table.h"
+
 size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 {
 	size_t need;
@@ -64,4 +66,23 @@ size_t utf8_offset(const char *s, size_t n, size_t cp)
 		if (((unsigned char)s[i] & 0xc0) != 0x80 && seen++ == cp)
 			return i;
 	return n;
+}
+
+int utf8_width(uint32_t c)
+{
+	size_t lo = 0, hi = sizeof(wide_ranges) / sizeof(wide_ranges[0]);
+
+	if (c < wide_ranges[0][0])
+		return 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c < wide_ranges[mid][0])
+			hi = mid;
+		else if (c > wide_ranges[mid][1])
+			lo = mid + 1;
+		else
+			return 2;
+	}
+	return 1;
 }

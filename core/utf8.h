@@ -24,4 +24,8 @@ size_t utf8_count(const char *s, size_t n);
  * starts; n when there are not that many. */
 size_t utf8_offset(const char *s, size_t n, size_t cp);
 
+/* The columns code point `c` takes in a terminal: 2 for East Asian Wide
+ * and Fullwidth characters (as Python's unicodedata has them), else 1. */
+int utf8_width(uint32_t c);
+
 #endif

@@ -193,6 +193,22 @@ def test_context_txt_is_wrapped_at_100_columns(session):
     assert all(columns(ln) > 100 - 2 for ln in cjk_lines[:-1]), cjk_lines
 
 
+def test_context_txt_cuts_what_no_line_holds(session):
+    """A word longer than a line (a URL) is cut where the line ends, and
+    emoji take two columns (Python's east_asian_width says W)."""
+    url = "https://example.org/" + "a" * 170
+    rockets = "\U0001F680" * 70
+    doc = context_doc()
+    doc["request"]["core_goal"] = "see " + url
+    doc["summary"] = rockets
+    assert put(session / "context.json", json.dumps(doc)) == 0
+    lines = read_bytes(session / "context.txt").decode().splitlines()
+    assert [(columns(ln), ln) for ln in lines if columns(ln) > 100] == []
+    assert "".join(block(lines, "Goal: ")) == "see" + url
+    assert "".join(block(lines, "Summary: ")) == rockets
+    assert len(block(lines, "Summary: ")) == 2
+
+
 def test_null_clears(session):
     assert put(session / "context.json", json.dumps(context_doc())) == 0
     assert put(session / "context.json", "null") == 0

@@ -679,6 +679,38 @@ static void test_render_wide_wrapping(void **state)
 	}
 }
 
+/* A word longer than a line (a URL) is cut where the line ends; an
+ * emoji is two columns, like a CJK character. */
+static void test_render_long_word_and_emoji(void **state)
+{
+	char doc[1024], url[256] = "", emoji[256] = "", expected[2048];
+
+	(void)state;
+	for (int i = 0; i < 150; i++)
+		strcat(url, i % 10 ? "x" : "/");
+	for (int i = 0; i < 50; i++)
+		strcat(emoji, "\xf0\x9f\x9a\x80");	/* U+1F680 */
+	snprintf(doc, sizeof(doc), "{\"id\": \"m\", \"timestamp\": 1, "
+		 "\"architecture\": \"request-phase-task\", \"request\": "
+		 "{\"core_goal\": \"see %s\"}, \"phases\": [], \"summary\":"
+		 " \"%s\"}", url, emoji);
+	/* "Goal: see " (10) then the URL: it does not fit on that line, so
+	 * it starts the next one and is cut every 96 columns; "Summary: "
+	 * (9) + 45 rockets is 99 columns, the 46th would make 101. */
+	snprintf(expected, sizeof(expected),
+		 "Context m (request-phase-task)\n"
+		 "Goal: see\n"
+		 "    %.96s\n"
+		 "    %s\n"
+		 "Requirements: (none)\n"
+		 "Constraints: (none)\n"
+		 "Phases: 0 of at most 3\n"
+		 "\n"
+		 "Summary: %.180s\n"
+		 "    %s\n", url, url + 96, emoji, emoji + 180);
+	render_is(doc, expected);
+}
+
 static void test_render_refuses_non_context(void **state)
 {
 	struct sbuf sb = SBUF_INIT;
@@ -711,6 +743,7 @@ int main(void)
 		cmocka_unit_test(test_render_wrapping),
 		cmocka_unit_test(test_render_wide_wrapping),
 		cmocka_unit_test(test_render_refuses_non_context),
+		cmocka_unit_test(test_render_long_word_and_emoji),
 		cmocka_unit_test(test_long_names_cut_whole),
 	};
 

@@ -81,11 +81,31 @@ static void test_valid_count_offset(void **state)
 	assert_int_equal(utf8_offset(s, n, 99), n);
 }
 
+/* Points checked against Python's unicodedata.east_asian_width (W, F). */
+static void test_width(void **state)
+{
+	static const struct { uint32_t c; int w; } cases[] = {
+		{ 'a', 1 }, { 0xe9, 1 }, { 0x10ff, 1 }, { 0x1100, 2 },
+		{ 0x115f, 2 }, { 0x1160, 1 }, { 0x231a, 2 }, { 0x231c, 1 },
+		{ 0x3000, 2 }, { 0x4e2d, 2 }, { 0xac00, 2 }, { 0xff01, 2 },
+		{ 0xff61, 1 }, { 0x1f680, 2 }, { 0x1f6ff, 1 }, { 0x1f300, 2 },
+		{ 0x20000, 2 }, { 0x2a6df, 2 }, { 0x10ffff, 1 }, { 0, 1 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (utf8_width(cases[i].c) != cases[i].w)
+			fail_msg("U+%04X: %d columns, not %d",
+				 (unsigned)cases[i].c, utf8_width(cases[i].c),
+				 cases[i].w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decode),
 		cmocka_unit_test(test_valid_count_offset),
+		cmocka_unit_test(test_width),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
