@@ -19,6 +19,33 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+
+# tools/test runs this suite twice: as an ordinary user (FLOWFS_TEST_USER
+# names it) without the tests marked `root`, and as root with only those.
+# Root's CAP_DAC_OVERRIDE hides permission bugs, so only what needs root
+# (another uid, chown, allow_other, fusectl) runs as root.
+ROOT_REASON = "needs root (tools/test runs it as root)"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "root: needs root; tools/test runs these as root and "
+        "every other test as an ordinary user")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() == 0:
+        return
+    for item in items:
+        if item.get_closest_marker("root"):
+            item.add_marker(pytest.mark.skip(reason=ROOT_REASON))
+
+
+def readonly_errno():
+    """What opening a read-only (0444, 0555) entry for writing gives: the
+    kernel's permission check (default_permissions) answers EACCES before
+    flowfs is asked; root passes it and gets flowfs's EROFS."""
+    return errno.EROFS if os.geteuid() == 0 else errno.EACCES
 DEFAULT_BIN = REPO / "build-test" / "fs" / "flowfs"
 
 MOUNT_TIMEOUT = 10.0

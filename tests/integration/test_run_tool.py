@@ -28,6 +28,7 @@ def tools_run(mnt, env, *args):
                           capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.root      # tools/run builds in the checkout, which is root's in CI
 def test_tools_run_mounts_a_demo_session(tmp_path, run_env):
     mnt = tmp_path / "mnt"
     try:

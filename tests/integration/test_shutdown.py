@@ -28,6 +28,7 @@ def fusectl_ready():
     return r.returncode == 0 or bool(os.listdir(FUSECTL))
 
 
+@pytest.mark.root      # mounting fusectl and aborting through it
 def test_abort_with_open_handles(flowfs, session):
     if not fusectl_ready():
         pytest.skip("no fusectl to abort the connection with")

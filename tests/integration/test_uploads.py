@@ -481,6 +481,7 @@ def test_create_mode_honours_umask(uploads):
     assert stat.S_IMODE(os.stat(uploads / "ud").st_mode) == 0o750
 
 
+@pytest.mark.root
 def test_chown_by_root(flowfs, uploads):
     f = uploads / "owned"
     write_bytes(f, b"x")
@@ -543,6 +544,7 @@ def test_utime_beyond_2262_is_clamped(flowfs, uploads):
     assert os.stat(f).st_mtime_ns == -2**63
 
 
+@pytest.mark.root
 def test_setgid_folder_passes_its_group_on(uploads):
     g = uploads / "shared"
     os.mkdir(g)
@@ -710,6 +712,7 @@ def run_as(uid, gid, dirfd, func):
     return os.waitstatus_to_exitcode(status)
 
 
+@pytest.mark.root
 def test_new_files_belong_to_other_uid(make_flowfs):
     fs = make_flowfs(extra_args=["-o", "allow_other"])
     s = fs.mnt / "shared"
@@ -739,6 +742,7 @@ def test_new_files_belong_to_other_uid(make_flowfs):
     assert read_bytes(d / "file") == b"mine"
 
 
+@pytest.mark.root
 def test_permissions_enforced_for_other_uid(make_flowfs):
     fs = make_flowfs(extra_args=["-o", "allow_other"])
     s = fs.mnt / "p"
