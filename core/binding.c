@@ -9,6 +9,7 @@
 #include "datcom.h"
 #include "deck.h"
 #include "fjson.h"
+#include "graph.h"
 #include "rounds.h"
 #include "roundstore.h"
 #include "schema.h"
@@ -504,7 +505,8 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 	return ret;
 }
 
-int binding_problems(const struct binding_ctx *c, struct sbuf *out)
+int binding_problems(const struct binding_ctx *c, struct sbuf *out,
+		     struct sbuf *notes)
 {
 	struct imported im = { NULL, SBUF_INIT };
 	const struct skill *sk;
@@ -531,6 +533,9 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out)
 	/* rounds can be written whatever the skill */
 	if (!ret)
 		ret = roundstore_problem(c->st, c->s->id, out);
+	/* the job graph too: nothing else shows a pending edge */
+	if (!ret)
+		ret = graph_problems(c->st, c->s->id, out);
 	/* a template that does not render is a problem of the session */
 	if (!ret && sk) {
 		ret = binding_prompt_from(c, sk, &in, &prompt, &err);
@@ -540,10 +545,8 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out)
 					ferr_format(&err, msg, sizeof(msg)));
 	}
 	inputs_release(&in);
-	/* remarks on an imported file follow the verdict, not replace it */
-	if (!ret && im.notes.len)
-		ret = sbuf_addf(out, "%s%s", out->len ? "" : "ready\n",
-				im.notes.buf);
+	if (!ret && notes)
+		ret = sbuf_add(notes, im.notes.buf, im.notes.len);
 	imported_release(&im);
 	return ret;
 }

@@ -80,12 +80,13 @@ int binding_check_request(const struct skill *sk, const json_t *request,
 			  struct ferr *err);
 
 /*
- * The lines at the top of status: one per problem (rounds with a gap
- * included, whatever the skill), empty when the
- * session is ready — or, when an imported file has remarks ("3 cases;
- * the first is used"), "ready" or the problems followed by them.
+ * The problems of the session, one line each (rounds with a gap
+ * included, whatever the skill); nothing when it is ready.  Remarks on
+ * an imported file that are not problems ("3 cases; the first is
+ * used") go to `notes`, one line each (NULL: left out).
  */
-int binding_problems(const struct binding_ctx *c, struct sbuf *out);
+int binding_problems(const struct binding_ctx *c, struct sbuf *out,
+		     struct sbuf *notes);
 
 /* When what the binding shows last changed (for the files' mtimes). */
 int64_t binding_mtime(const struct binding_ctx *c);

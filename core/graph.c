@@ -1072,6 +1072,327 @@ static int insert_node(struct store *st, int64_t session, const char *id,
 			 STORE_TEXTN(doc->buf, doc->len), STORE_INT(now));
 }
 
+/* ---- placing edges ---------------------------------------------------------- */
+
+/* What the row of an edge's id holds, against what is to be stored. */
+struct edge_was {
+	int64_t seq;		/* 0: no row */
+	bool in_graph;		/* an edge of the graph: not a draft, not pending */
+	bool same;		/* already exactly what is to be stored */
+};
+
+/*
+ * The row of edge f[0], compared with the four fields f[1..4] of an edge
+ * of the graph or, when `text` is given, with a pending edge's text.
+ */
+static int load_edge_was(struct store *st, int64_t session,
+			 const char *const f[5], const char *text, size_t len,
+			 struct edge_was *was)
+{
+	static const char sql[] = "SELECT seq, source, source_param, target,"
+		" target_param, pending FROM graph_edges"
+		" WHERE session = ?1 AND id = ?2";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc;
+
+	memset(was, 0, sizeof(*was));
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	sqlite3_bind_text(q, 2, f[0], -1, SQLITE_STATIC);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		was->seq = sqlite3_column_int64(q, 0);
+		was->in_graph = sqlite3_column_type(q, 1) != SQLITE_NULL;
+		if (text) {
+			const void *p = sqlite3_column_text(q, 5);
+
+			was->same = p && (size_t)sqlite3_column_bytes(q, 5) == len &&
+				    !memcmp(p, text, len);
+		} else {
+			was->same = was->in_graph;
+			for (int i = 1; was->same && i < 5; i++) {
+				const char *c = (const char *)
+					sqlite3_column_text(q, i);
+
+				was->same = c && !strcmp(c, f[i]);
+			}
+		}
+	}
+	store_done(q);
+	return store_errno(rc);
+}
+
+/* Why an edge must wait: -ENOENT with the node(s) it waits for. */
+static int waits_for(const struct edge_in *e, bool has_src, bool has_tgt,
+		     struct ferr *err)
+{
+	if (!has_src && !has_tgt && !strcmp(e->f[1], e->f[3]))
+		return ferr_set(err, -ENOENT,
+				"waits for its source and target node \"%s\", which does not exist",
+				e->f[1]);
+	if (!has_src && !has_tgt)
+		return ferr_set(err, -ENOENT,
+				"waits for its source node \"%s\" and its target node \"%s\", which do not exist",
+				e->f[1], e->f[3]);
+	return ferr_set(err, -ENOENT,
+			"waits for its %s node \"%s\", which does not exist",
+			has_src ? "target" : "source",
+			has_src ? e->f[3] : e->f[1]);
+}
+
+/*
+ * Check edge `e` (as edge_check() left it) against the stored graph; reads
+ * only.  0 when it can join the graph (a defaulted source parameter is
+ * then set, held in `sp`); -ENOENT + err when a node it names does not
+ * exist or is a draft (it waits); -EINVAL + err for an input the target
+ * lacks, a duplicate, a cycle.  Its own row (an older version, pending or
+ * not) counts in neither check.
+ */
+static int edge_fits(struct store *st, int64_t session, struct edge_in *e,
+		     struct sbuf *sp, struct ferr *err)
+{
+	struct sbuf scratch = SBUF_INIT;
+	json_t *src = NULL, *tgt = NULL;
+	int ret;
+
+	if ((ret = load_node(st, session, e->f[1], NULL, &src)) < 0 ||
+	    (ret = load_node(st, session, e->f[3], NULL, &tgt)) < 0)
+		goto out;
+	if (!src || !tgt) {
+		ret = waits_for(e, src != NULL, tgt != NULL, err);
+		goto out;
+	}
+	if (!e->f[2]) {
+		sbuf_reset(sp);
+		ret = sbuf_addf(sp, "out_%s",
+				json_string_value(json_object_get(src, "label")));
+		if (ret < 0)
+			goto out;
+		e->f[2] = sp->buf;
+	}
+	if (!takes_input(tgt, e->f[4])) {
+		ret = no_input(tgt, e->f[3], e->f[4], "", err);
+		goto out;
+	}
+	ret = find_duplicate(st, session, e->f, &scratch);
+	if (!ret && scratch.len)
+		ret = ferr_set(err, -EINVAL, "duplicates %s", scratch.buf);
+	if (!ret)
+		ret = check_cycle(st, session, e->f[1], e->f[3], e->f[0], "",
+				  err, &scratch);
+out:
+	json_decref(src);
+	json_decref(tgt);
+	sbuf_release(&scratch);
+	return ret;
+}
+
+/* Store the fields of an edge that fits over its row, or as a new row. */
+static int store_placed(struct store *st, int64_t session,
+			const char *const f[5], const struct edge_was *was,
+			int64_t now)
+{
+	static const char sql[] = "UPDATE graph_edges SET source = ?2,"
+		" source_param = ?3, target = ?4, target_param = ?5,"
+		" pending = NULL, pending_source = NULL, pending_target = NULL,"
+		" mtime_ns = ?6 WHERE seq = ?1";
+
+	if (was->same)
+		return 0;
+	if (!was->seq)
+		return insert_edge(st, session, f, now);
+	return store_run(st, sql, STORE_INT(was->seq), STORE_TEXT(f[1]),
+			 STORE_TEXT(f[2]), STORE_TEXT(f[3]), STORE_TEXT(f[4]),
+			 STORE_INT(now));
+}
+
+/*
+ * Store edge `e` pending: `text` as it was written (it was not checked
+ * against the graph, so it is not re-serialized), and the node ids it
+ * names, so that a node's write finds it; over its row or as a new row.
+ */
+static int store_pending(struct store *st, int64_t session,
+			 const struct edge_in *e, const char *text, size_t len,
+			 const struct edge_was *was, int64_t now)
+{
+	static const char update_sql[] = "UPDATE graph_edges SET source = NULL,"
+		" source_param = NULL, target = NULL, target_param = NULL,"
+		" pending = ?2, pending_source = ?3, pending_target = ?4,"
+		" mtime_ns = ?5 WHERE seq = ?1";
+	static const char insert_sql[] = "INSERT INTO graph_edges(session, id,"
+		" pending, pending_source, pending_target, mtime_ns)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+	if (was->same)
+		return 0;
+	if (was->seq)
+		return store_run(st, update_sql, STORE_INT(was->seq),
+				 STORE_TEXTN(text, len), STORE_TEXT(e->f[1]),
+				 STORE_TEXT(e->f[3]), STORE_INT(now));
+	return store_run(st, insert_sql, STORE_INT(session), STORE_TEXT(e->f[0]),
+			 STORE_TEXTN(text, len), STORE_TEXT(e->f[1]),
+			 STORE_TEXT(e->f[3]), STORE_INT(now));
+}
+
+/*
+ * Validate edge `e` and make it an edge of the graph, inside the caller's
+ * transaction: over the row of its id (a draft, a pending edge, an older
+ * version) or as a new row.  *was: what that row held (was->same: no
+ * change).  -ENOENT or -EINVAL + err as edge_fits(): nothing is stored.
+ */
+static int place_edge(struct store *st, int64_t session, struct edge_in *e,
+		      struct sbuf *sp, int64_t now, struct edge_was *was,
+		      struct ferr *err)
+{
+	int ret = edge_fits(st, session, e, sp, err);
+
+	if (!ret)
+		ret = load_edge_was(st, session, e->f, NULL, 0, was);
+	if (!ret)
+		ret = store_placed(st, session, e->f, was, now);
+	return ret;
+}
+
+/* A pending edge as stored. */
+struct pending {
+	char *id;
+	char *text;
+	size_t len;
+};
+
+static void pending_free(struct pending *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(rows[i].id);
+		free(rows[i].text);
+	}
+	free(rows);
+}
+
+/* Append the current row (seq, id, pending) of `q` to `list`. */
+static int pending_add(sqlite3_stmt *q, struct pending **list, size_t *count,
+		       size_t *alloc)
+{
+	const char *id = (const char *)sqlite3_column_text(q, 1);
+	const char *text = (const char *)sqlite3_column_text(q, 2);
+	size_t len = (size_t)sqlite3_column_bytes(q, 2);
+	struct pending *p;
+
+	if (*count == *alloc) {
+		size_t na = *alloc ? *alloc * 2 : 8;
+
+		p = realloc(*list, na * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*list = p;
+		*alloc = na;
+	}
+	p = &(*list)[*count];
+	p->id = strdup(id ? id : "");
+	p->text = malloc(len + 1);
+	p->len = len;
+	if (!p->id || !p->text) {
+		free(p->id);
+		free(p->text);
+		return -ENOMEM;
+	}
+	memcpy(p->text, text, len);
+	p->text[len] = '\0';
+	(*count)++;
+	return 0;
+}
+
+/*
+ * The pending edges of a session in creation order, all (node NULL) or
+ * those that name node `node`.  Read in full before any is placed, as
+ * placing runs other statements and changes these rows.
+ */
+static int load_pending(struct store *st, int64_t session, const char *node,
+			struct pending **rows, size_t *n)
+{
+	static const char all_sql[] = "SELECT seq, id, pending FROM graph_edges"
+		" WHERE session = ?1 AND pending IS NOT NULL ORDER BY seq";
+	/* a UNION, as an OR would scan the session's pending edges */
+	static const char node_sql[] = "SELECT seq, id, pending FROM graph_edges"
+		" WHERE session = ?1 AND pending IS NOT NULL"
+		" AND pending_source = ?2"
+		" UNION SELECT seq, id, pending FROM graph_edges"
+		" WHERE session = ?1 AND pending IS NOT NULL"
+		" AND pending_target = ?2 ORDER BY seq";
+	sqlite3_stmt *q = store_stmt(st, node ? node_sql : all_sql);
+	struct pending *list = NULL;
+	size_t count = 0, alloc = 0;
+	int rc, ret = 0;
+
+	*rows = NULL;
+	*n = 0;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	if (node)
+		sqlite3_bind_text(q, 2, node, -1, SQLITE_STATIC);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		ret = pending_add(q, &list, &count, &alloc);
+	store_done(q);
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	if (ret < 0) {
+		pending_free(list, count);
+		return ret;
+	}
+	*rows = list;
+	*n = count;
+	return 0;
+}
+
+/* A pending edge's document, checked as when it was written. */
+static int parse_pending(const struct pending *p, json_t **v,
+			 struct edge_in *e, struct ferr *err)
+{
+	int ret = fjson_parse(v, p->text, p->len, err);
+
+	if (!ret)
+		ret = edge_check(*v, p->id, "", e, err);
+	return ret;
+}
+
+/*
+ * Let pending edges join the graph where they now can, inside the
+ * caller's transaction: those that name node `node`, or all (NULL), in
+ * creation order, each checked as any edge (so of two equal ones the
+ * older joins).  One that still cannot stays pending: that never fails
+ * the caller's write.  *placed: whether any joined.
+ */
+static int place_ready(struct store *st, int64_t session, const char *node,
+		       int64_t now, bool *placed)
+{
+	struct sbuf sp = SBUF_INIT;
+	struct pending *rows;
+	size_t n;
+	int ret = load_pending(st, session, node, &rows, &n);
+
+	*placed = false;
+	for (size_t i = 0; !ret && i < n; i++) {
+		struct edge_was was = { 0 };
+		struct edge_in e;
+		json_t *v = NULL;
+
+		ret = parse_pending(&rows[i], &v, &e, NULL);
+		if (!ret)
+			ret = place_edge(st, session, &e, &sp, now, &was, NULL);
+		if (!ret && !was.same)
+			*placed = true;
+		/* it waits on or is held back; graph_problems() says why */
+		if (ret == -ENOENT || ret == -EINVAL)
+			ret = 0;
+		json_decref(v);
+	}
+	pending_free(rows, n);
+	sbuf_release(&sp);
+	return ret;
+}
+
 /* ---- the tool map ------------------------------------------------------- */
 
 int graph_tools_load(const char *path, struct graph_tools **out,
@@ -1165,7 +1486,7 @@ void graph_tools_free(struct graph_tools *tools)
 
 #define NODE_ITEM_COLUMNS "seq, session, id, mtime_ns, doc"
 #define EDGE_ITEM_COLUMNS "seq, session, id, mtime_ns, source," \
-	" source_param, target, target_param"
+	" source_param, target, target_param, pending"
 
 /* The five fields of an edge row from column `col` on (id first). */
 static bool edge_row(sqlite3_stmt *q, int idcol, int col,
@@ -1203,8 +1524,11 @@ static int row_to_item(sqlite3_stmt *q, enum graph_kind kind,
 		size_t n[5];
 		int ret;
 
-		it->draft = !edge_row(q, 2, 4, f, n);
-		if (!it->draft) {
+		it->pending = sqlite3_column_type(q, 8) != SQLITE_NULL;
+		it->draft = !edge_row(q, 2, 4, f, n) && !it->pending;
+		if (it->pending) {
+			it->size = (size_t)sqlite3_column_bytes(q, 8);
+		} else if (!it->draft) {
 			sbuf_reset(scratch);
 			ret = put_edge(scratch, 0, f, n);
 			if (ret < 0) {
@@ -1329,7 +1653,7 @@ int graph_render(struct store *st, enum graph_kind kind, int64_t seq,
 	static const char nodes_sql[] = "SELECT doc FROM graph_nodes"
 		" WHERE seq = ?1";
 	static const char edges_sql[] = "SELECT id, source, source_param,"
-		" target, target_param FROM graph_edges WHERE seq = ?1";
+		" target, target_param, pending FROM graph_edges WHERE seq = ?1";
 	sqlite3_stmt *q = store_stmt(st, kind == GRAPH_NODE ? nodes_sql
 							    : edges_sql);
 	int rc, ret = 0;
@@ -1348,6 +1672,9 @@ int graph_render(struct store *st, enum graph_kind kind, int64_t seq,
 
 		if (edge_row(q, 0, 1, f, n))
 			ret = put_edge(out, 0, f, n);
+		else if (sqlite3_column_type(q, 5) != SQLITE_NULL)
+			ret = sbuf_add(out, sqlite3_column_text(q, 5),
+				       (size_t)sqlite3_column_bytes(q, 5));
 	} else {
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	}
@@ -1385,7 +1712,7 @@ int graph_drop_draft(struct store *st, enum graph_kind kind, int64_t seq)
 	static const char nodes_sql[] = "DELETE FROM graph_nodes"
 		" WHERE seq = ?1 AND doc IS NULL";
 	static const char edges_sql[] = "DELETE FROM graph_edges"
-		" WHERE seq = ?1 AND source IS NULL";
+		" WHERE seq = ?1 AND source IS NULL AND pending IS NULL";
 
 	return store_run(st, kind == GRAPH_NODE ? nodes_sql : edges_sql,
 			 STORE_INT(seq));
@@ -1399,7 +1726,8 @@ int graph_drop_all_drafts(struct store *st)
 		return ret;
 	ret = store_exec(st, "DELETE FROM graph_nodes WHERE doc IS NULL");
 	if (!ret)
-		ret = store_exec(st, "DELETE FROM graph_edges WHERE source IS NULL");
+		ret = store_exec(st, "DELETE FROM graph_edges"
+				 " WHERE source IS NULL AND pending IS NULL");
 	if (ret < 0) {
 		store_rollback(st);
 		return ret;
@@ -1448,7 +1776,7 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 	struct sbuf text = SBUF_INIT;
 	json_t *node = NULL, *old = NULL;
 	int64_t seq, now = store_now_ns();
-	bool changed = true;
+	bool changed = true, placed = false;
 	int ret;
 
 	ret = node_build(v, id, tools, "", &node, err);
@@ -1480,7 +1808,10 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 	} else {
 		ret = insert_node(st, session, id, &text, now);
 	}
-	if (!ret && changed)
+	/* edges written before it join the graph with it */
+	if (!ret)
+		ret = place_ready(st, session, id, now, &placed);
+	if (!ret && (changed || placed))
 		ret = touch(st, session, now);
 	if (ret < 0)
 		goto rollback;
@@ -1495,22 +1826,20 @@ out:
 	return ret;
 }
 
+/*
+ * An edge whose nodes are there must fit the graph (else it is refused);
+ * one that names a node that is not there (yet) is kept pending.
+ */
 static int commit_edge(struct store *st, int64_t session, const char *id,
-		       const json_t *v, struct ferr *err)
+		       const char *text, size_t len, const json_t *v,
+		       struct ferr *err)
 {
-	static const char old_sql[] = "SELECT seq, source, source_param,"
-		" target, target_param FROM graph_edges"
-		" WHERE session = ?1 AND id = ?2";
-	static const char update_sql[] = "UPDATE graph_edges SET source = ?2,"
-		" source_param = ?3, target = ?4, target_param = ?5,"
-		" mtime_ns = ?6 WHERE seq = ?1";
-	struct sbuf sp = SBUF_INIT, scratch = SBUF_INIT;
-	json_t *src = NULL, *tgt = NULL;
+	struct sbuf sp = SBUF_INIT;
+	struct edge_was was = { 0 };
 	struct edge_in e;
-	int64_t seq = 0, now = store_now_ns();
-	sqlite3_stmt *q;
-	bool same = false;
-	int ret, rc;
+	int64_t now = store_now_ns();
+	bool placed;
+	int ret;
 
 	ret = edge_check(v, id, "", &e, err);
 	if (ret < 0)
@@ -1520,86 +1849,30 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 		ferr_set(err, ret, "the database is busy");
 		goto out;
 	}
-	if ((ret = session_exists(st, session)) < 0 ||
-	    (ret = load_node(st, session, e.f[1], NULL, &src)) < 0 ||
-	    (ret = load_node(st, session, e.f[3], NULL, &tgt)) < 0)
-		goto rollback;
-	if (!src) {
-		ret = ferr_set(err, -EINVAL, "source node \"%s\" does not exist",
-			       e.f[1]);
-		goto rollback;
-	}
-	if (!tgt) {
-		ret = ferr_set(err, -EINVAL, "target node \"%s\" does not exist",
-			       e.f[3]);
-		goto rollback;
-	}
-	if (!e.f[2]) {
-		ret = sbuf_addf(&sp, "out_%s",
-				json_string_value(json_object_get(src, "label")));
-		if (ret < 0)
-			goto rollback;
-		e.f[2] = sp.buf;
-	}
-	if (!takes_input(tgt, e.f[4])) {
-		ret = no_input(tgt, e.f[3], e.f[4], "", err);
-		goto rollback;
-	}
-	ret = find_duplicate(st, session, e.f, &scratch);
+	ret = session_exists(st, session);
 	if (ret < 0)
 		goto rollback;
-	if (scratch.len) {
-		ret = ferr_set(err, -EINVAL, "duplicates %s", scratch.buf);
-		goto rollback;
+	ret = place_edge(st, session, &e, &sp, now, &was, err);
+	if (ret == -ENOENT) {
+		/* restores write edges before nodes: it waits for them */
+		ferr_clear(err);
+		ret = load_edge_was(st, session, e.f, text, len, &was);
+		if (!ret)
+			ret = store_pending(st, session, &e, text, len, &was, now);
 	}
-	ret = check_cycle(st, session, e.f[1], e.f[3], id, "", err, &scratch);
-	if (ret < 0)
-		goto rollback;
-	q = store_stmt(st, old_sql);
-	if (!q) {
-		ret = -EIO;
-		goto rollback;
-	}
-	sqlite3_bind_int64(q, 1, session);
-	sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		seq = sqlite3_column_int64(q, 0);
-		same = true;
-		for (int i = 1; i < 5; i++) {
-			const char *c = (const char *)sqlite3_column_text(q, i);
-
-			same = same && c && !strcmp(c, e.f[i]);
-		}
-	}
-	store_done(q);
-	ret = store_errno(rc);
-	if (ret < 0)
-		goto rollback;
-	if (same)
-		goto commit;
-	if (seq) {
-		ret = store_run(st, update_sql, STORE_INT(seq),
-				STORE_TEXT(e.f[1]), STORE_TEXT(e.f[2]),
-				STORE_TEXT(e.f[3]), STORE_TEXT(e.f[4]),
-				STORE_INT(now));
-	} else {
-		ret = insert_edge(st, session, e.f, now);
-	}
-	if (!ret)
+	/* its old version left the graph: what it held back may join */
+	if (!ret && was.in_graph && !was.same)
+		ret = place_ready(st, session, NULL, now, &placed);
+	if (!ret && !was.same)
 		ret = touch(st, session, now);
 	if (ret < 0)
 		goto rollback;
-commit:
 	ret = store_commit(st);
 	goto out;
 rollback:
 	store_rollback(st);
 out:
-	json_decref(src);
-	json_decref(tgt);
 	sbuf_release(&sp);
-	sbuf_release(&scratch);
 	return ret;
 }
 
@@ -1620,7 +1893,7 @@ int graph_commit(struct store *st, const struct graph_tools *tools,
 	if (kind == GRAPH_NODE)
 		ret = commit_node(st, tools, session, id, doc, err);
 	else
-		ret = commit_edge(st, session, id, doc, err);
+		ret = commit_edge(st, session, id, text, len, doc, err);
 	json_decref(doc);
 	return ret;
 }
@@ -1634,7 +1907,8 @@ static int find_row(struct store *st, int64_t session, enum graph_kind kind,
 	static const char nodes_sql[] = "SELECT seq, doc IS NULL"
 		" FROM graph_nodes WHERE session = ?1 AND id = ?2";
 	static const char edges_sql[] = "SELECT seq, source IS NULL"
-		" FROM graph_edges WHERE session = ?1 AND id = ?2";
+		" AND pending IS NULL FROM graph_edges"
+		" WHERE session = ?1 AND id = ?2";
 	sqlite3_stmt *q = store_stmt(st, kind == GRAPH_NODE ? nodes_sql
 							    : edges_sql);
 	int rc, ret = 0;
@@ -1667,8 +1941,8 @@ static int delete_row(struct store *st, enum graph_kind kind, int64_t seq)
 int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 		 const char *id)
 {
-	int64_t seq;
-	bool draft;
+	int64_t seq, now = store_now_ns();
+	bool draft, placed;
 	int ret = store_begin(st);
 
 	if (ret < 0)
@@ -1676,8 +1950,12 @@ int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 	ret = find_row(st, session, kind, id, &seq, &draft);
 	if (!ret)
 		ret = delete_row(st, kind, seq);
+	/* the edges that wait for a node stay; one that the deleted edges
+	 * held back joins */
 	if (!ret && !draft)
-		ret = touch(st, session, store_now_ns());
+		ret = place_ready(st, session, NULL, now, &placed);
+	if (!ret && !draft)
+		ret = touch(st, session, now);
 	if (ret < 0) {
 		store_rollback(st);
 		return ret;
@@ -1685,11 +1963,14 @@ int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 	return store_commit(st);
 }
 
-/* The document of node `seq` with its id set to `to`. */
-static int renamed_doc(struct store *st, int64_t seq, const char *to,
-		       struct sbuf *out)
+/*
+ * The JSON document `sql` selects for `seq`, its "id" set to `to` (an
+ * existing key keeps its place), into `out`; -ENOENT when there is no
+ * row; nothing when `only_given` and the document has no id.
+ */
+static int with_id(struct store *st, const char *sql, int64_t seq,
+		   const char *to, bool only_given, struct sbuf *out)
 {
-	static const char sql[] = "SELECT doc FROM graph_nodes WHERE seq = ?1";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	json_t *doc = NULL;
 	int rc, ret;
@@ -1704,15 +1985,38 @@ static int renamed_doc(struct store *st, int64_t seq, const char *to,
 	}
 	ret = store_column_json(q, 0, &doc);
 	store_done(q);
-	if (ret < 0)
-		return ret;
-	/* an existing key keeps its place */
-	if (!put(doc, "id", json_string(to)))
-		ret = -ENOMEM;
-	if (!ret)
-		ret = fjson_dump(out, doc);
+	if (!ret && (!only_given || json_object_get(doc, "id"))) {
+		if (!put(doc, "id", json_string(to)))
+			ret = -ENOMEM;
+		if (!ret)
+			ret = fjson_dump(out, doc);
+	}
 	json_decref(doc);
 	return ret;
+}
+
+/* The document of node `seq` with its id set to `to`. */
+static int renamed_doc(struct store *st, int64_t seq, const char *to,
+		       struct sbuf *out)
+{
+	static const char sql[] = "SELECT doc FROM graph_nodes WHERE seq = ?1";
+
+	return with_id(st, sql, seq, to, false, out);
+}
+
+/*
+ * The text of pending edge `seq` with the id it gives set to `to`, so
+ * that it still agrees with the file name; nothing when the edge is not
+ * pending or gives no id (its text stays as written).
+ */
+static int renamed_pending(struct store *st, int64_t seq, const char *to,
+			   struct sbuf *out)
+{
+	static const char sql[] = "SELECT pending FROM graph_edges"
+		" WHERE seq = ?1 AND pending IS NOT NULL";
+	int ret = with_id(st, sql, seq, to, true, out);
+
+	return ret == -ENOENT ? 0 : ret;
 }
 
 int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
@@ -1722,14 +2026,14 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	static const char node_sql[] = "UPDATE graph_nodes SET id = ?2,"
 		" doc = ?3, mtime_ns = ?4 WHERE seq = ?1";
 	static const char edge_sql[] = "UPDATE graph_edges SET id = ?2,"
-		" mtime_ns = ?3 WHERE seq = ?1";
+		" mtime_ns = ?3, pending = coalesce(?4, pending) WHERE seq = ?1";
 	static const char sources_sql[] = "UPDATE graph_edges SET source = ?3,"
 		" mtime_ns = ?4 WHERE session = ?1 AND source = ?2";
 	static const char targets_sql[] = "UPDATE graph_edges SET target = ?3,"
 		" mtime_ns = ?4 WHERE session = ?1 AND target = ?2";
 	struct sbuf doc = SBUF_INIT;
 	int64_t seq, other, now = store_now_ns();
-	bool draft, other_draft;
+	bool draft, other_draft, placed;
 	int ret;
 
 	ret = check_id("", kind == GRAPH_NODE ? "node id" : "edge id", to,
@@ -1773,9 +2077,20 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 					STORE_INT(session), STORE_TEXT(from),
 					STORE_TEXT(to), STORE_INT(now));
 	} else {
-		ret = store_run(st, edge_sql, STORE_INT(seq), STORE_TEXT(to),
-				STORE_INT(now));
+		ret = renamed_pending(st, seq, to, &doc);
+		if (!ret)
+			ret = store_run(st, edge_sql, STORE_INT(seq),
+					STORE_TEXT(to), STORE_INT(now),
+					doc.len ? STORE_TEXTN(doc.buf, doc.len)
+						: STORE_NULL);
 	}
+	/*
+	 * Pending edges do not follow a renamed node (their text is as
+	 * written): those naming `to` may join now, and so may one that a
+	 * replaced item's edges held back.
+	 */
+	if (!ret && (!draft || !other_draft))
+		ret = place_ready(st, session, NULL, now, &placed);
 	if (!ret && (!draft || !other_draft))
 		ret = touch(st, session, now);
 	if (ret < 0)
@@ -2265,6 +2580,7 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 	json_t *doc = NULL;
 	int64_t now = store_now_ns();
 	size_t nn = 0;
+	bool placed;
 	int ret;
 
 	ret = fjson_parse(&doc, text, len, err);
@@ -2311,6 +2627,10 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 			 store_errmsg(st));
 		goto rollback;
 	}
+	/* the pending edges it does not name stay, and may fit it */
+	ret = place_ready(st, session, NULL, now, &placed);
+	if (ret < 0)
+		goto rollback;
 	ret = graph_render_parameters(st, session, &next);
 	if (ret < 0)
 		goto rollback;
@@ -2328,6 +2648,35 @@ out:
 	sbuf_release(&cur);
 	sbuf_release(&next);
 	json_decref(doc);
+	return ret;
+}
+
+/* ---- pending edges -------------------------------------------------------- */
+
+int graph_problems(struct store *st, int64_t session, struct sbuf *out)
+{
+	struct sbuf sp = SBUF_INIT;
+	struct pending *rows;
+	size_t n;
+	int ret = load_pending(st, session, NULL, &rows, &n);
+
+	for (size_t i = 0; !ret && i < n; i++) {
+		struct ferr err = FERR_INIT;
+		struct edge_in e;
+		json_t *v = NULL;
+
+		ret = parse_pending(&rows[i], &v, &e, &err);
+		if (!ret)
+			ret = edge_fits(st, session, &e, &sp, &err);
+		/* one that fits is placed by the change that lets it
+		 * (place_ready()), so 0 is not seen here */
+		if (ret == -ENOENT || ret == -EINVAL)
+			ret = sbuf_addf(out, "edges/%s.json: %s\n", rows[i].id,
+					err.message);
+		json_decref(v);
+	}
+	pending_free(rows, n);
+	sbuf_release(&sp);
 	return ret;
 }
 

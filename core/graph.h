@@ -5,13 +5,14 @@
  * Storage (schema version 3, see store.c): a node is a row of graph_nodes
  * holding its canonical document text (json.dumps(indent=2) of the node
  * object, defaults filled); an edge is a row of graph_edges holding its
- * five fields.  Both have a `seq` (row id, never reused: creation order,
- * and the filesystem's inode numbers) and an `id` unique in the session.
- * An id is a file name stem: 1..250 bytes of UTF-8, no '/' or NUL, not
- * "." or ".." (else -EINVAL; -ENAMETOOLONG past 250 bytes).  Every change
- * stamps sessions.graph_mtime_ns (strictly later than the last stamp)
- * and the changed items' mtime_ns; a write that stores the same bytes
- * as before changes nothing, times included.
+ * five fields (a pending edge, version 8: its text and the node ids it
+ * names, the fields NULL).  Both have a `seq` (row id, never reused:
+ * creation order, and the filesystem's inode numbers) and an `id` unique
+ * in the session.  An id is a file name stem: 1..250 bytes of UTF-8, no
+ * '/' or NUL, not "." or ".." (else -EINVAL; -ENAMETOOLONG past 250
+ * bytes).  Every change stamps sessions.graph_mtime_ns (strictly later
+ * than the last stamp) and the changed items' mtime_ns; a write that
+ * stores the same bytes as before changes nothing, times included.
  *
  * Node documents (nodes/<id>.json): id, node_uuid, node_version, label,
  * position_x, position_y, system_values {machine_type, image,
@@ -38,14 +39,38 @@
  * source_parameter_name, target_node_id, target_parameter_name.
  * source_parameter_name may be omitted: "out_<source label>" (the
  * MatMaster convention); the other three are required non-empty strings,
- * id optional as for nodes.  Refused: an unknown node or a draft ("target node
- * \"node-$id9\" does not exist"), a target_parameter_name the target node
- * lacks (a target with no input parameters at all takes "input", as the
- * MatMaster rule makes), an edge equal in all four fields to another
- * ("duplicates edge-$id1"), an edge that would close a cycle (the message
- * names it: "would close a cycle: node-$id3 -> node-$id1 -> node-$id3").
- * Replacing an edge (same id) ignores its old version in both checks.
- * Cycle checks cost O(what the target reaches), never O(n^2).
+ * id optional as for nodes.  Refused (when both its nodes exist): a
+ * target_parameter_name the target node lacks (a target with no input
+ * parameters at all takes "input", as the MatMaster rule makes), an edge
+ * equal in all four fields to another ("duplicates edge-$id1"), an edge
+ * that would close a cycle (the message names it: "would close a cycle:
+ * node-$id3 -> node-$id1 -> node-$id3").  Replacing an edge (same id)
+ * ignores its old version in both checks.  Cycle checks cost O(what the
+ * target reaches), never O(n^2).
+ *
+ * Pending edges: restores (cp -a, rsync -a, tar x) write files in any
+ * order, rsync's edges/ before nodes/, so an edge whose source or target
+ * node does not exist or is a draft is not refused but kept pending: its
+ * file is its text exactly as written (not checked against the graph,
+ * hence not re-serialized; the checks of the document alone above still
+ * refuse).  It is listed (graph_list: pending, not a draft, size its
+ * text's length) and rendered, but is not part of the graph: not in
+ * parameters.json, in no cycle or duplicate check, feeds no input a
+ * node must keep, not seen by graph_infer_edges.  It joins the graph ("is placed") in the
+ * transaction of the write that lets it: a node's commit or rename that
+ * makes its second node exist (or gives the target the input it names),
+ * graph_commit_parameters, and any delete or rename, or replacement of an
+ * edge, that removes what held it back.  It is then checked as any edge
+ * (source_parameter_name defaults to out_<label>, input, duplicate,
+ * cycle; of two equal pending edges the older joins) and becomes an
+ * ordinary edge (re-serialized, its mtime and the graph's stamped); if
+ * that check fails it stays pending: a node write is never refused for a
+ * pending edge.  graph_problems() says what keeps each one out.  A
+ * pending edge is deleted, renamed (a text that gives an "id" then has
+ * it rewritten, so it agrees with the file name) and replaced (by a
+ * valid edge or a pending one) like any edge; pending edges do not
+ * follow a renamed node and are not deleted with a node they name (they
+ * wait for it).
  *
  * The whole document (parameters.json): {"nodes": [...], "edges": [...],
  * "meta": {"template_uuid": ...}}, nodes and edges in creation order,
@@ -62,14 +87,18 @@
  * Nothing changes unless all pass; then every node and edge is replaced
  * in one transaction, created in document order.  Nodes keep their
  * stored node_uuid when the new document omits it; meta.template_uuid,
- * when given, becomes the session's.  Drafts stay, unless the document
- * names their id (the draft gives way).
+ * when given, becomes the session's.  Drafts and pending edges stay,
+ * unless the document names their id (they give way); pending edges
+ * still there are then tried for placement against the new graph.  The
+ * document's own edges must name its nodes: that is still refused.
  *
  * Drafts: a nodes/x.json or edges/x.json being created (open, not yet
  * closed) exists as a draft row with no document, so it has an inode;
- * drafts are not in parameters.json, edges cannot name draft nodes, and
- * they are removed by graph_drop_draft() (a refused or abandoned create)
- * and by graph_drop_all_drafts() at mount (after a crash).
+ * drafts are not in parameters.json, an edge naming a draft node is
+ * pending until the node is written, and drafts are removed by
+ * graph_drop_draft() (a refused or abandoned create) and by
+ * graph_drop_all_drafts() at mount (after a crash).  Pending edges are
+ * not drafts: both leave them be, so they survive a remount.
  *
  * Not thread-safe; the caller serializes (see store.h).
  */
@@ -95,6 +124,7 @@ struct graph_item {
 	size_t size;		/* bytes of its document; 0 for a draft */
 	int64_t mtime_ns;	/* last change of its document */
 	bool draft;
+	bool pending;		/* an edge waiting to join the graph */
 };
 
 /*
@@ -134,12 +164,15 @@ int graph_drop_all_drafts(struct store *st);
 /*
  * Validate and store `text` as the document of `id` (created, replaced,
  * or a draft completed).  -EINVAL with err for a refusal; nothing stored.
+ * An edge naming a node that is not there is stored pending (0); a node
+ * takes in the pending edges that name it and now fit.
  */
 int graph_commit(struct store *st, const struct graph_tools *tools,
 		 int64_t session, enum graph_kind kind, const char *id,
 		 const char *text, size_t len, struct ferr *err);
 
-/* Delete an item; a node takes its edges with it, in one transaction. */
+/* Delete an item; a node takes its edges with it (not the pending ones:
+ * they wait for it again), in one transaction. */
 int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 		 const char *id);
 
@@ -152,6 +185,18 @@ int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 		 const char *from, const char *to, bool replace,
 		 struct ferr *err);
+
+/*
+ * What keeps each pending edge out of the graph, one line each in
+ * creation order: "edges/<id>.json: <reason>\n", the reason for a
+ * person: 'waits for its source node "n1", which does not exist' (or
+ * target node; or 'its source node "a" and its target node "b", which
+ * do not exist'; or 'its source and target node "a", ...'), "would close
+ * a cycle: a -> b -> a", 'node "b" has no input parameter "x" (it has:
+ * y)', "duplicates e1".  Appends nothing when there is none, at the
+ * cost of one indexed query.
+ */
+int graph_problems(struct store *st, int64_t session, struct sbuf *out);
 
 /* parameters.json */
 int graph_render_parameters(struct store *st, int64_t session,

@@ -112,6 +112,15 @@ int inputs_check_request(const struct skill *sk, const json_t *request,
 					key);
 	input = json_object_get(request, "input");
 	parameter = json_object_get(request, "parameter");
+	/* no skill bound yet: the shape only (the rest once one is) */
+	if (!sk) {
+		if (input && !json_is_object(input))
+			return ferr_set(err, -EINVAL, "input must be an object");
+		if (parameter && !json_is_object(parameter))
+			return ferr_set(err, -EINVAL,
+					"parameter must be an object");
+		return 0;
+	}
 	if (input) {
 		ret = check_inputs(sk, input, err);
 		if (ret < 0)

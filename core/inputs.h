@@ -49,7 +49,9 @@ struct inputs {
  * given inline, inline values valid against their property's schema,
  * parameters valid against the parameter schema (missing required ones
  * are allowed: status shows them).  err->message is "<path>: <rule>",
- * e.g. "parameter.nalpha: 25 is greater than the maximum of 20".
+ * e.g. "parameter.nalpha: 25 is greater than the maximum of 20".  With
+ * no skill (sk NULL), only the shape is checked: the rest applies once
+ * one is bound, and status says what does not fit then.
  */
 int inputs_check_request(const struct skill *sk, const json_t *request,
 			 struct ferr *err);

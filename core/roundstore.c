@@ -243,35 +243,6 @@ static const char *round_file(char buf[48], int64_t number)
 	return buf;
 }
 
-static int refuse_gap(struct ferr *err, int64_t number, size_t missing)
-{
-	char file[48];
-
-	return ferr_refuse(err, -EINVAL, round_file(file, number),
-			   "rounds/%zu.json is missing: rounds are numbered"
-			   " from 1 without gaps", missing);
-}
-
-/* The first of rounds 1..number-1 that is not stored, or 0. */
-static int first_missing_below(struct store *st, int64_t session,
-			       int64_t number, int64_t *missing)
-{
-	static const char sql[] = "SELECT n FROM rounds WHERE session = ?1"
-		" AND n < ?2 AND size IS NOT NULL ORDER BY n";
-	sqlite3_stmt *q = round_stmt(st, sql, session, number);
-	int64_t expected = 1;
-	int rc;
-
-	if (!q)
-		return -EIO;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW &&
-	       sqlite3_column_int64(q, 0) == expected)
-		expected++;
-	store_done(q);
-	*missing = expected < number ? expected : 0;
-	return store_errno(rc);
-}
-
 /* Round `number` parsed, or *out NULL when it is not stored. */
 static int load_one(struct store *st, int64_t session, int64_t number,
 		    json_t **out)
@@ -337,25 +308,20 @@ int roundstore_mtime(struct store *st, int64_t session, int64_t *mtime_ns)
 	return store_int(st, sql, mtime_ns, STORE_INT(session));
 }
 
-/* Whether `doc` may be round `number`: in range, no gap below it, and
- * placed right (the caller's transaction is open). */
+/* Whether `doc` may be round `number`: in range and placed right among
+ * the rounds there (the caller's transaction is open).  The rounds below
+ * it need not be there yet: a copy of a session comes back in any order,
+ * and a gap is a problem status shows until it is filled. */
 static int may_be(struct store *st, int64_t session, int64_t number,
 		  const json_t *doc, struct ferr *err)
 {
 	char file[48];
-	int64_t missing;
-	int ret;
 
 	if (number < 1 || number > ROUNDSTORE_MAX)
 		return ferr_refuse(err, -EINVAL, round_file(file, number),
 				   "rounds are numbered 1 to %d",
 				   ROUNDSTORE_MAX);
-	ret = first_missing_below(st, session, number, &missing);
-	if (!ret && missing)
-		ret = refuse_gap(err, number, (size_t)missing);
-	if (!ret)
-		ret = check_in_place(st, session, number, doc, err);
-	return ret;
+	return check_in_place(st, session, number, doc, err);
 }
 
 /* Store `doc` as round `number` when it may be (the caller's

@@ -13,15 +13,17 @@
  *	rounds_render_summary(desc, io, (const json_t *const *)rounds, n, &out);
  *	roundstore_free(rounds, n);
  *
- * Writes keep the set valid: a round is stored only when rounds 1..n-1
- * exist (no gaps) and the whole set, with it in place, passes
- * rounds_check() — so adding round n+1 after a concluding round n is
- * refused, as is adding it while round n has no observation.  Deletions
- * are allowed in any order (so `rm -rf rounds` works).  Removing the last
- * round leaves a valid set (the rules for a last round are the looser
- * ones); removing any other leaves a gap, which roundstore_gap() finds
- * with one index scan and roundstore_load() refuses — so a gap is the
- * only way a stored set can be wrong.  Drafts (below) are not
+ * Writes keep the set valid but for gaps: a round is stored only when
+ * it is placed right among the rounds there (the rules concern a round's
+ * number and whether another follows it, so it and the one before it
+ * are checked) — so adding round n+1 after a concluding round n is
+ * refused, as is adding it while round n has no observation.  Rounds may
+ * come in any order (a copy of a session comes back so), and deletions
+ * too (so `rm -rf rounds` works): a gap is a problem roundstore_gap()
+ * finds with one index scan and roundstore_load() refuses until it is
+ * filled; filling it checks the round and its neighbours, so a set
+ * without gaps passes rounds_check() — a gap is the only way a stored
+ * set can be wrong.  Drafts (below) are not
  * rounds: no rule sees them.  Documents are stored in the
  * one JSON layout (fjson_dump), key order as written; writing the same
  * bytes again keeps the mtime.

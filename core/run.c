@@ -46,6 +46,19 @@ static int set_state(struct store *st, int64_t session, const char *state,
 	return !ret && !store_changes(st) ? -ESTALE : ret;
 }
 
+void run_log(const struct run *r, const char *path, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!r->host->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r->host->log(r->host->ctx, r->session, path, msg);
+}
+
 /* What the run does now, for status (takes the lock). */
 void run_progress(struct run *r, const char *fmt, ...)
 {
@@ -60,35 +73,80 @@ void run_progress(struct run *r, const char *fmt, ...)
 	run_unlock(r);
 }
 
-int run_state_lines(struct store *st, const char *sql, int64_t session,
-		    struct sbuf *out)
+/* One state as status.json shows it, from a row of (state, message,
+ * time_ns[, name]); NULL when out of memory. */
+static json_t *state_object(sqlite3_stmt *q, int64_t *mtime_ns)
 {
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc, ret = 0;
+	int64_t t = sqlite3_column_int64(q, 2);
+	char when[32];
+	json_t *o;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *msg = (const char *)sqlite3_column_text(q, 2);
-
-		ret = sbuf_addf(out, "%s: %s%s%s\n",
-				(const char *)sqlite3_column_text(q, 0),
-				(const char *)sqlite3_column_text(q, 1),
-				msg && *msg ? ": " : "", msg ? msg : "");
-	}
-	if (!ret && rc != SQLITE_DONE)
-		ret = store_errno(rc);
-	store_done(q);
-	return ret;
+	if (t > *mtime_ns)
+		*mtime_ns = t;
+	o = json_object();
+	if (o && sqlite3_column_count(q) > 3 &&
+	    json_object_set_new(o, "path", json_sprintf("uploads/%s",
+			(const char *)sqlite3_column_text(q, 3))) < 0)
+		goto fail;
+	if (o && (json_object_set_new(o, "state", json_string(
+			(const char *)sqlite3_column_text(q, 0))) < 0 ||
+		  json_object_set_new(o, "message", json_string(
+			(const char *)sqlite3_column_text(q, 1))) < 0 ||
+		  json_object_set_new(o, "time", json_string(
+			session_format_time(t, when, sizeof(when)))) < 0))
+		goto fail;
+	return o;
+fail:
+	json_decref(o);
+	return NULL;
 }
 
-int run_status_line(struct store *st, int64_t session, struct sbuf *out)
+int run_report(struct store *st, int64_t session, json_t **run,
+	       json_t **fetches, int64_t *mtime_ns)
 {
-	static const char sql[] = "SELECT 'run', run_state, run_message"
-		" FROM sessions WHERE id = ?1 AND run_state IS NOT NULL";
+	static const char run_sql[] = "SELECT run_state,"
+		" coalesce(run_message, ''), run_ns FROM sessions"
+		" WHERE id = ?1 AND run_state IS NOT NULL";
+	static const char fetch_sql[] = "SELECT state, message, time_ns, name"
+		" FROM fetches WHERE session = ?1 ORDER BY key";
+	sqlite3_stmt *q = store_stmt(st, run_sql);
+	int rc = SQLITE_ERROR, ret = -ENOMEM;
 
-	return run_state_lines(st, sql, session, out);
+	*mtime_ns = 0;
+	*run = NULL;
+	*fetches = json_array();
+	if (!q || !*fetches)
+		goto fail;
+	sqlite3_bind_int64(q, 1, session);
+	rc = sqlite3_step(q);
+	*run = rc == SQLITE_ROW ? state_object(q, mtime_ns) : json_null();
+	store_done(q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		goto fail_rc;
+	if (!*run)
+		goto fail;
+	q = store_stmt(st, fetch_sql);
+	if (!q) {
+		rc = SQLITE_ERROR;
+		goto fail_rc;
+	}
+	sqlite3_bind_int64(q, 1, session);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+		if (json_array_append_new(*fetches,
+					  state_object(q, mtime_ns)) < 0)
+			break;
+	store_done(q);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc == SQLITE_ROW)
+		goto fail;
+fail_rc:
+	ret = store_errno(rc) ? store_errno(rc) : -EIO;
+fail:
+	json_decref(*run);
+	json_decref(*fetches);
+	*run = *fetches = NULL;
+	return ret;
 }
 
 int run_recover(struct store *st)
@@ -324,13 +382,18 @@ void *run_thread(void *arg)
 	}
 	run_settle(r);
 	run_lock(r);
-	if (atomic_load(&r->cancel))
+	if (atomic_load(&r->cancel)) {
 		set_state(r->host->st, r->session, "cancelled", "");
-	else if (ret < 0)
-		set_state(r->host->st, r->session, "failed",
-			  err.message[0] ? err.message : strerror(-ret));
-	else
+		run_log(r, "run", "cancelled");
+	} else if (ret < 0) {
+		const char *why = err.message[0] ? err.message : strerror(-ret);
+
+		set_state(r->host->st, r->session, "failed", why);
+		run_log(r, "run", "failed: %s", why);
+	} else {
 		set_state(r->host->st, r->session, "done", "");
+		run_log(r, "run", "done");
+	}
 	run_unlock(r);
 	atomic_store(&r->finished, true);
 	return NULL;
@@ -514,8 +577,11 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 	ret = -pthread_create(&r->thread, NULL, run_thread, r);
 	if (ret < 0) {
 		set_state(host->st, s->id, "failed", "cannot start a thread");
+		run_log(r, "run", "failed: cannot start a thread");
 		goto fail;
 	}
+	run_log(r, "run", "started: skill %s, model %s", r->skill_id,
+		opt->engine.model);
 	r->started = true;
 	inputs_release(&in);
 	sbuf_release(&problems);

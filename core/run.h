@@ -30,8 +30,10 @@
  *    reply's tags become rounds/<n>.json.  Experiments run (exec.h) only
  *    when the host allows it; otherwise the run stops before the first.
  *
- * The state shows in status as one line: "run: running: <what now>",
- * "run: done", "run: failed: <why>", "run: cancelled"; the audit log
+ * The state shows in status as one line while the run goes on ("run:
+ * running: <what now>"), its start and end ("done", "failed: <why>",
+ * "cancelled") in the session's log (run_host.log) and in run_report()
+ * ever after; the audit log
  * (one JSON line per HTTP call, engine.h) as engine.log.  A run that
  * was going on when the daemon stopped reads "failed" after the next
  * mount (run_recover()).
@@ -65,6 +67,11 @@ struct run_host {
 	 * status says it is done, so that what it says is what a reader
 	 * sees.  NULL: nothing to wait for. */
 	void (*settle)(void *ctx);
+	/* A line for the session's log: a run or fetch started or ended
+	 * ("run", "started"; "uploads/x.csv", "fetch failed: HTTP 404").
+	 * Called with the lock held.  NULL: not logged. */
+	void (*log)(void *ctx, int64_t session, const char *path,
+		    const char *message);
 	struct store *st;
 	struct tree *tree;
 	struct skill_registry *skills;
@@ -112,8 +119,6 @@ int run_fetch_start(const struct run_host *host, const struct run_options *opt,
 		    struct ferr *err);
 bool run_is_fetch(const struct run *r);
 
-/* The fetch lines of status (above). */
-int run_fetch_lines(struct store *st, int64_t session, struct sbuf *out);
 
 /* Ask the run to stop (any thread; returns at once). */
 void run_cancel(struct run *r);
@@ -127,9 +132,15 @@ int64_t run_session(const struct run *r);
  * thread may need it to finish). */
 void run_free(struct run *r);
 
-/* The status line of the session's last run, with its "\n"; nothing when
- * it never ran. */
-int run_status_line(struct store *st, int64_t session, struct sbuf *out);
+/*
+ * What status says of a session's run and fetches, as status.json has
+ * it: *run = {"state", "message", "time"} of its last run (JSON null when
+ * it never ran), *fetches = [{"path", "state", "message", "time"}], one
+ * per URL input ("uploads/<name>"), "time" being when that state began
+ * ("2026-11-21T08:45:59Z").  *mtime_ns: the latest of those (0: none).
+ */
+int run_report(struct store *st, int64_t session, json_t **run,
+	       json_t **fetches, int64_t *mtime_ns);
 
 /* engine.log: the audit lines of the session's runs, oldest first. */
 int run_render_log(struct store *st, int64_t session, struct sbuf *out,

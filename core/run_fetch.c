@@ -68,10 +68,11 @@ void run_flow_fetch(struct run *r)
 {
 	struct ferr err = FERR_INIT;
 	struct run_file file;
-	char size[32];
+	char size[32], path[300];
 	int64_t bytes = 0;
 	int ret;
 
+	snprintf(path, sizeof(path), "uploads/%s", r->name);
 	/* straight into uploads/, in no folder until it is whole */
 	ret = run_file_open(r, r->uploads_ino, &file);
 	if (!ret)
@@ -83,22 +84,18 @@ void run_flow_fetch(struct run *r)
 	/* a superseded fetch has no row to write to: fetch_state() changes
 	 * nothing */
 	run_lock(r);
-	if (atomic_load(&r->cancel))
-		fetch_state(r, "cancelled", "");
-	else if (ret < 0)
-		fetch_state(r, "failed", err.message[0] ? err.message
-							 : strerror(-ret));
-	else
-		fetch_state(r, "done", size);
+	if (atomic_load(&r->cancel)) {
+		if (fetch_state(r, "cancelled", "") == 0)
+			run_log(r, path, "fetch cancelled");
+	} else if (ret < 0) {
+		const char *why = err.message[0] ? err.message : strerror(-ret);
+
+		if (fetch_state(r, "failed", why) == 0)
+			run_log(r, path, "fetch failed: %s", why);
+	} else if (fetch_state(r, "done", size) == 0) {
+		run_log(r, path, "fetched %s", size);
+	}
 	run_unlock(r);
-}
-
-int run_fetch_lines(struct store *st, int64_t session, struct sbuf *out)
-{
-	static const char sql[] = "SELECT 'fetch uploads/' || name, state,"
-		" message FROM fetches WHERE session = ?1 ORDER BY key";
-
-	return run_state_lines(st, sql, session, out);
 }
 
 bool run_is_fetch(const struct run *r)
@@ -232,6 +229,11 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 		/* kept, so it is reaped; its row must not stay "fetching" */
 		atomic_store(&r->finished, true);
 		fetch_state(r, "failed", "cannot start a thread");
+	} else {
+		char path[300];
+
+		snprintf(path, sizeof(path), "uploads/%s", name);
+		run_log(r, path, "fetch started");
 	}
 	return ret;
 }

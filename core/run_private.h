@@ -50,6 +50,10 @@ void run_unlock(const struct run *r);
 /* The host's settle hook (run.h): before a final state, without the lock. */
 void run_settle(const struct run *r);
 
+/* A line for the session's log (run_host.log; the lock held). */
+void run_log(const struct run *r, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* What the run does now, for status (takes the lock). */
 void run_progress(struct run *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -108,11 +112,6 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 		    struct ferr *err);
 /* A fetch, its end state stored in its row too. */
 void run_flow_fetch(struct run *r);
-
-/* Status lines "<label>: <state>[: <message>]" from `sql`, which takes
- * ?1 = session and yields (label, state, message) rows. */
-int run_state_lines(struct store *st, const char *sql, int64_t session,
-		    struct sbuf *out);
 
 /* Whether a fetch of the session is going on (the lock held). */
 bool run_fetching(struct store *st, int64_t session);

@@ -19,7 +19,7 @@
 	" s.uploads_ino, s.output_ino, coalesce(s.skill, '')," \
 	" coalesce(s.engine, ''), s.request_mtime_ns, s.nodes_ino," \
 	" s.edges_ino, s.rounds_ino, r.uid, r.gid, s.graph_mtime_ns," \
-	" s.rounds_mtime_ns"
+	" s.rounds_mtime_ns, r.parent IS NOT NULL"
 #define SESSION_FROM \
 	" FROM sessions s LEFT JOIN inodes r ON r.ino = s.root_ino"
 
@@ -47,6 +47,39 @@ static void row_to_info(sqlite3_stmt *q, struct session_info *s)
 	s->gid = (uint32_t)sqlite3_column_int64(q, 14);
 	s->graph_mtime_ns = sqlite3_column_int64(q, 15);
 	s->rounds_mtime_ns = sqlite3_column_int64(q, 16);
+	s->trashed = sqlite3_column_int(q, 17);
+}
+
+/* A session in a trash is named by its folder's path from the mount's
+ * root (trash folders have a name and no parent). */
+static int trashed_path(struct store *st, struct session_info *s)
+{
+	static const char sql[] = "WITH RECURSIVE up(ino, parent, name, depth)"
+		" AS (SELECT ino, parent, name, 0 FROM inodes WHERE ino = ?1"
+		" UNION ALL SELECT i.ino, i.parent, i.name, up.depth + 1"
+		" FROM inodes i JOIN up ON i.ino = up.parent)"
+		" SELECT name FROM up ORDER BY depth DESC";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	struct sbuf path = SBUF_INIT;
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)s->root_ino);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		ret = sbuf_addf(&path, "%s%.*s", path.len ? "/" : "",
+				sqlite3_column_bytes(q, 0),
+				(const char *)sqlite3_column_blob(q, 0));
+	store_done(q);
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	/* deeper than a name may be: its own place in the trash is enough */
+	if (!ret)
+		snprintf(s->name, sizeof(s->name), "%s",
+			 path.len < sizeof(s->name) ? path.buf
+			 : strrchr(path.buf, '/') + 1);
+	sbuf_release(&path);
+	return ret;
 }
 
 /* Each session folder: its name and the sessions column holding it. */
@@ -100,7 +133,8 @@ const char *session_format_time(int64_t ns, char *buf, size_t size)
 	return buf;
 }
 
-static int find_one(sqlite3_stmt *q, struct session_info *out)
+static int find_one(struct store *st, sqlite3_stmt *q,
+		    struct session_info *out)
 {
 	int rc, ret = 0;
 
@@ -110,7 +144,7 @@ static int find_one(sqlite3_stmt *q, struct session_info *out)
 	else
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	store_done(q);
-	return ret;
+	return !ret && out->trashed ? trashed_path(st, out) : ret;
 }
 
 int session_find(struct store *st, const char *name, struct session_info *out)
@@ -122,7 +156,7 @@ int session_find(struct store *st, const char *name, struct session_info *out)
 	if (!q)
 		return -EIO;
 	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-	return find_one(q, out);
+	return find_one(st, q, out);
 }
 
 int session_get(struct store *st, int64_t id, struct session_info *out)
@@ -134,7 +168,7 @@ int session_get(struct store *st, int64_t id, struct session_info *out)
 	if (!q)
 		return -EIO;
 	sqlite3_bind_int64(q, 1, id);
-	return find_one(q, out);
+	return find_one(st, q, out);
 }
 
 void session_list_free(struct session_list *list)
@@ -147,7 +181,8 @@ void session_list_free(struct session_list *list)
 int session_list(struct store *st, struct session_list *out)
 {
 	static const char sql[] =
-		"SELECT " SESSION_COLUMNS SESSION_FROM " ORDER BY s.name";
+		"SELECT " SESSION_COLUMNS SESSION_FROM " WHERE r.parent IS NULL"
+		" ORDER BY s.name";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	size_t alloc = 0;
 	int rc, ret = 0;
@@ -181,7 +216,8 @@ int session_list(struct store *st, struct session_list *out)
 
 int session_count(struct store *st, int64_t *count)
 {
-	static const char sql[] = "SELECT count(*) FROM sessions";
+	static const char sql[] = "SELECT count(*) FROM sessions"
+		" WHERE substr(name, 1, 1) <> '/'";
 
 	*count = 0;
 	return store_int_args(st, sql, count, NULL, 0);
@@ -290,11 +326,18 @@ static int delete_row(struct store *st, struct tree *t, int64_t id)
 
 int session_delete(struct store *st, struct tree *t, int64_t id)
 {
-	int ret = store_begin(st);
+	struct session_info s;
+	int ret = session_get(st, id, &s);
 
+	if (!ret)
+		ret = store_begin(st);
 	if (ret < 0)
 		return ret;
-	ret = delete_row(st, t, id);
+	/* out of the trash folder first: its link count and time follow */
+	if (s.trashed)
+		ret = tree_move_root(t, s.root_ino, 0, NULL);
+	if (!ret)
+		ret = delete_row(st, t, id);
 	if (ret < 0) {
 		store_rollback(st);
 		return ret;
@@ -305,24 +348,52 @@ int session_delete(struct store *st, struct tree *t, int64_t id)
 int session_rename(struct store *st, struct tree *t, const char *from,
 		   const char *to, bool noreplace, struct ferr *err)
 {
+	struct session_info src;
+	int ret = session_find(st, from, &src);
+
+	return ret < 0 ? ret : session_move(st, t, &src, 0, to, noreplace, err);
+}
+
+/* Into folder `parent` of a trash: its name is free at the root. */
+static int move_to_trash(struct store *st, struct tree *t,
+			 const struct session_info *src, uint64_t parent,
+			 const char *to)
+{
+	static const char sql[] = "UPDATE sessions SET name = '/' || id,"
+		" doc_mtime_ns = ?2 WHERE id = ?1";
+	int ret = tree_move_root(t, src->root_ino, parent, to);
+
+	return ret < 0 ? ret : store_run(st, sql, STORE_INT(src->id),
+					 STORE_INT(store_now_ns()));
+}
+
+int session_move(struct store *st, struct tree *t,
+		 const struct session_info *src, uint64_t parent,
+		 const char *to, bool noreplace, struct ferr *err)
+{
 	static const char sql[] = "UPDATE sessions SET name = ?2,"
 		" doc_mtime_ns = ?3 WHERE id = ?1";
-	struct session_info src, dst;
+	struct session_info dst;
 	bool has;
 	int ret;
 
-	ret = fname_check_session(to, err);
+	ret = parent ? fname_check_entry(to, err) : fname_check_session(to, err);
 	if (ret < 0)
 		return ret;
 	ret = store_begin(st);
 	if (ret < 0)
 		return ret;
-	ret = session_find(st, from, &src);
-	if (ret < 0)
-		goto out;
+	if (parent) {
+		ret = move_to_trash(st, t, src, parent, to);
+		if (ret == -EEXIST && !noreplace)
+			ferr_set(err, ret, "%s is taken in the trash", to);
+		if (ret < 0)
+			goto out;
+		goto done;
+	}
 	ret = session_find(st, to, &dst);
 	if (ret == 0) {
-		if (dst.id == src.id)
+		if (dst.id == src->id)
 			goto done;
 		if (noreplace) {
 			ret = -EEXIST;
@@ -342,8 +413,11 @@ int session_rename(struct store *st, struct tree *t, const char *from,
 	} else if (ret != -ENOENT) {
 		goto out;
 	}
-	ret = store_run(st, sql, STORE_INT(src.id), STORE_TEXT(to),
-			STORE_INT(store_now_ns()));
+	/* out of a trash: back to the root */
+	ret = src->trashed ? tree_move_root(t, src->root_ino, 0, NULL) : 0;
+	if (!ret)
+		ret = store_run(st, sql, STORE_INT(src->id), STORE_TEXT(to),
+				STORE_INT(store_now_ns()));
 	if (ret < 0)
 		goto out;
 done:
@@ -437,18 +511,18 @@ out:
 	return ret;
 }
 
-/* A read-only field may be repeated, but only with its stored value. */
-static int check_fixed(json_t *doc, const char *key, const char *stored,
-		       struct ferr *err)
+/*
+ * A read-only field may be given, as a string: its value stays the
+ * session's own.  A copy of a session's folder brings back another
+ * session's id and creation time, and must still bind its skill.
+ */
+static int check_read_only(json_t *doc, const char *key, struct ferr *err)
 {
 	json_t *v = json_object_get(doc, key);
 
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || strcmp(json_string_value(v), stored) ||
-	    json_string_length(v) != strlen(stored))
-		return ferr_set(err, -EINVAL,
-				"\"%s\" is read-only (it is \"%s\")", key, stored);
+	if (v && !json_is_string(v))
+		return ferr_set(err, -EINVAL, "\"%s\" must be a string (it is"
+				" read-only: what is given is not used)", key);
 	return 0;
 }
 
@@ -530,7 +604,6 @@ int session_commit_json(struct store *st, const struct session_info *s,
 		"id", "created", "skill", "engine", "title", NULL
 	};
 	const char *skill, *engine;
-	char created[32];
 	json_t *doc = NULL, *title;
 	const char *key;
 	json_t *value;
@@ -556,11 +629,10 @@ int session_commit_json(struct store *st, const struct session_info *s,
 			goto out;
 		}
 	}
-	session_format_time(s->created_ns, created, sizeof(created));
-	ret = check_fixed(doc, "id", s->name, err);
+	ret = check_read_only(doc, "id", err);
 	if (ret < 0)
 		goto out;
-	ret = check_fixed(doc, "created", created, err);
+	ret = check_read_only(doc, "created", err);
 	if (ret < 0)
 		goto out;
 	title = json_object_get(doc, "title");
@@ -680,14 +752,11 @@ int session_commit_request(struct store *st, const struct session_info *s,
 	json_t *req = NULL;
 	int ret;
 
-	if (!sk)
-		return ferr_set(err, -EINVAL,
-				"no skill is bound: set \"skill\" in session.json first");
 	ret = fjson_parse(&req, text, len, err);
 	if (ret < 0)
 		return ret;
 	ret = inputs_check_request(sk, req, err);
-	if (!ret && extra)
+	if (!ret && extra && sk)
 		ret = extra(sk, req, err);
 	if (ret < 0)
 		goto out;
@@ -765,33 +834,65 @@ out:
 	return ret;
 }
 
-/* ---- status ------------------------------------------------------------- */
+/* ---- the log ----------------------------------------------------------- */
+
+/* The session's table and the mount root's: the same columns. */
+static const char *const log_add[2] = {
+	"INSERT INTO status_log(session, time_ns, path, message)"
+	" VALUES (?1, ?2, ?3, ?4)",
+	"INSERT INTO mount_log(time_ns, path, message) VALUES (?2, ?3, ?4)",
+};
+static const char *const log_trim[2] = {
+	"DELETE FROM status_log WHERE session = ?1 AND id <= (SELECT id"
+	" FROM status_log WHERE session = ?1 ORDER BY id DESC LIMIT 1"
+	" OFFSET ?2)",
+	"DELETE FROM mount_log WHERE ?1 = 0 AND id <= (SELECT id FROM"
+	" mount_log ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+};
+static const char *const log_read[2] = {
+	"SELECT time_ns, path, message FROM status_log WHERE session = ?1"
+	" ORDER BY id",
+	"SELECT time_ns, path, message FROM mount_log WHERE ?1 = 0"
+	" ORDER BY id",
+};
+
+/* `text` as one line of at most SESSION_LOG_MESSAGE_MAX bytes, cut at a
+ * character (a cut that is not valid UTF-8 stays a byte cut). */
+static char *log_text(const char *text)
+{
+	size_t len = strlen(text);
+	char *line;
+
+	if (len > SESSION_LOG_MESSAGE_MAX) {
+		len = SESSION_LOG_MESSAGE_MAX;
+		while (len && ((unsigned char)text[len] & 0xc0) == 0x80)
+			len--;
+	}
+	line = strndup(text, len);
+	for (char *p = line; p && *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	return line;
+}
 
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message)
 {
-	static const char add[] = "INSERT INTO status_log(session, time_ns,"
-		" path, message) VALUES (?1, ?2, ?3, ?4)";
-	static const char trim[] = "DELETE FROM status_log WHERE session = ?1"
-		" AND id <= (SELECT id FROM status_log WHERE session = ?1"
-		" ORDER BY id DESC LIMIT 1 OFFSET ?2)";
-	char *line = strdup(message);
-	int ret;
+	char *line = log_text(message), *where = log_text(path);
+	int root = id == 0, ret = -ENOMEM;
 
-	if (!line)
-		return -ENOMEM;
-	/* One refusal, one line. */
-	for (char *p = line; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
+	if (!line || !where)
+		goto out;
 	ret = store_begin(st);
 	if (ret < 0)
 		goto out;
-	ret = store_run(st, add, STORE_INT(id), STORE_INT(store_now_ns()),
-			STORE_TEXT(path), STORE_TEXT(line));
+	ret = store_run(st, log_add[root], STORE_INT(id),
+			STORE_INT(store_now_ns()), STORE_TEXT(where),
+			STORE_TEXT(line));
 	if (ret < 0)
 		goto rollback;
-	ret = store_run(st, trim, STORE_INT(id), STORE_INT(SESSION_LOG_KEEP));
+	ret = store_run(st, log_trim[root], STORE_INT(id),
+			STORE_INT(SESSION_LOG_KEEP));
 	if (ret < 0)
 		goto rollback;
 	ret = store_commit(st);
@@ -800,30 +901,26 @@ rollback:
 	store_rollback(st);
 out:
 	free(line);
+	free(where);
 	return ret;
 }
 
-int session_render_status(struct store *st, const struct session_info *s,
-			  const struct sbuf *problems, struct sbuf *out,
-			  int64_t *mtime_ns)
+int session_render_log(struct store *st, int64_t id, struct sbuf *out,
+		       int64_t *mtime_ns)
 {
-	static const char sql[] = "SELECT time_ns, path, message FROM status_log"
-		" WHERE session = ?1 ORDER BY id";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int64_t mtime = s->created_ns;
-	int rc, ret;
+	sqlite3_stmt *q = store_stmt(st, log_read[id == 0]);
+	int rc = SQLITE_DONE, ret = 0;
 
+	*mtime_ns = 0;
 	if (!q)
 		return -EIO;
-	ret = problems->len ? sbuf_add(out, problems->buf, problems->len)
-			    : sbuf_addstr(out, "ready\n");
-	sqlite3_bind_int64(q, 1, s->id);
+	sqlite3_bind_int64(q, 1, id);
 	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		char when[32];
 		int64_t t = sqlite3_column_int64(q, 0);
 
-		if (t > mtime)
-			mtime = t;
+		if (t > *mtime_ns)
+			*mtime_ns = t;
 		ret = sbuf_addf(out, "%s %s: %s\n",
 				session_format_time(t, when, sizeof(when)),
 				(const char *)sqlite3_column_text(q, 1),
@@ -832,7 +929,5 @@ int session_render_status(struct store *st, const struct session_info *s,
 	store_done(q);
 	if (!ret && rc != SQLITE_DONE)
 		ret = store_errno(rc);
-	if (mtime_ns)
-		*mtime_ns = mtime;
 	return ret;
 }

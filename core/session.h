@@ -15,16 +15,19 @@
  * unbinds; an id it does not know makes it scan its folders once more,
  * for a skill installed since); "engine" must be one of the skill's engines (absent: its
  * first; `reg` may be NULL: no skill is known); "id" and "created"
- * may be present only with their current
- * values; anything else is refused with -EINVAL and a message (with line
+ * may be present, as strings, and are not used (they are the session's:
+ * a copy of another session's document binds its skill all the same);
+ * anything else is refused with -EINVAL and a message (with line
  * and column for syntax errors) — the stored document is left as it was.
  *
  * request.json ({"input": {...}, "parameter": {...}}) is stored as the
  * writer gave it (re-serialized), once inputs_check_request() accepts it
- * for the bound skill; with no skill bound it is refused.
+ * for the bound skill; with no skill bound, for its shape (files of a
+ * copied session come back in any order: the request may come first).
  *
- * The status log keeps the last SESSION_LOG_KEEP refused writes of a
- * session as "<UTC time> <path>: <message>" lines.
+ * The log keeps what was refused and what happened to a session (runs,
+ * fetches) as "<UTC time> <path>: <message>" lines, the last
+ * SESSION_LOG_KEEP; the mount root has a log of its own (session id 0).
  *
  * Not thread-safe; the caller serializes (see store.h).
  */
@@ -41,11 +44,16 @@
 #include "store.h"
 #include "tree.h"
 
-#define SESSION_LOG_KEEP 50
+#define SESSION_LOG_KEEP 500
+/* A logged message is cut there (at a character); a path too. */
+#define SESSION_LOG_MESSAGE_MAX 1024
 
 struct session_info {
 	int64_t id;
-	char name[256];
+	/* its folder's name; in a trash, the folder's path from the mount's
+	 * root (".Trash-1000/files/s1") */
+	char name[1024];
+	bool trashed;
 	int64_t created_ns;
 	int64_t doc_mtime_ns;	/* last change of session.json's content */
 	int64_t request_mtime_ns; /* last change of request.json; 0: none */
@@ -98,6 +106,17 @@ int session_count(struct store *st, int64_t *count);
  */
 int session_rename(struct store *st, struct tree *t, const char *from,
 		   const char *to, bool noreplace, struct ferr *err);
+
+/*
+ * rename(2) of session `src`'s folder into folder `parent` of a trash as
+ * `to` (-EEXIST when taken), or with parent 0 to the mount's root as
+ * session_rename() does, out of a trash too.  A session in a trash keeps
+ * everything it holds; it is not listed at the root, its name is free
+ * there, and session_info.name is its folder's path (.Trash-1000/files/x).
+ */
+int session_move(struct store *st, struct tree *t,
+		 const struct session_info *src, uint64_t parent,
+		 const char *to, bool noreplace, struct ferr *err);
 
 /* Delete the session and everything in it. */
 int session_delete(struct store *st, struct tree *t, int64_t id);
@@ -153,17 +172,20 @@ int session_commit_context(struct store *st, const struct session_info *s,
 int session_render_context_text(struct store *st, const struct session_info *s,
 				struct sbuf *out, int64_t *mtime_ns);
 
-/* Add a refused write to the status log (keeps the last 50). */
+/*
+ * Add a line to the log of session `id` (0: the mount root's), dropping
+ * the oldest beyond SESSION_LOG_KEEP.  Line breaks in `message` become
+ * blanks: one event, one line.
+ */
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message);
 /*
- * The status file: `problems` (lines, each ending in '\n'), or "ready"
- * when there are none, then the log of refused writes.  `mtime_ns` gets
- * the time of the last refusal (at least the session's creation).
+ * The log of session `id` (0: the mount root's), oldest first, one
+ * "<UTC time> <path>: <message>\n" each; *mtime_ns: the last line's time
+ * (0 for an empty log).
  */
-int session_render_status(struct store *st, const struct session_info *s,
-			  const struct sbuf *problems, struct sbuf *out,
-			  int64_t *mtime_ns);
+int session_render_log(struct store *st, int64_t id, struct sbuf *out,
+		       int64_t *mtime_ns);
 
 /* "2026-11-21T08:45:59Z" for a time in ns; `buf` holds at least 32. */
 const char *session_format_time(int64_t ns, char *buf, size_t size);

@@ -286,6 +286,36 @@ static const char schema_v7[] =
 	"  PRIMARY KEY (session, key)"
 	");";
 
+/*
+ * Version 8 (issue 11): the mount root's log (.flowfs/log), for refusals
+ * at the root, where no session could keep them (a session's log stays
+ * status_log); and the trash.  Sessions' root folders get a tag of their
+ * own (tree.h), as they may now lie in a trash folder, with a parent; a
+ * trash folder at the root is a row of no session without a parent,
+ * found by its name.  A session in a trash is named "/<id>" in sessions
+ * (no session name holds a '/'), so its name is free at the root.
+ * Edges may be written before their nodes: such an edge waits, pending,
+ * its text as written in graph_edges.pending (its four columns NULL) and
+ * the node ids it names in pending_source and pending_target (graph.h).
+ */
+static const char schema_v8[] =
+	"CREATE TABLE mount_log ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  time_ns INTEGER NOT NULL,"
+	"  path TEXT NOT NULL,"
+	"  message TEXT NOT NULL"
+	");"
+	"UPDATE inodes SET tag = 64 WHERE ino IN (SELECT root_ino FROM sessions);"
+	"CREATE UNIQUE INDEX inodes_trash ON inodes(name)"
+	"  WHERE parent IS NULL AND tag = 65;"
+	"ALTER TABLE graph_edges ADD COLUMN pending TEXT;"
+	"ALTER TABLE graph_edges ADD COLUMN pending_source TEXT;"
+	"ALTER TABLE graph_edges ADD COLUMN pending_target TEXT;"
+	"CREATE INDEX graph_edges_pending_source"
+	"  ON graph_edges(session, pending_source) WHERE pending IS NOT NULL;"
+	"CREATE INDEX graph_edges_pending_target"
+	"  ON graph_edges(session, pending_target) WHERE pending IS NOT NULL;";
+
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
@@ -295,6 +325,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v5,
 	schema_v6,
 	schema_v7,
+	schema_v8,
 };
 
 int store_column_json(sqlite3_stmt *q, int col, json_t **out)

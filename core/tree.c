@@ -62,8 +62,8 @@ static void chunk_free(struct tree *t, char *data)
 }
 
 #define ATTR_COLUMNS \
-	"ino, session, mode, uid, gid, nlink, size, alloc, atime_ns, mtime_ns," \
-	" ctime_ns, parent IS NULL AND nlink > 0, tag"
+	"ino, coalesce(session, 0), mode, uid, gid, nlink, size, alloc," \
+	" atime_ns, mtime_ns, ctime_ns, tag = 64 AND nlink > 0, tag"
 
 static void row_to_attr(sqlite3_stmt *q, int col, struct tree_attr *a)
 {
@@ -125,24 +125,30 @@ static void drop_chunks(struct tree *t, struct open_file *f)
 
 /* ---- attributes, lookup --------------------------------------------- */
 
-/* The row as stored, without what open files have gathered. */
-static int read_row(struct tree *t, uint64_t ino, struct tree_attr *out)
+/* Step `q` (bound) for one row of ATTR_COLUMNS: -ENOENT when none. */
+static int one_row(sqlite3_stmt *q, struct tree_attr *out)
 {
-	static const char sql[] =
-		"SELECT " ATTR_COLUMNS " FROM inodes WHERE ino = ?1";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc, ret = 0;
+	int rc = sqlite3_step(q), ret = 0;
 
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
-	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
 		row_to_attr(q, 0, out);
 	else
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	store_done(q);
 	return ret;
+}
+
+/* The row as stored, without what open files have gathered. */
+static int read_row(struct tree *t, uint64_t ino, struct tree_attr *out)
+{
+	static const char sql[] =
+		"SELECT " ATTR_COLUMNS " FROM inodes WHERE ino = ?1";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	return one_row(q, out);
 }
 
 int tree_getattr(struct tree *t, uint64_t ino, struct tree_attr *out)
@@ -160,18 +166,13 @@ int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 	static const char sql[] = "SELECT " ATTR_COLUMNS
 		" FROM inodes WHERE parent = ?1 AND name = ?2";
 	sqlite3_stmt *q = store_stmt(t->st, sql);
-	int rc, ret = 0;
+	int ret;
 
 	if (!q)
 		return -EIO;
 	sqlite3_bind_int64(q, 1, (int64_t)parent);
 	sqlite3_bind_blob(q, 2, name, (int)strlen(name), SQLITE_STATIC);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		row_to_attr(q, 0, out);
-	else
-		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
-	store_done(q);
+	ret = one_row(q, out);
 	if (!ret)
 		overlay_open(t, out);
 	return ret;
@@ -197,14 +198,14 @@ static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
 		" size, alloc, atime_ns, mtime_ns, ctime_ns, target, tag)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?9, ?10, ?11)";
 	bool dir = S_ISDIR(mode);
-	/* a file with no folder is unlinked (tree_create_unlinked());
-	 * a folder with none is a session root */
+	/* a file with no folder is unlinked (tree_create_unlinked()) */
 	uint32_t nlink = dir ? 2 : parent ? 1 : 0;
 	int64_t size = target ? (int64_t)strlen(target) : 0;
 	int ret;
 
-	/* a name taken is -EEXIST (the UNIQUE constraint) */
-	ret = store_run(t->st, sql, STORE_INT(session),
+	/* a name taken is -EEXIST (the UNIQUE constraint); session 0: a
+	 * trash's row, of no session */
+	ret = store_run(t->st, sql, session ? STORE_INT(session) : STORE_NULL,
 			parent ? STORE_INT(*parent) : STORE_NULL,
 			STORE_BLOB(name, name ? strlen(name) : 0),
 			STORE_INT(mode), STORE_INT(uid), STORE_INT(gid),
@@ -217,7 +218,8 @@ static int insert_inode(struct tree *t, int64_t session, const uint64_t *parent,
 		.session = session, .mode = mode, .uid = uid, .gid = gid,
 		.nlink = nlink, .size = size,
 		.atime_ns = now, .mtime_ns = now, .ctime_ns = now,
-		.session_root = !parent && nlink, .tag = tag,
+		.session_root = tag == TREE_TAG_SESSION_ROOT && nlink,
+		.tag = tag,
 	};
 	return 0;
 }
@@ -226,7 +228,44 @@ int tree_create_root(struct tree *t, int64_t session, uint32_t mode,
 		     uint32_t uid, uint32_t gid, struct tree_attr *out)
 {
 	return insert_inode(t, session, NULL, NULL, S_IFDIR | (mode & 07777),
-			    uid, gid, NULL, 0, store_now_ns(), out);
+			    uid, gid, NULL, TREE_TAG_SESSION_ROOT, store_now_ns(),
+			    out);
+}
+
+/* ---- trash folders at the mount's root --------------------------------- */
+
+static int read_dir(struct tree *t, const char *sql, uint64_t ino,
+		    struct tree_dir *out);
+
+int tree_trash_lookup(struct tree *t, const char *name, struct tree_attr *out)
+{
+	static const char sql[] = "SELECT " ATTR_COLUMNS " FROM inodes"
+		" WHERE parent IS NULL AND tag = 65 AND name = ?1";
+	sqlite3_stmt *q = store_stmt(t->st, sql);
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_blob(q, 1, name, (int)strlen(name), SQLITE_STATIC);
+	return one_row(q, out);
+}
+
+int tree_trash_create(struct tree *t, const char *name, uint32_t mode,
+		      uint32_t uid, uint32_t gid, struct tree_attr *out)
+{
+	struct tree_attr a;
+	int ret = tree_trash_lookup(t, name, &a);
+
+	if (ret != -ENOENT)
+		return ret < 0 ? ret : -EEXIST;
+	return insert_inode(t, 0, NULL, name, S_IFDIR | (mode & 07777), uid,
+			    gid, NULL, TREE_TAG_TRASH, store_now_ns(), out);
+}
+
+int tree_trash_list(struct tree *t, struct tree_dir *out)
+{
+	return read_dir(t, "SELECT name, " ATTR_COLUMNS " FROM inodes WHERE"
+			" parent IS NULL AND tag = 65 AND ?1 = 0 ORDER BY name",
+			0, out);
 }
 
 int tree_add_tagged_folder(struct tree *t, uint64_t parent, const char *name,
@@ -389,6 +428,54 @@ int tree_rmdir_within(struct tree *t, uint64_t parent, const char *name)
 	return remove_entry(t, parent, name, true);
 }
 
+int tree_trash_remove(struct tree *t, const char *name)
+{
+	struct tree_attr a;
+	bool has;
+	int ret = tree_trash_lookup(t, name, &a);
+
+	if (!ret)
+		ret = has_children(t, a.ino, &has);
+	if (!ret && has)
+		ret = -ENOTEMPTY;
+	return ret < 0 ? ret : delete_inode(t, a.ino);
+}
+
+int tree_move_root(struct tree *t, uint64_t root, uint64_t parent,
+		   const char *name)
+{
+	struct tree_attr a, dir;
+	int64_t now = store_now_ns(), old = 0;
+	int ret;
+
+	ret = store_int(t->st, "SELECT coalesce(parent, 0) FROM inodes"
+			" WHERE ino = ?1 AND tag = 64", &old, STORE_INT(root));
+	if (ret < 0)
+		return ret == -ENOENT ? -EINVAL : ret;
+	if (parent) {
+		ret = tree_getattr(t, parent, &dir);
+		if (ret < 0)
+			return ret;
+		if (!S_ISDIR(dir.mode))
+			return -ENOTDIR;
+		/* a session lies in a trash, or at the mount's root */
+		if (dir.session)
+			return -EXDEV;
+		if (tree_lookup(t, parent, name, &a) == 0)
+			return -EEXIST;
+	}
+	ret = store_run(t->st, "UPDATE inodes SET parent = nullif(?2, 0),"
+			" name = CASE WHEN ?2 = 0 THEN NULL ELSE ?3 END,"
+			" ctime_ns = ?4 WHERE ino = ?1", STORE_INT(root),
+			STORE_INT(parent), STORE_BLOB(name, name ? strlen(name) : 0),
+			STORE_INT(now));
+	if (!ret && old)
+		ret = touch_dir(t, (uint64_t)old, -1, now);
+	if (!ret && parent)
+		ret = touch_dir(t, parent, 1, now);
+	return ret;
+}
+
 /* Whether `dir` is `ancestor` or lies below it. */
 static int is_within(struct tree *t, uint64_t dir, uint64_t ancestor,
 		     bool *within)
@@ -403,6 +490,36 @@ static int is_within(struct tree *t, uint64_t dir, uint64_t ancestor,
 			    STORE_INT(ancestor));
 
 	*within = found != 0;
+	return ret;
+}
+
+/*
+ * `ino` and all below it now belong to `session` (0: a trash's rows):
+ * moved into another session or a trash.  Sessions' roots in a trash
+ * stay their sessions'.
+ */
+static int change_session(struct tree *t, uint64_t ino, int64_t session)
+{
+	static const char sql[] = "WITH RECURSIVE sub(ino) AS (SELECT ?1"
+		" UNION ALL SELECT i.ino FROM inodes i JOIN sub"
+		" ON i.parent = sub.ino WHERE i.tag <> 64)"
+		" UPDATE inodes SET session = nullif(?2, 0)"
+		" WHERE ino IN (SELECT ino FROM sub)";
+	int ret = store_run(t->st, sql, STORE_INT(ino), STORE_INT(session));
+
+	/* open files remember theirs (tree_forget_session()) */
+	for (int b = 0; !ret && b < OPEN_BUCKETS; b++)
+		for (struct open_file *f = t->open[b]; !ret && f; f = f->next) {
+			int64_t now = 0;
+
+			ret = store_int(t->st, "SELECT coalesce(session, 0)"
+					" FROM inodes WHERE ino = ?1", &now,
+					STORE_INT(f->ino));
+			if (!ret)
+				f->session = now;
+			else if (ret == -ENOENT)
+				ret = 0;
+		}
 	return ret;
 }
 
@@ -437,7 +554,9 @@ int tree_rename(struct tree *t, uint64_t parent, const char *name,
 		ret = -ENOTDIR;
 		goto out;
 	}
-	if (np.session != src.session) {
+	/* a session's root folder moves only within a trash (it is the
+	 * session's: session.h moves it anywhere else) */
+	if (src.session_root && np.session) {
 		ret = -EXDEV;
 		goto out;
 	}
@@ -479,6 +598,11 @@ int tree_rename(struct tree *t, uint64_t parent, const char *name,
 	ret = move_inode(t, src.ino, newparent, newname, now);
 	if (ret < 0)
 		goto out;
+	if (np.session != src.session && !src.session_root) {
+		ret = change_session(t, src.ino, np.session);
+		if (ret < 0)
+			goto out;
+	}
 	ret = touch_dir(t, parent, src_dir ? -1 : 0, now);
 	if (ret < 0)
 		goto out;
@@ -1165,10 +1289,9 @@ void tree_dir_free(struct tree_dir *dir)
 	dir->n = 0;
 }
 
-int tree_readdir(struct tree *t, uint64_t ino, struct tree_dir *out)
+static int read_dir(struct tree *t, const char *sql, uint64_t ino,
+		    struct tree_dir *out)
 {
-	static const char sql[] = "SELECT name, " ATTR_COLUMNS
-		" FROM inodes WHERE parent = ?1 ORDER BY name";
 	sqlite3_stmt *q = store_stmt(t->st, sql);
 	size_t alloc = 0;
 	int rc, ret = 0;
@@ -1211,6 +1334,14 @@ int tree_readdir(struct tree *t, uint64_t ino, struct tree_dir *out)
 	if (ret < 0)
 		tree_dir_free(out);
 	return ret;
+}
+
+int tree_readdir(struct tree *t, uint64_t ino, struct tree_dir *out)
+{
+	static const char sql[] = "SELECT name, " ATTR_COLUMNS
+		" FROM inodes WHERE parent = ?1 ORDER BY name";
+
+	return read_dir(t, sql, ino, out);
 }
 
 int tree_session_has_data(struct tree *t, int64_t session, bool *has)

@@ -4,8 +4,13 @@
  * fixed-size chunks.
  *
  * Every object is addressed by its inode number (a row id, never reused).
- * A session's root folder is a row without a parent; everything else hangs
+ * A session's root folder is a row without a parent (or, while the
+ * session is in a trash, in a trash's folder); everything else hangs
  * below a folder row by name.  Names are bytes (checked by fname).
+ *
+ * Trash folders.  The mount's root also holds the freedesktop.org trash
+ * folders (.Trash, .Trash-<uid>): rows of no session, found by name at
+ * the root, holding what was moved there (files, folders, sessions).
  *
  * Open files.  tree_open() / tree_release() count the open handles of an
  * inode.  While a file is open, writes are gathered in memory, chunk by
@@ -18,8 +23,8 @@
  * removed by tree_new().
  *
  * Errors are negative errnos: -ENOENT, -ENOTDIR, -EISDIR, -EEXIST,
- * -ENOTEMPTY, -EINVAL (rename into own subtree), -EXDEV (rename across
- * sessions), -EFBIG, -EAGAIN (database busy), -EIO.
+ * -ENOTEMPTY, -EINVAL (rename into own subtree), -EXDEV (a session's root
+ * out of a trash), -EFBIG, -EAGAIN (database busy), -EIO.
  *
  * Not thread-safe; the caller serializes (see store.h).
  */
@@ -35,6 +40,12 @@
 #include "store.h"
 
 #define TREE_CHUNK_SIZE (64 * 1024)
+
+/* The tags of rows that are no session's folder (session.h tags those):
+ * a session's root folder, and a trash folder at the mount's root, whose
+ * rows belong to no session (tree_attr.session 0). */
+#define TREE_TAG_SESSION_ROOT 64
+#define TREE_TAG_TRASH 65
 /* Largest file size accepted (sparse files may go this far). */
 #define TREE_MAX_SIZE ((int64_t)1 << 50)
 
@@ -92,6 +103,23 @@ void tree_free(struct tree *t);
 int tree_create_root(struct tree *t, int64_t session, uint32_t mode,
 		     uint32_t uid, uint32_t gid, struct tree_attr *out);
 
+/*
+ * Move session root `root` into folder `parent` of a trash as `name`, or
+ * (parent 0) back out, with no parent and no name.  Inside the caller's
+ * transaction.  -EEXIST when the name is taken, -EXDEV for a folder that
+ * is not a trash's, -EINVAL when `root` is no session's root.
+ */
+int tree_move_root(struct tree *t, uint64_t root, uint64_t parent,
+		   const char *name);
+
+/* The trash folder `name` at the mount's root; make one (-EEXIST);
+ * all of them, by name; remove an empty one (-ENOTEMPTY). */
+int tree_trash_lookup(struct tree *t, const char *name, struct tree_attr *out);
+int tree_trash_create(struct tree *t, const char *name, uint32_t mode,
+		      uint32_t uid, uint32_t gid, struct tree_attr *out);
+int tree_trash_list(struct tree *t, struct tree_dir *out);
+int tree_trash_remove(struct tree *t, const char *name);
+
 int tree_getattr(struct tree *t, uint64_t ino, struct tree_attr *out);
 int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 		struct tree_attr *out);
@@ -123,9 +151,10 @@ int tree_rmdir(struct tree *t, uint64_t parent, const char *name);
 int tree_rmdir_within(struct tree *t, uint64_t parent, const char *name);
 
 /*
- * rename(2) inside one session.  `noreplace`: -EEXIST when the target
- * exists.  A target that exists is replaced (a folder only by a folder,
- * and only when empty).
+ * rename(2).  `noreplace`: -EEXIST when the target exists.  A target that
+ * exists is replaced (a folder only by a folder, and only when empty).
+ * What moves into another session or a trash belongs to it from then
+ * on, all below it too; a session's root moves only within a trash.
  */
 int tree_rename(struct tree *t, uint64_t parent, const char *name,
 		uint64_t newparent, const char *newname, bool noreplace);

@@ -85,10 +85,24 @@ static int render_session_json(struct flowfs *fs, const struct session_info *s,
 	return session_render_json(fs->st, s, out);
 }
 
+static int start_fetches(struct flowfs *fs, const struct session_info *s,
+			 const json_t *request, struct ferr *err);
+
 static int commit_session_json(struct flowfs *fs, const struct session_info *s,
 			       const char *text, size_t len, struct ferr *err)
 {
-	return session_commit_json(fs->st, s, fs->skills, text, len, err);
+	struct session_info now;
+	json_t *request = NULL;
+	int ret = session_commit_json(fs->st, s, fs->skills, text, len, err);
+
+	/* a request stored before the skill was bound (a copy of a session
+	 * coming back in any order) gets its URL inputs now */
+	if (!ret && s->skill[0] == '\0' && session_get(fs->st, s->id, &now) == 0 &&
+	    now.skill[0] && session_load_request(fs->st, &now, &request) == 0 &&
+	    request)
+		ret = start_fetches(fs, &now, request, err);
+	json_decref(request);
+	return ret;
 }
 
 static int render_request(struct flowfs *fs, const struct session_info *s,
@@ -100,23 +114,33 @@ static int render_request(struct flowfs *fs, const struct session_info *s,
 
 static int keep_run(void *ctx, struct run *r);
 
+/* Download the URL inputs of `request`, the session's stored request. */
+static int start_fetches(struct flowfs *fs, const struct session_info *s,
+			 const json_t *request, struct ferr *err)
+{
+	const struct skill *sk;
+	struct fs_binding b;
+
+	fs_binding_init(fs, s, &b);
+	sk = binding_skill(&b.ctx);
+	return sk ? run_fetch_start(&fs->run_host, &fs->run_opt, s, sk,
+				    request, keep_run, fs, err) : 0;
+}
+
 static int commit_request(struct flowfs *fs, const struct session_info *s,
 			  const char *text, size_t len, struct ferr *err)
 {
-	const struct skill *sk;
 	struct fs_binding b;
 	json_t *request = NULL;
 	int ret;
 
 	fs_binding_init(fs, s, &b);
-	sk = binding_skill(&b.ctx);
-	ret = session_commit_request(fs->st, s, sk, binding_check_request,
-				     text, len, err);
+	ret = session_commit_request(fs->st, s, binding_skill(&b.ctx),
+				     binding_check_request, text, len, err);
 	/* URL inputs start downloading once the request holding them is
 	 * stored (it parsed, or it would not have been) */
-	if (!ret && sk && fjson_parse(&request, text, len, NULL) == 0)
-		ret = run_fetch_start(&fs->run_host, &fs->run_opt, s, sk,
-				      request, keep_run, fs, err);
+	if (!ret && fjson_parse(&request, text, len, NULL) == 0)
+		ret = start_fetches(fs, s, request, err);
 	json_decref(request);
 	return ret;
 }
@@ -154,26 +178,142 @@ static int render_prompt(struct flowfs *fs, const struct session_info *s,
 	return ret == -EINVAL ? -ENOENT : ret;
 }
 
+/* The lines of `text` (each ending in '\n') appended to `array`. */
+static int add_lines(json_t *array, const struct sbuf *text)
+{
+	for (size_t at = 0; at < text->len;) {
+		const char *nl = memchr(text->buf + at, '\n', text->len - at);
+		size_t end = nl ? (size_t)(nl - text->buf) : text->len;
+
+		if (json_array_append_new(array, json_stringn(text->buf + at,
+							      end - at)) < 0)
+			return -ENOMEM;
+		at = end + 1;
+	}
+	return 0;
+}
+
+/* "<label>: <state>[: <message>]" of one of run_report()'s states. */
+static int state_line(struct sbuf *out, const char *label, const json_t *o)
+{
+	const char *msg = json_string_value(json_object_get(o, "message"));
+
+	return sbuf_addf(out, "%s: %s%s%s\n", label,
+			 json_string_value(json_object_get(o, "state")),
+			 msg && *msg ? ": " : "", msg ? msg : "");
+}
+
+static bool state_is(const json_t *o, const char *state)
+{
+	const char *s = json_string_value(json_object_get(o, "state"));
+
+	return s && !strcmp(s, state);
+}
+
+/*
+ * What status and status.json say: {"ready", "problems", "notes", "run",
+ * "fetches"}.  A failed fetch is a problem (the request names a URL that
+ * could not be had); a run's end is history (the log has it), so only
+ * status.json keeps its last state.
+ */
+static int status_doc(struct flowfs *fs, const struct session_info *s,
+		      json_t **out, int64_t *mtime_ns)
+{
+	struct sbuf problems = SBUF_INIT, notes = SBUF_INIT;
+	json_t *run = NULL, *fetches = NULL, *plist, *nlist;
+	const json_t *f;
+	struct fs_binding b;
+	int64_t when = 0;
+	size_t i;
+	int ret;
+
+	*out = NULL;
+	fs_binding_init(fs, s, &b);
+	ret = binding_problems(&b.ctx, &problems, &notes);
+	if (!ret)
+		ret = run_report(fs->st, s->id, &run, &fetches, &when);
+	json_array_foreach(fetches, i, f) {
+		char label[300];
+
+		snprintf(label, sizeof(label), "fetch %s",
+			 json_string_value(json_object_get(f, "path")));
+		if (!ret && state_is(f, "failed"))
+			ret = state_line(&problems, label, f);
+	}
+	plist = json_array();
+	nlist = json_array();
+	if (!ret && (!plist || !nlist))
+		ret = -ENOMEM;
+	if (!ret)
+		ret = add_lines(plist, &problems);
+	if (!ret)
+		ret = add_lines(nlist, &notes);
+	if (!ret) {
+		*out = json_pack("{sbsOsOsOsO}", "ready", !problems.len,
+				 "problems", plist, "notes", nlist, "run", run,
+				 "fetches", fetches);
+		ret = *out ? 0 : -ENOMEM;
+	}
+	*mtime_ns = later(later(s->created_ns, binding_mtime(&b.ctx)), when);
+	json_decref(plist);
+	json_decref(nlist);
+	json_decref(run);
+	json_decref(fetches);
+	sbuf_release(&problems);
+	sbuf_release(&notes);
+	return ret;
+}
+
+/* status: the problems (or "ready"), then what is going on. */
 static int render_status(struct flowfs *fs, const struct session_info *s,
 			 struct sbuf *out, int64_t *mtime_ns)
 {
-	struct sbuf problems = SBUF_INIT;
-	struct fs_binding b;
-	int ret;
+	const json_t *run, *f, *p;
+	json_t *doc;
+	size_t i;
+	int ret = status_doc(fs, s, &doc, mtime_ns);
 
-	fs_binding_init(fs, s, &b);
-	ret = binding_problems(&b.ctx, &problems);
-	/* the last run's line follows the verdict */
-	if (!ret && !problems.len)
-		ret = sbuf_addstr(&problems, "ready\n");
+	if (ret < 0)
+		return ret;
+	if (json_is_true(json_object_get(doc, "ready")))
+		ret = sbuf_addstr(out, "ready\n");
+	json_array_foreach(json_object_get(doc, "problems"), i, p)
+		if (!ret)
+			ret = sbuf_addf(out, "%s\n", json_string_value(p));
+	run = json_object_get(doc, "run");
+	if (!ret && state_is(run, "running"))
+		ret = state_line(out, "run", run);
+	json_array_foreach(json_object_get(doc, "fetches"), i, f) {
+		char label[300];
+
+		snprintf(label, sizeof(label), "fetch %s",
+			 json_string_value(json_object_get(f, "path")));
+		if (!ret && state_is(f, "fetching"))
+			ret = state_line(out, label, f);
+	}
+	json_decref(doc);
+	return ret;
+}
+
+static int render_status_json(struct flowfs *fs, const struct session_info *s,
+			      struct sbuf *out, int64_t *mtime_ns)
+{
+	json_t *doc;
+	int ret = status_doc(fs, s, &doc, mtime_ns);
+
 	if (!ret)
-		ret = run_status_line(fs->st, s->id, &problems);
-	if (!ret)
-		ret = run_fetch_lines(fs->st, s->id, &problems);
-	if (!ret)
-		ret = session_render_status(fs->st, s, &problems, out, mtime_ns);
-	*mtime_ns = later(*mtime_ns, binding_mtime(&b.ctx));
-	sbuf_release(&problems);
+		ret = fjson_dump(out, doc);
+	json_decref(doc);
+	return ret;
+}
+
+/* The session's log; the mount root's (.flowfs/log) for s == NULL. */
+static int render_log(struct flowfs *fs, const struct session_info *s,
+		      struct sbuf *out, int64_t *mtime_ns)
+{
+	int ret = session_render_log(fs->st, s ? s->id : 0, out, mtime_ns);
+
+	*mtime_ns = later(*mtime_ns, s ? s->created_ns : fs->mounted_ns);
 	return ret;
 }
 
@@ -281,6 +421,24 @@ static int render_engine_log(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
+/* <session>/skill -> the bound skill under .flowfs/skills/, while there
+ * is one: a copy of the session holds the link, not the package. */
+static int render_skill_link(struct flowfs *fs, const struct session_info *s,
+			     struct sbuf *out, int64_t *mtime_ns)
+{
+	const struct skill *sk;
+	int ret = 0;
+
+	*mtime_ns = s->doc_mtime_ns;
+	sk = s->skill[0] ? skill_find(fs->skills, s->skill) : NULL;
+	if (!sk)
+		return -ENOENT;
+	/* up to the root: one ../ more for each folder of a trash it is in */
+	for (const char *p = s->name; !ret && p; p = strchr(p + 1, '/'))
+		ret = sbuf_addstr(out, "../");
+	return ret < 0 ? ret : sbuf_addf(out, ".flowfs/skills/%s", sk->id);
+}
+
 /* <session>/summary.json -> output/summary.json, while that exists. */
 static int render_summary_link(struct flowfs *fs, const struct session_info *s,
 			       struct sbuf *out, int64_t *mtime_ns)
@@ -338,7 +496,7 @@ static int run_infer_edges(struct flowfs *fs, const struct session_info *s,
 			nl = line + strlen(line) - 1;
 		else
 			*nl = '\0';
-		session_log(fs->st, s->id, "ctl", line);
+		fs_log(fs, s->id, s->name, "ctl", line);
 	}
 	if (ret < 0)
 		ferr_set(err, ret, "infer-edges failed: %s", strerror(-ret));
@@ -501,34 +659,43 @@ const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err)
 	return fs->tools;
 }
 
-/* Designated fields: a row names only what it has. */
+/*
+ * Designated fields: a row names only what it has.  What a session shows
+ * is writable by its owner, generated files too (what is written to them
+ * is dropped: ops.c), so that a copy of a session can be copied back and
+ * its owner can rm -rf it; .flowfs/ is read-only.
+ */
 #define FOLDER(n, f) { .name = n, .scope = SCOPE_SESSION, \
 	.kind = ENTRY_FOLDER, .mode = S_IFDIR | 0755, .folder = f }
 #define GENERATED(n, sc, fn) { .name = n, .scope = sc, \
+	.kind = ENTRY_GENERATED, .mode = S_IFREG | 0644, .render = fn }
+#define READ_ONLY(n, fn) { .name = n, .scope = SCOPE_DOTDIR, \
 	.kind = ENTRY_GENERATED, .mode = S_IFREG | 0444, .render = fn }
 #define VERSIONED(n, sc, fn, vfn) { .name = n, .scope = sc, \
-	.kind = ENTRY_GENERATED, .mode = S_IFREG | 0444, .render = fn, \
+	.kind = ENTRY_GENERATED, .mode = S_IFREG | 0644, .render = fn, \
 	.version = vfn }
-#define DOC(n, rfn, cfn) { .name = n, .scope = SCOPE_SESSION, \
+#define DOC(n, rfn, cfn, empty) { .name = n, .scope = SCOPE_SESSION, \
 	.kind = ENTRY_DOC, .mode = S_IFREG | 0644, .render = rfn, \
-	.commit = cfn }
-#define DIR(n, sc, k, h) { .name = n, .scope = sc, .kind = k, \
-	.mode = S_IFDIR | 0555, .holds = h }
+	.commit = cfn, .cleared = empty }
+#define DIR(n, sc, k, m, h) { .name = n, .scope = sc, .kind = k, \
+	.mode = S_IFDIR | m, .holds = h }
+#define LINK(n, fn) { .name = n, .scope = SCOPE_SESSION, .kind = ENTRY_LINK, \
+	.mode = S_IFLNK | 0777, .render = fn }
 
 const struct entry fs_entries[] = {
 	/* row 0 is never used: an entry inode is never FS_VIRTUAL alone */
 	{ .name = NULL },
-	DIR(".flowfs", SCOPE_ROOT, ENTRY_DIR, SCOPE_DOTDIR),
-	GENERATED("version", SCOPE_DOTDIR, render_version),
-	GENERATED("config", SCOPE_DOTDIR, render_config),
-	DIR("skills", SCOPE_DOTDIR, ENTRY_CATALOG, 0),
-	DOC("session.json", render_session_json, commit_session_json),
-	DOC("request.json", render_request, commit_request),
+	DIR(".flowfs", SCOPE_ROOT, ENTRY_DIR, 0555, SCOPE_DOTDIR),
+	READ_ONLY("version", render_version),
+	READ_ONLY("config", render_config),
+	DIR("skills", SCOPE_DOTDIR, ENTRY_CATALOG, 0555, 0),
+	DOC("session.json", render_session_json, commit_session_json, "{}"),
+	DOC("request.json", render_request, commit_request, "{}"),
 	GENERATED("input.json", SCOPE_SESSION, render_input),
 	GENERATED("parameter.json", SCOPE_SESSION, render_parameter),
 	GENERATED("prompt.txt", SCOPE_SESSION, render_prompt),
 	GENERATED("status", SCOPE_SESSION, render_status),
-	DIR("skill", SCOPE_SESSION, ENTRY_SKILL, 0),
+	LINK("skill", render_skill_link),
 	FOLDER("uploads", SESSION_UPLOADS),
 	FOLDER("output", SESSION_OUTPUT),
 	GENERATED(".manifest.json", SCOPE_OUTPUT, render_manifest),
@@ -541,19 +708,24 @@ const struct entry fs_entries[] = {
 	FOLDER("edges", SESSION_EDGES),
 	{ .name = "parameters.json", .scope = SCOPE_SESSION, .kind = ENTRY_DOC,
 	  .mode = S_IFREG | 0644, .render = render_parameters,
-	  .commit = commit_parameters, .version = version_parameters },
-	DIR("parameters_output", SCOPE_SESSION, ENTRY_DIR, SCOPE_PARAMOUT),
+	  .commit = commit_parameters, .version = version_parameters,
+	  .cleared = "{\"nodes\": [], \"edges\": [], \"meta\": {}}" },
+	DIR("parameters_output", SCOPE_SESSION, ENTRY_DIR, 0755, SCOPE_PARAMOUT),
 	{ .scope = SCOPE_PARAMOUT, .kind = ENTRY_GENERATED,
-	  .mode = S_IFREG | 0444, .name_fn = name_parameters_output,
+	  .mode = S_IFREG | 0644, .name_fn = name_parameters_output,
 	  .render = render_parameters, .version = version_parameters },
+	/* readable (as empty) so that copying a session out copies it */
 	{ .name = "ctl", .scope = SCOPE_SESSION, .kind = ENTRY_CONTROL,
-	  .mode = S_IFREG | 0222 },
-	DOC("context.json", render_context, commit_context),
+	  .mode = S_IFREG | 0600 },
+	DOC("context.json", render_context, commit_context, "null"),
 	GENERATED("context.txt", SCOPE_SESSION, render_context_text),
 	FOLDER("rounds", SESSION_ROUNDS),
-	{ .name = "summary.json", .scope = SCOPE_SESSION, .kind = ENTRY_LINK,
-	  .mode = S_IFLNK | 0777, .render = render_summary_link },
+	LINK("summary.json", render_summary_link),
 	GENERATED("engine.log", SCOPE_SESSION, render_engine_log),
+	/* new rows go last: a row's number is part of its inode numbers */
+	READ_ONLY("log", render_log),
+	GENERATED("status.json", SCOPE_SESSION, render_status_json),
+	GENERATED("log", SCOPE_SESSION, render_log),
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

@@ -6,8 +6,10 @@
  * of three spaces (bits 61-62):
  *   FS_SPACE_ENTRY   a row of the entry table (entries.c) in a session:
  *                    session id << 16 | row (session 0: .flowfs and below)
- *   FS_SPACE_SKILL   a file of the skill bound to a session (its skill/):
- *                    session id << 28 | skill serial << 16 | file
+ *   FS_SPACE_STANDIN an empty regular file standing, for the process that
+ *                    made it, where a reserved name of another type is
+ *                    (tar x's placeholder for the skill link, ops.c):
+ *                    session id << 28 | row
  *   FS_SPACE_CATALOG a file of a skill under .flowfs/skills/:
  *                    skill serial << 16 | file
  *   FS_SPACE_COLLECTION a document of a collection (nodes/, edges/,
@@ -40,15 +42,32 @@
 #define FS_VIRTUAL ((uint64_t)1 << 63)
 #define FS_SPACE_SHIFT 61
 #define FS_SPACE_ENTRY 0u
-#define FS_SPACE_SKILL 1u
+#define FS_SPACE_STANDIN 1u
 #define FS_SPACE_CATALOG 2u
 #define FS_SPACE_COLLECTION 3u
 #define FS_COLLECTION_SHIFT 59
 #define FS_COLLECTION_KEY_MASK (((uint64_t)1 << FS_COLLECTION_SHIFT) - 1)
 
+/* What one process did to a reserved name of a session (ops.c). */
+struct fs_seen {
+	pid_t who;		/* the process (not the thread) */
+	uint64_t parent;	/* the folder's inode number */
+	char name[256];
+	bool removed;		/* else: made, as inode `ino` */
+	uint64_t ino;
+	int64_t until_ns;	/* forgotten after */
+};
+
+/* A path in the mount, from its root, that flowfs itself builds. */
+#define FS_PATH_MAX 1400
+
+#define FS_SEEN_SLOTS 32
+#define FS_SEEN_NS ((int64_t)10 * 1000000000)
+
 struct flowfs {
 	/* One lock around every request: the store, tree and registry are
-	 * not thread-safe, and requests are short. */
+	 * not thread-safe, and requests are short.  (Never held while this
+	 * process makes a request to its own mount: refresh.c.) */
 	pthread_mutex_t lock;
 	struct store *st;
 	struct tree *tree;
@@ -62,6 +81,7 @@ struct flowfs {
 	int64_t mounted_ns;
 	uid_t uid;
 	gid_t gid;
+	bool foreground;	/* -f: log lines go to stderr, else syslog */
 	/* Every open file and folder handle.  A close just before unmount
 	 * can leave its RELEASE unsent (the kernel sends it asynchronously
 	 * and drops it with the connection), so what is left here when the
@@ -91,7 +111,23 @@ struct flowfs {
 		uint64_t used;	/* fs->render_clock when last used */
 	} rendered[FS_RENDERED_SLOTS];
 	uint64_t render_clock;
+	/* each process's own view of the reserved names it removed or made
+	 * (ops.c), the lock held */
+	struct fs_seen seen[FS_SEEN_SLOTS];
 };
+
+/* Start touching session `session`'s folders and generated names
+ * through the mount, for inotify watchers (refresh.c; the notifier's
+ * thread): the pid of the process that does it, 0 when none could. */
+pid_t fs_refresh_session(void *ctx, int64_t session);
+
+/*
+ * Add a line to the log of session `session` (0: the mount root's,
+ * .flowfs/log), and echo it as "<name>/<path>: <message>" to stderr
+ * (-f) or syslog.  `name`: the session's folder name ("" at the root).
+ */
+int fs_log(struct flowfs *fs, int64_t session, const char *name,
+	   const char *path, const char *message);
 
 /* After the loop: release what the kernel never released (see above). */
 void fs_release_open_handles(struct flowfs *fs);
@@ -122,7 +158,6 @@ enum entry_kind {
 	ENTRY_FOLDER,		/* a real folder of the session (uploads/, output/) */
 	ENTRY_DOC,		/* a JSON document: rendered, written whole */
 	ENTRY_GENERATED,	/* read-only, rendered on each open */
-	ENTRY_SKILL,		/* the bound skill's package, read-only */
 	ENTRY_CATALOG,		/* every known skill, read-only */
 	ENTRY_CONTROL,		/* write-only: each line written is a command */
 	ENTRY_LINK,		/* a symlink: render gives its target */
@@ -147,6 +182,8 @@ struct entry {
 	/* Validate and store a whole new document (DOC). */
 	int (*commit)(struct flowfs *fs, const struct session_info *s,
 		      const char *text, size_t len, struct ferr *err);
+	/* DOC: the document unlinking it leaves (it holds nothing then) */
+	const char *cleared;
 	/* Optional, for costly content: two numbers, cheap to get, that
 	 * change whenever anything render reads does (so one render
 	 * serves until they move).  -ENOENT: not rendered now, ask render. */
@@ -254,6 +291,12 @@ static inline uint64_t fs_skill_ino(unsigned space, int64_t session,
 {
 	return FS_VIRTUAL | (uint64_t)space << FS_SPACE_SHIFT |
 	       (uint64_t)session << 28 | (uint64_t)serial << 16 | file;
+}
+
+static inline uint64_t fs_standin_ino(int64_t session, unsigned row)
+{
+	return FS_VIRTUAL | (uint64_t)FS_SPACE_STANDIN << FS_SPACE_SHIFT |
+	       (uint64_t)session << 28 | row;
 }
 
 static inline uint64_t fs_item_ino(unsigned collection, int64_t key)

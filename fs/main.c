@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "flowfs-config.h"
@@ -287,12 +288,30 @@ static void host_unlock(void *ctx)
 
 static void host_changed(void *ctx, uint64_t parent, const char *name)
 {
-	fs_notify_entry(((struct flowfs *)ctx)->notifier, parent, name);
+	struct flowfs *fs = ctx;
+	struct tree_attr dir;
+
+	fs_notify_entry(fs->notifier, parent, name);
+	if (tree_getattr(fs->tree, parent, &dir) == 0 && dir.session)
+		fs_notify_session(fs->notifier, dir.session);
 }
 
 static void host_settle(void *ctx)
 {
 	fs_notify_settle(((struct flowfs *)ctx)->notifier);
+}
+
+static void host_log(void *ctx, int64_t session, const char *path,
+		     const char *message)
+{
+	struct flowfs *fs = ctx;
+	struct session_info s;
+
+	/* a session removed meanwhile has no log to keep it */
+	if (session_get(fs->st, session, &s) == 0)
+		fs_log(fs, s.id, s.name, path, message);
+	/* a run or fetch started or ended: status shows it */
+	fs_notify_session(fs->notifier, session);
 }
 
 /* What runs use: the engine, exec, and the filesystem they write to. */
@@ -333,7 +352,8 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	fs->run_host = (struct run_host){ .ctx = fs, .lock = host_lock,
 					  .unlock = host_unlock,
 					  .changed = host_changed,
-					  .settle = host_settle };
+					  .settle = host_settle,
+					  .log = host_log };
 	return 0;
 }
 
@@ -441,6 +461,10 @@ int main(int argc, char *argv[])
 	if (fuse_session_mount(se, cmd.mountpoint) != 0)
 		goto out_handlers;
 	fuse_daemonize(cmd.foreground);
+	/* the logs' lines go where the daemon's own messages can be seen */
+	fs.foreground = cmd.foreground;
+	if (!fs.foreground)
+		openlog("flowfs", LOG_PID, LOG_USER);
 
 	if (open_store(db, &fs.st) < 0)
 		goto out_unmount;
@@ -459,7 +483,8 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	}
 	fs.tools_path = config_path("tools.json");
-	if (!fs.tools_path || fs_notifier_start(&fs.notifier, se) < 0) {
+	if (!fs.tools_path || fs_notifier_start(&fs.notifier, se,
+						fs_refresh_session, &fs) < 0) {
 		fprintf(stderr, "flowfs: out of memory\n");
 		goto out_unmount;
 	}
@@ -482,6 +507,13 @@ int main(int argc, char *argv[])
 	fs.mounted_ns = store_now_ns();
 	fs.uid = getuid();
 	fs.gid = getgid();
+	{
+		char line[PATH_MAX * 2 + 64];
+
+		snprintf(line, sizeof(line), "mounted %s (flowfs %s)", db,
+			 FLOWFS_VERSION);
+		fs_log(&fs, 0, "", fs.mountpoint, line);
+	}
 
 	loop = fuse_loop_cfg_create();
 	if (!loop)
@@ -529,6 +561,8 @@ out:
 	free(opts.engine_model);
 	free(opts.engine_key_file);
 	free(opts.max_fetch);
+	if (fs.st && !fs.foreground)
+		closelog();
 	if (engine_key)
 		explicit_bzero(engine_key, strlen(engine_key));
 	free(engine_key);

@@ -1,15 +1,27 @@
 #include "notify.h"
 
+#include <errno.h>
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 struct item {
 	uint64_t parent;
 	struct item *next;
 	char name[];
+};
+
+/* A session to show file managers again, once it holds still. */
+struct pending {
+	int64_t session;
+	struct timespec first, last;	/* asked for, first and last */
 };
 
 struct fs_notifier {
@@ -20,8 +32,87 @@ struct fs_notifier {
 	pthread_cond_t settled;		/* `sent` moved */
 	struct item *head, **tail;
 	uint64_t queued, sent;		/* counts since start */
+	pid_t (*refresh)(void *ctx, int64_t session);
+	void *ctx;
+	_Atomic pid_t child;		/* the refresh going on */
+	struct pending pending[FS_REFRESH_SLOTS];
+	size_t npending;
 	bool stop;
 };
+
+static int64_t ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (int64_t)(b->tv_sec - a->tv_sec) * 1000 +
+	       (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
+/* The pending session due first (it has held still FS_REFRESH_QUIET_MS,
+ * or waited FS_REFRESH_MAX_MS), or -1; *wait_ms: until the next is. */
+static int due_refresh(struct fs_notifier *n, int64_t *wait_ms)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	*wait_ms = -1;
+	for (size_t i = 0; i < n->npending; i++) {
+		int64_t quiet = FS_REFRESH_QUIET_MS -
+				ms_between(&n->pending[i].last, &now);
+		int64_t most = FS_REFRESH_MAX_MS -
+			       ms_between(&n->pending[i].first, &now);
+		int64_t left = quiet < most ? quiet : most;
+
+		if (left <= 0)
+			return (int)i;
+		if (*wait_ms < 0 || left < *wait_ms)
+			*wait_ms = left;
+	}
+	return -1;
+}
+
+static void wait_ms(struct fs_notifier *n, int64_t ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&n->wake, &n->lock, &until);
+}
+
+/*
+ * Run refresh() for `session` and wait for its process (the lock not
+ * held), killing it when the notifier stops: its requests to the mount
+ * are answered only while the loop runs.
+ */
+static void run_refresh(struct fs_notifier *n, int64_t session)
+{
+	pid_t pid = n->refresh(n->ctx, session);
+	bool killed = false;
+
+	if (pid <= 0)
+		return;
+	atomic_store(&n->child, pid);
+	for (;;) {
+		int status;
+		pid_t got = waitpid(pid, &status, killed ? 0 : WNOHANG);
+
+		if (got == pid || (got < 0 && errno != EINTR))
+			break;
+		pthread_mutex_lock(&n->lock);
+		if (n->stop && !killed) {
+			kill(pid, SIGKILL);
+			killed = true;
+		} else if (!killed) {
+			wait_ms(n, 5);
+		}
+		pthread_mutex_unlock(&n->lock);
+	}
+	atomic_store(&n->child, 0);
+}
 
 static void *notify_loop(void *arg)
 {
@@ -30,9 +121,24 @@ static void *notify_loop(void *arg)
 	pthread_mutex_lock(&n->lock);
 	for (;;) {
 		struct item *it;
+		int64_t wait;
+		int due;
 
-		while (!n->head && !n->stop)
-			pthread_cond_wait(&n->wake, &n->lock);
+		while (!n->head && !n->stop) {
+			due = due_refresh(n, &wait);
+			if (due >= 0) {
+				int64_t session = n->pending[due].session;
+
+				n->pending[due] = n->pending[--n->npending];
+				pthread_mutex_unlock(&n->lock);
+				run_refresh(n, session);
+				pthread_mutex_lock(&n->lock);
+			} else if (wait >= 0) {
+				wait_ms(n, wait);
+			} else {
+				pthread_cond_wait(&n->wake, &n->lock);
+			}
+		}
 		it = n->head;
 		if (!it)
 			break;	/* stopping, and nothing left */
@@ -52,7 +158,8 @@ static void *notify_loop(void *arg)
 	return NULL;
 }
 
-int fs_notifier_start(struct fs_notifier **out, struct fuse_session *se)
+int fs_notifier_start(struct fs_notifier **out, struct fuse_session *se,
+		      pid_t (*refresh)(void *ctx, int64_t session), void *ctx)
 {
 	struct fs_notifier *n = calloc(1, sizeof(*n));
 
@@ -60,6 +167,8 @@ int fs_notifier_start(struct fs_notifier **out, struct fuse_session *se)
 	if (!n)
 		return -1;
 	n->se = se;
+	n->refresh = refresh;
+	n->ctx = ctx;
 	n->tail = &n->head;
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_cond_init(&n->wake, NULL);
@@ -120,4 +229,29 @@ void fs_notify_settle(struct fs_notifier *n)
 	while (n->sent < target)
 		pthread_cond_wait(&n->settled, &n->lock);
 	pthread_mutex_unlock(&n->lock);
+}
+
+void fs_notify_session(struct fs_notifier *n, int64_t session)
+{
+	struct timespec now;
+	size_t i;
+
+	if (!n || !n->refresh)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&n->lock);
+	for (i = 0; i < n->npending && n->pending[i].session != session; i++)
+		;
+	/* more sessions than slots at once: the others go without */
+	if (i == n->npending && n->npending < FS_REFRESH_SLOTS)
+		n->pending[n->npending++] = (struct pending){ session, now, now };
+	else if (i < n->npending)
+		n->pending[i].last = now;
+	pthread_cond_signal(&n->wake);
+	pthread_mutex_unlock(&n->lock);
+}
+
+pid_t fs_notifier_child(struct fs_notifier *n)
+{
+	return n ? atomic_load(&n->child) : 0;
 }

@@ -10,11 +10,20 @@
 #define FLOWFS_NOTIFY_H
 
 #include <stdint.h>
+#include <sys/types.h>
+
+/* Sessions waiting for a refresh at once, and how long one waits. */
+#define FS_REFRESH_SLOTS 64
+#define FS_REFRESH_QUIET_MS 100		/* after the last change */
+#define FS_REFRESH_MAX_MS 1000		/* after the first */
 
 struct fuse_session;
 struct fs_notifier;
 
-int fs_notifier_start(struct fs_notifier **out, struct fuse_session *se);
+/* refresh(ctx, session) runs on the thread for fs_notify_session(): it
+ * starts a process to do it and returns its pid (0: none started). */
+int fs_notifier_start(struct fs_notifier **out, struct fuse_session *se,
+		      pid_t (*refresh)(void *ctx, int64_t session), void *ctx);
 /* Sends what is queued, then stops; NULL is fine. */
 void fs_notifier_stop(struct fs_notifier *n);
 
@@ -29,5 +38,19 @@ void fs_notify_entry(struct fs_notifier *n, uint64_t parent, const char *name);
  * kernel may need a request answered before it takes a notification.
  */
 void fs_notify_settle(struct fs_notifier *n);
+
+/*
+ * What a session's folders show changed behind the kernel's back (a
+ * generated file appeared, went or changed): the kernel tells inotify
+ * watchers — file managers — nothing of its cache invalidations, so once
+ * the session has held still FS_REFRESH_QUIET_MS (at most
+ * FS_REFRESH_MAX_MS after the first call), the thread calls refresh(),
+ * which touches the names through the mount itself.  Never waits.
+ */
+void fs_notify_session(struct fs_notifier *n, int64_t session);
+
+/* The process refresh() started, while it runs (its requests are the
+ * refresh's: ops.c makes them no-ops); 0 otherwise. */
+pid_t fs_notifier_child(struct fs_notifier *n);
 
 #endif

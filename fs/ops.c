@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +21,13 @@
  * attributes (the size!) are never cached. */
 #define LONG_TIMEOUT 3600.0
 #define DOC_MAX_SIZE (16 * 1024 * 1024)
+/* A path in a session as its log names it: "parameters_output/" + a
+ * 255-byte name. */
+#define STATUS_PATH_MAX 280
 
-enum handle_kind { H_FILE, H_DOC, H_GENERATED, H_DIR, H_CONTROL };
+/* H_SINK: a generated file opened for writing: what is written is
+ * dropped (reserved names, below) */
+enum handle_kind { H_FILE, H_DOC, H_GENERATED, H_DIR, H_CONTROL, H_SINK };
 
 /* Where a written document goes: a row of the table, or a collection. */
 struct doc_target {
@@ -47,15 +53,21 @@ struct handle {
 	int64_t session;
 	struct doc_target target;	/* H_DOC */
 	int64_t item_key;		/* H_DOC of a collection: its key */
-	bool dirty;		/* H_DOC: written since the last commit */
+	bool dirty;		/* H_DOC: written since the last commit; H_FILE,
+				 * H_SINK: since the last flush */
 	bool refused;		/* H_DOC: this draft was refused already */
 	/* H_DOC: it created the collection item's draft and has not stored
 	 * a version since: its last close drops the draft.  Only the creator:
 	 * a late release of an earlier handle on the same name (the kernel
 	 * sends RELEASE asynchronously) must not drop a newer file's draft. */
 	bool owns_draft;
-	struct sbuf content;	/* H_DOC, H_GENERATED */
+	struct sbuf content;	/* H_DOC, H_GENERATED; H_SINK: what was
+				 * written (up to DOC_MAX_SIZE) */
 	int64_t mtime_ns;	/* of content, as rendered at open */
+	/* H_SINK: the bytes written to it, and the path its session's log
+	 * names it by */
+	size_t sink_bytes;
+	char sink_path[STATUS_PATH_MAX];
 	struct dir_item *items;	/* H_DIR */
 	size_t nitems;
 	struct handle *prev, *next;	/* fs->open_handles */
@@ -70,12 +82,16 @@ struct node {
 	enum { N_ROOT, N_ENTRY, N_REAL, N_VIEW, N_ITEM } type;
 	uint64_t ino;
 	unsigned row;			/* N_ENTRY */
+	/* N_ENTRY that is not there now (an absent for005.dat) but that a
+	 * process made or changes (reserved names, below): an empty file
+	 * (or link) as far as the kernel is told */
+	bool nominal;
+	bool standin;			/* nominal, in FS_SPACE_STANDIN (fs.h) */
 	struct session_info s;		/* when has_session */
 	bool has_session;
 	struct tree_attr attr;		/* N_REAL */
-	/* N_VIEW: a skill's folder or file, in a session's skill/ or in
-	 * .flowfs/skills/ (space); file 0 is the skill's folder. */
-	unsigned space;
+	/* N_VIEW: a skill's folder or file under .flowfs/skills/; file 0 is
+	 * the skill's folder. */
 	const struct skill *sk;
 	size_t file;
 	/* N_ITEM: a document of a collection (fs.h) */
@@ -198,6 +214,19 @@ static int64_t ns_from_ts(const struct timespec *ts)
 	return ns;
 }
 
+/* Folders report the size a local file system's small folder has (ext4:
+ * one 4 KiB block): tools that show or sum sizes expect a folder not to
+ * be empty of bytes. */
+#define DIR_SIZE 4096
+
+static void dir_size(struct stat *st)
+{
+	if (S_ISDIR(st->st_mode)) {
+		st->st_size = DIR_SIZE;
+		st->st_blocks = DIR_SIZE / 512;
+	}
+}
+
 static void stat_from_attr(const struct tree_attr *a, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -212,6 +241,7 @@ static void stat_from_attr(const struct tree_attr *a, struct stat *st)
 	ts_from_ns(&st->st_atim, a->atime_ns);
 	ts_from_ns(&st->st_mtim, a->mtime_ns);
 	ts_from_ns(&st->st_ctim, a->ctime_ns);
+	dir_size(st);
 }
 
 /* ---- resolving inodes ---------------------------------------------------- */
@@ -250,28 +280,18 @@ static int view_content(const struct node *n, struct sbuf *out)
 
 static uint64_t view_ino(const struct node *n, size_t file)
 {
-	return fs_skill_ino(n->space, n->space == FS_SPACE_SKILL ? n->s.id : 0,
-			    n->sk->serial, file);
+	return fs_skill_ino(FS_SPACE_CATALOG, 0, n->sk->serial, file);
 }
 
 static int resolve_view(struct flowfs *fs, uint64_t ino, struct node *n)
 {
-	int ret;
-
 	n->type = N_VIEW;
-	n->space = fs_ino_space(ino);
 	n->file = fs_ino_low(ino);
 	n->sk = skill_by_serial(fs->skills, fs_ino_serial(ino));
-	if (!n->sk || n->file > view_count(n->sk))
+	if (fs_ino_space(ino) != FS_SPACE_CATALOG || fs_ino_session(ino) ||
+	    !n->sk || n->file > view_count(n->sk))
 		return -ENOENT;
-	if (n->space == FS_SPACE_CATALOG)
-		return fs_ino_session(ino) ? -ENOENT : 0;
-	n->has_session = true;
-	ret = session_get(fs->st, fs_ino_session(ino), &n->s);
-	/* a skill/ of a session bound to another skill by now */
-	if (!ret && strcmp(n->s.skill, n->sk->id))
-		ret = -ENOENT;
-	return ret;
+	return 0;
 }
 
 /* The node of a collection's item (its session known). */
@@ -319,11 +339,13 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 	}
 	if (fs_ino_is_virtual(ino) && fs_ino_space(ino) == FS_SPACE_COLLECTION)
 		return resolve_item(fs, ino, n);
-	if (fs_ino_is_virtual(ino) && fs_ino_space(ino) != FS_SPACE_ENTRY)
+	if (fs_ino_is_virtual(ino) && fs_ino_space(ino) == FS_SPACE_CATALOG)
 		return resolve_view(fs, ino, n);
 	if (fs_ino_is_virtual(ino)) {
 		n->type = N_ENTRY;
 		n->row = fs_ino_low(ino);
+		n->standin = fs_ino_space(ino) == FS_SPACE_STANDIN;
+		n->nominal = n->standin;
 		if (n->row == 0 || n->row >= fs_entry_count)
 			return -ENOENT;
 		if (fs_entries[n->row].scope < SCOPE_SESSION)
@@ -337,8 +359,8 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 		return ret;
 	/* Folders with entries of the table or a collection in them know
 	 * their session (uploads/ needs none: it is on every path walk). */
-	if (n->attr.session_root ||
-	    (n->attr.tag != 0 && n->attr.tag != SESSION_UPLOADS)) {
+	if (n->attr.session_root || (n->attr.tag != 0 && n->attr.session &&
+				     n->attr.tag != SESSION_UPLOADS)) {
 		n->has_session = true;
 		return session_get(fs->st, n->attr.session, &n->s);
 	}
@@ -348,6 +370,35 @@ static int resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 static bool is_session_root(const struct node *n)
 {
 	return n->type == N_REAL && n->attr.session_root;
+}
+
+/* The session node `n` is of (0: none, the root, a trash's). */
+static int64_t session_of(const struct node *n)
+{
+	return n->has_session ? n->s.id : n->type == N_REAL ? n->attr.session
+							   : 0;
+}
+
+/* Something in session `session` changed: its generated files may have
+ * appeared, gone or changed (refresh.c shows file managers, later). */
+static void changed(struct flowfs *fs, int64_t session)
+{
+	if (session)
+		fs_notify_session(fs->notifier, session);
+}
+
+/* changed(), when `ret` says something was done; returns `ret`. */
+static int changed_if(struct flowfs *fs, int64_t session, int ret)
+{
+	if (!ret)
+		changed(fs, session);
+	return ret;
+}
+
+/* A folder or file of a trash at the mount's root (no session's). */
+static bool in_trash(const struct node *n)
+{
+	return n->type == N_REAL && !n->attr.session;
 }
 
 /* A real folder `ino` of session `s` (its root, uploads/, output/, ...),
@@ -386,12 +437,11 @@ static int scope_of(const struct node *n)
 	return -1;
 }
 
-/* .flowfs/ and below, and skill views: nothing there can be changed. */
+/* .flowfs/ and below: nothing there can be changed. */
 static bool read_only_tree(const struct node *n)
 {
 	return n->type == N_VIEW ||
-	       (n->type == N_ENTRY && (fs_entries[n->row].scope < SCOPE_SESSION ||
-				       fs_entries[n->row].kind == ENTRY_DIR));
+	       (n->type == N_ENTRY && fs_entries[n->row].scope < SCOPE_SESSION);
 }
 
 /*
@@ -561,11 +611,13 @@ static int node_stat_snap(struct flowfs *fs, const struct node *n,
 		ret = session_count(fs->st, &count);
 		st->st_mode = S_IFDIR | 0755;
 		st->st_nlink = 3 + (nlink_t)count;
+		dir_size(st);
 		return ret;
 	}
 	if (n->type == N_VIEW) {
 		st->st_mode = view_is_dir(n) ? S_IFDIR | 0555 : S_IFREG | 0444;
 		st->st_nlink = view_is_dir(n) ? 2 : 1;
+		dir_size(st);
 		/* a rescan may change a file under the same number */
 		*generated = true;
 		return view_is_dir(n) ? 0 : stat_content(fs, n, st, snap);
@@ -573,10 +625,20 @@ static int node_stat_snap(struct flowfs *fs, const struct node *n,
 	e = &fs_entries[n->row];
 	st->st_mode = e->mode;
 	st->st_nlink = S_ISDIR(e->mode) ? 2 : 1;
+	dir_size(st);
 	/* the session row carries its folder's owner: no query per stat */
 	if (n->has_session) {
 		st->st_uid = n->s.uid;
 		st->st_gid = n->s.gid;
+	}
+	if (n->nominal) {
+		*generated = true;
+		if (n->standin)
+			st->st_mode = S_IFREG | 0644;
+		else if (!S_ISDIR(e->mode))
+			st->st_mode = (e->kind == ENTRY_LINK ? S_IFLNK : S_IFREG) |
+				      (e->mode & 07777);
+		return 0;
 	}
 	if (e->kind == ENTRY_DOC || e->kind == ENTRY_GENERATED ||
 	    e->kind == ENTRY_LINK) {
@@ -613,28 +675,12 @@ static int resolve_row(struct flowfs *fs, const struct node *parent,
 {
 	const struct entry *e = &fs_entries[row];
 	int64_t session = parent->has_session ? parent->s.id : 0;
-	struct fs_binding b;
-	const struct skill *sk;
 
 	switch (e->kind) {
 	case ENTRY_FOLDER:
 		return resolve_in_session(fs, &parent->s,
 					  session_folder_ino(&parent->s,
 							     e->folder), out);
-	case ENTRY_SKILL:
-		fs_binding_init(fs, &parent->s, &b);
-		sk = binding_skill(&b.ctx);
-		if (!sk)
-			return -ENOENT;
-		/* resolve_view() of its folder, the session known */
-		memset(out, 0, sizeof(*out));
-		out->type = N_VIEW;
-		out->ino = fs_skill_ino(FS_SPACE_SKILL, session, sk->serial, 0);
-		out->space = FS_SPACE_SKILL;
-		out->sk = sk;
-		out->has_session = true;
-		out->s = parent->s;
-		return 0;
 	default:
 		/* resolve() of fs_entry_ino(session, row), but the session
 		 * is the parent's: no need to read it again */
@@ -680,7 +726,15 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 		struct session_info si;
 
 		ret = session_find(fs->st, name, &si);
-		return ret < 0 ? ret : resolve_session_root(fs, &si, out);
+		if (!ret)
+			return resolve_session_root(fs, &si, out);
+		/* the trash folders beside the sessions */
+		memset(out, 0, sizeof(*out));
+		out->type = N_REAL;
+		ret = ret == -ENOENT ? tree_trash_lookup(fs->tree, name, &out->attr)
+				     : ret;
+		out->ino = out->attr.ino;
+		return ret;
 	}
 	if (parent->type == N_VIEW)
 		return lookup_view(fs, parent, name, out);
@@ -709,7 +763,8 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
  * editor's save) the name would stand for the scratch file's deleted
  * inode.  So the scratch files of folders where names mean something
  * (a session folder, output/, nodes/, edges/) are looked up again on each
- * use.  So are the documents (session.json, ...): renamed away, they
+ * use, and so are the files in a trash: restored onto a document (a node
+ * the trash gives back), the name would stand for the trash's file.  So are the documents (session.json, ...): renamed away, they
  * leave a copy under the new name, but the kernel's moved dentry would
  * stand for the document, and an invalidation sent after the rename
  * comes too late for an editor writing its backup right after it.  A
@@ -731,7 +786,7 @@ static double entry_timeout(const struct node *parent, const struct node *n,
 	 * on every path call: a LOOKUP before the GETATTR their attributes
 	 * cost anyway.
 	 */
-	if (n->type == N_ITEM ||
+	if (n->type == N_ITEM || n->nominal ||
 	    (n->type == N_ENTRY && (fs_entries[n->row].name_fn ||
 				    fs_entries[n->row].kind == ENTRY_DOC)))
 		return 0.0;
@@ -740,7 +795,7 @@ static double entry_timeout(const struct node *parent, const struct node *n,
 	     fs_entries[parent->row].kind == ENTRY_CATALOG))
 		return 0.0;
 	if (n->type == N_REAL && !S_ISDIR(mode) &&
-	    (is_session_root(parent) ||
+	    (is_session_root(parent) || in_trash(parent) ||
 	     (parent->type == N_REAL && parent->attr.tag != SESSION_UPLOADS &&
 	      parent->attr.tag != 0)))
 		return 0.0;
@@ -775,6 +830,179 @@ static int reserved_row(struct flowfs *fs, const struct node *parent,
 					  (enum entry_scope)scope, name) : -1;
 }
 
+/* ---- reserved names ------------------------------------------------------ */
+
+/*
+ * The names flowfs gives meaning in a session — the table's rows in its
+ * folder and in output/, and every name in parameters_output/ — cannot
+ * really go or come: status is there whatever is done to it.  So that
+ * the tools that copy a session back in work (cp -a, rsync -a, tar x, a
+ * file manager), a process may still write, remove and make them:
+ *  - what is written to a generated file (anything in parameters_output/
+ *    included) is taken and dropped; the log says so when it differed;
+ *  - removing one changes nothing, but the process that removed it finds
+ *    it gone until it makes it again: tar x removes a name that exists
+ *    and creates it anew, and would loop for ever on EEXIST;
+ *  - making one that is absent now (output/for005.dat before the
+ *    parameters are complete, prompt.txt before a skill is bound) is
+ *    taken, and the process that made it finds it, an empty file (or a
+ *    link), until it is really there: cp -a sets its times by name.
+ * Other processes see what flowfs shows.  A process's view of a name is
+ * kept for FS_SEEN_NS after its last use, for FS_SEEN_SLOTS names.
+ */
+
+/* The process a request comes from: requests carry the thread, and the
+ * threads of a process (a file manager's) share one view. */
+static pid_t caller(fuse_req_t req)
+{
+	pid_t tid = fuse_req_ctx(req)->pid, who = tid;
+	char path[64], line[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return who;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Tgid:", 5)) {
+			who = (pid_t)atoi(line + 5);
+			break;
+		}
+	fclose(f);
+	return who;
+}
+
+static bool seen_any(const struct flowfs *fs)
+{
+	int64_t now = store_now_ns();
+
+	for (int i = 0; i < FS_SEEN_SLOTS; i++)
+		if (fs->seen[i].until_ns > now)
+			return true;
+	return false;
+}
+
+static struct fs_seen *seen_find(struct flowfs *fs, pid_t who,
+				 uint64_t parent, const char *name)
+{
+	int64_t now = store_now_ns();
+
+	for (int i = 0; i < FS_SEEN_SLOTS; i++) {
+		struct fs_seen *s = &fs->seen[i];
+
+		if (s->until_ns > now && s->who == who && s->parent == parent &&
+		    !strcmp(s->name, name)) {
+			s->until_ns = now + FS_SEEN_NS;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+static void seen_note(struct flowfs *fs, pid_t who, uint64_t parent,
+		      const char *name, bool removed, uint64_t ino)
+{
+	struct fs_seen *s = seen_find(fs, who, parent, name);
+
+	if (!s) {
+		s = &fs->seen[0];
+		for (int i = 1; i < FS_SEEN_SLOTS; i++)
+			if (fs->seen[i].until_ns < s->until_ns)
+				s = &fs->seen[i];
+		s->who = who;
+		s->parent = parent;
+		snprintf(s->name, sizeof(s->name), "%s", name);
+	}
+	s->removed = removed;
+	s->ino = ino;
+	s->until_ns = store_now_ns() + FS_SEEN_NS;
+}
+
+/* Whether the process `req` comes from made a reserved name that is
+ * inode `ino` now (so it is there for it, absent or not). */
+static bool made_by_caller(struct flowfs *fs, fuse_req_t req, uint64_t ino)
+{
+	int64_t now = store_now_ns();
+	pid_t who;
+
+	if (!seen_any(fs))
+		return false;
+	who = caller(req);
+	for (int i = 0; i < FS_SEEN_SLOTS; i++) {
+		const struct fs_seen *s = &fs->seen[i];
+
+		if (s->until_ns > now && s->who == who && !s->removed &&
+		    s->ino == ino)
+			return true;
+	}
+	return false;
+}
+
+/* parameters_output/: every name in it stands for its one file. */
+static bool is_paramout(const struct node *p)
+{
+	return p->type == N_ENTRY && fs_entries[p->row].kind == ENTRY_DIR &&
+	       fs_entries[p->row].holds == SCOPE_PARAMOUT;
+}
+
+/* The row of the table `name` in folder `p` stands for when that is a
+ * session's (above); -1 for names that are ordinary files there. */
+static int session_row(struct flowfs *fs, const struct node *p,
+		       const char *name)
+{
+	if (!p->has_session)
+		return -1;
+	if (is_paramout(p)) {
+		for (unsigned row = 1; row < fs_entry_count; row++)
+			if (fs_entries[row].scope == SCOPE_PARAMOUT)
+				return (int)row;
+		return -1;
+	}
+	return scope_of(p) >= SCOPE_SESSION ? reserved_row(fs, p, name) : -1;
+}
+
+/* The node of row `row` in `p` as a process that made it sees it:
+ * nominal when it is not there now. */
+static int made_node(struct flowfs *fs, const struct node *p, unsigned row,
+		     const char *name, struct node *n)
+{
+	struct stat st;
+	bool generated;
+	int ret = resolve_row(fs, p, row, n);
+	struct sbuf buf = SBUF_INIT;
+	const char *real = fs_entry_name(fs, &p->s, row, &buf);
+
+	/* another name in parameters_output/ is not its file */
+	if (!ret && (!real || strcmp(real, name)))
+		n->nominal = true;
+	sbuf_release(&buf);
+	if (!ret && !n->nominal && !S_ISDIR(fs_entries[row].mode) &&
+	    node_stat(fs, n, &st, &generated) == -ENOENT)
+		n->nominal = true;
+	return ret;
+}
+
+/* lookup_in(), as the calling process sees reserved names. */
+static int lookup_seen(struct flowfs *fs, fuse_req_t req,
+		       const struct node *p, const char *name, struct node *n)
+{
+	int row = session_row(fs, p, name);
+	const struct fs_seen *seen;
+
+	if (row < 0 || !seen_any(fs))
+		return lookup_in(fs, p, name, n);
+	seen = seen_find(fs, caller(req), p->ino, name);
+	/* a removed folder came back new at once: it stays visible */
+	if (!seen || (seen->removed && S_ISDIR(fs_entries[row].mode)))
+		return lookup_in(fs, p, name, n);
+	if (seen->removed)
+		return -ENOENT;
+	/* what it made stands there for it: a stand-in file too */
+	if (fs_ino_space(seen->ino) == FS_SPACE_STANDIN)
+		return resolve(fs, seen->ino, n);
+	return made_node(fs, p, (unsigned)row, name, n);
+}
+
 /* ---- lookup, getattr, setattr ----------------------------------------- */
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -791,7 +1019,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lock(fs);
 	ret = resolve(fs, parent, &p);
 	if (!ret)
-		ret = lookup_in(fs, &p, name, &n);
+		ret = lookup_seen(fs, req, &p, name, &n);
 	if (!ret)
 		ret = fill_entry(fs, &p, &n, &e);
 	unlock(fs);
@@ -811,6 +1039,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	bool generated;
 	int ret;
 
+	bool made = h && h->kind == H_SINK;
+
 	/* Through an open handle of generated content or a document, its
 	 * copy answers (for a writer: what it has written so far). */
 	if (h && h->kind != H_GENERATED && h->kind != H_DOC)
@@ -819,6 +1049,13 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	ret = resolve(fs, ino, &n);
 	if (!ret)
 		ret = node_stat_snap(fs, &n, &st, &generated, h);
+	/* absent now, but made by the caller (a writer of it, cp -a setting
+	 * its times, tar's check of its placeholder): there for it */
+	if (ret == -ENOENT && n.type == N_ENTRY &&
+	    (made || made_by_caller(fs, req, ino))) {
+		n.nominal = true;
+		ret = node_stat_snap(fs, &n, &st, &generated, NULL);
+	}
 	unlock(fs);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
@@ -864,6 +1101,9 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
 	}
 	lock(fs);
 	ret = tree_setattr(fs->tree, ino, &sa, &a);
+	/* a cut uploads/deck changes output/for005.dat */
+	if (!ret && (to_set & FUSE_SET_ATTR_SIZE))
+		changed(fs, a.session);
 	unlock(fs);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
@@ -881,15 +1121,26 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	const int times = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 			  FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW |
 			  FUSE_SET_ATTR_CTIME;
+	const struct handle *snap;
 	struct stat st;
 	struct node n;
 	bool generated;
 	int ret;
 
+	/* touch(1) of a refresh (refresh.c): watchers look, nothing changes */
+	if (fuse_req_ctx(req)->pid == fs_notifier_child(fs->notifier) &&
+	    fuse_req_ctx(req)->pid) {
+		op_getattr(req, ino, NULL);
+		return;
+	}
 	if (!fs_ino_is_virtual(ino) && ino != FS_ROOT_INO) {
 		setattr_real(fs, req, ino, attr, to_set);
 		return;
 	}
+	if (h && h->kind != H_DOC)
+		h = NULL;
+	/* an open document's size and time are its handle's (op_getattr) */
+	snap = h;
 	lock(fs);
 	ret = resolve(fs, ino, &n);
 	if (ret < 0)
@@ -898,18 +1149,34 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		ret = (to_set & ~times) ? -EROFS : 0;
 		goto reply;
 	}
-	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
-		      FUSE_SET_ATTR_GID)) {
+	ret = node_stat_snap(fs, &n, &st, &generated, snap);
+	/* not there now, but made by the caller (reserved names, above):
+	 * cp -a sets its times and mode */
+	if (ret == -ENOENT && n.type == N_ENTRY) {
+		n.nominal = true;
+		ret = node_stat_snap(fs, &n, &st, &generated, snap);
+	}
+	if (ret < 0)
+		goto out;
+	/* a copy brought back sets the mode and owner it had: the ones
+	 * there are are fine, others are not flowfs's to change — but for
+	 * a name the caller made, which is nothing (rsync's temporary files
+	 * in parameters_output/ are 0600) */
+	if ((((to_set & FUSE_SET_ATTR_MODE) &&
+	      (attr->st_mode & 07777) != (st.st_mode & 07777)) ||
+	     ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != st.st_uid) ||
+	     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != st.st_gid)) &&
+	    !n.nominal && !made_by_caller(fs, req, ino)) {
 		ret = -EPERM;
 		goto out;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		/* Only an open document can be cut: its buffer is the
-		 * draft of the next version. */
-		if (!h || h->kind != H_DOC) {
+		/* Only an open document can be cut: its buffer is the draft
+		 * of the next version.  A generated file takes it and stays
+		 * as it is, as it does with what is written to it. */
+		if (!h) {
 			ret = n.type == N_ITEM ||
-			      fs_entries[n.row].kind == ENTRY_DOC ? -EINVAL
-								  : -EACCES;
+			      fs_entries[n.row].kind == ENTRY_DOC ? -EINVAL : 0;
 			goto out;
 		}
 		if (attr->st_size > DOC_MAX_SIZE) {
@@ -930,10 +1197,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	/* touch(1) on a generated file: nothing to store, not an error. */
 reply:
-	/* an open document's size and time are its handle's (op_getattr) */
 	if (!ret)
-		ret = node_stat_snap(fs, &n, &st, &generated,
-				     h && h->kind == H_DOC ? h : NULL);
+		ret = node_stat_snap(fs, &n, &st, &generated, snap);
 out:
 	unlock(fs);
 	if (ret < 0)
@@ -975,6 +1240,27 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- creating ------------------------------------------------------------ */
 
+/*
+ * A refusal at the mount's root, where no session's log can keep it:
+ * the root's log (.flowfs/log) says why; returns `code`.
+ */
+static int refuse_at_root(struct flowfs *fs, int code, const char *name,
+			  const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int refuse_at_root(struct flowfs *fs, int code, const char *name,
+			  const char *fmt, ...)
+{
+	char message[FERR_MESSAGE_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	fs_log(fs, 0, "", name, message);
+	return code;
+}
+
 /* Resolve a folder whose entries are about to change; -EROFS for ours. */
 static int resolve_writable(struct flowfs *fs, fuse_ino_t dir, struct node *p)
 {
@@ -985,32 +1271,170 @@ static int resolve_writable(struct flowfs *fs, fuse_ino_t dir, struct node *p)
 	return p->type == N_ENTRY || p->type == N_VIEW ? -EROFS : 0;
 }
 
-/*
- * unlink/rmdir of `name` in a session's skill/ or parameters_output/:
- * what they show is generated, so removing it is a no-op that succeeds
- * (rm -rf of a session must work), with the errnos of a real folder for
- * a wrong type or no name.  Under .flowfs/ nothing needs it: EROFS.
- */
-static int remove_in_view(struct flowfs *fs, const struct node *p,
-			  const char *name, bool dir)
+/* The path of `name` in folder `p` of a session, as its log names it. */
+static void session_path(const struct node *p, const char *name, char *buf,
+			 size_t size)
 {
-	struct node n;
-	int ret = lookup_in(fs, p, name, &n);
+	const char *folder = "";
 
+	if (is_paramout(p))
+		folder = "parameters_output/";
+	else if (p->type == N_REAL && p->attr.tag == SESSION_OUTPUT)
+		folder = "output/";
+	snprintf(buf, size, "%s%s", folder, name);
+}
+
+/* The path of entry node `n` (N_ENTRY) in its session, as its log names
+ * it. */
+static void node_path(struct flowfs *fs, const struct node *n, char *buf,
+		      size_t size)
+{
+	const struct entry *e = &fs_entries[n->row];
+	struct sbuf name = SBUF_INIT;
+	const char *shown = fs_entry_name(fs, &n->s, n->row, &name);
+
+	snprintf(buf, size, "%s%s", e->scope == SCOPE_OUTPUT ? "output/"
+		 : e->scope == SCOPE_PARAMOUT ? "parameters_output/" : "",
+		 shown ? shown : "");
+	sbuf_release(&name);
+}
+
+/*
+ * What was written to (or moved onto) generated file `n` — `bytes` of
+ * it, `written` as it would read — is dropped; the session's log says so
+ * unless it is what the file holds anyway (a copy of the session brought
+ * back).
+ */
+static void drop_written(struct flowfs *fs, const struct node *n,
+			 const char *path, const struct sbuf *written,
+			 size_t bytes, const char *how)
+{
+	struct sbuf now = SBUF_INIT;
+	char line[FERR_MESSAGE_MAX];
+	int64_t mtime;
+
+	/* nothing written, or what it holds anyway: no news */
+	if (!bytes || (!n->nominal && render_entry(fs, n, &now, &mtime) == 0 &&
+		       now.len == written->len &&
+		       !memcmp(now.buf ? now.buf : "",
+			       written->buf ? written->buf : "", now.len))) {
+		sbuf_release(&now);
+		return;
+	}
+	sbuf_release(&now);
+	snprintf(line, sizeof(line), "flowfs makes this file: the %zu bytes %s"
+		 " it were dropped", bytes, how);
+	fs_log(fs, n->s.id, n->s.name, path, line);
+}
+
+/*
+ * A process makes a reserved name (above) — the kernel asks only when
+ * the name looks absent to it — as a folder (mkdir), a file (create,
+ * mknod) or a link (symlink): *n, the node it now stands for.  A folder
+ * is made by being there.  A file where a link is stands in for it, for
+ * that process, until it removes it: tar x makes an empty file where a
+ * link to "../" goes and swaps the link in at the end.  A file where a
+ * folder is gives EISDIR, and the other mismatches EPERM: EEXIST would
+ * send tar round its loop.  A link to elsewhere than flowfs's is
+ * dropped, and the log says so.
+ */
+static int make_reserved(struct flowfs *fs, fuse_req_t req,
+			 const struct node *p, const char *name, int row,
+			 mode_t type, const char *target, struct node *n)
+{
+	const struct entry *e = &fs_entries[row];
+	mode_t is = S_ISDIR(e->mode) ? S_IFDIR
+		    : e->kind == ENTRY_LINK ? S_IFLNK : S_IFREG;
+	struct sbuf now = SBUF_INIT;
+	int64_t mtime;
+	int ret;
+
+	if (type == S_IFREG && is == S_IFLNK) {
+		ret = resolve(fs, fs_standin_ino(p->s.id, (unsigned)row), n);
+		if (!ret)
+			seen_note(fs, caller(req), p->ino, name, false, n->ino);
+		return ret;
+	}
+	if (type != is)
+		return type == S_IFREG && is == S_IFDIR ? -EISDIR : -EPERM;
+	ret = made_node(fs, p, (unsigned)row, name, n);
 	if (ret < 0)
 		return ret;
-	if (dir != node_is_dir(&n))
-		return dir ? -ENOTDIR : -EISDIR;
+	seen_note(fs, caller(req), p->ino, name, false, n->ino);
+	if (type == S_IFLNK && !n->nominal &&
+	    render_entry(fs, n, &now, &mtime) == 0 && strcmp(now.buf, target)) {
+		char path[STATUS_PATH_MAX], line[FERR_MESSAGE_MAX];
+
+		session_path(p, name, path, sizeof(path));
+		snprintf(line, sizeof(line), "flowfs makes this link (to %s):"
+			 " the link to %.200s was dropped", now.buf, target);
+		fs_log(fs, n->s.id, n->s.name, path, line);
+	}
+	sbuf_release(&now);
 	return 0;
 }
 
-/* Removing in `p` is such a no-op: a session's skill/ or another of its
- * read-only folders (parameters_output/); not .flowfs/. */
-static bool removal_is_noop(const struct node *p)
+/* A real folder with nothing in it, or parameters_output/ (its removal
+ * leaves it as it is). */
+static bool is_empty_folder(struct flowfs *fs, const struct node *n)
 {
-	if (p->type == N_VIEW)
-		return p->space == FS_SPACE_SKILL;
-	return p->type == N_ENTRY && fs_entries[p->row].scope >= SCOPE_SESSION;
+	struct tree_dir td;
+	bool empty;
+
+	if (n->type == N_ENTRY)
+		return S_ISDIR(fs_entries[n->row].mode);
+	if (n->type != N_REAL || tree_readdir(fs->tree, n->ino, &td) < 0)
+		return false;
+	empty = td.n == 0;
+	tree_dir_free(&td);
+	return empty;
+}
+
+/*
+ * unlink (or rmdir, `dir`) of a reserved name: nothing goes, but the
+ * calling process finds it gone (above).  A document is emptied first —
+ * what it held is its user's, and rm -rf of a session must leave nothing
+ * that keeps rmdir from removing it — and an empty uploads/ or output/
+ * comes back new.  The errnos of a real folder for the wrong type or no
+ * name.
+ */
+static int remove_reserved(struct flowfs *fs, fuse_req_t req,
+			   const struct node *p, const char *name, int row,
+			   bool dir)
+{
+	const struct entry *e = &fs_entries[row];
+	pid_t who = caller(req);
+	struct fs_seen *seen = seen_find(fs, who, p->ino, name);
+	struct node n;
+	int ret;
+
+	if (seen && seen->removed && !S_ISDIR(e->mode))
+		return -ENOENT;
+	ret = made_node(fs, p, (unsigned)row, name, &n);
+	/* a folder comes back at once (below), so it stays visible; removing
+	 * it again, empty, at once is tar x looping over a file of a
+	 * folder's name */
+	if (!ret && seen && seen->removed && is_empty_folder(fs, &n))
+		return -EBUSY;
+	/* another name in parameters_output/ is there only to its maker; a
+	 * generated file absent now is gone already (rm -rf may have
+	 * unbound the skill that made prompt.txt) */
+	if (!ret && n.nominal && !seen && is_paramout(p))
+		ret = -ENOENT;
+	if (!ret && dir != S_ISDIR(e->mode))
+		ret = dir ? -ENOTDIR : -EISDIR;
+	if (!ret && e->kind == ENTRY_FOLDER)
+		ret = session_renew_folder(fs->st, fs->tree, &n.s, e->folder);
+	if (!ret && e->kind == ENTRY_DOC && !n.nominal) {
+		struct ferr err = FERR_INIT;
+
+		ret = e->commit(fs, &n.s, e->cleared, strlen(e->cleared), &err);
+		if (ret == -EINVAL)
+			ret = -EBUSY;	/* refused now (a run is going on) */
+	}
+	if (!ret)
+		seen_note(fs, who, p->ino, name, true, 0);
+	return ret;
 }
 
 /* Check that `name` may be created in `parent`; 0 or -errno. */
@@ -1023,8 +1447,13 @@ static int may_create(struct flowfs *fs, fuse_ino_t parent, const char *name,
 		return ret;
 	if (reserved_row(fs, p, name) >= 0)
 		return -EEXIST;
-	if (p->type == N_ROOT)
-		return fname_check_session(name, NULL);
+	if (p->type == N_ROOT) {
+		struct ferr err = FERR_INIT;
+
+		ret = fname_check_session(name, &err);
+		return ret < 0 ? refuse_at_root(fs, ret, name, "not a session"
+						" name: %s", err.message) : 0;
+	}
 	ret = fname_check_entry(name, NULL);
 	/* <id>.json in nodes/, edges/, rounds/ is a document, created by
 	 * open */
@@ -1033,81 +1462,117 @@ static int may_create(struct flowfs *fs, fuse_ino_t parent, const char *name,
 	return ret;
 }
 
-static void reply_created(struct flowfs *fs, fuse_req_t req, int ret,
-			  fuse_ino_t parent, uint64_t ino)
+/*
+ * The freedesktop.org trash folders a caller may make at the root: .Trash
+ * (shared; an administrator gives it the sticky bit) and .Trash-<uid>,
+ * the caller's own.
+ */
+static int trash_name_ok(struct flowfs *fs, fuse_req_t req, const char *name)
 {
-	struct fuse_entry_param e;
-	struct node p, n;
+	char own[32];
 
-	if (!ret) {
-		lock(fs);
-		ret = resolve(fs, parent, &p);
-		if (!ret)
-			ret = resolve(fs, ino, &n);
-		if (!ret)
-			ret = fill_entry(fs, &p, &n, &e);
-		unlock(fs);
+	snprintf(own, sizeof(own), ".Trash-%u",
+		 (unsigned)fuse_req_ctx(req)->uid);
+	if (!strcmp(name, ".Trash") || !strcmp(name, own))
+		return 0;
+	return refuse_at_root(fs, -EPERM, name, "the only trash folders here"
+			      " are .Trash and one's own, %s", own);
+}
+
+/* The reply to a mkdir, mknod or symlink that made `n` in `p` (the lock
+ * held); `n` NULL: the node of inode `ino`. */
+static int made_entry(struct flowfs *fs, const struct node *p, uint64_t ino,
+		      const struct node *n, struct fuse_entry_param *e)
+{
+	struct node made;
+	int ret = 0;
+
+	if (!n) {
+		ret = resolve(fs, ino, &made);
+		n = &made;
 	}
+	return ret < 0 ? ret : fill_entry(fs, p, n, e);
+}
+
+static void reply_made(fuse_req_t req, int ret, const struct fuse_entry_param *e)
+{
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_entry(req, &e);
+		fuse_reply_entry(req, e);
+}
+
+/*
+ * mkdir, mknod (type S_IFREG) and symlink (S_IFLNK, `target`) of `name`
+ * in `parent`: a session at the root, a reserved name of a session
+ * (above), or a row of the tree.
+ */
+static int make(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
+		const char *name, mode_t mode, const char *target,
+		struct fuse_entry_param *e)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct session_info s;
+	struct tree_attr a;
+	struct node p, n;
+	int row, ret;
+
+	ret = resolve(fs, parent, &p);
+	if (ret < 0)
+		return ret;
+	row = session_row(fs, &p, name);
+	if (row >= 0) {
+		ret = make_reserved(fs, req, &p, name, row, mode & S_IFMT,
+				    target, &n);
+		return ret < 0 ? ret : made_entry(fs, &p, 0, &n, e);
+	}
+	/* the root's changes are no session's */
+	/* The root holds sessions only, and the trash folders. */
+	if (p.type == N_ROOT && !S_ISDIR(mode))
+		return refuse_at_root(fs, -EPERM, name, "only sessions live at"
+				      " the root, one folder each: %s cannot be"
+				      " made here (mkdir makes a session)",
+				      S_ISLNK(mode) ? "a symlink" : "a file");
+	if (p.type == N_ROOT && !strncmp(name, ".Trash", 6)) {
+		ret = trash_name_ok(fs, req, name);
+		if (!ret)
+			ret = tree_trash_create(fs->tree, name, mode, ctx->uid,
+						ctx->gid, &a);
+		return ret < 0 ? ret : made_entry(fs, &p, a.ino, NULL, e);
+	}
+	ret = may_create(fs, parent, name, &p);
+	if (ret < 0)
+		return ret;
+	if (p.type == N_ROOT) {
+		ret = session_create(fs->st, fs->tree, name, mode, ctx->uid,
+				     ctx->gid, &s, NULL);
+		return ret < 0 ? ret : made_entry(fs, &p, s.root_ino, NULL, e);
+	}
+	ret = tree_create(fs->tree, parent, name, S_ISDIR(mode)
+			  ? S_IFDIR | (mode & 07777) : mode, ctx->uid, ctx->gid,
+			  target, &a);
+	changed_if(fs, session_of(&p), ret);
+	return ret < 0 ? ret : made_entry(fs, &p, a.ino, NULL, e);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
 	struct flowfs *fs = fs_of(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct session_info s;
-	struct tree_attr a;
-	struct node p;
-	uint64_t ino = 0;
+	struct fuse_entry_param e;
 	int ret;
 
 	lock(fs);
-	ret = may_create(fs, parent, name, &p);
-	if (ret < 0)
-		goto out;
-	if (p.type == N_ROOT) {
-		ret = session_create(fs->st, fs->tree, name, mode, ctx->uid,
-				     ctx->gid, &s, NULL);
-		ino = s.root_ino;
-	} else {
-		ret = tree_create(fs->tree, parent, name, S_IFDIR | (mode & 07777),
-				  ctx->uid, ctx->gid, NULL, &a);
-		ino = a.ino;
-	}
-out:
+	ret = make(fs, req, parent, name, S_IFDIR | mode, NULL, &e);
 	unlock(fs);
-	reply_created(fs, req, ret, parent, ino);
-}
-
-static int create_file(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
-		       const char *name, mode_t mode, const char *target,
-		       struct tree_attr *a)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct node p;
-	int ret;
-
-	ret = may_create(fs, parent, name, &p);
-	if (ret == -EINVAL && p.type == N_ROOT)
-		return -EPERM;
-	if (ret < 0)
-		return ret;
-	/* The root holds sessions only. */
-	if (p.type == N_ROOT)
-		return -EPERM;
-	return tree_create(fs->tree, parent, name, mode, ctx->uid, ctx->gid,
-			   target, a);
+	reply_made(req, ret, &e);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode, dev_t rdev)
 {
 	struct flowfs *fs = fs_of(req);
-	struct tree_attr a = { 0 };
+	struct fuse_entry_param e;
 	int ret;
 
 	(void)rdev;
@@ -1116,16 +1581,16 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	lock(fs);
-	ret = create_file(fs, req, parent, name, mode, NULL, &a);
+	ret = make(fs, req, parent, name, mode, NULL, &e);
 	unlock(fs);
-	reply_created(fs, req, ret, parent, a.ino);
+	reply_made(req, ret, &e);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		       const char *name)
 {
 	struct flowfs *fs = fs_of(req);
-	struct tree_attr a = { 0 };
+	struct fuse_entry_param e;
 	int ret;
 
 	if (strlen(link) >= 4096) {
@@ -1133,9 +1598,9 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		return;
 	}
 	lock(fs);
-	ret = create_file(fs, req, parent, name, S_IFLNK | 0777, link, &a);
+	ret = make(fs, req, parent, name, S_IFLNK | 0777, link, &e);
 	unlock(fs);
-	reply_created(fs, req, ret, parent, a.ino);
+	reply_made(req, ret, &e);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
@@ -1158,29 +1623,23 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int row, coll, ret;
 
 	lock(fs);
-	ret = resolve_writable(fs, parent, &p);
-	if (ret == -EROFS && removal_is_noop(&p)) {
-		ret = remove_in_view(fs, &p, name, false);
-		goto out;
-	}
-	if (ret < 0)
-		goto out;
-	row = reserved_row(fs, &p, name);
+	ret = resolve(fs, parent, &p);
+	row = ret < 0 ? -1 : session_row(fs, &p, name);
 	if (row >= 0) {
-		/* Generated files cannot go away: unlinking is a no-op, so
-		 * rm -rf of a session works.  Folders stay folders. */
-		ret = S_ISDIR(fs_entries[row].mode) ? -EISDIR : 0;
-		if (p.type == N_ROOT)
-			ret = -EROFS;
+		ret = remove_reserved(fs, req, &p, name, row, false);
 		goto out;
 	}
-	if (p.type == N_ROOT) {
+	if (!ret && p.type == N_ROOT) {
 		struct session_info s;
 
-		ret = session_find(fs->st, name, &s);
-		ret = ret < 0 ? ret : -EISDIR;
+		ret = reserved_row(fs, &p, name) >= 0 ? -EROFS
+			: session_find(fs->st, name, &s) < 0 ? -ENOENT : -EISDIR;
 		goto out;
 	}
+	if (!ret && (p.type == N_ENTRY || p.type == N_VIEW))
+		ret = -EROFS;
+	if (ret < 0)
+		goto out;
 	coll = item_name(&p, name, id, sizeof(id));
 	if (coll >= 0) {
 		ret = fs_collections[coll].remove(fs, p.attr.session, id);
@@ -1188,71 +1647,74 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	ret = tree_unlink(fs->tree, parent, name);
 out:
+	if (!ret)
+		changed(fs, session_of(&p));
 	unlock(fs);
 	fuse_reply_err(req, -ret);
+}
+
+/* rmdir of session `s`'s folder (at the root, or in a trash): only an
+ * empty one goes; what was running for it has nothing to write to. */
+static int remove_session(struct flowfs *fs, const struct session_info *s)
+{
+	bool has;
+	int ret = session_has_data(fs->st, fs->tree, s, &has);
+
+	if (!ret && has)
+		ret = refuse_at_root(fs, -ENOTEMPTY, s->name, "the session"
+				     " holds files, a job graph, a context or"
+				     " rounds (rm -rf removes it all)");
+	if (!ret)
+		ret = session_delete(fs->st, fs->tree, s->id);
+	if (!ret)
+		fs_cancel_runs(fs, s->id);
+	return ret;
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct flowfs *fs = fs_of(req);
 	struct session_info s;
-	struct node p;
-	bool has;
+	struct node p, n;
 	int row, ret;
 
 	lock(fs);
-	ret = resolve_writable(fs, parent, &p);
-	if (ret == -EROFS && removal_is_noop(&p)) {
-		ret = remove_in_view(fs, &p, name, true);
-		goto out;
-	}
-	if (ret < 0)
-		goto out;
-	row = reserved_row(fs, &p, name);
-	if (p.type == N_ROOT) {
-		if (row >= 0) {
-			ret = -EROFS;
-			goto out;
-		}
-		ret = session_find(fs->st, name, &s);
-		if (!ret)
-			ret = session_has_data(fs->st, fs->tree, &s, &has);
-		if (!ret)
-			ret = has ? -ENOTEMPTY
-				  : session_delete(fs->st, fs->tree, s.id);
-		/* what was running for it has nothing to write to */
-		if (!ret)
-			fs_cancel_runs(fs, s.id);
-		goto out;
-	}
-	if (row >= 0 && fs_entries[row].kind == ENTRY_FOLDER) {
-		/* An empty uploads/ or output/ is removed and comes back as a
-		 * new, empty folder, so rm -rf of a session works. */
-		ret = session_renew_folder(fs->st, fs->tree, &p.s,
-					   fs_entries[row].folder);
-		goto out;
-	}
-	if (row >= 0 && (fs_entries[row].kind == ENTRY_SKILL ||
-			 fs_entries[row].kind == ENTRY_DIR)) {
-		/* skill/ and parameters_output/ are generated: they stay,
-		 * like generated files */
-		ret = 0;
-		goto out;
-	}
+	ret = resolve(fs, parent, &p);
+	row = ret < 0 ? -1 : session_row(fs, &p, name);
 	if (row >= 0) {
-		ret = -ENOTDIR;
+		ret = remove_reserved(fs, req, &p, name, row, true);
 		goto out;
 	}
-	ret = tree_rmdir(fs->tree, parent, name);
+	if (!ret && p.type == N_ROOT) {
+		if (reserved_row(fs, &p, name) >= 0)
+			ret = -EROFS;
+		else if (session_find(fs->st, name, &s) == 0)
+			ret = remove_session(fs, &s);
+		else
+			ret = tree_trash_remove(fs->tree, name);
+		goto out;
+	}
+	if (!ret && (p.type == N_ENTRY || p.type == N_VIEW))
+		ret = -EROFS;
+	/* a session in a trash (emptying it) */
+	if (!ret && in_trash(&p) && lookup_in(fs, &p, name, &n) == 0 &&
+	    resolve(fs, n.ino, &n) == 0 && is_session_root(&n)) {
+		ret = remove_session(fs, &n.s);
+		goto out;
+	}
+	if (!ret)
+		ret = tree_rmdir(fs->tree, parent, name);
 out:
+	if (!ret)
+		changed(fs, session_of(&p));
 	unlock(fs);
 	fuse_reply_err(req, -ret);
 }
 
 /* ---- rename --------------------------------------------------------------- */
 
-static int log_refusal(struct flowfs *fs, int64_t session, const char *path,
-		       const struct ferr *err)
+static int log_refusal(struct flowfs *fs, const struct session_info *s,
+		       const char *path, const struct ferr *err)
 {
 	char line[FERR_MESSAGE_MAX + 64];
 	size_t len = strlen(path);
@@ -1262,11 +1724,9 @@ static int log_refusal(struct flowfs *fs, int64_t session, const char *path,
 	/* messages that name their file already (rounds') say it once */
 	if (!strncmp(line, path, len) && !strncmp(line + len, ": ", 2))
 		message += len + 2;
-	return session_log(fs->st, session, path, message);
+	return fs_log(fs, s->id, s->name, path, message);
 }
 
-/* A path in a session as status names it: "nodes/" + a 255-byte name. */
-#define STATUS_PATH_MAX 272
 
 /* The path status names a document by ("session.json", "nodes/x.json"). */
 static void target_path(const struct doc_target *t, char *buf, size_t size)
@@ -1297,9 +1757,9 @@ static int commit_target(struct flowfs *fs, const struct doc_target *t,
 		ret = fs_entries[t->row].commit(fs, &s, text, len, &err);
 	if (ret < 0 && err.message[0]) {
 		target_path(t, path, sizeof(path));
-		log_refusal(fs, t->session, path, &err);
+		log_refusal(fs, &s, path, &err);
 	}
-	return ret;
+	return changed_if(fs, t->session, ret);
 }
 
 /* The document a writer of node `n` (or of name `name` in folder `dir`)
@@ -1317,7 +1777,8 @@ static void node_target(const struct node *n, struct doc_target *t)
 	}
 }
 
-/* rename of a scratch file onto a document: store it, drop the file. */
+/* rename of a file onto a document (an editor's save, a file brought
+ * back from the trash): store it, drop the file. */
 static int rename_onto_doc(struct flowfs *fs, const struct node *p,
 			   const char *name, const struct doc_target *t)
 {
@@ -1328,10 +1789,6 @@ static int rename_onto_doc(struct flowfs *fs, const struct node *p,
 	ret = tree_lookup(fs->tree, p->ino, name, &src);
 	if (ret < 0)
 		goto out;
-	if (src.session != t->session) {
-		ret = -EXDEV;
-		goto out;
-	}
 	if (!S_ISREG(src.mode)) {
 		ret = S_ISDIR(src.mode) ? -EISDIR : -EINVAL;
 		goto out;
@@ -1387,34 +1844,149 @@ static int copy_away(struct flowfs *fs, const struct node *n,
 	return ret;
 }
 
-/* rename of an entry of the table away (see copy_away). */
-static int rename_from_entry(struct flowfs *fs, const struct node *p, int row,
-			     fuse_ino_t newparent, const char *newname)
+/* Whether folder `np` is outside session `s` (another's, a trash). */
+static bool moves_out(const struct session_info *s, const struct node *np)
+{
+	return np->type == N_REAL && np->attr.session != s->id;
+}
+
+/* rename of a reserved name away (see copy_away); in parameters_output/
+ * to another name there, nothing happens: a sink made there (rsync's
+ * temporary file) is renamed to the name it copies. */
+static int rename_from_entry(struct flowfs *fs, const struct node *p,
+			     const char *name, int row, const struct node *np,
+			     const char *newname)
 {
 	struct node n;
 	int ret;
 
+	if (is_paramout(p) && is_paramout(np))
+		return 0;
 	if (fs_entries[row].kind != ENTRY_DOC &&
 	    fs_entries[row].kind != ENTRY_GENERATED)
 		return -EPERM;
-	/* the entry's node, the session the folder's */
-	ret = resolve_row(fs, p, (unsigned)row, &n);
-	return ret < 0 ? ret : copy_away(fs, &n, newparent, newname);
+	ret = made_node(fs, p, (unsigned)row, name, &n);
+	if (!ret && n.nominal)
+		ret = -ENOENT;
+	if (!ret)
+		ret = copy_away(fs, &n, np->ino, newname);
+	/* moved out of its session (to the trash): a document goes with
+	 * it, as it would with unlink */
+	if (!ret && moves_out(&n.s, np) && fs_entries[row].kind == ENTRY_DOC) {
+		const struct entry *e = &fs_entries[row];
+		struct ferr err = FERR_INIT;
+
+		ret = e->commit(fs, &n.s, e->cleared, strlen(e->cleared), &err);
+	}
+	return ret;
 }
 
-/* mv of a session; one it replaces has its runs cancelled, as rmdir. */
-static int rename_session(struct flowfs *fs, const char *name,
-			  const char *newname, bool noreplace)
+/*
+ * rename of a file onto a name flowfs makes (a generated file, a link,
+ * ctl, any name in parameters_output/): the file goes, and what it held
+ * is dropped, as what is written to such a name is (reserved names) —
+ * rsync -a brings a copy of status back that way.
+ */
+static int rename_onto_made(struct flowfs *fs, const struct node *p,
+			    const char *name, const struct node *np,
+			    const char *newname, int newrow)
+{
+	struct sbuf text = SBUF_INIT;
+	char path[STATUS_PATH_MAX];
+	struct tree_attr src;
+	struct node n;
+	int ret;
+
+	ret = tree_lookup(fs->tree, p->ino, name, &src);
+	if (!ret && S_ISDIR(src.mode))
+		ret = -ENOTDIR;
+	if (!ret)
+		ret = made_node(fs, np, (unsigned)newrow, newname, &n);
+	if (!ret && S_ISLNK(src.mode))
+		ret = tree_readlink(fs->tree, src.ino, &text);
+	if (!ret && S_ISREG(src.mode)) {
+		ret = tree_read_all(fs->tree, &src, &text);
+		/* too large to compare: dropped all the same */
+		if (ret == -EFBIG)
+			ret = 0;
+	}
+	if (!ret)
+		ret = tree_unlink(fs->tree, p->ino, name);
+	if (!ret) {
+		session_path(np, newname, path, sizeof(path));
+		drop_written(fs, &n, path, &text, (size_t)src.size, "moved onto");
+		/* the kernel moved the file's name there: it must forget it */
+		fs_notify_entry(fs->notifier, np->ino, newname);
+	}
+	sbuf_release(&text);
+	return ret;
+}
+
+/*
+ * mv of session `s` to `newname` at the root (out of a trash too), or
+ * into trash folder `np` (the freedesktop.org trash: gio trash, a file
+ * manager's Delete).  A session it replaces at the root has its runs
+ * cancelled, as rmdir does; so does one moved into a trash.
+ */
+static int move_session(struct flowfs *fs, const struct session_info *s,
+			const struct node *np, const char *newname,
+			bool noreplace)
 {
 	struct session_info old;
-	bool replaces = !noreplace &&
-			session_find(fs->st, newname, &old) == 0;
-	int ret = session_rename(fs->st, fs->tree, name, newname, noreplace,
-				 NULL);
+	bool to_root = np->type == N_ROOT;
+	bool replaces = to_root && !noreplace &&
+			session_find(fs->st, newname, &old) == 0 &&
+			old.id != s->id;
+	struct ferr err = FERR_INIT;
+	int ret = session_move(fs->st, fs->tree, s, to_root ? 0 : np->ino,
+			       newname, noreplace, &err);
 
-	if (!ret && replaces && strcmp(name, newname))
+	if (ret < 0 && err.message[0])
+		refuse_at_root(fs, ret, newname, "%s", err.message);
+	if (!ret && replaces)
 		fs_cancel_runs(fs, old.id);
+	if (!ret && !to_root)
+		fs_cancel_runs(fs, s->id);
 	return ret;
+}
+
+/*
+ * rename where the root is at either end: of a session (to another name,
+ * into a trash, back from one); of a trash folder itself or .flowfs/, no.
+ */
+static int rename_at_root(struct flowfs *fs, const struct node *p,
+			  const char *name, const struct node *np,
+			  const char *newname, bool noreplace)
+{
+	struct session_info s;
+	struct node n;
+	int ret;
+
+	if ((p->type == N_ROOT && reserved_row(fs, p, name) >= 0) ||
+	    (np->type == N_ROOT && reserved_row(fs, np, newname) >= 0))
+		return -EROFS;
+	if (p->type == N_ROOT) {
+		if (session_find(fs->st, name, &s) < 0)
+			return tree_trash_lookup(fs->tree, name, &n.attr) == 0
+				       ? refuse_at_root(fs, -EPERM, name,
+						"a trash folder stays where it is")
+				       : -ENOENT;
+		if (np->type == N_ROOT || in_trash(np))
+			return move_session(fs, &s, np, newname, noreplace);
+		return refuse_at_root(fs, -EXDEV, name, "a session folder moves"
+				      " only at the root or into a trash");
+	}
+	/* out of a trash: a session's folder comes back as one */
+	ret = lookup_in(fs, p, name, &n);
+	if (!ret && n.type == N_REAL && n.attr.session_root)
+		ret = resolve(fs, n.ino, &n);
+	if (ret < 0)
+		return ret;
+	if (is_session_root(&n))
+		return move_session(fs, &n.s, np, newname, noreplace);
+	return refuse_at_root(fs, -EXDEV, newname, "only sessions live at the"
+			      " root (a folder moved there is copied into a"
+			      " new session by mv)");
 }
 
 /* rename where documents of a collection are at either end. */
@@ -1441,13 +2013,18 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 
 			snprintf(path, sizeof(path), "%s/%s",
 				 fs_collections[coll].folder, newname);
-			log_refusal(fs, p->attr.session, path, &err);
+			log_refusal(fs, &p->s, path, &err);
 		}
 		return ret;
 	}
 	if (from) {
 		ret = lookup_in(fs, p, name, &n);
-		return ret < 0 ? ret : copy_away(fs, &n, np->ino, newname);
+		if (!ret)
+			ret = copy_away(fs, &n, np->ino, newname);
+		/* moved out of its session (to the trash): it goes */
+		if (!ret && moves_out(&p->s, np))
+			ret = fs_collections[coll].remove(fs, p->attr.session, id);
+		return ret;
 	}
 	if (noreplace) {
 		ret = lookup_in(fs, np, newname, &n);
@@ -1476,34 +2053,43 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	lock(fs);
-	ret = resolve_writable(fs, parent, &p);
+	ret = resolve(fs, parent, &p);
 	if (!ret)
-		ret = resolve_writable(fs, newparent, &np);
+		ret = resolve(fs, newparent, &np);
 	if (ret < 0)
 		goto out;
-	row = reserved_row(fs, &p, name);
-	newrow = reserved_row(fs, &np, newname);
 	if (p.type == N_ROOT || np.type == N_ROOT) {
-		if (p.type != np.type)
-			ret = -EXDEV;
-		else if (row >= 0 || newrow >= 0)
-			ret = -EROFS;
-		else
-			ret = rename_session(fs, name, newname, noreplace);
+		ret = rename_at_root(fs, &p, name, &np, newname, noreplace);
 		goto out;
 	}
+	row = session_row(fs, &p, name);
+	newrow = session_row(fs, &np, newname);
 	if (row >= 0) {
-		ret = rename_from_entry(fs, &p, row, newparent, newname);
+		ret = rename_from_entry(fs, &p, name, row, &np, newname);
 		goto out;
 	}
 	if (newrow >= 0) {
 		struct doc_target t = { .session = np.s.id, .row = (unsigned)newrow };
+		const struct entry *e = &fs_entries[newrow];
 
-		if (fs_entries[newrow].kind != ENTRY_DOC)
-			ret = S_ISDIR(fs_entries[newrow].mode) ? -EPERM : -EACCES;
+		if (noreplace && !is_paramout(&np))
+			ret = -EEXIST;
+		else if (S_ISDIR(e->mode))
+			ret = -EPERM;
+		else if (e->kind != ENTRY_DOC)
+			ret = rename_onto_made(fs, &p, name, &np, newname,
+					       newrow);
 		else
-			ret = noreplace ? -EEXIST
-					: rename_onto_doc(fs, &p, name, &t);
+			ret = rename_onto_doc(fs, &p, name, &t);
+		/* the kernel moved the file's name onto the document: it must
+		 * look it up again, whatever timeout the file's name had */
+		if (!ret && e->kind == ENTRY_DOC)
+			fs_notify_entry(fs->notifier, newparent, newname);
+		goto out;
+	}
+	if (p.type == N_ENTRY || p.type == N_VIEW || np.type == N_ENTRY ||
+	    np.type == N_VIEW) {
+		ret = -EROFS;
 		goto out;
 	}
 	if (is_item_name(&p, name) || is_item_name(&np, newname)) {
@@ -1515,6 +2101,10 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = tree_rename(fs->tree, parent, name, newparent, newname,
 				  noreplace);
 out:
+	if (!ret) {
+		changed(fs, session_of(&p));
+		changed(fs, session_of(&np));
+	}
 	unlock(fs);
 	fuse_reply_err(req, -ret);
 }
@@ -1542,6 +2132,7 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 			goto fail;
 		}
 		h->kind = H_FILE;
+		h->session = n->attr.session;
 		ret = tree_open(fs->tree, n->ino);
 		if (ret < 0)
 			goto fail;
@@ -1577,11 +2168,8 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	}
 	e = n->type == N_VIEW ? NULL : &fs_entries[n->row];
 	if (e && e->kind == ENTRY_CONTROL) {
-		if (!writing || (flags & O_ACCMODE) == O_RDWR) {
-			ret = -EACCES;	/* write-only: nothing to read */
-			goto fail;
-		}
-		h->kind = H_CONTROL;
+		/* reads nothing (a copy of the session gets an empty ctl) */
+		h->kind = writing ? H_CONTROL : H_GENERATED;
 		h->session = n->s.id;
 		*out = h;
 		return 0;
@@ -1590,19 +2178,28 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 		ret = -EISDIR;
 		goto fail;
 	}
-	/* the kernel follows links itself; this is an O_NOFOLLOW open */
-	if (e && e->kind == ENTRY_LINK) {
+	/* the kernel follows links itself; this is an O_NOFOLLOW open (of a
+	 * link: a stand-in for one is a file) */
+	if (e && e->kind == ENTRY_LINK && !n->standin) {
 		ret = -ELOOP;
 		goto fail;
 	}
-	if (writing && (!e || e->kind != ENTRY_DOC)) {
-		ret = read_only_tree(n) ? -EROFS : -EACCES;
+	if (writing && read_only_tree(n)) {
+		ret = -EROFS;
 		goto fail;
+	}
+	if (writing && e->kind != ENTRY_DOC) {
+		h->kind = H_SINK;
+		h->session = n->s.id;
+		node_path(fs, n, h->sink_path, sizeof(h->sink_path));
+		*out = h;
+		return 0;
 	}
 	h->kind = e && e->kind == ENTRY_DOC && writing ? H_DOC : H_GENERATED;
 	h->session = n->s.id;
 	node_target(n, &h->target);
-	if (!(writing && (flags & O_TRUNC))) {
+	/* a name made while absent reads as the empty file it is */
+	if (!(writing && (flags & O_TRUNC)) && !n->nominal) {
 		ret = render_entry(fs, n, &h->content, &h->mtime_ns);
 		if (ret < 0)
 			goto fail;
@@ -1658,28 +2255,63 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * collection's folder, a draft of a new document (its first valid close
  * makes it a node, an edge, a round).
  */
+/*
+ * create(2) of `name` in `parent`, opened with `flags`: a reserved name
+ * of a session (above), a draft of a new document for <id>.json in a
+ * collection's folder (its first valid close makes it a node, an edge, a
+ * round), or a real file.
+ */
 static int create_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
-		     const char *name, mode_t mode, uint64_t *ino)
+		     const char *name, mode_t mode, int flags,
+		     struct fuse_entry_param *e, struct handle **h)
 {
-	struct tree_attr a;
-	struct node p;
+	struct fuse_entry_param made;
+	struct node p, n;
 	char id[256];
 	int64_t key = 0;
-	int coll, ret;
+	uint64_t ino;
+	int row, coll, ret;
 
-	ret = resolve_writable(fs, parent, &p);
-	if (ret < 0)
+	ret = resolve(fs, parent, &p);
+	row = ret < 0 ? -1 : session_row(fs, &p, name);
+	/* nothing to read in what is made anew (a document's draft) */
+	flags |= O_TRUNC;
+	if (row >= 0) {
+		ret = make_reserved(fs, req, &p, name, row, S_IFREG, NULL, &n);
+		if (!ret)
+			ret = fill_entry(fs, &p, &n, e);
+		if (!ret)
+			ret = open_node(fs, &n, flags, h);
+		if (!ret && (*h)->kind == H_SINK)
+			session_path(&p, name, (*h)->sink_path,
+				     sizeof((*h)->sink_path));
 		return ret;
-	coll = item_name(&p, name, id, sizeof(id));
+	}
+	coll = ret < 0 ? -1 : item_name(&p, name, id, sizeof(id));
 	if (coll >= 0) {
 		ret = fs_collections[coll].create_draft(fs, p.attr.session, id,
 							&key);
-		*ino = fs_item_ino((unsigned)coll, key);
+		ino = fs_item_ino((unsigned)coll, key);
+		if (!ret)
+			ret = resolve(fs, ino, &n);
+		if (!ret)
+			ret = fill_entry(fs, &p, &n, e);
+		if (!ret)
+			ret = open_node(fs, &n, flags, h);
+		/* its last close drops the draft unless it stored a version */
+		if (!ret)
+			(*h)->owns_draft = (*h)->kind == H_DOC;
 		return ret;
 	}
-	ret = create_file(fs, req, parent, name, S_IFREG | (mode & 07777),
-			  NULL, &a);
-	*ino = a.ino;
+	if (ret < 0)
+		return ret;
+	ret = make(fs, req, parent, name, S_IFREG | (mode & 07777), NULL, &made);
+	if (!ret)
+		ret = resolve(fs, made.ino, &n);
+	if (!ret) {
+		*e = made;
+		ret = open_node(fs, &n, flags, h);
+	}
 	return ret;
 }
 
@@ -1689,22 +2321,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct flowfs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	struct handle *h = NULL;
-	struct node p, n;
-	uint64_t ino = 0;
 	int ret;
 
 	lock(fs);
-	ret = create_in(fs, req, parent, name, mode, &ino);
-	if (!ret)
-		ret = resolve(fs, parent, &p);
-	if (!ret)
-		ret = resolve(fs, ino, &n);
-	if (!ret)
-		ret = fill_entry(fs, &p, &n, &e);
-	if (!ret)
-		ret = open_node(fs, &n, fi->flags & ~O_TRUNC, &h);
-	if (!ret && h->kind == H_DOC)
-		h->owns_draft = h->target.in_collection;
+	ret = create_in(fs, req, parent, name, mode, fi->flags, &e, &h);
 	unlock(fs);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
@@ -1743,9 +2363,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	if (h->kind != H_FILE) {
-		/* a document's buffer changes with writes, truncates and
-		 * flushes on other threads; a generated one never does */
-		if (h->kind == H_DOC)
+		/* a document's buffer (a sink's) changes with writes,
+		 * truncates and flushes on other threads; a generated one
+		 * never does */
+		bool changes = h->kind == H_DOC || h->kind == H_SINK;
+
+		if (changes)
 			lock(fs);
 		ret = 0;
 		if ((size_t)off < h->content.len) {
@@ -1753,7 +2376,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				      ? h->content.len - (size_t)off : size;
 			memcpy(buf, h->content.buf + off, got);
 		}
-		if (h->kind == H_DOC)
+		if (changes)
 			unlock(fs);
 	} else {
 		lock(fs);
@@ -1789,9 +2412,30 @@ static int run_control(struct flowfs *fs, struct handle *h, const char *buf,
 		start = end + 1;
 	}
 	if (ret < 0 && err.message[0])
-		log_refusal(fs, h->session, "ctl", &err);
+		log_refusal(fs, &s, "ctl", &err);
+	changed_if(fs, h->session, ret);
 	unlock(fs);
 	return ret;
+}
+
+/* `size` bytes at `off` into the handle's buffer (a document's draft,
+ * what a sink was given). */
+static int buffer_write(struct handle *h, const char *buf, size_t size,
+			size_t off)
+{
+	int ret = 0;
+
+	if (off + size > h->content.len) {
+		size_t old = h->content.len;
+
+		ret = sbuf_grow(&h->content, off + size - old);
+		if (ret < 0)
+			return ret;
+		memset(h->content.buf + old, 0, off + size - old);
+		sbuf_setlen(&h->content, off + size);
+	}
+	memcpy(h->content.buf + off, buf, size);
+	return 0;
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
@@ -1805,25 +2449,23 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (h->kind == H_DOC) {
-		if ((size_t)off > DOC_MAX_SIZE || size > DOC_MAX_SIZE - (size_t)off) {
+	if (h->kind == H_DOC || h->kind == H_SINK) {
+		bool fits = (size_t)off <= DOC_MAX_SIZE &&
+			    size <= DOC_MAX_SIZE - (size_t)off;
+
+		if (!fits && h->kind == H_DOC) {
 			fuse_reply_err(req, EFBIG);
 			return;
 		}
 		/* a flush of a dup'ed descriptor may read it meanwhile */
 		lock(fs);
-		if ((size_t)off + size > h->content.len) {
-			size_t old = h->content.len;
-
-			ret = sbuf_grow(&h->content, (size_t)off + size - old);
-			if (!ret) {
-				memset(h->content.buf + old, 0,
-				       (size_t)off + size - old);
-				sbuf_setlen(&h->content, (size_t)off + size);
-			}
-		}
+		/* a sink keeps what fits, to tell a copy of what it holds
+		 * from news */
+		if (fits)
+			ret = buffer_write(h, buf, size, (size_t)off);
+		if (!ret && h->kind == H_SINK)
+			h->sink_bytes += size;
 		if (!ret) {
-			memcpy(h->content.buf + off, buf, size);
 			h->dirty = true;
 			h->refused = false;
 		}
@@ -1853,6 +2495,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		size = (size_t)(TREE_MAX_SIZE - off);
 	lock(fs);
 	ret = tree_write(fs->tree, ino, buf, size, off);
+	if (!ret)
+		h->dirty = true;
 	unlock(fs);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
@@ -1891,9 +2535,26 @@ static int flush_doc(struct flowfs *fs, struct handle *h, bool durable)
 	return ret;
 }
 
+/* What a sink was given is dropped; the log says so (drop_written). */
+static void flush_sink(struct flowfs *fs, struct handle *h)
+{
+	struct node n;
+
+	if (!h->dirty)
+		return;
+	h->dirty = false;
+	/* a session gone meanwhile has no log to tell */
+	if (resolve(fs, h->ino, &n) == 0)
+		drop_written(fs, &n, h->sink_path, &h->content, h->sink_bytes,
+			     "written to");
+	h->sink_bytes = 0;
+}
+
 /* The last close of a file handle (the caller holds the lock). */
 static void release_handle(struct flowfs *fs, struct handle *h)
 {
+	if (h->kind == H_SINK)
+		flush_sink(fs, h);
 	if (h->kind == H_FILE) {
 		tree_release(fs->tree, h->ino);
 	} else if (h->kind == H_DOC) {
@@ -1915,10 +2576,17 @@ static void sync_handle(fuse_req_t req, struct fuse_file_info *fi,
 	int ret = 0;
 
 	lock(fs);
-	if (h->kind == H_FILE)
+	if (h->kind == H_FILE) {
 		ret = tree_flush(fs->tree, h->ino, durable);
+		/* what was written may bind an input, import a deck */
+		if (h->dirty)
+			changed_if(fs, h->session, ret);
+		h->dirty = false;
+	}
 	else if (h->kind == H_DOC)
 		ret = flush_doc(fs, h, durable);
+	else if (h->kind == H_SINK)
+		flush_sink(fs, h);
 	unlock(fs);
 	fuse_reply_err(req, -ret);
 }
@@ -2109,6 +2777,9 @@ static int dir_add_view(struct flowfs *fs, struct handle *h, size_t *alloc,
 	return ret;
 }
 
+static int dir_add_rows_of(struct flowfs *fs, struct handle *h, size_t *alloc,
+			   const struct node *dir, bool trash);
+
 static int dir_add_sessions(struct flowfs *fs, struct handle *h, size_t *alloc,
 			    const struct node *dir)
 {
@@ -2125,15 +2796,17 @@ static int dir_add_sessions(struct flowfs *fs, struct handle *h, size_t *alloc,
 	}
 	if (!ret || list.items)
 		session_list_free(&list);
-	return ret;
+	return ret < 0 ? ret : dir_add_rows_of(fs, h, alloc, dir, true);
 }
 
-/* The rows of a real folder, but for names the table has taken. */
-static int dir_add_rows(struct flowfs *fs, struct handle *h, size_t *alloc,
-			const struct node *dir)
+/* The rows of a real folder, or (`trash`) the trash folders at the
+ * root, but for names the table has taken. */
+static int dir_add_rows_of(struct flowfs *fs, struct handle *h, size_t *alloc,
+			   const struct node *dir, bool trash)
 {
 	struct tree_dir td;
-	int ret = tree_readdir(fs->tree, dir->ino, &td);
+	int ret = trash ? tree_trash_list(fs->tree, &td)
+			: tree_readdir(fs->tree, dir->ino, &td);
 
 	for (size_t i = 0; !ret && i < td.n; i++) {
 		struct node n = { .type = N_REAL, .ino = td.ents[i].attr.ino };
@@ -2148,6 +2821,12 @@ static int dir_add_rows(struct flowfs *fs, struct handle *h, size_t *alloc,
 	}
 	tree_dir_free(&td);
 	return ret;
+}
+
+static int dir_add_rows(struct flowfs *fs, struct handle *h, size_t *alloc,
+			const struct node *dir)
+{
+	return dir_add_rows_of(fs, h, alloc, dir, false);
 }
 
 static int dir_fill(struct flowfs *fs, struct handle *h, const struct node *dir)

@@ -243,6 +243,13 @@ static void check_items(struct env *e, enum graph_kind kind)
 				die("a draft has a document", items[i].id);
 			continue;
 		}
+		/* a pending edge shows its text as written */
+		if (items[i].pending) {
+			if (kind != GRAPH_EDGE || !sb.len)
+				die("a pending item is not an edge's text",
+				    items[i].id);
+			continue;
+		}
 		if (fjson_parse(&doc, sb.buf, sb.len, NULL) < 0)
 			die("an item's document does not parse", sb.buf);
 		if (strcmp(str_of(doc, "id"), items[i].id))

@@ -643,14 +643,6 @@ static void test_edge_refusals(void **state)
 		       " \"target_parameter_name\": \"input_file\"}",
 		  "id \"edge-$id1\" disagrees with the file name (edge-$id5.json)" },
 		{ "e", "{\"source_node_id\": \"node-$id1\","
-		       " \"target_node_id\": \"node-$id9\","
-		       " \"target_parameter_name\": \"input_file\"}",
-		  "target node \"node-$id9\" does not exist" },
-		{ "e", "{\"source_node_id\": \"node-$id8\","
-		       " \"target_node_id\": \"node-$id2\","
-		       " \"target_parameter_name\": \"input_file\"}",
-		  "source node \"node-$id8\" does not exist" },
-		{ "e", "{\"source_node_id\": \"node-$id1\","
 		       " \"target_node_id\": \"node-$id2\","
 		       " \"target_parameter_name\": \"structure\"}",
 		  "node \"node-$id2\" has no input parameter \"structure\""
@@ -681,10 +673,26 @@ static void test_edge_refusals(void **state)
 		       " \"target_node_id\": \"node-$id1\","
 		       " \"target_parameter_name\": \"input\"}",
 		  "would close a cycle: node-$id3 -> node-$id1 -> node-$id2 -> node-$id3" },
-		{ "e", "{\"source_node_id\": \"draft\","
-		       " \"target_node_id\": \"node-$id2\","
+		/* the document alone is checked when a node is missing too */
+		{ "e", "{\"source_node_id\": \"node-$id8\", \"x\": 1,"
+		       " \"target_node_id\": \"node-$id9\","
 		       " \"target_parameter_name\": \"input_file\"}",
-		  "source node \"draft\" does not exist" },
+		  "unknown field \"x\" (an edge has id, source_node_id,"
+		  " source_parameter_name, target_node_id,"
+		  " target_parameter_name)" },
+		{ "e", "{\"source_node_id\": \"node-$id8\","
+		       " \"target_node_id\": \"\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "\"target_node_id\" must be a non-empty string" },
+		{ "e", "{\"source_node_id\": \"node-$id8\","
+		       " \"target_node_id\": \"node-$id9\"}",
+		  "an edge needs \"target_parameter_name\"" },
+		{ "e", "{\"id\": \"f\", \"source_node_id\": \"node-$id8\","
+		       " \"target_node_id\": \"node-$id9\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "id \"f\" disagrees with the file name (e.json)" },
+		{ "e", "[{\"source_node_id\": \"node-$id8\"}]",
+		  "an edge must be a JSON object" },
 	};
 	int64_t seq;
 
@@ -796,16 +804,23 @@ static void test_drafts(void **state)
 	after = params(fx);
 	assert_string_equal(before, after);
 	free(after);
-	/* edges cannot name it */
-	assert_int_equal(edge_ret(fx, "e", "a", "new", "input"), -EINVAL);
-	assert_string_equal(fx->err.message, "target node \"new\" does not exist");
-	/* completing it keeps its seq */
+	/* an edge naming it waits for it */
+	edge(fx, "e", "a", "new", "input");
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e", &it), 0);
+	assert_true(it.pending);
+	assert_false(it.draft);
+	free(it.id);
+	/* completing it keeps its seq, and lets the edge in */
 	node(fx, "new", "tn", "");
 	assert_true(gmtime_of(fx) > m);
 	assert_int_equal(graph_get(fx->st, N, seq, &it), 0);
 	assert_false(it.draft);
 	assert_true(it.size > 0);
 	free(it.id);
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e", &it), 0);
+	assert_false(it.pending);
+	free(it.id);
+	assert_int_equal(graph_delete(fx->st, fx->s.id, E, "e"), 0);
 	/* no longer a draft: stays */
 	assert_int_equal(graph_drop_draft(fx->st, N, seq), 0);
 	assert_true(exists(fx, N, "new"));
@@ -1415,6 +1430,431 @@ static void test_parameters_replace(void **state)
 	sbuf_release(&uuid);
 }
 
+/* ---- pending edges -------------------------------------------------------- */
+
+static char *problems(struct fixture *fx)
+{
+	struct sbuf sb = SBUF_INIT;
+
+	assert_int_equal(graph_problems(fx->st, fx->s.id, &sb), 0);
+	return sbuf_detach(&sb, NULL);
+}
+
+static void assert_problems(struct fixture *fx, const char *want)
+{
+	char *got = problems(fx);
+
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static bool is_pending(struct fixture *fx, const char *id)
+{
+	struct graph_item it;
+	bool pending;
+
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, id, &it), 0);
+	pending = it.pending;
+	assert_false(it.draft);
+	free(it.id);
+	return pending;
+}
+
+/* Whether parameters.json has an edge `id`. */
+static bool in_params(struct fixture *fx, const char *id)
+{
+	char *doc = params(fx), want[300];
+	bool has;
+
+	snprintf(want, sizeof(want), "      \"id\": \"%s\",\n      \"source_node_id\"",
+		 id);
+	has = strstr(doc, want) != NULL;
+	free(doc);
+	return has;
+}
+
+/* An edge before its nodes: kept as written, outside the graph. */
+static void test_pending_edge(void **state)
+{
+	struct fixture *fx = *state;
+	static const char text[] =
+		"{\"target_parameter_name\":\"structure_file\",\n"
+		"   \"source_node_id\":\"n1\",\"target_node_id\":\"n2\"}\n";
+	struct graph_item *items, it, it2;
+	char *before, *doc;
+	int64_t m;
+	size_t n;
+
+	before = params(fx);
+	assert_problems(fx, "");
+	m = gmtime_of(fx);
+	ok(fx, E, "e1", text);
+	assert_true(gmtime_of(fx) > m);
+	assert_int_equal(graph_list(fx->st, fx->s.id, E, &items, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(items[0].id, "e1");
+	assert_false(items[0].draft);
+	assert_true(items[0].pending);
+	assert_int_equal(items[0].size, strlen(text));
+	graph_items_free(items, n);
+	doc = render(fx, E, "e1");
+	assert_string_equal(doc, text);
+	free(doc);
+	doc = params(fx);
+	assert_string_equal(doc, before);
+	free(doc);
+	assert_problems(fx, "edges/e1.json: waits for its source node \"n1\" and"
+			" its target node \"n2\", which do not exist\n");
+	/* the same text again is no change */
+	m = gmtime_of(fx);
+	ok(fx, E, "e1", text);
+	assert_int_equal(gmtime_of(fx), m);
+
+	node(fx, "n1", "structure_generate", "formula");
+	assert_true(is_pending(fx, "e1"));
+	assert_problems(fx, "edges/e1.json: waits for its target node \"n2\","
+			" which does not exist\n");
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e1", &it), 0);
+	m = gmtime_of(fx);
+	/* the second node's write places it, in the same step */
+	node(fx, "n2", "apex_optimization", "structure_file");
+	assert_false(is_pending(fx, "e1"));
+	assert_true(gmtime_of(fx) > m);
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e1", &it2), 0);
+	assert_int_equal(it2.seq, it.seq);
+	assert_true(it2.mtime_ns > it.mtime_ns);
+	free(it.id);
+	free(it2.id);
+	assert_problems(fx, "");
+	doc = params(fx);
+	assert_non_null(strstr(doc,
+		"  \"edges\": [\n"
+		"    {\n"
+		"      \"id\": \"e1\",\n"
+		"      \"source_node_id\": \"n1\",\n"
+		"      \"source_parameter_name\": \"out_structure_generate\",\n"
+		"      \"target_node_id\": \"n2\",\n"
+		"      \"target_parameter_name\": \"structure_file\"\n"
+		"    }\n"
+		"  ],\n"));
+	free(doc);
+	doc = render(fx, E, "e1");
+	assert_true(starts_with(doc, "{\n  \"id\": \"e1\",\n"));
+	free(doc);
+
+	/* replaced by a later write of its id: pending again, then valid */
+	ok(fx, E, "e1", "{\"source_node_id\": \"n1\", \"target_node_id\": \"n9\","
+			 " \"target_parameter_name\": \"x\"}");
+	assert_true(is_pending(fx, "e1"));
+	assert_false(in_params(fx, "e1"));
+	assert_problems(fx, "edges/e1.json: waits for its target node \"n9\","
+			" which does not exist\n");
+	edge(fx, "e1", "n1", "n2", "structure_file");
+	assert_false(is_pending(fx, "e1"));
+	assert_true(in_params(fx, "e1"));
+	/* both nodes there: the graph's checks refuse as before */
+	assert_int_equal(edge_ret(fx, "e2", "n2", "n1", "nope"), -EINVAL);
+	assert_false(exists(fx, E, "e2"));
+	/* a self-loop on a missing node */
+	edge(fx, "e3", "n7", "n7", "input");
+	assert_problems(fx, "edges/e3.json: waits for its source and target node"
+			" \"n7\", which does not exist\n");
+	free(before);
+}
+
+/* Placed once its nodes exist, a pending edge that would close a cycle
+ * stays pending; the node write does not fail. */
+static void test_pending_cycle(void **state)
+{
+	struct fixture *fx = *state;
+	char *doc;
+
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	edge(fx, "e1", "a", "b", "input");
+	edge(fx, "e2", "b", "c", "input");
+	edge(fx, "e3", "c", "a", "input");
+	assert_problems(fx,
+		"edges/e2.json: waits for its target node \"c\", which does not exist\n"
+		"edges/e3.json: waits for its source node \"c\", which does not exist\n");
+	node(fx, "c", "tc", "");
+	assert_false(is_pending(fx, "e2"));
+	assert_true(is_pending(fx, "e3"));
+	assert_problems(fx, "edges/e3.json: would close a cycle: c -> a -> b -> c\n");
+	assert_true(in_params(fx, "e2"));
+	assert_false(in_params(fx, "e3"));
+	/* it is in no check of the graph: no cycle with it, and its input
+	 * is not one an edge feeds */
+	edge(fx, "e4", "a", "c", "input");
+	ok(fx, N, "a", "{\"label\": \"ta\", \"input_parameters\": [{\"name\": \"x\"}]}");
+	assert_problems(fx, "edges/e3.json: node \"a\" has no input parameter"
+			" \"input\" (it has: x)\n");
+	node(fx, "a", "ta", "");
+	assert_problems(fx, "edges/e3.json: would close a cycle: c -> a -> c\n");
+	/* what held it back goes: it joins */
+	assert_int_equal(graph_delete(fx->st, fx->s.id, E, "e1"), 0);
+	assert_problems(fx, "edges/e3.json: would close a cycle: c -> a -> c\n");
+	assert_int_equal(graph_delete(fx->st, fx->s.id, E, "e4"), 0);
+	assert_false(is_pending(fx, "e3"));
+	assert_problems(fx, "");
+	/* parameters.json reads back the same */
+	doc = params(fx);
+	assert_int_equal(commit_params(fx, doc), 0);
+	{
+		char *again = params(fx);
+
+		assert_string_equal(doc, again);
+		free(again);
+	}
+	free(doc);
+}
+
+/* A target without the input: the node write succeeds, the edge waits
+ * until the node has it; of two equal pending edges the older joins. */
+static void test_pending_input(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf report = SBUF_INIT;
+	size_t added;
+
+	edge(fx, "e1", "a", "b", "structure_file");
+	edge(fx, "e2", "a", "b", "structure_file");
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "x");
+	assert_true(is_pending(fx, "e1"));
+	assert_problems(fx,
+		"edges/e1.json: node \"b\" has no input parameter \"structure_file\""
+		" (it has: x)\n"
+		"edges/e2.json: node \"b\" has no input parameter \"structure_file\""
+		" (it has: x)\n");
+	/* infer-edges does not see them (ids taken stay taken) */
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_int_equal(added, 1);
+	assert_true(exists(fx, E, "edge-$id1"));
+	assert_int_equal(graph_delete(fx->st, fx->s.id, E, "edge-$id1"), 0);
+	node(fx, "b", "tb", "x,structure_file");
+	assert_false(is_pending(fx, "e1"));
+	assert_true(is_pending(fx, "e2"));
+	assert_problems(fx, "edges/e2.json: duplicates e1\n");
+	/* the placed one holds the input now */
+	assert_int_equal(commit(fx, N, "b", "{\"label\": \"tb\"}"), -EINVAL);
+	sbuf_release(&report);
+}
+
+/* Drafts go at mount and with a refused create; pending edges stay, and
+ * so they do when a node they name is deleted. */
+static void test_pending_survives(void **state)
+{
+	struct fixture *fx = *state;
+	struct graph_item it;
+	int64_t nseq, eseq;
+
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "b", &nseq), 0);
+	edge(fx, "e1", "a", "b", "input");
+	assert_problems(fx, "edges/e1.json: waits for its source node \"a\" and"
+			" its target node \"b\", which do not exist\n");
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e1", &it), 0);
+	assert_int_equal(graph_drop_draft(fx->st, E, it.seq), 0);
+	free(it.id);
+	assert_true(exists(fx, E, "e1"));
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, E, "d", &eseq), 0);
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, E, "e1", &eseq),
+			 -EEXIST);
+	assert_int_equal(graph_drop_all_drafts(fx->st), 0);
+	assert_false(exists(fx, E, "d"));
+	assert_false(exists(fx, N, "b"));
+	assert_true(is_pending(fx, "e1"));
+	/* deleting a node it names leaves it waiting */
+	node(fx, "a", "ta", "");
+	edge(fx, "e2", "a", "z", "input");
+	assert_int_equal(graph_delete(fx->st, fx->s.id, N, "a"), 0);
+	assert_true(is_pending(fx, "e1"));
+	assert_true(is_pending(fx, "e2"));
+	assert_problems(fx,
+		"edges/e1.json: waits for its source node \"a\" and its target node"
+		" \"b\", which do not exist\n"
+		"edges/e2.json: waits for its source node \"a\" and its target node"
+		" \"z\", which do not exist\n");
+	/* deleted like any edge */
+	assert_int_equal(graph_delete(fx->st, fx->s.id, E, "e2"), 0);
+	assert_false(exists(fx, E, "e2"));
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	assert_false(is_pending(fx, "e1"));
+	assert_problems(fx, "");
+}
+
+/* Renamed like any edge; a renamed node's name lets edges in. */
+static void test_pending_rename(void **state)
+{
+	struct fixture *fx = *state;
+	static const char no_id[] = "{\"source_node_id\": \"a\","
+		" \"target_node_id\": \"b\", \"target_parameter_name\": \"input\"}";
+	char *doc;
+
+	ok(fx, E, "e1", "{\"id\": \"e1\", \"source_node_id\": \"a\","
+			 " \"target_node_id\": \"b\", \"target_parameter_name\": \"input\"}");
+	ok(fx, E, "e2", no_id);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, E, "e1", "e9", false,
+				      &fx->err), 0);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, E, "e2", "e8", false,
+				      &fx->err), 0);
+	assert_true(is_pending(fx, "e9"));
+	/* the id it gives follows, so that it agrees with the file name */
+	doc = render(fx, E, "e9");
+	assert_string_equal(doc, "{\n"
+			    "  \"id\": \"e9\",\n"
+			    "  \"source_node_id\": \"a\",\n"
+			    "  \"target_node_id\": \"b\",\n"
+			    "  \"target_parameter_name\": \"input\"\n"
+			    "}");
+	free(doc);
+	doc = render(fx, E, "e8");
+	assert_string_equal(doc, no_id);
+	free(doc);
+	node(fx, "a", "ta", "");
+	node(fx, "bb", "tb", "");
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "bb", "b", false,
+				      &fx->err), 0);
+	assert_false(is_pending(fx, "e9"));
+	assert_true(is_pending(fx, "e8"));
+	assert_problems(fx, "edges/e8.json: duplicates e9\n");
+	/* they do not follow a renamed node: they wait for its old name */
+	edge(fx, "e7", "a", "c", "input");
+	node(fx, "x", "tx", "");
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "a", "a2", false,
+				      &fx->err), 0);
+	assert_problems(fx,
+		"edges/e8.json: waits for its source node \"a\", which does not exist\n"
+		"edges/e7.json: waits for its source node \"a\" and its target node"
+		" \"c\", which do not exist\n");
+	doc = render(fx, E, "e9");
+	assert_non_null(strstr(doc, "\"source_node_id\": \"a2\","));
+	free(doc);
+}
+
+/* parameters.json: a document naming a pending edge's id replaces it;
+ * the others stay and join when their nodes come. */
+static void test_pending_parameters(void **state)
+{
+	struct fixture *fx = *state;
+	char *doc;
+
+	edge(fx, "e1", "x", "y", "input");
+	edge(fx, "e2", "p", "q", "input");
+	assert_int_equal(commit_params(fx,
+		"{\"nodes\": [{\"id\": \"a\", \"label\": \"ta\"},"
+		" {\"id\": \"b\", \"label\": \"tb\"}],"
+		" \"edges\": [{\"id\": \"e1\", \"source_node_id\": \"a\","
+		"  \"target_node_id\": \"b\", \"target_parameter_name\": \"input\"}],"
+		" \"meta\": {}}"), 0);
+	assert_false(is_pending(fx, "e1"));
+	doc = render(fx, E, "e1");
+	assert_non_null(strstr(doc, "\"source_node_id\": \"a\","));
+	free(doc);
+	assert_true(is_pending(fx, "e2"));
+	assert_problems(fx, "edges/e2.json: waits for its source node \"p\" and"
+			" its target node \"q\", which do not exist\n");
+	/* a document is still checked whole: its edges need its nodes */
+	assert_int_equal(commit_params(fx,
+		"{\"nodes\": [{\"id\": \"a\", \"label\": \"ta\"}],"
+		" \"edges\": [{\"id\": \"e5\", \"source_node_id\": \"a\","
+		"  \"target_node_id\": \"q\", \"target_parameter_name\": \"input\"}],"
+		" \"meta\": {}}"), -EINVAL);
+	assert_string_equal(fx->err.message,
+			    "edges[0]: target node \"q\" does not exist");
+	assert_int_equal(commit_params(fx,
+		"{\"nodes\": [{\"id\": \"a\", \"label\": \"ta\"},"
+		" {\"id\": \"b\", \"label\": \"tb\"},"
+		" {\"id\": \"p\", \"label\": \"tp\"}, {\"id\": \"q\", \"label\": \"tq\"}],"
+		" \"edges\": [{\"id\": \"e1\", \"source_node_id\": \"a\","
+		"  \"target_node_id\": \"b\", \"target_parameter_name\": \"input\"}],"
+		" \"meta\": {}}"), 0);
+	assert_false(is_pending(fx, "e2"));
+	assert_problems(fx, "");
+	/* its row was made before e1's: it comes first */
+	doc = params(fx);
+	assert_non_null(strstr(doc,
+		"  \"edges\": [\n"
+		"    {\n"
+		"      \"id\": \"e2\",\n"
+		"      \"source_node_id\": \"p\",\n"
+		"      \"source_parameter_name\": \"out_tp\",\n"
+		"      \"target_node_id\": \"q\",\n"
+		"      \"target_parameter_name\": \"input\"\n"
+		"    },\n"
+		"    {\n"
+		"      \"id\": \"e1\",\n"));
+	free(doc);
+}
+
+static int commit_in(struct fixture *fx, int64_t session, enum graph_kind kind,
+		     const char *id, const char *text)
+{
+	ferr_clear(&fx->err);
+	return graph_commit(fx->st, fx->tools, session, kind, id, text,
+			    strlen(text), &fx->err);
+}
+
+/* A session copied back file by file in rsync's order (edges/, nodes/,
+ * parameters.json, names sorted) ends with the graph it had. */
+static void test_pending_restore(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const eids[] = { "e1", "e2", "e3" };
+	static const char *const nids[] = { "n1", "n2", "n3" };
+	char *etext[3], *ntext[3], *orig, *copy, *meta;
+	struct session_info s2;
+	struct sbuf sb = SBUF_INIT;
+
+	node(fx, "n1", "structure_generate", "formula");
+	node(fx, "n2", "apex_optimization", "structure_file");
+	node(fx, "n3", "report", "data,extra");
+	edge(fx, "e1", "n1", "n2", "structure_file");
+	ok(fx, E, "e2", "{\"source_node_id\": \"n2\", \"source_parameter_name\":"
+			 " \"energy\", \"target_node_id\": \"n3\","
+			 " \"target_parameter_name\": \"data\"}");
+	edge(fx, "e3", "n1", "n3", "extra");
+	orig = params(fx);
+	for (int i = 0; i < 3; i++) {
+		etext[i] = render(fx, E, eids[i]);
+		ntext[i] = render(fx, N, nids[i]);
+	}
+	assert_int_equal(session_create(fx->st, fx->t, "sess-2", 0755, 0, 0,
+					&s2, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		if (commit_in(fx, s2.id, E, eids[i], etext[i]) < 0)
+			fail_msg("%s: %s", eids[i], fx->err.message);
+	assert_int_equal(graph_problems(fx->st, s2.id, &sb), 0);
+	assert_non_null(strstr(sb.buf, "edges/e3.json: waits for its source node"
+			       " \"n1\" and its target node \"n3\", which do"
+			       " not exist\n"));
+	for (int i = 0; i < 3; i++)
+		if (commit_in(fx, s2.id, N, nids[i], ntext[i]) < 0)
+			fail_msg("%s: %s", nids[i], fx->err.message);
+	sbuf_reset(&sb);
+	assert_int_equal(graph_problems(fx->st, s2.id, &sb), 0);
+	assert_int_equal(sb.len, 0);
+	/* the graph is whole already (the template differs: per session) */
+	assert_int_equal(graph_render_parameters(fx->st, s2.id, &sb), 0);
+	meta = strstr(orig, "\"meta\"");
+	assert_non_null(meta);
+	assert_int_equal(strncmp(sb.buf, orig, (size_t)(meta - orig)), 0);
+	assert_int_equal(graph_commit_parameters(fx->st, fx->tools, s2.id, orig,
+						 strlen(orig), &fx->err), 0);
+	sbuf_reset(&sb);
+	assert_int_equal(graph_render_parameters(fx->st, s2.id, &sb), 0);
+	copy = sbuf_detach(&sb, NULL);
+	assert_string_equal(copy, orig);
+	free(copy);
+	free(orig);
+	for (int i = 0; i < 3; i++) {
+		free(etext[i]);
+		free(ntext[i]);
+	}
+	sbuf_release(&sb);
+}
+
 /* ---- times, names, tools -------------------------------------------------- */
 
 static void test_output_name(void **state)
@@ -1566,6 +2006,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_parameters_refusals, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_parameters_replace, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pending_edge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending_cycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending_input, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending_survives, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pending_rename, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending_parameters, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pending_restore, setup,
 						teardown),
 		cmocka_unit_test(test_output_name),
 		cmocka_unit_test_setup_teardown(test_tools, setup, teardown),

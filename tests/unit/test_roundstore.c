@@ -158,18 +158,56 @@ static void test_stored_in_the_json_layout(void **state)
 	sbuf_release(&doc);
 }
 
-static void test_gaps_refused(void **state)
+/*
+ * Rounds come in any order (a copy of a session comes back so): a round
+ * above a gap is stored, the gap is the set's problem until it is
+ * filled, and filling it checks the round and its neighbours.
+ */
+static void test_rounds_in_any_order(void **state)
 {
 	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	json_t **rounds;
+	size_t n;
 
-	refused(fx, 2, FIRST, "rounds/2.json: rounds/1.json is missing: rounds"
-		" are numbered from 1 without gaps");
+	put_ok(fx, 3, CONCLUDING);
+	assert_int_equal(roundstore_gap(fx->st, fx->s.id, &err), -EINVAL);
+	assert_string_equal(err.message, "rounds/1.json is missing: rounds are"
+			    " numbered from 1 without gaps (rounds/3.json"
+			    " exists)");
+	assert_int_equal(roundstore_load(fx->st, fx->s.id, &rounds, &n, NULL),
+			 -EINVAL);
 	put_ok(fx, 1, FIRST);
-	refused(fx, 3, CONTINUING, "rounds/3.json: rounds/2.json is missing:"
-		" rounds are numbered from 1 without gaps");
+	assert_int_equal(roundstore_gap(fx->st, fx->s.id, NULL), -EINVAL);
+	/* round 2 is checked as followed (it needs its observation) */
+	refused(fx, 2, "{\"inference\": \"I\", \"hypothesis\": \"H\","
+		" \"model\": \"M\", \"experiment\": \"E\"}",
+		"rounds/2.json: a round followed by another needs the"
+		" \"observation\" of its experiment");
+	put_ok(fx, 2, CONTINUING);
+	assert_int_equal(roundstore_gap(fx->st, fx->s.id, NULL), 0);
+	assert_int_equal(roundstore_load(fx->st, fx->s.id, &rounds, &n, NULL),
+			 0);
+	assert_int_equal(n, 3);
+	roundstore_free(rounds, n);
 	refused(fx, 1001, FIRST, "rounds/1001.json: rounds are numbered 1 to"
 		" 1000");
-	assert_int_equal(count(fx), 1);
+	assert_int_equal(count(fx), 3);
+}
+
+/* A concluding round that a later one follows across a gap: the gap
+ * cannot be filled, so the set never reads as a whole. */
+static void test_gap_after_a_conclusion_stays(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+
+	put_ok(fx, 1, FIRST);
+	put_ok(fx, 2, CONCLUDING);
+	put_ok(fx, 4, CONCLUDING);
+	assert_int_equal(put(fx, 3, CONTINUING, &err), -EINVAL);
+	assert_string_equal(err.path, "rounds/2.json");
+	assert_int_equal(roundstore_gap(fx->st, fx->s.id, NULL), -EINVAL);
 }
 
 static void test_placement_rules_over_the_whole_set(void **state)
@@ -311,11 +349,10 @@ static void test_drafts_are_not_rounds(void **state)
 			 0);
 	assert_int_equal(n, 1);
 	roundstore_free(rounds, n);
-	/* round 3 still needs round 2: a draft fills no gap */
-	refused(fx, 3, CONTINUING, "rounds/3.json: rounds/2.json is missing:"
-		" rounds are numbered from 1 without gaps");
-	put_ok(fx, 2, CONTINUING);
+	/* round 3 comes: a draft of 2 fills no gap */
 	put_ok(fx, 3, CONCLUDING);
+	assert_int_equal(roundstore_gap(fx->st, fx->s.id, NULL), -EINVAL);
+	put_ok(fx, 2, CONTINUING);
 	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 3, &item), 0);
 	assert_false(item.draft);
 	/* dropping a completed draft leaves the round */
@@ -341,14 +378,14 @@ static void test_rename(void **state)
 
 	put_ok(fx, 1, FIRST);
 	put_ok(fx, 2, CONTINUING);
-	/* moving the last round up would leave a gap: nothing changes */
+	/* moving the last round up leaves a gap, as a deletion would */
 	assert_int_equal(roundstore_rename(fx->st, fx->s.id, 2, 3, false, &err),
-			 -EINVAL);
-	assert_string_equal(err.message, "rounds/3.json: rounds/2.json is"
-			    " missing: rounds are numbered from 1 without"
-			    " gaps");
-	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 2, &item), 0);
-	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 3, &item), -ENOENT);
+			 0);
+	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 2, &item), -ENOENT);
+	assert_int_equal(roundstore_stat(fx->st, fx->s.id, 3, &item), 0);
+	assert_int_equal(roundstore_gap(fx->st, fx->s.id, NULL), -EINVAL);
+	assert_int_equal(roundstore_rename(fx->st, fx->s.id, 3, 2, false, &err),
+			 0);
 	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
 	assert_int_equal(roundstore_rename(fx->st, fx->s.id, 4, 5, false, &err),
 			 -ENOENT);
@@ -430,6 +467,14 @@ static void test_migration_from_version_5(void **state)
 		/* and what later versions added */
 		"DROP TABLE engine_log;"
 		"DROP TABLE fetches;"
+		"DROP TABLE mount_log;"
+		"DROP INDEX inodes_trash;"
+		"DROP INDEX graph_edges_pending_source;"
+		"DROP INDEX graph_edges_pending_target;"
+		"ALTER TABLE graph_edges DROP COLUMN pending;"
+		"ALTER TABLE graph_edges DROP COLUMN pending_source;"
+		"ALTER TABLE graph_edges DROP COLUMN pending_target;"
+		"UPDATE inodes SET tag = 0 WHERE tag = 64;"
 		"ALTER TABLE sessions DROP COLUMN run_state;"
 		"ALTER TABLE sessions DROP COLUMN run_message;"
 		"ALTER TABLE sessions DROP COLUMN run_ns;"
@@ -494,8 +539,10 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test_setup_teardown(test_stored_in_the_json_layout,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_gaps_refused, setup,
+		cmocka_unit_test_setup_teardown(test_rounds_in_any_order, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_gap_after_a_conclusion_stays, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_placement_rules_over_the_whole_set, setup,
 			teardown),

@@ -31,7 +31,6 @@
 #define UNI_NAME "\xc3\x9cn\xc3\xaf \xe2\x82\xac\xf0\x9f\x98\x80"
 
 /* status with nothing wrong with the session */
-static const struct sbuf no_problems = SBUF_INIT;
 
 struct fixture {
 	char dir[64];
@@ -319,6 +318,26 @@ static void test_commit_doc_mtime(void **state)
 	assert_int_equal(after.doc_mtime_ns, 1000);
 }
 
+/* A copy of another session's session.json (another id, another time)
+ * is taken: what it binds and names is stored, id and created stay. */
+static void test_commit_keeps_id_and_created(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk_at(fx, "run-1"), after;
+	static const char copy[] = "{\"id\": \"other\", \"created\":"
+		" \"2000-01-01T00:00:00Z\", \"title\": \"copied\"}";
+	char *doc;
+
+	assert_int_equal(session_commit_json(fx->st, &s, NULL, copy,
+					     strlen(copy), NULL), 0);
+	assert_int_equal(session_get(fx->st, s.id, &after), 0);
+	doc = render(fx, &after);
+	assert_non_null(strstr(doc, "\"id\": \"run-1\""));
+	assert_non_null(strstr(doc, "\"created\": \"" CREATED "\""));
+	assert_non_null(strstr(doc, "\"title\": \"copied\""));
+	free(doc);
+}
+
 static void test_commit_refuses(void **state)
 {
 	struct fixture *fx = *state;
@@ -338,12 +357,8 @@ static void test_commit_refuses(void **state)
 		{ "null", 0, 0, 0, "object" },
 		{ "{\"title\": \"x\", \"extra\": 1}", 0, 0, 0, "extra" },
 		{ "{\"Title\": \"x\"}", 0, 0, 0, "Title" },
-		{ "{\"id\": \"other\", \"title\": \"x\"}", 0, 0, 0, "id" },
-		{ "{\"id\": \"run-1 \"}", 0, 0, 0, "id" },
-		{ "{\"id\": \"run-1\\u0000x\"}", 0, 0, 0, "id" },
 		{ "{\"id\": 5}", 0, 0, 0, "id" },
 		{ "{\"id\": null}", 0, 0, 0, "id" },
-		{ "{\"created\": \"2000-01-01T00:00:00Z\"}", 0, 0, 0, "created" },
 		{ "{\"created\": 1795250759}", 0, 0, 0, "created" },
 		{ "{\"title\": 5}", 0, 0, 0, "title" },
 		{ "{\"title\": null}", 0, 0, 0, "title" },
@@ -404,6 +419,64 @@ static void test_commit_refuses(void **state)
 		ferr_format(&err, buf, sizeof(buf));
 		assert_int_equal(strncmp(buf, "line 3, column 3: ", 18), 0);
 	}
+}
+
+/*
+ * A session moved into a trash folder keeps all it holds and its id, is
+ * no longer listed or found at the root (its name is free there), and is
+ * named by its folder's path; moved back, it is the same session again;
+ * deleted from the trash, its folder's link count follows.
+ */
+static void test_trash_and_back(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info a = mk(fx, "a"), s, again;
+	struct tree_attr tr, files, f;
+	struct session_list list;
+	struct ferr err = FERR_INIT;
+	int64_t n = -1;
+
+	assert_int_equal(tree_create(fx->t, a.uploads_ino, "f", S_IFREG | 0644,
+				     1000, 1000, NULL, &f), 0);
+	assert_int_equal(tree_trash_create(fx->t, ".Trash-1000", 0700, 1000,
+					   1000, &tr), 0);
+	assert_int_equal(tree_create(fx->t, tr.ino, "files", S_IFDIR | 0700,
+				     1000, 1000, NULL, &files), 0);
+	assert_int_equal(session_move(fx->st, fx->t, &a, files.ino, "a", false,
+				      &err), 0);
+	assert_int_equal(session_find(fx->st, "a", &s), -ENOENT);
+	assert_int_equal(session_get(fx->st, a.id, &s), 0);
+	assert_true(s.trashed);
+	assert_string_equal(s.name, ".Trash-1000/files/a");
+	assert_int_equal(s.uploads_ino, a.uploads_ino);
+	assert_int_equal(session_list(fx->st, &list), 0);
+	assert_int_equal(list.n, 0);
+	session_list_free(&list);
+	assert_int_equal(session_count(fx->st, &n), 0);
+	assert_int_equal(n, 0);
+	/* its name is free at the root; its place in the trash is not */
+	again = mk(fx, "a");
+	assert_int_equal(session_move(fx->st, fx->t, &again, files.ino, "a",
+				      true, &err), -EEXIST);
+	/* back, onto a session that holds nothing: that one goes */
+	assert_int_equal(session_move(fx->st, fx->t, &s, 0, "a", false, &err),
+			 0);
+	assert_int_equal(session_get(fx->st, again.id, &again), -ENOENT);
+	assert_int_equal(session_find(fx->st, "a", &s), 0);
+	assert_int_equal(s.id, a.id);
+	assert_false(s.trashed);
+	assert_int_equal(tree_lookup(fx->t, s.uploads_ino, "f", &f), 0);
+	assert_int_equal(tree_lookup(fx->t, files.ino, "a", &f), -ENOENT);
+	/* deleted while in the trash: the trash folder's links follow */
+	assert_int_equal(session_move(fx->st, fx->t, &s, files.ino, "a.2", false,
+				      &err), 0);
+	assert_int_equal(tree_getattr(fx->t, files.ino, &files), 0);
+	assert_int_equal(files.nlink, 3);
+	assert_int_equal(session_delete(fx->st, fx->t, a.id), 0);
+	assert_int_equal(tree_getattr(fx->t, files.ino, &files), 0);
+	assert_int_equal(files.nlink, 2);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " session = %lld", (long long)a.id), 0);
 }
 
 static void test_rename(void **state)
@@ -630,46 +703,45 @@ static bool is_time(const char *p)
 	return true;
 }
 
-static void test_status_log(void **state)
+static void test_log(void **state)
 {
 	struct fixture *fx = *state;
 	struct session_info s = mk(fx, "s"), o = mk(fx, "other");
 	struct sbuf sb = SBUF_INIT;
-	int64_t mtime = 0;
+	int64_t mtime = -1;
 	const char *p;
-	char msg[64], tail[128];
+	char msg[64], tail[128], big[SESSION_LOG_MESSAGE_MAX + 64];
 
-	assert_int_equal(session_render_status(fx->st, &s, &no_problems, &sb, &mtime), 0);
-	assert_string_equal(sb.buf, "ready\n");
-	assert_int_equal(mtime, s.created_ns);
+	assert_int_equal(session_render_log(fx->st, s.id, &sb, &mtime), 0);
+	assert_string_equal(sb.buf ? sb.buf : "", "");
+	assert_int_equal(mtime, 0);
 	sbuf_release(&sb);
 
-	for (int i = 0; i < 60; i++) {
+	for (int i = 0; i < SESSION_LOG_KEEP + 10; i++) {
 		snprintf(msg, sizeof(msg), "line 1, column %d: m%d", i + 1, i);
 		assert_int_equal(session_log(fx->st, s.id, "session.json", msg), 0);
-		if (i % 10 == 0)
+		if (i % 100 == 0)
 			assert_int_equal(session_log(fx->st, o.id, "x", "o"), 0);
 	}
 	assert_int_equal(session_log(fx->st, s.id, "uploads/a b",
 				     "two\nlines\r!"), 0);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM status_log WHERE"
-				 " session = %lld", (long long)s.id), 50);
+				 " session = %lld", (long long)s.id),
+			 SESSION_LOG_KEEP);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM status_log WHERE"
 				 " session = %lld", (long long)o.id), 6);
-	assert_int_equal(session_render_status(fx->st, &s, &no_problems, &sb, &mtime), 0);
+	assert_int_equal(session_render_log(fx->st, s.id, &sb, &mtime), 0);
 	assert_true(mtime >= s.created_ns);
 	assert_true(mtime <= store_now_ns());
 	p = sb.buf;
-	assert_int_equal(strncmp(p, "ready\n", 6), 0);
-	p += 6;
-	/* the last 50, oldest first: m11..m59, then the two-line one */
-	for (int i = 11; i <= 60; i++) {
+	/* the last SESSION_LOG_KEEP, oldest first, then the two-line one */
+	for (int i = 11; i <= SESSION_LOG_KEEP + 10; i++) {
 		const char *nl = strchr(p, '\n');
 
 		assert_non_null(nl);
 		if (!is_time(p))
 			fail_msg("no time at line for m%d: %.40s", i, p);
-		if (i < 60)
+		if (i < SESSION_LOG_KEEP + 10)
 			snprintf(tail, sizeof(tail),
 				 " session.json: line 1, column %d: m%d", i + 1, i);
 		else
@@ -682,10 +754,23 @@ static void test_status_log(void **state)
 	}
 	assert_string_equal(p, "");
 	sbuf_release(&sb);
-	assert_int_equal(session_render_status(fx->st, &o, &no_problems, &sb, NULL), 0);
-	assert_int_equal(strncmp(sb.buf, "ready\n", 6), 0);
-	assert_int_equal(sb.len, 6 + 6 * (20 + strlen(" x: o\n")));
+	assert_int_equal(session_render_log(fx->st, o.id, &sb, &mtime), 0);
+	assert_int_equal(sb.len, 6 * (20 + strlen(" x: o\n")));
 	sbuf_release(&sb);
+
+	/* the mount root's log is its own; long messages are cut at a
+	 * character, never inside one */
+	memset(big, 'a', sizeof(big));
+	memcpy(big + SESSION_LOG_MESSAGE_MAX - 1, "\xc3\xa9", 2);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(session_log(fx->st, 0, ".hidden", big), 0);
+	assert_int_equal(session_render_log(fx->st, 0, &sb, &mtime), 0);
+	assert_true(is_time(sb.buf));
+	assert_int_equal(strncmp(sb.buf + 20, " .hidden: aaa", 13), 0);
+	assert_int_equal(sb.len, 20 + strlen(" .hidden: ") +
+			 SESSION_LOG_MESSAGE_MAX - 1 + 1);
+	sbuf_release(&sb);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM mount_log"), 1);
 }
 
 static void test_format_time(void **state)
@@ -713,13 +798,15 @@ int main(void)
 		T(test_render_json),
 		T(test_commit_accepts),
 		T(test_commit_doc_mtime),
+		T(test_commit_keeps_id_and_created),
 		T(test_commit_refuses),
+		T(test_trash_and_back),
 		T(test_rename),
 		T(test_delete_cascades),
 		T(test_delete_with_open_file),
 		T(test_has_data),
 		T(test_renew_uploads),
-		T(test_status_log),
+		T(test_log),
 		cmocka_unit_test(test_format_time),
 	};
 

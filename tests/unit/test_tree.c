@@ -402,9 +402,14 @@ static void test_rename_files(void **state)
 			 -ENOENT);
 	assert_int_equal(tree_rename(fx->t, d, "in", f, "x", false), -ENOTDIR);
 	assert_int_equal(tree_rename(fx->t, d, "in", 999999, "x", false), -ENOENT);
-	assert_int_equal(tree_rename(fx->t, d, "in", fx->root2, "x", false), -EXDEV);
 	assert_int_equal(tree_lookup(fx->t, d, "in", &a), 0);
 	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
+	/* into another session: the file is that session's from then on */
+	assert_int_equal(tree_rename(fx->t, d, "in", fx->root2, "x", false), 0);
+	assert_int_equal(tree_lookup(fx->t, fx->root2, "x", &a), 0);
+	assert_int_equal(a.ino, f);
+	assert_int_equal(a.session, fx->sess2);
+	assert_int_equal(tree_lookup(fx->t, d, "in", &a), -ENOENT);
 }
 
 static void test_rename_dirs(void **state)
@@ -464,9 +469,15 @@ static void test_rename_dirs(void **state)
 	assert_int_equal(tree_rename(fx->t, fx->up, "p", deep, "p", false), 0);
 	assert_int_equal(attr(fx, fx->up).nlink, 3);
 	assert_int_equal(attr(fx, deep).nlink, 3);
-	/* across sessions */
+	/* across sessions: the folder and all below it go with it */
 	assert_int_equal(tree_rename(fx->t, fx->up, "q", fx->root2, "q", false),
-			 -EXDEV);
+			 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " session = %lld AND (ino = %llu OR parent = %llu)",
+				 (long long)fx->sess2, (unsigned long long)q,
+				 (unsigned long long)q), 4);
+	assert_int_equal(tree_rename(fx->t, fx->root2, "q", fx->up, "q", false),
+			 0);
 	/* the emptied folder can be removed */
 	assert_int_equal(tree_rmdir(fx->t, deep, "p"), 0);
 	assert_int_equal(attr(fx, deep).nlink, 2);
@@ -1276,6 +1287,85 @@ static void test_unlink_rolled_back_keeps_the_file(void **state)
 	check_file(fx, ino, "stored!", 7);
 }
 
+/*
+ * Trash folders at the mount's root: made, found by name, listed; what
+ * moves in is no session's, what moves back out is the session's; a
+ * session's root moves in and out with tree_move_root() and within a
+ * trash with tree_rename(), keeping its rows its session's.
+ */
+static void test_trash(void **state)
+{
+	struct fixture *fx = *state;
+	struct tree_attr tr, files, a;
+	struct tree_dir dir;
+	uint64_t d = mkdir_(fx, fx->up, "d");
+	uint64_t f = mkfile(fx, d, "f");
+
+	assert_int_equal(tree_trash_lookup(fx->t, ".Trash-1000", &tr), -ENOENT);
+	assert_int_equal(tree_trash_create(fx->t, ".Trash-1000", 0700, 1000,
+					   1000, &tr), 0);
+	assert_true(S_ISDIR(tr.mode));
+	assert_false(tr.session_root);
+	assert_int_equal(tr.session, 0);
+	assert_int_equal(tr.tag, TREE_TAG_TRASH);
+	assert_int_equal(tree_trash_create(fx->t, ".Trash-1000", 0700, 1000,
+					   1000, &a), -EEXIST);
+	assert_int_equal(tree_trash_lookup(fx->t, ".Trash-1000", &a), 0);
+	assert_int_equal(a.ino, tr.ino);
+	assert_int_equal(tree_trash_list(fx->t, &dir), 0);
+	assert_int_equal(dir.n, 1);
+	assert_string_equal(dir.ents[0].name, ".Trash-1000");
+	tree_dir_free(&dir);
+	assert_int_equal(tree_create(fx->t, tr.ino, "files", S_IFDIR | 0700,
+				     1000, 1000, NULL, &files), 0);
+	assert_int_equal(files.session, 0);
+
+	/* a folder of a session into the trash, and back */
+	assert_int_equal(tree_rename(fx->t, fx->up, "d", files.ino, "d", false),
+			 0);
+	assert_int_equal(attr(fx, f).session, 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " session IS NULL AND ino IN (%llu, %llu)",
+				 (unsigned long long)d, (unsigned long long)f), 2);
+	assert_int_equal(tree_rename(fx->t, files.ino, "d", fx->up, "d", false),
+			 0);
+	assert_int_equal(attr(fx, f).session, fx->sess);
+
+	/* a session's root: into the trash, within it, out again */
+	assert_int_equal(store_begin(fx->st), 0);
+	assert_int_equal(tree_move_root(fx->t, fx->root2, files.ino, "s2"), 0);
+	assert_int_equal(store_commit(fx->st), 0);
+	assert_int_equal(tree_lookup(fx->t, files.ino, "s2", &a), 0);
+	assert_true(a.session_root);
+	assert_int_equal(a.session, fx->sess2);
+	assert_int_equal(attr(fx, files.ino).nlink, 3);
+	assert_int_equal(tree_create(fx->t, tr.ino, "expunged", S_IFDIR | 0700,
+				     1000, 1000, NULL, &a), 0);
+	assert_int_equal(tree_rename(fx->t, files.ino, "s2", a.ino, "7", false), 0);
+	assert_int_equal(tree_lookup(fx->t, a.ino, "7", &a), 0);
+	assert_int_equal(a.session, fx->sess2);
+	assert_int_equal(attr(fx, files.ino).nlink, 2);
+	/* a session's root goes nowhere but a trash */
+	assert_int_equal(tree_rename(fx->t, tr.ino, "expunged", fx->up, "e",
+				     false), 0);
+	assert_int_equal(tree_rename(fx->t, fx->up, "e", tr.ino, "expunged",
+				     false), 0);
+	assert_int_equal(store_begin(fx->st), 0);
+	assert_int_equal(tree_move_root(fx->t, fx->root2, fx->up, "x"), -EXDEV);
+	assert_int_equal(tree_move_root(fx->t, f, files.ino, "x"), -EINVAL);
+	assert_int_equal(tree_move_root(fx->t, fx->root2, 0, NULL), 0);
+	assert_int_equal(store_commit(fx->st), 0);
+	assert_true(attr(fx, fx->root2).session_root);
+
+	/* only an empty trash folder goes */
+	assert_int_equal(tree_trash_remove(fx->t, ".Trash-1000"), -ENOTEMPTY);
+	assert_int_equal(tree_rmdir(fx->t, tr.ino, "files"), 0);
+	assert_int_equal(tree_rmdir(fx->t, tr.ino, "expunged"), 0);
+	assert_int_equal(tree_trash_remove(fx->t, ".Trash-1000"), 0);
+	assert_int_equal(tree_trash_lookup(fx->t, ".Trash-1000", &a), -ENOENT);
+	assert_int_equal(tree_trash_remove(fx->t, ".Trash-1000"), -ENOENT);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1287,6 +1377,7 @@ int main(void)
 		T(test_readdir),
 		T(test_rename_files),
 		T(test_rename_dirs),
+		T(test_trash),
 		T(test_gathered_writes_visible),
 		T(test_open_errors),
 		T(test_chunk_boundaries),
