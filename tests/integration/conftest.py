@@ -298,10 +298,10 @@ def write_bytes(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
 # What every session folder holds while no skill is bound (prompt.txt and
 # skill/ appear once one is).
 SESSION_ENTRIES = {"session.json", "request.json", "input.json",
-                   "parameter.json", "status", "uploads", "output",
-                   "nodes", "edges", "parameters.json", "parameters_output",
-                   "ctl", "context.json", "context.txt", "rounds",
-                   "engine.log"}
+                   "parameter.json", "status", "status.json", "log",
+                   "uploads", "output", "nodes", "edges", "parameters.json",
+                   "parameters_output", "ctl", "context.json", "context.txt",
+                   "rounds", "engine.log"}
 
 
 def session_doc(sid, created, title="", skill=None, engine=None):
@@ -472,40 +472,51 @@ STATUS_TIME_RE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 _STATUS_LOG_RE = None
 
 
-def status_entries(session):
-    """(problem lines, [(time, path, message)] of refused writes) from
-    status.
+def settled(path):
+    """The bytes of a generated file once it holds still (two reads alike
+    around a stat, whose size must match): a run may change it at any
+    time."""
+    for _ in range(50):
+        data = read_bytes(path)
+        size = os.stat(path).st_size
+        if read_bytes(path) == data:
+            break
+    assert size == len(data), path
+    return data
 
-    Problem lines come first ("ready" when there are none); refused writes
-    are `<time> <path>: <message>`.  st_size must match what a read gives.
+
+def status_entries(session):
+    """(lines of status, [(time, path, message)] of the session's log).
+
+    status is "ready" or one line per problem, then what is going on; the
+    log has what was refused or happened, `<time> <path>: <message>`.
     """
     import re
     global _STATUS_LOG_RE
     if _STATUS_LOG_RE is None:
         _STATUS_LOG_RE = re.compile(rf"^({STATUS_TIME_RE}) (.+?): (.+)$")
-    # A run may change status at any time: size and content are compared
-    # once it holds still (two reads alike around the stat).
-    for _ in range(50):
-        data = read_bytes(session / "status")
-        size = os.stat(session / "status").st_size
-        if read_bytes(session / "status") == data:
-            break
-    assert size == len(data)
-    text = data.decode()
+    text = settled(session / "status").decode()
     assert text.endswith("\n"), repr(text)
-    problems, log = [], []
-    for line in text.splitlines():
+    problems = text.splitlines()
+    assert all(not _STATUS_LOG_RE.match(line) for line in problems), text
+    log = []
+    for line in settled(session / "log").decode().splitlines():
         m = _STATUS_LOG_RE.match(line)
-        if m:
-            log.append(m.groups())
-        else:
-            assert not log, f"problem line after the log: {text!r}"
-            problems.append(line)
+        assert m, f"not a log line: {line!r}"
+        log.append(m.groups())
     return problems, log
 
 
+def status_json(session):
+    """status.json, parsed: {"ready", "problems", "notes", "run",
+    "fetches"}."""
+    import json
+    return json.loads(settled(session / "status.json"))
+
+
 def status_of(session):
-    """status_entries() without the times: (problems, [(path, message)])."""
+    """status_entries() without the times: (status lines, [(path,
+    message)] of the log)."""
     problems, log = status_entries(session)
     return problems, [(path, message) for _, path, message in log]
 
@@ -555,4 +566,84 @@ def tree_of(root):
             data = read_bytes(p)
             assert os.stat(p).st_size == len(data), p
             out[str(rel / f)] = data
+    return out
+
+
+# -- a session in every state (issue 11: rm -rf, trash, backup) ---------------
+
+FULL_ROUNDS = [
+    {"phenomenon": "P", "hypothesis": "H", "model": "M",
+     "experiment": "print(1)", "observation": "1"},
+    {"inference": "I", "conclusion": "C"},
+]
+
+FULL_CONTEXT = {
+    "id": "msg_1", "timestamp": 1.5, "architecture": "request-phase-task",
+    "request": {"original_input": "x", "core_goal": "g",
+                "requirements": [], "constraints": []},
+    "phases": [], "summary": "s"}
+
+
+def fill_session(s, name_suffix=""):
+    """Make session folder `s` (mkdir) and give it one of everything a
+    session holds: a bound skill, a request, uploads (a file, a folder, a
+    link), an output file, a job graph, a context and rounds."""
+    import json
+    os.mkdir(s)
+    assert put_json(s / "session.json", {"skill": "scientific-workflow",
+                                         "title": "full" + name_suffix}) == 0
+    assert put_json(s / "request.json", {"input": {
+        "description": "the task", "io_instructions": "a number"}}) == 0
+    write_bytes(s / "uploads" / "data.csv", b"a,b\n1,2\n" * 1000)
+    os.mkdir(s / "uploads" / "sub")
+    write_bytes(s / "uploads" / "sub" / "deep.txt", b"deep\n")
+    os.chmod(s / "uploads" / "sub" / "deep.txt", 0o600)
+    os.symlink("data.csv", s / "uploads" / "link")
+    write_bytes(s / "output" / "result.txt", b"32.20\n")
+    assert put_json(s / "nodes" / "n1.json", {"label": "gen", "input_parameters": [
+        {"name": "formula", "type": "str", "value": "H2O"}]}) == 0
+    assert put_json(s / "nodes" / "n2.json", {"label": "opt", "input_parameters": [
+        {"name": "structure_file", "type": "str", "value": ""}]}) == 0
+    assert put_json(s / "edges" / "e1.json", {
+        "source_node_id": "n1", "target_node_id": "n2",
+        "target_parameter_name": "structure_file"}) == 0
+    assert put(s / "context.json", json.dumps(FULL_CONTEXT)) == 0
+    for i, r in enumerate(FULL_ROUNDS, 1):
+        assert put_json(s / "rounds" / f"{i}.json", r) == 0
+    assert read_bytes(s / "status") == b"ready\n", read_bytes(s / "status")
+
+
+def user_data(s):
+    """What a session holds that is its user's, to compare two sessions:
+    every document (session.json without id and created), the files in
+    uploads/ and output/ (with their modes), the generated transcript."""
+    import json
+    doc = json.loads(read_bytes(s / "session.json"))
+    doc.pop("id")
+    doc.pop("created")
+    out = {"session.json": doc}
+    for name in ("request.json", "context.json", "parameters.json"):
+        out[name] = read_bytes(s / name)
+    for folder in ("nodes", "edges", "rounds"):
+        for name in sorted(os.listdir(s / folder)):
+            out[f"{folder}/{name}"] = read_bytes(s / folder / name)
+    for folder in ("uploads", "output"):
+        root = s / folder
+        for dirpath, dirnames, filenames in os.walk(root):
+            for n in sorted(dirnames + filenames):
+                p = Path(dirpath) / n
+                rel = str(p.relative_to(s))
+                st = os.lstat(p)
+                if os.path.islink(p):
+                    out[rel] = ("link", os.readlink(p))
+                elif os.path.isdir(p):
+                    out[rel] = ("dir", st.st_mode & 0o7777)
+                elif folder == "output" and n in ("summary.json",
+                                                 "summary_readable.txt",
+                                                 ".manifest.json"):
+                    continue        # generated: compared below
+                else:
+                    out[rel] = (read_bytes(p), st.st_mode & 0o7777)
+    out["summary"] = read_bytes(s / "output" / "summary.json")
+    out["status"] = read_bytes(s / "status")
     return out

@@ -20,7 +20,7 @@ import urllib.parse
 import pytest
 
 from conftest import (bind, dumps, errname, put, put_json, read_bytes,
-                      status_of, wait_until)
+                      settled, status_of, wait_until)
 from fake_engine import FakeEngine
 from test_datcom import PC9
 
@@ -62,9 +62,34 @@ def write_line(path, text):
     return 0
 
 
+def state_lines(session):
+    """The run's and the fetches' states as status.json has them, each as
+    the line status shows while it goes on: "run: <state>[: <message>]",
+    "fetch <path>: <state>[: <message>]".  status shows only the ones
+    going on (and a failed fetch, as a problem): checked here too."""
+    for _ in range(100):     # the two read alike, around nothing changing
+        raw = settled(session / "status.json")
+        text = settled(session / "status").decode().splitlines()
+        if settled(session / "status.json") == raw:
+            break
+    doc = json.loads(raw)
+    lines = []
+    for label, state in ([("run", doc["run"])] if doc["run"] else []) + \
+            [(f"fetch {f['path']}", f) for f in doc["fetches"]]:
+        assert set(state) >= {"state", "message", "time"}, state
+        line = f"{label}: {state['state']}" + \
+            (f": {state['message']}" if state["message"] else "")
+        shown = state["state"] in ("running", "fetching", "failed") and \
+            not (label == "run" and state["state"] == "failed")
+        assert (line in text) == shown, (line, text)
+        lines.append(line)
+    assert doc["ready"] == (text[0] == "ready"), (doc, text)
+    return lines
+
+
 def status_line(session, prefix):
-    """The last problem line of status starting with `prefix`, or None."""
-    lines = [l for l in status_of(session)[0] if l.startswith(prefix)]
+    """The line of state_lines() starting with `prefix`, or None."""
+    lines = [l for l in state_lines(session) if l.startswith(prefix)]
     return lines[-1] if lines else None
 
 
@@ -369,13 +394,12 @@ def test_a_run_cut_by_the_daemon_stopping_reads_failed(run_mount, skill_folder, 
     assert run_line(s) == "run: failed: flowfs stopped during the run"
 
 
-def test_engine_log_is_read_only(run_mount, skill_folder):
+def test_engine_log_drops_what_is_written(run_mount, skill_folder):
     fs = run_mount()
     s = fs.mnt / "s"
     os.mkdir(s)
-    with pytest.raises(OSError) as e:
-        os.open(s / "engine.log", os.O_WRONLY)
-    assert e.value.errno == errno.EACCES, errname(e.value.errno)
+    assert put(s / "engine.log", b'{"forged": true}\n') == 0
+    assert read_bytes(s / "engine.log") == b""
 
 
 # -- datcom ----------------------------------------------------------------------
@@ -404,7 +428,8 @@ def test_datcom_run_fills_the_parameters(run_mount, engine):
     assert len(engine.requests) == 3
     assert json.loads(read_bytes(s / "request.json"))["parameter"] == PC9
     assert b"\n $FLTCON NMACH=1.0," in read_bytes(s / "output" / "for005.dat")
-    assert status_of(s)[0] == ["ready", "run: done"]
+    assert status_of(s)[0] == ["ready"]
+    assert run_line(s) == "run: done"
 
 
 def test_datcom_gives_up_after_three_refusals(run_mount, engine):
@@ -491,7 +516,10 @@ def test_rounds_run_with_exec(run_mount, engine):
     assert wait_run(s) == "run: done"
     rounds = [json.loads(read_bytes(s / "rounds" / f"{n}.json")) for n in (1, 2, 3)]
     assert rounds[0]["observation"] == "32.20"
-    assert rounds[1]["observation"] == "same (repeated 5 times)\nnetwork: no"
+    # README: a network namespace of its own only as root (issue 12
+    # gives every experiment a sandbox)
+    network = "no" if os.geteuid() == 0 else "yes"
+    assert rounds[1]["observation"] == f"same (repeated 5 times)\nnetwork: {network}"
     assert rounds[2] == {"inference": "Enough.", "conclusion": "The mean fare is 32.20."}
     # the continue prompt carried the observation, the final one asked to conclude
     assert engine.requests[1]["messages"][-1]["content"].startswith(

@@ -5,11 +5,12 @@ import errno
 import json
 import os
 import re
+import subprocess
 import time
 
 import pytest
 
-from conftest import (SESSION_ENTRIES, STATUS_TIME_RE, dumps, errname,
+from conftest import (SESSION_ENTRIES, STATUS_TIME_RE, dumps, errname, expect,
                       oserror, put, read_bytes, session_doc, status_entries,
                       status_of, write_bytes)
 
@@ -23,7 +24,8 @@ def expected_bytes(session, title):
 
 
 def refusals(session):
-    """The messages of the refused session.json writes in status."""
+    """The messages of the refused session.json writes in the log (status
+    stays "ready": it says what is, not what was refused)."""
     problems, log = status_of(session)
     assert problems == ["ready"]
     assert all(path == "session.json" for path, _ in log), log
@@ -221,10 +223,7 @@ BAD_DOCS = {
     "title_null": lambda s: b'{"title": null}',
     "title_object": lambda s: b'{"title": {"a": 1}}',
     "title_array": lambda s: b'{"title": ["x"]}',
-    "id_changed": lambda s: json.dumps({"id": "other", "title": "x"}).encode(),
     "id_number": lambda s: b'{"id": 1, "title": "x"}',
-    "created_changed": lambda s: json.dumps(
-        {"created": "2000-01-01T00:00:00Z", "title": "x"}).encode(),
     "created_null": lambda s: b'{"created": null}',
     "bad_utf8": lambda s: b'{"title": "\xff\xfe"}',
     "lone_surrogate": lambda s: b'{"title": "\\ud800"}',
@@ -293,10 +292,23 @@ def test_invalid_json_message_has_line_and_column(session):
     assert int(m.group(1)) == 3
 
 
+def test_id_and_created_of_a_copy_are_not_used(session):
+    """A copy of another session's session.json (cp -a of a backup) binds
+    and names as it says; id and created stay this session's."""
+    sj = session / "session.json"
+    d = doc_of(session)
+    copy = {"id": "other", "created": "2000-01-01T00:00:00Z", "skill": None,
+            "engine": None, "title": "copied"}
+    assert put(sj, json.dumps(copy).encode()) == 0
+    assert read_bytes(sj) == dumps(session_doc(d["id"], d["created"],
+                                               "copied")).encode()
+    assert refusals(session) == []
+
+
 def test_refusal_messages_say_what(session):
     sj = session / "session.json"
     assert put(sj, b'{"title": "x", "colour": 1}') == errno.EINVAL
-    assert put(sj, json.dumps({"id": "zzz"}).encode()) == errno.EINVAL
+    assert put(sj, json.dumps({"id": 7}).encode()) == errno.EINVAL
     assert put(sj, b'{"title": 7}') == errno.EINVAL
     msgs = refusals(session)
     assert len(msgs) == 3
@@ -363,21 +375,26 @@ def test_rename_good_scratch_onto_session_json(session):
     assert refusals(session) == []
 
 
-def test_status_keeps_last_50(flowfs, session):
+LOG_KEEP = 500     # session.h: SESSION_LOG_KEEP
+
+
+def test_log_keeps_the_last_500(flowfs, session):
     sj = session / "session.json"
     before = read_bytes(sj)
-    for i in range(60):
-        # The error is on line i+1, so each status line is distinguishable.
+    for i in range(LOG_KEEP + 10):
+        # The error is on line i+1, so each log line is distinguishable.
         assert put(sj, b"\n" * i + b"{,}") == errno.EINVAL
     msgs = refusals(session)
-    assert len(msgs) == 50
+    assert len(msgs) == LOG_KEEP
     lines = [int(re.search(r"line (\d+)", m).group(1)) for m in msgs]
-    assert lines == list(range(11, 61))
+    assert lines == list(range(11, LOG_KEEP + 11))
     assert read_bytes(sj) == before
+    # status says only what is: a script can wait for exactly "ready"
+    assert read_bytes(session / "status") == b"ready\n"
     stamps = [when for when, _, _ in status_entries(session)[1]]
     assert stamps == sorted(stamps)
     flowfs.remount()
-    assert len(refusals(session)) == 50
+    assert len(refusals(session)) == LOG_KEEP
 
 
 def test_status_lines_are_per_session(mnt):
@@ -388,20 +405,34 @@ def test_status_lines_are_per_session(mnt):
     assert read_bytes(mnt / "b" / "status") == b"ready\n"
 
 
-def test_status_not_writable(session):
+def test_status_takes_writes_and_drops_them(session):
+    """What is written to a generated file is dropped (a copy of a session
+    can be copied back); the log says so when it differed."""
     st = session / "status"
     for flags in (os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_TRUNC,
                   os.O_WRONLY | os.O_APPEND):
-        err = oserror(os.open, st, flags)
-        assert err == errno.EACCES, errname(err)
-    assert oserror(os.truncate, st, 0) in (errno.EACCES, errno.EPERM, errno.EROFS)
+        fd = os.open(st, flags)
+        os.write(fd, b"not what flowfs says\n")
+        os.close(fd)
+        assert read_bytes(st) == b"ready\n"
+    assert oserror(os.truncate, st, 0) == 0
     assert read_bytes(st) == b"ready\n"
+    problems, log = status_of(session)
+    assert log == [("status", "flowfs makes this file: the 21 bytes"
+                    " written to it were dropped")] * 4
+    # what it holds anyway is no news
+    write_bytes(st, b"ready\n")
+    assert len(status_of(session)[1]) == 4
 
 
 def test_status_stays_after_rename_onto_it(session):
     write_bytes(session / "fake", b"not a status\n")
-    assert oserror(os.rename, session / "fake", session / "status") != 0
+    assert oserror(os.rename, session / "fake", session / "status") == 0
     assert read_bytes(session / "status") == b"ready\n"
+    assert "fake" not in os.listdir(session)
+    assert status_of(session)[1] == [
+        ("status", "flowfs makes this file: the 13 bytes moved onto it"
+         " were dropped")]
 
 
 # -- scratch files and special names ---------------------------------------
@@ -431,13 +462,34 @@ def test_scratch_files_kept_as_is(flowfs, session):
     os.rmdir(session)
 
 
-def test_unlink_generated_files_is_noop(session):
-    before = read_bytes(session / "session.json")
-    os.unlink(session / "session.json")
+def seen_by_another_process(path):
+    """What another process reads at `path` (None: no such file)."""
+    r = subprocess.run(["cat", "--", str(path)], capture_output=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def test_unlink_of_reserved_names(session):
+    """Unlinking a generated file changes nothing; unlinking a document
+    empties it.  Either way the name stays, but the process that removed
+    it finds it gone until it makes it again (tar x removes a file that
+    exists and creates it anew)."""
+    sj = session / "session.json"
+    assert put(sj, b'{"title": "kept?"}') == 0
+    os.unlink(sj)
     os.unlink(session / "status")
-    assert read_bytes(session / "session.json") == before
-    assert read_bytes(session / "status") == b"ready\n"
+    expect(errno.ENOENT, os.stat, sj)
+    expect(errno.ENOENT, os.stat, session / "status")
+    assert seen_by_another_process(session / "status") == b"ready\n"
+    assert json.loads(seen_by_another_process(sj))["title"] == ""
     assert set(os.listdir(session)) == SESSION_ENTRIES
+    # made again by it: there for it too, written as any document
+    fd = os.open(sj, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, b'{"title": "again"}')
+    os.close(fd)
+    assert json.loads(read_bytes(sj))["title"] == "again"
+    fd = os.open(session / "status", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.close(fd)
+    assert read_bytes(session / "status") == b"ready\n"
 
 
 def test_rmdir_empty_uploads_comes_back(session):

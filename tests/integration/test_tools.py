@@ -230,8 +230,8 @@ def test_sed_i_on_session_json(flowfs, session):
                        capture_output=True, text=True)
     assert r.returncode != 0
     assert read_bytes(sj) == before
-    status = read_bytes(session / "status").decode().splitlines()
-    assert status[0] == "ready" and len(status) == 2
+    assert read_bytes(session / "status") == b"ready\n"
+    assert len(read_bytes(session / "log").decode().splitlines()) == 1
     flowfs.remount()
     assert read_bytes(sj) == before
 
@@ -291,7 +291,8 @@ def test_vim_bad_edit_on_session_json_refused(session):
     r = vim(sj, '%s/"title"/"nope"/')
     assert r.returncode != 0
     assert read_bytes(sj) == before
-    assert len(read_bytes(session / "status").decode().splitlines()) >= 2
+    assert read_bytes(session / "status") == b"ready\n"
+    assert len(read_bytes(session / "log").decode().splitlines()) >= 1
 
 
 def test_shutil_copytree_and_move(uploads, tmp_path):

@@ -1,0 +1,601 @@
+"""Backing a session up, restoring it and duplicating it with the tools a
+user has (issue 11): cp -a, rsync -a and GNU tar, run on the real mount.
+
+A session holds generated files (status, input.json, prompt.txt, ...), a
+control file and links besides the user's documents and files.  A copy
+of a session holds them all; brought back, what is written to a generated
+file is dropped (the session's `log` says so when it differs from what the
+file holds at that moment), unlinking a reserved name lets tar x recreate
+it, and the documents are checked as they come, in whatever order the tool
+brings them.
+
+Which dropped-write lines a restore may log depends on that order: a
+generated file differs from the copy's when a document it is made from has
+not come yet (input.json before request.json), or always (prompt.txt
+names the session's folder).  expected_log() works it out from the order
+each tool writes in: rsync by name, a folder's files before its
+subfolders; cp by inode number (coreutils' savedir SORT_FASTREAD); tar in
+the archive's order.
+"""
+
+import json
+import os
+import stat
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from conftest import (SESSION_ENTRIES, fill_session, put, read_bytes,
+                      status_of, user_data)
+
+TIMEOUT = 120           # a tar x that loops fails the test instead of hanging it
+SKILL_LINK = "../.flowfs/skills/scientific-workflow"
+
+
+# -- running the tools ---------------------------------------------------------
+
+def run(*args):
+    """Run a tool to its end (at most TIMEOUT s); the CompletedProcess."""
+    args = [str(a) for a in args]
+    try:
+        return subprocess.run(args, capture_output=True, text=True,
+                              timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{' '.join(args)} did not finish in {TIMEOUT} s "
+                    f"(a loop?); stderr so far: {e.stderr!r}")
+
+
+def clean(r):
+    """The tool exited 0 and printed nothing on stderr."""
+    assert (r.returncode, r.stderr) == (0, ""), (r.args, r.returncode,
+                                                 r.stderr)
+
+
+# -- what a tree or an archive holds --------------------------------------------
+
+def listing(root):
+    """{relative path: ("dir", mode) | ("link", target) | ("file", mode,
+    bytes)} of a real or mounted tree, links not followed."""
+    out = {}
+    root = Path(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            st = os.lstat(p)
+            mode = stat.S_IMODE(st.st_mode)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(p))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", mode)
+            else:
+                data = read_bytes(p)
+                assert st.st_size == len(data), p
+                out[rel] = ("file", mode, data)
+    return out
+
+
+def tar_members(path, top):
+    """[(relative path, member)] of an archive, in its order, with `top`
+    (its first component: "S" or ".") taken off; `top` itself left out."""
+    out = []
+    with tarfile.open(path) as t:
+        for m in t.getmembers():
+            name = os.path.normpath(m.name)
+            if name == top:
+                continue
+            assert name.startswith(top + "/") or top == ".", name
+            out.append((name[len(top) + 1:] if top != "." else name, m))
+    return out
+
+
+def tar_listing(path, top):
+    """listing() of what an archive holds."""
+    out = {}
+    with tarfile.open(path) as t:
+        for rel, m in tar_members(path, top):
+            if m.issym():
+                out[rel] = ("link", m.linkname)
+            elif m.isdir():
+                out[rel] = ("dir", m.mode & 0o7777)
+            else:
+                assert m.isfile(), m.name
+                out[rel] = ("file", m.mode & 0o7777,
+                            t.extractfile(m.name).read())
+    return out
+
+
+# -- the order a tool writes in -----------------------------------------------------
+
+def inode_order(root, rel=""):
+    """[(path, size)] of the files and links under root in cp's order: each
+    folder's entries by inode number (gnulib savedir, SORT_FASTREAD), a
+    subfolder copied where it comes."""
+    out = []
+    entries = sorted(os.scandir(Path(root) / rel), key=lambda e: e.inode())
+    for e in entries:
+        path = os.path.join(rel, e.name)
+        st = e.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            out += inode_order(root, path)
+        else:
+            out.append((path, st.st_size))
+    return out
+
+
+def rsync_order(root, rel=""):
+    """[(path, size)] in rsync's order: a folder's files by name, then its
+    subfolders by name (incremental recursion)."""
+    out, subdirs = [], []
+    for name in sorted(os.listdir(Path(root) / rel)):
+        path = os.path.join(rel, name)
+        st = os.lstat(Path(root) / path)
+        if stat.S_ISDIR(st.st_mode):
+            subdirs.append(path)
+        else:
+            out.append((path, st.st_size))
+    for d in subdirs:
+        out += rsync_order(root, d)
+    return out
+
+
+def tar_order(path, top):
+    return [(rel, m.size) for rel, m in tar_members(path, top)
+            if not m.isdir()]
+
+
+# -- which writes a restore of fill_session()'s session logs ------------------------
+
+DOCUMENTS = {"session.json", "request.json", "context.json",
+             "parameters.json", "nodes/n1.json", "nodes/n2.json",
+             "edges/e1.json", "rounds/1.json", "rounds/2.json"}
+
+
+def has_problem(done):
+    """Whether status shows a problem (the copy's reads "ready") once the
+    documents in `done` have been taken."""
+    graph = "parameters.json" in done or \
+        {"nodes/n1.json", "nodes/n2.json"} <= done
+    return ("session.json" in done and "request.json" not in done) or \
+        ("edges/e1.json" in done and not graph) or \
+        ("rounds/2.json" in done and "rounds/1.json" not in done)
+
+
+def differs(path, done, logged, moved):
+    """Whether generated file `path` of the new session differs from the
+    copy's once the documents in `done` have been taken (`logged`: the log
+    has lines already; `moved`: the tool renames a file onto it)."""
+    if path == "prompt.txt":            # run_dir, skill_dir: the folder's name
+        return True
+    if path == "input.json":            # the inline inputs of the request
+        return not {"session.json", "request.json"} <= done
+    if path in ("parameter.json", "output/.manifest.json"):    # the skill's
+        return "session.json" not in done
+    if path in ("output/summary.json", "output/summary_readable.txt"):
+        return not {"session.json", "request.json", "rounds/1.json",
+                    "rounds/2.json"} <= done
+    if path == "context.txt":
+        return "context.json" not in done
+    if path in ("status", "status.json"):
+        return has_problem(done)
+    if path == "log":                   # the copy's is empty; an empty
+        return moved and logged         # write (cp, tar) drops nothing
+    if path.startswith("parameters_output/"):   # holds meta.template_uuid
+        return "parameters.json" not in done
+    return False                        # ctl, engine.log: alike everywhere
+
+
+def expected_log(order, moved=False, refused=(), may_skip=()):
+    """[(path, message or "refused", optional)] the session's log must have
+    after a restore writing `order` ([(path, size)]) into a new session: a
+    line per refused document, and one per generated file whose bytes
+    differ from what it holds when they come.  A line for a name in
+    `may_skip` is optional: rsync may not send that file at all."""
+    how = "moved onto" if moved else "written to"
+    done, lines = set(), []
+    for path, size in order:
+        if path in DOCUMENTS:
+            if path in refused:
+                lines.append((path, "refused", False))
+            else:
+                done.add(path)
+        elif differs(path, done, bool(lines), moved):
+            lines.append((path, f"flowfs makes this file: the {size} bytes"
+                                f" {how} it were dropped", path in may_skip))
+    return lines
+
+
+def rsync_may_skip(src, dst, order):
+    """The files rsync's quick check may skip: the destination has one of
+    the same size and modification time (rsync compares whole seconds), as
+    an empty log of a session made in the same second as the copied one
+    has."""
+    skip = set()
+    for path, _ in order:
+        try:
+            a, b = os.lstat(Path(src) / path), os.lstat(Path(dst) / path)
+        except FileNotFoundError:
+            continue
+        if a.st_size == b.st_size and int(a.st_mtime) == int(b.st_mtime):
+            skip.add(path)
+    return skip
+
+
+def log_matches(got, want):
+    """Whether log lines `got` are `want`'s, optional ones left out or not."""
+    i = 0
+    for path, message, optional in want:
+        if i < len(got) and got[i] == (path, message):
+            i += 1
+        elif not optional:
+            return False
+    return i == len(got)
+
+
+def log_lines(s):
+    """The session's log as [(path, message)], refusals as "refused"."""
+    _, log = status_of(s)
+    return [(p, m if m.startswith("flowfs makes this file:") else "refused")
+            for p, m in log]
+
+
+def diff_keys(want, got):
+    """The keys two user_data() dicts differ in, with both values."""
+    return {k: (want.get(k, "<absent>"), got.get(k, "<absent>"))
+            for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k)}
+
+
+def check_restored(findings, s, new, order, moved, r, may_skip=()):
+    """What every restore into a new session must give: exit 0 and silence,
+    the user's data as in the original, status ready, and the log's lines
+    exactly the dropped writes `order` explains."""
+    if (r.returncode, r.stderr) != (0, ""):
+        findings.append(f"{' '.join(r.args)}: exit {r.returncode}, stderr:\n"
+                        f"{r.stderr}")
+    want, got = user_data(s), user_data(new)
+    if got != want:
+        findings.append(f"user data differs: {diff_keys(want, got)}")
+    if sorted(os.listdir(new)) != sorted(os.listdir(s)):
+        findings.append(f"entries: {sorted(os.listdir(new))} != "
+                        f"{sorted(os.listdir(s))}")
+    out = os.listdir(new / "parameters_output")
+    if len(out) != 1 or not out[0].startswith(f"parameters_{new.name}_"):
+        findings.append(f"parameters_output/ holds {out}")
+    if read_bytes(new / "status") != b"ready\n":
+        findings.append(f"status: {read_bytes(new / 'status')!r}")
+    want_log = expected_log(order, moved=moved, may_skip=may_skip)
+    if not log_matches(log_lines(new), want_log):
+        findings.append(f"log: {status_of(new)[1]}\n want: {want_log}")
+
+
+# -- 1. copying a session out -------------------------------------------------------
+
+@pytest.mark.parametrize("tool", ["cp", "rsync", "tar"])
+def test_copy_out(flowfs, tmp_path, tool):
+    """A user backs a session up: `cp -a mnt/S backup`, `rsync -a mnt/S/
+    backup/` or `tar cf backup.tar -C mnt S`.  The tool says nothing and
+    exits 0; the copy holds every entry with the mount's bytes and modes;
+    skill is a link (the skill's files are not copied) and ctl an empty
+    file."""
+    s = flowfs.mnt / "S"
+    fill_session(s)
+    backup = tmp_path / "backup"
+    if tool == "cp":
+        r = run("cp", "-a", s, backup)
+    elif tool == "rsync":
+        r = run("rsync", "-a", f"{s}/", f"{backup}/")
+    else:
+        backup = tmp_path / "backup.tar"
+        r = run("tar", "cf", backup, "-C", flowfs.mnt, "S")
+    clean(r)
+    shown = listing(s)
+    copy = tar_listing(backup, "S") if tool == "tar" else listing(backup)
+    assert sorted(copy) == sorted(shown)
+    for path in sorted(shown):
+        assert copy[path] == shown[path], path
+    # what is the user's is there, byte for byte
+    for path in ("uploads/data.csv", "uploads/sub/deep.txt",
+                 "output/result.txt", "nodes/n1.json", "edges/e1.json",
+                 "rounds/2.json", "session.json", "request.json",
+                 "context.json", "parameters.json"):
+        assert copy[path][2] == read_bytes(s / path), path
+    assert copy["uploads/sub/deep.txt"][1] == 0o600
+    assert copy["uploads/link"] == ("link", "data.csv")
+    assert copy["skill"] == ("link", SKILL_LINK)
+    assert copy["summary.json"] == ("link", "output/summary.json")
+    assert copy["ctl"] == ("file", 0o600, b"")
+    assert copy["status"] == ("file", 0o644, b"ready\n")
+    # reading the session logged nothing
+    assert status_of(s) == (["ready"], [])
+
+
+# -- 2. restoring a copy into a new session ---------------------------------------
+
+RESTORES = ["cp", "rsync", "tar", "tar-dot"]
+
+
+def copy_out_and_back(tool, mnt, s, new, tmp_path):
+    """Copy session s out with `tool`, then into the new session folder
+    `new` (made by mkdir first); (the restore's CompletedProcess, the
+    order it wrote in, whether it renames onto names, the names rsync's
+    quick check may skip)."""
+    if tool == "cp":
+        copy = tmp_path / "copy"
+        clean(run("cp", "-a", s, copy))
+        order = inode_order(copy)
+        r = run("cp", "-a", f"{copy}/.", f"{new}/")
+    elif tool == "rsync":
+        copy = tmp_path / "copy"
+        clean(run("rsync", "-a", f"{s}/", f"{copy}/"))
+        order = rsync_order(copy)
+        skip = rsync_may_skip(copy, new, order)
+        r = run("rsync", "-a", f"{copy}/", f"{new}/")
+        return r, order, True, skip
+    elif tool == "tar":
+        arch = tmp_path / "copy.tar"
+        clean(run("tar", "cf", arch, "-C", mnt, s.name))
+        order = tar_order(arch, s.name)
+        r = run("tar", "xf", arch, "-C", new, "--strip-components=1")
+    else:
+        arch = tmp_path / "x.tar"
+        clean(run("tar", "cf", arch, "-C", s, "."))
+        order = tar_order(arch, ".")
+        r = run("tar", "xf", arch, "-C", new)
+    return r, order, False, set()
+
+
+@pytest.mark.parametrize("tool", RESTORES)
+def test_restore_into_a_new_session(flowfs, tmp_path, tool):
+    """A user restores a backup into a new session: mkdir mnt/R, then
+    `cp -a COPY/. mnt/R/`, `rsync -a COPY/ mnt/R/`, `tar xf copy.tar -C
+    mnt/R --strip-components=1` (an archive of the session's folder) or
+    `tar xf x.tar -C mnt/R` (an archive made with -C S .).  The tool
+    finishes silently with 0, R holds the user's data as S does (skill
+    binding, title, request, graph, rounds, context, uploads with their
+    modes and links, output), status reads ready, and the log has only the
+    dropped writes to generated files that differed when they came."""
+    s = flowfs.mnt / "S"
+    fill_session(s)
+    before = user_data(s)
+    new = flowfs.mnt / "R"
+    os.mkdir(new)
+    r, order, moved, skip = copy_out_and_back(tool, flowfs.mnt, s, new,
+                                              tmp_path)
+    findings = []
+    check_restored(findings, s, new, order, moved, r, skip)
+    assert not findings, "\n".join(findings)
+    # the original is untouched
+    assert user_data(s) == before
+    assert status_of(s) == (["ready"], [])
+    doc = json.loads(read_bytes(new / "session.json"))
+    assert (doc["id"], doc["skill"], doc["title"]) == \
+        ("R", "scientific-workflow", "full")
+    assert os.readlink(new / "skill") == SKILL_LINK
+
+
+# -- 3. duplicating a session within the mount --------------------------------------
+
+@pytest.mark.parametrize("tool", ["cp", "rsync"])
+def test_duplicate_within_the_mount(flowfs, tool):
+    """A user duplicates a session on the mount: mkdir mnt/D, then `cp -a
+    mnt/S/. mnt/D/` or `rsync -a mnt/S/ mnt/D/`.  As for a restore: exit
+    0, nothing printed, D holds what S holds, status ready, only the
+    dropped writes that differed logged; S is unchanged."""
+    s = flowfs.mnt / "S"
+    fill_session(s)
+    before = user_data(s)
+    d = flowfs.mnt / "D"
+    os.mkdir(d)
+    skip = set()
+    if tool == "cp":
+        order = inode_order(s)
+        r = run("cp", "-a", f"{s}/.", f"{d}/")
+    else:
+        order = rsync_order(s)
+        skip = rsync_may_skip(s, d, order)
+        r = run("rsync", "-a", f"{s}/", f"{d}/")
+    findings = []
+    check_restored(findings, s, d, order, tool == "rsync", r, skip)
+    assert not findings, "\n".join(findings)
+    assert user_data(s) == before
+    assert status_of(s) == (["ready"], [])
+
+
+# -- 4. a copy with broken documents ----------------------------------------------
+
+BROKEN = {"request.json": "line 1, column 1:",
+          "nodes/n2.json": '"label" must be a non-empty string',
+          "rounds/2.json": 'unknown tag "colour"'}
+
+
+def kept_data(s):
+    """user_data() without what needs a ready session (summary, status)."""
+    doc = json.loads(read_bytes(s / "session.json"))
+    out = {"session.json": {k: doc[k] for k in ("skill", "engine", "title")}}
+    for name in ("request.json", "context.json", "parameters.json"):
+        out[name] = read_bytes(s / name)
+    for folder in ("nodes", "edges", "rounds"):
+        for name in os.listdir(s / folder):
+            out[f"{folder}/{name}"] = read_bytes(s / folder / name)
+    for rel, entry in listing(s / "uploads").items():
+        out[f"uploads/{rel}"] = entry
+    out["output/result.txt"] = read_bytes(s / "output" / "result.txt")
+    return out
+
+
+def test_restore_of_a_copy_with_broken_documents(flowfs, tmp_path):
+    """A user restores a backup whose request.json is not JSON, one node
+    has a label of the wrong type and one round an unknown key: mkdir
+    mnt/R, `cp -a COPY/. mnt/R/`.  cp reports each refused file ("failed
+    to close ...: Invalid argument") and exits 1; everything else comes
+    back (the node too: the copy's parameters.json holds the whole graph);
+    the log has one line per refused file, naming it; status says the
+    request's description is missing."""
+    mnt = flowfs.mnt
+    s = mnt / "S"
+    fill_session(s)
+    copy = tmp_path / "copy"
+    clean(run("cp", "-a", s, copy))
+    (copy / "request.json").write_bytes(b"not json\n")
+    node = json.loads((copy / "nodes" / "n2.json").read_bytes())
+    node["label"] = 5
+    (copy / "nodes" / "n2.json").write_text(json.dumps(node, indent=2))
+    rnd = json.loads((copy / "rounds" / "2.json").read_bytes())
+    rnd["colour"] = "red"
+    (copy / "rounds" / "2.json").write_text(json.dumps(rnd, indent=2))
+    os.mkdir(mnt / "fresh")             # what a session holds unwritten
+    new = mnt / "R"
+    os.mkdir(new)
+    order = inode_order(copy)
+    r = run("cp", "-a", f"{copy}/.", str(new))
+    assert r.returncode == 1, r
+    assert sorted(r.stderr.splitlines()) == sorted(
+        f"cp: failed to close '{new}/./{path}': Invalid argument"
+        for path in BROKEN), r.stderr
+    # everything else came back
+    want = kept_data(s)
+    want["request.json"] = read_bytes(mnt / "fresh" / "request.json")
+    del want["rounds/2.json"]
+    got = kept_data(new)
+    assert got == want, diff_keys(want, got)
+    assert "rounds/2.json" not in os.listdir(new / "rounds")
+    # a line per refused piece, and the dropped writes that differed
+    want_log = expected_log(order, refused=set(BROKEN))
+    assert log_matches(log_lines(new), want_log), (status_of(new)[1],
+                                                   want_log)
+    problems, log = status_of(new)
+    refusals = [(p, m) for p, m in log
+                if not m.startswith("flowfs makes this file:")]
+    assert sorted(p for p, _ in refusals) == sorted(BROKEN)
+    for path, message in refusals:
+        assert BROKEN[path] in message, (path, message)
+    assert problems == ["missing required inputs: description"]
+
+
+# -- 5. cp -r into a folder that does not exist yet -------------------------------
+
+def test_cp_r_into_a_new_folder_restores_nothing(flowfs, tmp_path):
+    """A user restores a backup with `cp -r COPY mnt/NEW`, NEW not existing.
+    cp makes NEW (a new session, born with its files and folders) and, as
+    it assumes a folder it just made is empty, creates each name with
+    O_CREAT|O_EXCL (mkdir, symlink): every name a session has fails with
+    "File exists", and a folder that fails is skipped whole, so nothing of
+    the user's arrives: not uploads/, output/, nodes/, edges/ nor rounds/.
+    The way to restore is mkdir NEW, then `cp -a COPY/. mnt/NEW/`."""
+    mnt = flowfs.mnt
+    s = mnt / "S"
+    fill_session(s)
+    copy = tmp_path / "copy"
+    clean(run("cp", "-a", s, copy))
+    os.mkdir(mnt / "fresh")
+    new = mnt / "NEW"
+    r = run("cp", "-r", copy, new)
+    assert r.returncode == 1
+    folders = {"uploads", "output", "nodes", "edges", "rounds",
+               "parameters_output"}
+    files = SESSION_ENTRIES - folders
+    assert sorted(r.stderr.splitlines()) == sorted(
+        [f"cp: cannot create directory '{new}/{n}': File exists"
+         for n in folders] +
+        [f"cp: cannot create regular file '{new}/{n}': File exists"
+         for n in files]), r.stderr
+    # nothing arrived: NEW is a session as mkdir makes it
+    assert sorted(os.listdir(new)) == sorted(SESSION_ENTRIES)
+    for folder in ("uploads", "output", "nodes", "edges", "rounds"):
+        assert os.listdir(new / folder) == [], folder
+    doc = json.loads(read_bytes(new / "session.json"))
+    assert (doc["skill"], doc["title"]) == (None, "")
+    for name in ("request.json", "context.json"):
+        assert read_bytes(new / name) == read_bytes(mnt / "fresh" / name)
+    graph = json.loads(read_bytes(new / "parameters.json"))
+    assert (graph["nodes"], graph["edges"]) == ([], [])
+    # prompt.txt, skill and summary.json, absent in an unbound session,
+    # were made and taken (dropped): only prompt.txt's bytes are logged
+    problems, log = status_of(new)
+    assert problems == ["ready"]
+    assert log == [("prompt.txt", "flowfs makes this file: the "
+                    f"{os.path.getsize(copy / 'prompt.txt')} bytes written"
+                    " to it were dropped")]
+
+
+# -- 6. rsync of a session back onto itself ---------------------------------------
+
+def test_rsync_refresh_changes_nothing(flowfs, tmp_path):
+    """A user keeps a backup fresh with rsync: `rsync -a mnt/S/ backup/`,
+    then the same again, and `rsync -a backup/ mnt/S/` (the backup onto the
+    session it came from), and `rsync -a mnt/S/ mnt/S/`.  Nothing has
+    changed, so rsync transfers nothing (-i itemizes nothing), prints
+    nothing, and the session and its log stay as they were."""
+    s = flowfs.mnt / "S"
+    fill_session(s)
+    before, shown = user_data(s), listing(s)
+    backup = tmp_path / "backup"
+    clean(run("rsync", "-a", f"{s}/", f"{backup}/"))
+    for src, dst in ((s, backup), (backup, s), (s, s)):
+        r = run("rsync", "-ai", f"{src}/", f"{dst}/")
+        assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), (r.args, r)
+    assert user_data(s) == before
+    assert listing(s) == shown
+    assert listing(backup) == shown
+    assert status_of(s) == (["ready"], [])
+
+
+# -- 7. tar x of reserved names (it looped for ever) ------------------------------
+
+def test_tar_x_of_status_and_session_json_finishes(flowfs, tmp_path):
+    """A user extracts with plain `tar xf` an archive holding a file named
+    status into a session, then one holding a valid session.json.  tar
+    finds the names there, unlinks and creates them again: it finishes
+    (before it looped at 100 % CPU), status is still what flowfs makes,
+    the written status is logged as dropped, and session.json has the
+    archive's title."""
+    s = flowfs.mnt / "T"
+    os.mkdir(s)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "status").write_bytes(b"fake\n")
+    (src / "session.json").write_text(
+        json.dumps({"id": "elsewhere", "created": "2020-01-01T00:00:00Z",
+                    "title": "from tar"}))
+    clean(run("tar", "cf", tmp_path / "status.tar", "-C", src, "status"))
+    clean(run("tar", "cf", tmp_path / "session.tar", "-C", src,
+              "session.json"))
+    clean(run("tar", "xf", tmp_path / "status.tar", "-C", s))
+    assert read_bytes(s / "status") == b"ready\n"
+    assert status_of(s) == (["ready"], [
+        ("status", "flowfs makes this file: the 5 bytes written to it"
+                   " were dropped")])
+    clean(run("tar", "xf", tmp_path / "session.tar", "-C", s))
+    doc = json.loads(read_bytes(s / "session.json"))
+    assert (doc["id"], doc["title"], doc["skill"]) == ("T", "from tar", None)
+    assert doc["created"] != "2020-01-01T00:00:00Z"
+    assert read_bytes(s / "status") == b"ready\n"
+    assert len(status_of(s)[1]) == 1
+
+
+def test_tar_x_of_a_name_that_cannot_be_replaced_fails_once(flowfs, tmp_path):
+    """A user extracts an archive holding a link named status and a file
+    named uploads into a session.  Neither can be what the session holds
+    there (a generated file, a folder): tar reports each once and exits
+    2; it does not go round its unlink-and-retry loop."""
+    s = flowfs.mnt / "T"
+    os.mkdir(s)
+    src = tmp_path / "src"
+    src.mkdir()
+    os.symlink("elsewhere", src / "status")
+    (src / "uploads").write_bytes(b"x\n")
+    clean(run("tar", "cf", tmp_path / "odd.tar", "-C", src, "status",
+              "uploads"))
+    r = run("tar", "xf", tmp_path / "odd.tar", "-C", s)
+    assert r.returncode == 2, r
+    lines = r.stderr.splitlines()
+    assert len(lines) == 3, r.stderr
+    assert lines[0].startswith("tar: status: Cannot create symlink to ")
+    assert lines[0].endswith(": Operation not permitted")
+    assert lines[1] == "tar: uploads: Cannot open: File exists"
+    assert lines[2].startswith("tar: Exiting with failure status")
+    assert read_bytes(s / "status") == b"ready\n"
+    assert os.path.isdir(s / "uploads") and os.listdir(s / "uploads") == []
+    assert put(s / "uploads" / "a", b"a") == 0

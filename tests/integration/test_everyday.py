@@ -1,0 +1,271 @@
+"""Everyday use by an ordinary user (issue 11): the suite itself runs
+unprivileged, rm -rf of a session in any state, status for people and
+programs (status, status.json, the session's log, the root's log, the
+daemon's own lines), folders' sizes, and what a file manager's inotify
+watch on a folder sees when flowfs's generated files come and go."""
+
+import errno
+import json
+import os
+import pwd
+import re
+import shutil
+import stat
+import subprocess
+import time
+
+import pytest
+
+from conftest import (STATUS_TIME_RE, expect, fill_session, oserror, put,
+                      put_json, read_bytes, status_json, status_of,
+                      wait_until, write_bytes)
+from test_uploads import run_as
+
+
+def test_the_suite_runs_unprivileged():
+    """tools/test runs this suite as the ordinary user it names: root's
+    CAP_DAC_OVERRIDE would hide permission bugs."""
+    user = os.environ.get("FLOWFS_TEST_USER")
+    if user is None:
+        pytest.skip("not run by tools/test")
+    assert os.geteuid() != 0
+    assert pwd.getpwuid(os.geteuid()).pw_name == user
+
+
+# -- rm -rf -------------------------------------------------------------------
+
+@pytest.mark.parametrize("tool", ["rm", "rmtree"])
+def test_rm_rf_of_a_session_in_any_state(flowfs, tool):
+    mnt = flowfs.mnt
+    s = mnt / "full"
+    fill_session(s)
+    assert os.path.islink(s / "summary.json") and os.path.islink(s / "skill")
+    if tool == "rm":
+        r = subprocess.run(["rm", "-rf", str(s)], capture_output=True,
+                           text=True)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+    else:
+        shutil.rmtree(s)
+    assert os.listdir(mnt) == [".flowfs"]
+    flowfs.remount()
+    assert os.listdir(mnt) == [".flowfs"]
+    os.mkdir(s)
+    assert os.listdir(s / "uploads") == [] and \
+        json.loads(read_bytes(s / "context.json")) is None
+
+
+def test_rmdir_says_why_it_keeps_a_session(mnt):
+    s = mnt / "kept"
+    os.mkdir(s)
+    write_bytes(s / "uploads" / "f", b"x")
+    expect(errno.ENOTEMPTY, os.rmdir, s)
+    line = read_bytes(mnt / ".flowfs" / "log").decode().splitlines()[-1]
+    assert line.endswith(" kept: the session holds files, a job graph, a"
+                         " context or rounds (rm -rf removes it all)")
+
+
+@pytest.mark.root      # another user on the mount: allow_other
+def test_another_users_session_is_theirs(make_flowfs):
+    """A session 0755 of its owner: another user reads it, and neither
+    writes, binds, runs nor removes anything in it."""
+    fs = make_flowfs(extra_args=["-o", "allow_other"])
+    s = fs.mnt / "mine"
+    fill_session(s)
+    before = read_bytes(s / "session.json")
+
+    def child(dirfd):
+        # the path down to the mount (pytest's tmp dir) is root's: work
+        # from the session's folder, opened by the parent
+        os.fchdir(dirfd)
+        if len(read_bytes("uploads/data.csv")) != 8000:
+            return 1
+        got = (put("session.json", b'{"title": "x"}'),
+               oserror(write_bytes, "uploads/new", b"x"),
+               oserror(write_bytes, "ctl", b"run\n"),
+               oserror(os.unlink, "uploads/data.csv"),
+               oserror(os.rmdir, "uploads"))
+        if got != (errno.EACCES,) * 5:
+            os.write(2, f"{got}\n".encode())
+            return 2
+        r = subprocess.run(["rm", "-rf", "uploads", "nodes", "rounds"],
+                           capture_output=True)
+        return 0 if r.returncode != 0 else 3
+
+    dirfd = os.open(s, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert run_as(4242, 4242, dirfd, child) == 0
+    finally:
+        os.close(dirfd)
+    assert read_bytes(s / "session.json") == before
+    assert len(read_bytes(s / "uploads" / "data.csv")) == 8000
+    assert sorted(os.listdir(s / "nodes")) == ["n1.json", "n2.json"]
+
+
+# -- status, status.json, the logs ------------------------------------------------
+
+def test_status_reads_exactly_ready_after_refusals(session):
+    """A script may wait for exactly "ready": refusals go to the log."""
+    assert put(session / "session.json", b"{") == errno.EINVAL
+    assert put(session / "request.json", b"[]") == errno.EINVAL
+    assert read_bytes(session / "status") == b"ready\n"
+    log = read_bytes(session / "log").decode().splitlines()
+    assert [l[21:] for l in log] == [
+        "session.json: line 1, column 2: the document ends before the"
+        " object is closed",
+        'request.json: request.json must be an object {"input": {...},'
+        ' "parameter": {...}}']
+    assert all(re.match(STATUS_TIME_RE + " ", l) for l in log)
+    # the script in the issue ends
+    code = ("import time\nwhile open('status').read().strip() != 'ready':"
+            " time.sleep(0.1)\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code], cwd=session,
+                       timeout=30)
+    assert r.returncode == 0
+
+
+def test_status_json_for_programs(make_flowfs, skill_folder, isolated_config):
+    skill_folder.add("needs", input={
+        "type": "object", "properties": {"data": {"type": "string"}},
+        "required": ["data"]})
+    fs = make_flowfs(extra_args=[f"--skills={skill_folder.root}"])
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    doc = status_json(s)
+    assert doc == {"ready": True, "problems": [], "notes": [], "run": None,
+                   "fetches": []}
+    assert put_json(s / "session.json", {"skill": "needs"}) == 0
+    doc = status_json(s)
+    assert doc["ready"] is False
+    assert doc["problems"] == ["missing required input files: data"]
+    assert read_bytes(s / "status") == b"missing required input files: data\n"
+    # byte for byte what Python's json.dumps(indent=2) writes
+    assert read_bytes(s / "status.json").decode() == \
+        json.dumps(doc, indent=2, ensure_ascii=False)
+    write_bytes(s / "uploads" / "data", b"x")
+    assert status_json(s)["ready"] is True
+    # `jq` reads it as any JSON
+    r = subprocess.run(["jq", "-r", ".ready", str(s / "status.json")],
+                       capture_output=True, text=True)
+    assert r.stdout == "true\n"
+
+
+def test_refusals_at_the_root_are_logged(flowfs):
+    mnt = flowfs.mnt
+    expect(errno.EPERM, write_bytes, mnt / "pasted.txt", b"x")
+    expect(errno.EPERM, os.symlink, "x", mnt / "ln")
+    expect(errno.EINVAL, os.mkdir, mnt / ".hidden")
+    lines = read_bytes(mnt / ".flowfs" / "log").decode().splitlines()
+    assert lines[0].endswith(f" {mnt}: mounted {flowfs.db} (flowfs "
+                             + lines[0].rsplit("(flowfs ", 1)[1])
+    assert [l[21:] for l in lines[1:]] == [
+        "pasted.txt: only sessions live at the root, one folder each: a file"
+        " cannot be made here (mkdir makes a session)",
+        "ln: only sessions live at the root, one folder each: a symlink"
+        " cannot be made here (mkdir makes a session)",
+        ".hidden: not a session name: session names cannot start with '.'"]
+    # .flowfs/ is read-only, its log too
+    assert stat.S_IMODE(os.stat(mnt / ".flowfs" / "log").st_mode) == 0o444
+    # the daemon in the foreground prints the same lines
+    err = flowfs.stderr()
+    for line in lines[1:]:
+        assert line[21:] in err, err
+
+
+def test_the_daemon_prints_what_it_logs(flowfs):
+    """With -f (the test fixture's way), every line of a log is printed on
+    stderr too, named by its session."""
+    s = flowfs.mnt / "s"
+    os.mkdir(s)
+    assert put(s / "session.json", b'{"title": 1}') == errno.EINVAL
+    assert re.search(r"^flowfs: " + STATUS_TIME_RE + r' s/session.json:'
+                     r' "title" must be a string$', flowfs.stderr(), re.M), \
+        flowfs.stderr()
+
+
+# -- folders ---------------------------------------------------------------------
+
+def test_folders_report_a_size(session):
+    """As local folders do (ext4: 4096): tools that sum sizes see them."""
+    for d in (session.parent, session.parent / ".flowfs", session,
+              session / "uploads", session / "parameters_output",
+              session / "nodes"):
+        st = os.stat(d)
+        assert stat.S_ISDIR(st.st_mode)
+        assert st.st_size == 4096, d
+    r = subprocess.run(["ls", "-ld", str(session)], capture_output=True,
+                       text=True)
+    assert " 4096 " in r.stdout
+
+
+# -- what inotify watchers see ---------------------------------------------------
+
+class Watch:
+    """inotifywait -m on a folder: the events it prints, in a thread."""
+
+    def __init__(self, path):
+        import threading
+        if shutil.which("inotifywait") is None:
+            pytest.fail("inotifywait is not installed (tools/setup installs"
+                        " inotify-tools)")
+        self.proc = subprocess.Popen(
+            ["inotifywait", "-m", "-q", "--format", "%e %f", str(path)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.events = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+        # the watch is set once inotifywait has its first line out; make
+        # one and wait for it
+        os.utime(path)
+        wait_until(lambda: self.events, "inotifywait set its watch")
+        self.events.clear()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.events.append(line.strip())
+
+    def seen(self, what):
+        return any(what in e for e in self.events)
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def test_a_watcher_of_output_sees_for005_come_and_go(make_flowfs, tmp_path):
+    """The kernel tells inotify nothing of FUSE's cache invalidations; so
+    flowfs touches what changed through the mount itself, once the session
+    holds still: a watcher of output/ (a file manager) hears of it."""
+    from test_datcom import PC9
+    fs = make_flowfs()
+    s = fs.mnt / "pc9"
+    os.mkdir(s)
+    assert put_json(s / "session.json", {"skill": "datcom"}) == 0
+    w = Watch(s / "output")
+    try:
+        assert put_json(s / "request.json", {"parameter": PC9}) == 0
+        assert "for005.dat" in os.listdir(s / "output")
+        wait_until(lambda: w.seen("ATTRIB,ISDIR"), "output/ touched")
+        wait_until(lambda: w.seen("ATTRIB for005.dat"), "for005.dat touched")
+        w.events.clear()
+        assert put_json(s / "request.json", {"parameter": {}}) == 0
+        assert "for005.dat" not in os.listdir(s / "output")
+        wait_until(lambda: w.seen("ATTRIB,ISDIR"), "output/ touched again")
+    finally:
+        w.close()
+    # touching changed nothing stored: output/'s own time is as it was
+    st1 = os.stat(s / "output").st_mtime_ns
+    assert put_json(s / "request.json", {"parameter": PC9}) == 0
+    time.sleep(0.5)
+    assert os.stat(s / "output").st_mtime_ns == st1
+
+
+def test_a_watcher_of_a_session_sees_status_change(flowfs):
+    s = flowfs.mnt / "s"
+    os.mkdir(s)
+    w = Watch(s)
+    try:
+        assert put_json(s / "session.json", {"skill": "scientific-workflow"}) == 0
+        wait_until(lambda: w.seen("ATTRIB status"), "status touched")
+        wait_until(lambda: w.seen("ATTRIB prompt.txt"), "prompt.txt touched")
+    finally:
+        w.close()
