@@ -599,3 +599,46 @@ def test_tar_x_of_a_name_that_cannot_be_replaced_fails_once(flowfs, tmp_path):
     assert read_bytes(s / "status") == b"ready\n"
     assert os.path.isdir(s / "uploads") and os.listdir(s / "uploads") == []
     assert put(s / "uploads" / "a", b"a") == 0
+
+
+# -- the README's commands, run as written --------------------------------------
+
+def readme_section(title):
+    from conftest import REPO
+    text = (REPO / "README.md").read_text()
+    start = text.index(f"## {title}")
+    return text[start:text.index("\n## ", start + 3)]
+
+
+def test_readme_backup_and_restore_commands(flowfs, tmp_path):
+    """The README's commands, as written but for the paths: each way to
+    copy a session out, then each way to bring it back."""
+    import re
+    section = readme_section("Back up, restore, duplicate")
+    out_block, in_block = re.findall(r"```sh\n(.*?)```", section, re.S)
+    home = tmp_path / "home"
+    (home / "backup").mkdir(parents=True)
+    mnt = flowfs.mnt
+    fill_session(mnt / "titanic")
+    want = user_data(mnt / "titanic")
+
+    def sh(line):
+        line = line.replace("~/", f"{home}/")
+        line = re.sub(r"(?<![\w/.-])mnt(?=/|\s|$)", str(mnt), line)
+        r = subprocess.run(["bash", "-c", line], cwd=home, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        clean(r)
+
+    outs = [l for l in out_block.splitlines() if l.strip()]
+    assert [l.split()[0] for l in outs] == ["cp", "rsync", "tar"]
+    sh(outs[1])     # rsync into the folder cp then finds there: the same
+    sh(f"rm -rf ~/backup/titanic && {outs[0]}")
+    sh(outs[2])
+    ways = [l for l in in_block.splitlines()
+            if l.strip() and not l.startswith("mkdir")]
+    assert len(ways) == 3
+    for i, way in enumerate(ways):
+        way = way.removeprefix("# or: ")
+        target = f"titanic{i + 2}"
+        sh(f"mkdir mnt/{target} && " + way.replace("titanic2", target))
+        assert user_data(mnt / target) == want, way

@@ -269,3 +269,22 @@ def test_a_watcher_of_a_session_sees_status_change(flowfs):
         wait_until(lambda: w.seen("ATTRIB prompt.txt"), "prompt.txt touched")
     finally:
         w.close()
+
+
+def test_readme_root_log_example(flowfs, tmp_path):
+    """The README's example of a file pasted at the root, run as written."""
+    from conftest import REPO
+    text = (REPO / "README.md").read_text()
+    start = text.index("**Sessions.**")
+    block = re.search(r"```console\n(.*?)```", text[start:], re.S).group(1)
+    lines = block.splitlines()
+    assert lines[0] == "$ cp notes.txt mnt/"
+    (tmp_path / "notes.txt").write_text("n\n")
+    r = subprocess.run(["cp", "notes.txt", f"{flowfs.mnt}/"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr.replace(str(flowfs.mnt), "mnt") == lines[1] + "\n"
+    assert lines[2] == "$ tail -1 mnt/.flowfs/log"
+    last = read_bytes(flowfs.mnt / ".flowfs" / "log").decode().splitlines()[-1]
+    assert re.fullmatch(STATUS_TIME_RE, last[:20])
+    assert last[20:] == lines[3][20:]
