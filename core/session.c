@@ -427,6 +427,32 @@ out:
 	return ret;
 }
 
+int session_trash_folder(struct store *st, struct tree *t,
+			 struct session_info *s, enum session_folder which,
+			 uint64_t parent, const char *name)
+{
+	uint64_t ino = session_folder_ino(s, which);
+	int ret = store_begin(st);
+
+	if (ret < 0)
+		return ret;
+	/* one transaction: the session is never without the folder */
+	ret = tree_rename_within(t, s->root_ino, folder_name(which), parent,
+				 name, true);
+	/* in the trash it is a plain folder: what it was is the session's */
+	if (!ret)
+		ret = tree_set_tag(t, ino, 0);
+	if (!ret)
+		ret = add_folder(st, t, s->id, s->root_ino, which, s->uid,
+				 s->gid);
+	if (ret < 0) {
+		store_rollback(st);
+		return ret;
+	}
+	ret = store_commit(st);
+	return ret < 0 ? ret : session_get(st, s->id, s);
+}
+
 int session_renew_folder(struct store *st, struct tree *t,
 			 struct session_info *s, enum session_folder which)
 {

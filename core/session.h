@@ -130,6 +130,16 @@ int session_has_data(struct store *st, struct tree *t,
 uint64_t session_folder_ino(const struct session_info *s,
 			    enum session_folder which);
 
+/*
+ * mv of the session's uploads/ or output/ into folder `parent` of a
+ * trash as `name` (a file manager's Delete of it): what it holds goes
+ * there as a plain folder, and the session has a new, empty one, in one
+ * transaction.  -EEXIST when the name is taken there.
+ */
+int session_trash_folder(struct store *st, struct tree *t,
+			 struct session_info *s, enum session_folder which,
+			 uint64_t parent, const char *name);
+
 /* rmdir of a session folder: an empty one is replaced by a fresh one,
  * in one transaction (-ENOTEMPTY when it is not empty). */
 int session_renew_folder(struct store *st, struct tree *t,

@@ -533,86 +533,82 @@ static int move_inode(struct tree *t, uint64_t ino, uint64_t newparent,
 			 STORE_BLOB(newname, strlen(newname)), STORE_INT(now));
 }
 
-int tree_rename(struct tree *t, uint64_t parent, const char *name,
-		uint64_t newparent, const char *newname, bool noreplace)
+int tree_rename_within(struct tree *t, uint64_t parent, const char *name,
+		       uint64_t newparent, const char *newname, bool noreplace)
 {
 	struct tree_attr src, dst, np;
 	int64_t now = store_now_ns();
 	bool src_dir, within;
 	int ret;
 
-	ret = store_begin(t->st);
-	if (ret < 0)
-		return ret;
 	ret = tree_lookup(t, parent, name, &src);
 	if (ret < 0)
-		goto out;
+		return ret;
 	ret = tree_getattr(t, newparent, &np);
 	if (ret < 0)
-		goto out;
-	if (!S_ISDIR(np.mode)) {
-		ret = -ENOTDIR;
-		goto out;
-	}
+		return ret;
+	if (!S_ISDIR(np.mode))
+		return -ENOTDIR;
 	/* a session's root folder moves only within a trash (it is the
 	 * session's: session.h moves it anywhere else) */
-	if (src.session_root && np.session) {
-		ret = -EXDEV;
-		goto out;
-	}
+	if (src.session_root && np.session)
+		return -EXDEV;
 	src_dir = S_ISDIR(src.mode);
 	if (src_dir) {
 		ret = is_within(t, newparent, src.ino, &within);
 		if (ret < 0)
-			goto out;
-		if (within) {
-			ret = -EINVAL;
-			goto out;
-		}
+			return ret;
+		if (within)
+			return -EINVAL;
 	}
 	ret = tree_lookup(t, newparent, newname, &dst);
 	if (ret == 0) {
-		if (dst.ino == src.ino) {
-			ret = store_commit(t->st);
-			return ret;
-		}
-		if (noreplace) {
-			ret = -EEXIST;
-			goto out;
-		}
+		if (dst.ino == src.ino)
+			return 0;
+		if (noreplace)
+			return -EEXIST;
 		ret = check_removable(t, &dst, src_dir);
-		if (ret < 0)
-			goto out;
-		if (src_dir) {
-			/* the replaced folder's ".." link goes away */
+		/* the replaced folder's ".." link goes away */
+		if (!ret && src_dir)
 			ret = touch_dir(t, newparent, -1, now);
-			if (ret < 0)
-				goto out;
-		}
-		ret = detach_inode(t, dst.ino);
+		if (!ret)
+			ret = detach_inode(t, dst.ino);
 		if (ret < 0)
-			goto out;
+			return ret;
 	} else if (ret != -ENOENT) {
-		goto out;
+		return ret;
 	}
 	ret = move_inode(t, src.ino, newparent, newname, now);
-	if (ret < 0)
-		goto out;
-	if (np.session != src.session && !src.session_root) {
+	if (!ret && np.session != src.session && !src.session_root)
 		ret = change_session(t, src.ino, np.session);
-		if (ret < 0)
-			goto out;
-	}
-	ret = touch_dir(t, parent, src_dir ? -1 : 0, now);
-	if (ret < 0)
-		goto out;
-	ret = touch_dir(t, newparent, src_dir ? 1 : 0, now);
-	if (ret < 0)
-		goto out;
-	return store_commit(t->st);
-out:
-	store_rollback(t->st);
+	if (!ret)
+		ret = touch_dir(t, parent, src_dir ? -1 : 0, now);
+	if (!ret)
+		ret = touch_dir(t, newparent, src_dir ? 1 : 0, now);
 	return ret;
+}
+
+int tree_rename(struct tree *t, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, bool noreplace)
+{
+	int ret = store_begin(t->st);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_rename_within(t, parent, name, newparent, newname,
+				 noreplace);
+	if (ret < 0) {
+		store_rollback(t->st);
+		return ret;
+	}
+	return store_commit(t->st);
+}
+
+int tree_set_tag(struct tree *t, uint64_t ino, unsigned tag)
+{
+	static const char sql[] = "UPDATE inodes SET tag = ?2 WHERE ino = ?1";
+
+	return store_run(t->st, sql, STORE_INT(ino), STORE_INT(tag));
 }
 
 /* ---- data ------------------------------------------------------------- */

@@ -158,6 +158,12 @@ int tree_rmdir_within(struct tree *t, uint64_t parent, const char *name);
  */
 int tree_rename(struct tree *t, uint64_t parent, const char *name,
 		uint64_t newparent, const char *newname, bool noreplace);
+/* tree_rename inside the caller's transaction. */
+int tree_rename_within(struct tree *t, uint64_t parent, const char *name,
+		       uint64_t newparent, const char *newname, bool noreplace);
+
+/* Set a row's tag (what it is to its session; the caller's transaction). */
+int tree_set_tag(struct tree *t, uint64_t ino, unsigned tag);
 
 int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 		 struct tree_attr *out);

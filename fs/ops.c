@@ -1862,6 +1862,18 @@ static int rename_from_entry(struct flowfs *fs, const struct node *p,
 
 	if (is_paramout(p) && is_paramout(np))
 		return 0;
+	/* uploads/ or output/ into the trash (Delete on it in a file
+	 * manager, which would otherwise offer to delete it for good): its
+	 * files go there, the session gets an empty one */
+	if (fs_entries[row].kind == ENTRY_FOLDER && in_trash(np) &&
+	    (fs_entries[row].folder == SESSION_UPLOADS ||
+	     fs_entries[row].folder == SESSION_OUTPUT)) {
+		struct session_info s = p->s;
+
+		return session_trash_folder(fs->st, fs->tree, &s,
+					    fs_entries[row].folder, np->ino,
+					    newname);
+	}
 	if (fs_entries[row].kind != ENTRY_DOC &&
 	    fs_entries[row].kind != ENTRY_GENERATED)
 		return -EPERM;

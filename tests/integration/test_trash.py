@@ -257,3 +257,32 @@ def test_only_ones_own_trash_folder(flowfs):
     os.rmdir(trash_dir(mnt) / "files")
     os.rmdir(trash_dir(mnt))
     assert os.listdir(mnt) == [".flowfs"]
+
+
+def test_uploads_and_output_go_to_the_trash_whole(flowfs):
+    """Delete on uploads/ or output/ (the folders every session has): what
+    they hold goes to the trash, the session gets empty ones.  gio cannot
+    put a folder back over one that is there: its files are moved back."""
+    mnt = flowfs.mnt
+    s = mnt / "s"
+    fill_session(s)
+    before = user_data(s)
+    gio("trash", str(s / "uploads"))
+    gio("trash", str(s / "output"))
+    assert os.listdir(s / "uploads") == []
+    # output/ shows what flowfs makes in it, nothing of the user's
+    assert sorted(os.listdir(s / "output")) == [
+        ".manifest.json", "summary.json", "summary_readable.txt"]
+    t = trash_dir(mnt) / "files"
+    assert read_bytes(t / "uploads" / "data.csv") == \
+        before["uploads/data.csv"][0]
+    assert read_bytes(t / "output" / "result.txt") == b"32.20\n"
+    # a plain folder in the trash: no session's reserved names in it
+    write_bytes(t / "output" / "for005.dat", b"mine")
+    os.unlink(t / "output" / "for005.dat")
+    for name in ("uploads", "output"):
+        for entry in os.listdir(t / name):
+            os.rename(t / name / entry, s / name / entry)
+        os.rmdir(t / name)
+    assert user_data(s) == before
+    assert listed(mnt) == []

@@ -479,6 +479,42 @@ static void test_trash_and_back(void **state)
 				 " session = %lld", (long long)a.id), 0);
 }
 
+/* uploads/ into a trash: its files go with it, as a plain folder, and
+ * the session has a new, empty uploads/ at once. */
+static void test_trash_folder(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "s");
+	uint64_t old = s.uploads_ino;
+	struct tree_attr tr, files, a;
+
+	assert_int_equal(tree_create(fx->t, s.uploads_ino, "f", S_IFREG | 0644,
+				     1000, 1000, NULL, &a), 0);
+	assert_int_equal(tree_trash_create(fx->t, ".Trash-1000", 0700, 1000,
+					   1000, &tr), 0);
+	assert_int_equal(tree_create(fx->t, tr.ino, "files", S_IFDIR | 0700,
+				     1000, 1000, NULL, &files), 0);
+	assert_int_equal(session_trash_folder(fx->st, fx->t, &s,
+					      SESSION_UPLOADS, files.ino,
+					      "uploads"), 0);
+	assert_true(s.uploads_ino != old);
+	assert_int_equal(tree_lookup(fx->t, files.ino, "uploads", &a), 0);
+	assert_int_equal(a.ino, old);
+	assert_int_equal(a.tag, 0);
+	assert_int_equal(a.session, 0);
+	assert_int_equal(tree_lookup(fx->t, old, "f", &a), 0);
+	assert_int_equal(a.session, 0);
+	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
+	assert_int_equal(a.ino, s.uploads_ino);
+	assert_int_equal(a.tag, SESSION_UPLOADS);
+	/* a name taken in the trash: nothing moves */
+	assert_int_equal(session_trash_folder(fx->st, fx->t, &s,
+					      SESSION_UPLOADS, files.ino,
+					      "uploads"), -EEXIST);
+	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
+	assert_int_equal(a.ino, s.uploads_ino);
+}
+
 static void test_rename(void **state)
 {
 	struct fixture *fx = *state;
@@ -801,6 +837,7 @@ int main(void)
 		T(test_commit_keeps_id_and_created),
 		T(test_commit_refuses),
 		T(test_trash_and_back),
+		T(test_trash_folder),
 		T(test_rename),
 		T(test_delete_cascades),
 		T(test_delete_with_open_file),
