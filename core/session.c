@@ -427,54 +427,56 @@ out:
 	return ret;
 }
 
-int session_trash_folder(struct store *st, struct tree *t,
-			 struct session_info *s, enum session_folder which,
-			 uint64_t parent, const char *name)
+/*
+ * Takes the session's folder away -- into the trash as @trash_name under
+ * @trash_parent, or deleted when @trash_name is NULL -- and gives the
+ * session a fresh, empty one.  One transaction: a failure half way must
+ * not leave the session without the folder.
+ */
+static int replace_folder(struct store *st, struct tree *t,
+			  struct session_info *s, enum session_folder which,
+			  uint64_t trash_parent, const char *trash_name)
 {
 	uint64_t ino = session_folder_ino(s, which);
 	int ret = store_begin(st);
 
 	if (ret < 0)
 		return ret;
-	/* one transaction: the session is never without the folder */
-	ret = tree_rename_within(t, s->root_ino, folder_name(which), parent,
-				 name, true);
-	/* in the trash it is a plain folder: what it was is the session's */
-	if (!ret)
-		ret = tree_set_tag(t, ino, 0);
+	if (!trash_name) {
+		ret = tree_rmdir_within(t, s->root_ino, folder_name(which));
+	} else {
+		ret = tree_rename_within(t, s->root_ino, folder_name(which),
+					 trash_parent, trash_name, true);
+		/* in the trash it is a plain folder: what it was is the
+		 * session's */
+		if (!ret)
+			ret = tree_set_tag(t, ino, 0);
+	}
 	if (!ret)
 		ret = add_folder(st, t, s->id, s->root_ino, which, s->uid,
 				 s->gid);
-	if (ret < 0) {
-		store_rollback(st);
-		return ret;
-	}
+	if (ret < 0)
+		goto out;
 	ret = store_commit(st);
-	return ret < 0 ? ret : session_get(st, s->id, s);
+	if (ret < 0)
+		goto out;
+	return session_get(st, s->id, s);
+out:
+	store_rollback(st);
+	return ret;
+}
+
+int session_trash_folder(struct store *st, struct tree *t,
+			 struct session_info *s, enum session_folder which,
+			 uint64_t parent, const char *name)
+{
+	return replace_folder(st, t, s, which, parent, name);
 }
 
 int session_renew_folder(struct store *st, struct tree *t,
 			 struct session_info *s, enum session_folder which)
 {
-	int ret;
-
-	/* One transaction: a failure after the rmdir must not leave the
-	 * session without the folder. */
-	ret = store_begin(st);
-	if (ret < 0)
-		return ret;
-	ret = tree_rmdir_within(t, s->root_ino, folder_name(which));
-	if (!ret)
-		ret = add_folder(st, t, s->id, s->root_ino, which, s->uid,
-				 s->gid);
-	if (ret < 0) {
-		store_rollback(st);
-		return ret;
-	}
-	ret = store_commit(st);
-	if (ret < 0)
-		return ret;
-	return session_get(st, s->id, s);
+	return replace_folder(st, t, s, which, 0, NULL);
 }
 
 /* ---- session.json -------------------------------------------------------- */
