@@ -22,7 +22,6 @@ struct dirty_chunk {
 /* One per inode with open handles, shared by them. */
 struct open_file {
 	uint64_t ino;
-	int64_t session;
 	int handles;
 	bool orphan;		/* unlinked while open */
 	int64_t size;		/* as the caller sees it */
@@ -39,6 +38,12 @@ struct open_file {
 /* Chunk buffers kept for reuse, at most FILE_DIRTY_LIMIT worth: freeing
  * them lets malloc trim the heap, and every spill faulted pages anew. */
 #define POOL_MAX (FILE_DIRTY_LIMIT / TREE_CHUNK_SIZE)
+
+/* The tags as SQL text, so statements and tree.h cannot disagree. */
+#define SQL_TEXT_(x) #x
+#define SQL_TEXT(x) SQL_TEXT_(x)
+#define ROOT_TAG SQL_TEXT(TREE_TAG_SESSION_ROOT)
+#define TRASH_TAG SQL_TEXT(TREE_TAG_TRASH)
 
 struct tree {
 	struct store *st;
@@ -63,7 +68,7 @@ static void chunk_free(struct tree *t, char *data)
 
 #define ATTR_COLUMNS \
 	"ino, coalesce(session, 0), mode, uid, gid, nlink, size, alloc," \
-	" atime_ns, mtime_ns, ctime_ns, tag = 64 AND nlink > 0, tag"
+	" atime_ns, mtime_ns, ctime_ns, tag = " ROOT_TAG " AND nlink > 0, tag"
 
 static void row_to_attr(sqlite3_stmt *q, int col, struct tree_attr *a)
 {
@@ -240,7 +245,7 @@ static int read_dir(struct tree *t, const char *sql, uint64_t ino,
 int tree_trash_lookup(struct tree *t, const char *name, struct tree_attr *out)
 {
 	static const char sql[] = "SELECT " ATTR_COLUMNS " FROM inodes"
-		" WHERE parent IS NULL AND tag = 65 AND name = ?1";
+		" WHERE parent IS NULL AND tag = " TRASH_TAG " AND name = ?1";
 	sqlite3_stmt *q = store_stmt(t->st, sql);
 
 	if (!q)
@@ -264,7 +269,7 @@ int tree_trash_create(struct tree *t, const char *name, uint32_t mode,
 int tree_trash_list(struct tree *t, struct tree_dir *out)
 {
 	return read_dir(t, "SELECT name, " ATTR_COLUMNS " FROM inodes WHERE"
-			" parent IS NULL AND tag = 65 AND ?1 = 0 ORDER BY name",
+			" parent IS NULL AND tag = " TRASH_TAG " AND ?1 = 0 ORDER BY name",
 			0, out);
 }
 
@@ -449,7 +454,7 @@ int tree_move_root(struct tree *t, uint64_t root, uint64_t parent,
 	int ret;
 
 	ret = store_int(t->st, "SELECT coalesce(parent, 0) FROM inodes"
-			" WHERE ino = ?1 AND tag = 64", &old, STORE_INT(root));
+			" WHERE ino = ?1 AND tag = " ROOT_TAG, &old, STORE_INT(root));
 	if (ret < 0)
 		return ret == -ENOENT ? -EINVAL : ret;
 	if (parent) {
@@ -502,24 +507,25 @@ static int change_session(struct tree *t, uint64_t ino, int64_t session)
 {
 	static const char sql[] = "WITH RECURSIVE sub(ino) AS (SELECT ?1"
 		" UNION ALL SELECT i.ino FROM inodes i JOIN sub"
-		" ON i.parent = sub.ino WHERE i.tag <> 64)"
+		" ON i.parent = sub.ino WHERE i.tag <> " ROOT_TAG ")"
 		" UPDATE inodes SET session = nullif(?2, 0)"
 		" WHERE ino IN (SELECT ino FROM sub)";
-	int ret = store_run(t->st, sql, STORE_INT(ino), STORE_INT(session));
 
-	/* open files remember theirs (tree_forget_session()) */
-	for (int b = 0; !ret && b < OPEN_BUCKETS; b++)
-		for (struct open_file *f = t->open[b]; !ret && f; f = f->next) {
-			int64_t now = 0;
+	return store_run(t->st, sql, STORE_INT(ino), STORE_INT(session));
+}
 
-			ret = store_int(t->st, "SELECT coalesce(session, 0)"
-					" FROM inodes WHERE ino = ?1", &now,
-					STORE_INT(f->ino));
-			if (!ret)
-				f->session = now;
-			else if (ret == -ENOENT)
-				ret = 0;
-		}
+/* Whether a session's root lies below folder `dir` (in a trash). */
+static int holds_session_root(struct tree *t, uint64_t dir, bool *holds)
+{
+	static const char sql[] = "WITH RECURSIVE sub(ino) AS (SELECT ?1"
+		" UNION ALL SELECT i.ino FROM inodes i JOIN sub"
+		" ON i.parent = sub.ino)"
+		" SELECT EXISTS (SELECT 1 FROM inodes WHERE tag = "
+		ROOT_TAG " AND parent IN (SELECT ino FROM sub))";
+	int64_t found = 0;
+	int ret = store_int(t->st, sql, &found, STORE_INT(dir));
+
+	*holds = found != 0;
 	return ret;
 }
 
@@ -560,6 +566,15 @@ int tree_rename_within(struct tree *t, uint64_t parent, const char *name,
 			return ret;
 		if (within)
 			return -EINVAL;
+	}
+	/* nor inside a folder of a trash: a session deleted with the folder
+	 * would take it along, out of every listing */
+	if (src_dir && !src.session && np.session) {
+		ret = holds_session_root(t, src.ino, &within);
+		if (ret < 0)
+			return ret;
+		if (within)
+			return -EXDEV;
 	}
 	ret = tree_lookup(t, newparent, newname, &dst);
 	if (ret == 0) {
@@ -699,7 +714,6 @@ static int open_first(struct tree *t, const struct tree_attr *a)
 	if (!f)
 		return -ENOMEM;
 	f->ino = a->ino;
-	f->session = a->session;
 	f->handles = 1;
 	f->orphan = a->nlink == 0;
 	f->size = f->stored_size = a->size;
@@ -1047,7 +1061,7 @@ int tree_link_unlinked(struct tree *t, uint64_t ino, uint64_t parent,
 		" name = ?3, nlink = 1, ctime_ns = ?4 WHERE ino = ?1";
 	struct open_file *f = open_find(t, ino);
 	struct tree_attr dir, old;
-	int64_t now = store_now_ns();
+	int64_t now = store_now_ns(), session = 0;
 	int ret;
 
 	if (!f || !f->orphan)
@@ -1064,7 +1078,10 @@ int tree_link_unlinked(struct tree *t, uint64_t ino, uint64_t parent,
 	ret = tree_getattr(t, parent, &dir);
 	if (!ret && !S_ISDIR(dir.mode))
 		ret = -ENOTDIR;
-	if (!ret && dir.session != f->session)
+	if (!ret)
+		ret = store_int(t->st, "SELECT coalesce(session, 0) FROM inodes"
+				" WHERE ino = ?1", &session, STORE_INT(ino));
+	if (!ret && dir.session != session)
 		ret = -EXDEV;
 	if (!ret) {
 		ret = tree_lookup(t, parent, name, &old);
@@ -1354,25 +1371,27 @@ int tree_session_has_data(struct tree *t, int64_t session, bool *has)
 
 int tree_forget_session(struct tree *t, int64_t session)
 {
+	/* an unlinked one too: it still has its session */
 	static const char sql[] = "UPDATE inodes SET session = NULL,"
-		" parent = NULL, name = NULL, nlink = 0 WHERE ino = ?1";
+		" parent = NULL, name = NULL, nlink = 0"
+		" WHERE ino = ?1 AND session = ?2";
 
 	/*
 	 * Open files of the session become unlinked-while-open files with
 	 * no session, which the session's cascading delete spares: their
 	 * descriptors keep working until the last release deletes them.
+	 * Which session a file is in is asked of the store, never
+	 * remembered: a move that rolled back must not leave it wrong.
 	 */
 	for (int b = 0; b < OPEN_BUCKETS; b++) {
 		for (struct open_file *f = t->open[b]; f; f = f->next) {
-			int ret;
+			int ret = store_run(t->st, sql, STORE_INT(f->ino),
+					    STORE_INT(session));
 
-			/* an unlinked one too: it still has its session */
-			if (f->session != session)
-				continue;
-			ret = store_run(t->st, sql, STORE_INT(f->ino));
 			if (ret < 0)
 				return ret;
-			f->orphan = true;
+			if (store_changes(t->st) > 0)
+				f->orphan = true;
 		}
 	}
 	return 0;

@@ -1287,6 +1287,38 @@ static void test_unlink_rolled_back_keeps_the_file(void **state)
 	check_file(fx, ino, "stored!", 7);
 }
 
+/* A move of an open file into another session that rolled back: the
+ * file is still its first session's, and deleting that one keeps it
+ * open (it once went on the move's word, and the file's row with it). */
+static void test_move_rolled_back_keeps_open_file(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t d = mkdir_(fx, fx->up, "d");
+	uint64_t ino = mkfile(fx, d, "f");
+	char sql[96];
+
+	assert_int_equal(tree_open(fx->t, ino), 0);
+	wr(fx, ino, "hello", 5, 0);
+	assert_int_equal(store_begin(fx->st), 0);
+	assert_int_equal(tree_rename_within(fx->t, fx->up, "d", fx->root2, "d",
+					    false), 0);
+	assert_int_equal(attr(fx, ino).session, fx->sess2);
+	store_rollback(fx->st);
+	assert_int_equal(attr(fx, ino).session, fx->sess);
+	assert_int_equal(store_begin(fx->st), 0);
+	assert_int_equal(tree_forget_session(fx->t, fx->sess), 0);
+	snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id = %lld",
+		 (long long)fx->sess);
+	assert_int_equal(store_exec(fx->st, sql), 0);
+	assert_int_equal(store_commit(fx->st), 0);
+	wr(fx, ino, " more", 5, 5);
+	assert_int_equal(tree_flush(fx->t, ino, false), 0);
+	check_read(fx, ino, "hello more", 10, 0);
+	assert_int_equal(tree_release(fx->t, ino), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " ino = %llu", (unsigned long long)ino), 0);
+}
+
 /*
  * Trash folders at the mount's root: made, found by name, listed; what
  * moves in is no session's, what moves back out is the session's; a
@@ -1345,11 +1377,13 @@ static void test_trash(void **state)
 	assert_int_equal(tree_lookup(fx->t, a.ino, "7", &a), 0);
 	assert_int_equal(a.session, fx->sess2);
 	assert_int_equal(attr(fx, files.ino).nlink, 2);
-	/* a session's root goes nowhere but a trash */
+	/* a session's root goes nowhere but a trash, nor inside a folder of
+	 * one: deleting the session it went into would take it along */
 	assert_int_equal(tree_rename(fx->t, tr.ino, "expunged", fx->up, "e",
-				     false), 0);
-	assert_int_equal(tree_rename(fx->t, fx->up, "e", tr.ino, "expunged",
-				     false), 0);
+				     false), -EXDEV);
+	assert_int_equal(tree_lookup(fx->t, tr.ino, "expunged", &a), 0);
+	assert_int_equal(tree_lookup(fx->t, a.ino, "7", &a), 0);
+	assert_int_equal(a.session, fx->sess2);
 	assert_int_equal(store_begin(fx->st), 0);
 	assert_int_equal(tree_move_root(fx->t, fx->root2, fx->up, "x"), -EXDEV);
 	assert_int_equal(tree_move_root(fx->t, f, files.ino, "x"), -EINVAL);
@@ -1399,6 +1433,7 @@ int main(void)
 		T(test_killed_with_an_unlinked_file),
 		T(test_forget_session_keeps_open_files),
 		T(test_unlink_rolled_back_keeps_the_file),
+		T(test_move_rolled_back_keeps_open_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
