@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 /*
  * jansson refuses to parse deeper than this (its JSON_PARSER_MAX_DEPTH,
  * which is not in its public header; a unit test pins it).  The writer
@@ -398,11 +400,8 @@ static void show_token(char *buf, size_t size, const char *s, size_t n)
 	size_t i, o = 0;
 	bool cut = n > max;
 
-	if (cut) {
-		n = max;
-		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--;
-	}
+	if (cut)
+		n = utf8_cut(s, n, max);
 	for (i = 0; i < n && o + 8 < size; i++) {
 		unsigned char c = (unsigned char)s[i];
 

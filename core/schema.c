@@ -265,10 +265,8 @@ static void add_short_value(struct sbuf *sb, const json_t *v)
 	add_value(sb, start, v, 0);
 	if (sb->len - start <= MSG_VALUE_MAX)
 		return;
-	cut = start + MSG_VALUE_MAX - 3;
-	while (cut > start && ((unsigned char)sb->buf[cut] & 0xc0) == 0x80)
-		cut--;
-	sbuf_setlen(sb, cut);
+	cut = utf8_cut(sb->buf + start, sb->len - start, MSG_VALUE_MAX - 3);
+	sbuf_setlen(sb, start + cut);
 	sbuf_addstr(sb, "...");
 }
 

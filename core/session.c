@@ -11,6 +11,7 @@
 #include "fjson.h"
 #include "fname.h"
 #include "inputs.h"
+#include "utf8.h"
 
 /* A session's row, with its folder's owner joined in (one index search
  * of inodes) and the change times of its graph and rounds. */
@@ -885,18 +886,12 @@ static const char *const log_read[2] = {
 };
 
 /* `text` as one line of at most SESSION_LOG_MESSAGE_MAX bytes, cut at a
- * character (a cut that is not valid UTF-8 stays a byte cut). */
+ * character (utf8_cut()). */
 static char *log_text(const char *text)
 {
-	size_t len = strlen(text);
-	char *line;
+	char *line = strndup(text, utf8_cut(text, strlen(text),
+					    SESSION_LOG_MESSAGE_MAX));
 
-	if (len > SESSION_LOG_MESSAGE_MAX) {
-		len = SESSION_LOG_MESSAGE_MAX;
-		while (len && ((unsigned char)text[len] & 0xc0) == 0x80)
-			len--;
-	}
-	line = strndup(text, len);
 	for (char *p = line; p && *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';

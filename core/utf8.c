@@ -68,6 +68,23 @@ size_t utf8_offset(const char *s, size_t n, size_t cp)
 	return n;
 }
 
+size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t start = max;
+	uint32_t cp;
+
+	if (n <= max)
+		return n;
+	/* a character is at most 4 bytes: back to its first one */
+	while (start > 0 && max - start < 3 && (u[start] & 0xc0) == 0x80)
+		start--;
+	if (start < max &&
+	    utf8_decode(u + start, n - start, &cp) > max - start)
+		return start;
+	return max;
+}
+
 int utf8_width(uint32_t c)
 {
 	size_t lo = 0, hi = sizeof(wide_ranges) / sizeof(wide_ranges[0]);

@@ -24,6 +24,11 @@ size_t utf8_count(const char *s, size_t n);
  * starts; n when there are not that many. */
 size_t utf8_offset(const char *s, size_t n, size_t cp);
 
+/* Where to cut `n` bytes of text to at most `max` (n when it fits): at
+ * the start of the character byte `max` falls in, so a cut keeps whole
+ * characters; bytes that are not UTF-8 there are cut at `max`. */
+size_t utf8_cut(const char *s, size_t n, size_t max);
+
 /* The columns code point `c` takes in a terminal: 2 for East Asian Wide
  * and Fullwidth characters (as Python's unicodedata has them), else 1. */
 int utf8_width(uint32_t c);

@@ -1316,8 +1316,7 @@ static void drop_written(struct flowfs *fs, const struct node *n,
 	/* nothing written, or what it holds anyway: no news */
 	if (!bytes || (!n->nominal && render_entry(fs, n, &now, &mtime) == 0 &&
 		       now.len == written->len &&
-		       !memcmp(now.buf ? now.buf : "",
-			       written->buf ? written->buf : "", now.len))) {
+		       !memcmp(now.buf, written->buf, now.len))) {
 		sbuf_release(&now);
 		return;
 	}

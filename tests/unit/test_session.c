@@ -30,8 +30,6 @@
 
 #define UNI_NAME "\xc3\x9cn\xc3\xaf \xe2\x82\xac\xf0\x9f\x98\x80"
 
-/* status with nothing wrong with the session */
-
 struct fixture {
 	char dir[64];
 	char path[128];
@@ -749,7 +747,7 @@ static void test_log(void **state)
 	char msg[64], tail[128], big[SESSION_LOG_MESSAGE_MAX + 64];
 
 	assert_int_equal(session_render_log(fx->st, s.id, &sb, &mtime), 0);
-	assert_string_equal(sb.buf ? sb.buf : "", "");
+	assert_string_equal(sb.buf, "");
 	assert_int_equal(mtime, 0);
 	sbuf_release(&sb);
 

@@ -100,12 +100,37 @@ static void test_width(void **state)
 				 cases[i].w);
 }
 
+/* utf8_cut: whole characters kept, bytes that are not UTF-8 cut where
+ * asked (a log message of 0x80 bytes once came out empty). */
+static void test_cut(void **state)
+{
+	const char *s = "ab\xe4\xb8\xad\xf0\x9f\x98\x80z";	/* ab, 中, 😀, z */
+	size_t n = strlen(s);
+	char junk[1100];
+
+	(void)state;
+	assert_int_equal(utf8_cut(s, n, 20), n);
+	assert_int_equal(utf8_cut(s, n, n), n);
+	assert_int_equal(utf8_cut(s, n, 2), 2);
+	assert_int_equal(utf8_cut(s, n, 3), 2);
+	assert_int_equal(utf8_cut(s, n, 4), 2);
+	assert_int_equal(utf8_cut(s, n, 5), 5);
+	assert_int_equal(utf8_cut(s, n, 8), 5);
+	assert_int_equal(utf8_cut(s, n, 9), 9);
+	assert_int_equal(utf8_cut(s, n, 0), 0);
+	memset(junk, 0x80, sizeof(junk));
+	assert_int_equal(utf8_cut(junk, sizeof(junk), 1024), 1024);
+	/* stray continuation bytes: a byte cut */
+	assert_int_equal(utf8_cut("ab\xe4\x41\xb8\xb8", 6, 4), 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decode),
 		cmocka_unit_test(test_valid_count_offset),
 		cmocka_unit_test(test_width),
+		cmocka_unit_test(test_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
