@@ -46,17 +46,36 @@ static int set_state(struct store *st, int64_t session, const char *state,
 	return !ret && !store_changes(st) ? -ESTALE : ret;
 }
 
+static void log_line(const struct run *r, const char *path, const char *fmt,
+		     va_list ap)
+{
+	struct sbuf msg = SBUF_INIT;
+
+	/* a line that cannot be made is not worth failing a run over */
+	if (r->host->log && sbuf_vaddf(&msg, fmt, ap) == 0)
+		r->host->log(r->host->ctx, r->session, path, msg.buf);
+	sbuf_release(&msg);
+}
+
 void run_log(const struct run *r, const char *path, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 
-	if (!r->host->log)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	log_line(r, path, fmt, ap);
 	va_end(ap);
-	r->host->log(r->host->ctx, r->session, path, msg);
+}
+
+void run_log_fetch(const struct run *r, const char *fmt, ...)
+{
+	struct sbuf path = SBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (sbuf_addf(&path, "uploads/%s", r->name) == 0)
+		log_line(r, path.buf, fmt, ap);
+	va_end(ap);
+	sbuf_release(&path);
 }
 
 /* What the run does now, for status (takes the lock). */

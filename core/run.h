@@ -136,8 +136,9 @@ void run_free(struct run *r);
  * What status says of a session's run and fetches, as status.json has
  * it: *run = {"state", "message", "time"} of its last run (JSON null when
  * it never ran), *fetches = [{"path", "state", "message", "time"}], one
- * per URL input ("uploads/<name>"), "time" being when that state began
- * ("2026-11-21T08:45:59Z").  *mtime_ns: the latest of those (0: none).
+ * per URL input ("uploads/<name>"), "time" being when the state or its
+ * message last changed ("2026-11-21T08:45:59Z": a running run's step, a
+ * fetch's progress).  *mtime_ns: the latest of those (0: none).
  */
 int run_report(struct store *st, int64_t session, json_t **run,
 	       json_t **fetches, int64_t *mtime_ns);

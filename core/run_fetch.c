@@ -68,11 +68,10 @@ void run_flow_fetch(struct run *r)
 {
 	struct ferr err = FERR_INIT;
 	struct run_file file;
-	char size[32], path[300];
+	char size[32];
 	int64_t bytes = 0;
 	int ret;
 
-	snprintf(path, sizeof(path), "uploads/%s", r->name);
 	/* straight into uploads/, in no folder until it is whole */
 	ret = run_file_open(r, r->uploads_ino, &file);
 	if (!ret)
@@ -86,14 +85,14 @@ void run_flow_fetch(struct run *r)
 	run_lock(r);
 	if (atomic_load(&r->cancel)) {
 		if (fetch_state(r, "cancelled", "") == 0)
-			run_log(r, path, "fetch cancelled");
+			run_log_fetch(r, "fetch cancelled");
 	} else if (ret < 0) {
 		const char *why = err.message[0] ? err.message : strerror(-ret);
 
 		if (fetch_state(r, "failed", why) == 0)
-			run_log(r, path, "fetch failed: %s", why);
+			run_log_fetch(r, "fetch failed: %s", why);
 	} else if (fetch_state(r, "done", size) == 0) {
-		run_log(r, path, "fetched %s", size);
+		run_log_fetch(r, "fetched %s", size);
 	}
 	run_unlock(r);
 }
@@ -230,10 +229,7 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 		atomic_store(&r->finished, true);
 		fetch_state(r, "failed", "cannot start a thread");
 	} else {
-		char path[300];
-
-		snprintf(path, sizeof(path), "uploads/%s", name);
-		run_log(r, path, "fetch started");
+		run_log_fetch(r, "fetch started");
 	}
 	return ret;
 }

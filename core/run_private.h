@@ -50,9 +50,13 @@ void run_unlock(const struct run *r);
 /* The host's settle hook (run.h): before a final state, without the lock. */
 void run_settle(const struct run *r);
 
-/* A line for the session's log (run_host.log; the lock held). */
+/* A line for the session's log (run_host.log; the lock held), about
+ * `path` or, for run_log_fetch(), the fetch's uploads/<name>; the log
+ * cuts it. */
 void run_log(const struct run *r, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+void run_log_fetch(const struct run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* What the run does now, for status (takes the lock). */
 void run_progress(struct run *r, const char *fmt, ...)

@@ -13,6 +13,10 @@
 #include "inputs.h"
 #include "utf8.h"
 
+/* A session in a trash gives up its name for '/' and its id (a name no
+ * folder can have), so that a new session may take the name. */
+#define SESSION_TRASHED "substr(s.name, 1, 1) = '/'"
+
 /* A session's row, with its folder's owner joined in (one index search
  * of inodes) and the change times of its graph and rounds. */
 #define SESSION_COLUMNS \
@@ -20,7 +24,7 @@
 	" s.uploads_ino, s.output_ino, coalesce(s.skill, '')," \
 	" coalesce(s.engine, ''), s.request_mtime_ns, s.nodes_ino," \
 	" s.edges_ino, s.rounds_ino, r.uid, r.gid, s.graph_mtime_ns," \
-	" s.rounds_mtime_ns, r.parent IS NOT NULL"
+	" s.rounds_mtime_ns, " SESSION_TRASHED
 #define SESSION_FROM \
 	" FROM sessions s LEFT JOIN inodes r ON r.ino = s.root_ino"
 
@@ -182,8 +186,8 @@ void session_list_free(struct session_list *list)
 int session_list(struct store *st, struct session_list *out)
 {
 	static const char sql[] =
-		"SELECT " SESSION_COLUMNS SESSION_FROM " WHERE r.parent IS NULL"
-		" ORDER BY s.name";
+		"SELECT " SESSION_COLUMNS SESSION_FROM " WHERE NOT "
+		SESSION_TRASHED " ORDER BY s.name";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	size_t alloc = 0;
 	int rc, ret = 0;
@@ -217,8 +221,8 @@ int session_list(struct store *st, struct session_list *out)
 
 int session_count(struct store *st, int64_t *count)
 {
-	static const char sql[] = "SELECT count(*) FROM sessions"
-		" WHERE substr(name, 1, 1) <> '/'";
+	static const char sql[] = "SELECT count(*) FROM sessions s"
+		" WHERE NOT " SESSION_TRASHED;
 
 	*count = 0;
 	return store_int_args(st, sql, count, NULL, 0);
@@ -327,16 +331,17 @@ static int delete_row(struct store *st, struct tree *t, int64_t id)
 
 int session_delete(struct store *st, struct tree *t, int64_t id)
 {
-	struct session_info s;
-	int ret = session_get(st, id, &s);
+	static const char in_trash_sql[] = "SELECT CASE WHEN " SESSION_TRASHED
+		" THEN s.root_ino ELSE 0 END FROM sessions s WHERE s.id = ?1";
+	int64_t trashed_root = 0;
+	int ret = store_begin(st);
 
-	if (!ret)
-		ret = store_begin(st);
 	if (ret < 0)
 		return ret;
+	ret = store_int(st, in_trash_sql, &trashed_root, STORE_INT(id));
 	/* out of the trash folder first: its link count and time follow */
-	if (s.trashed)
-		ret = tree_move_root(t, s.root_ino, 0, NULL);
+	if (!ret && trashed_root)
+		ret = tree_move_root(t, (uint64_t)trashed_root, 0, NULL);
 	if (!ret)
 		ret = delete_row(st, t, id);
 	if (ret < 0) {
@@ -344,15 +349,6 @@ int session_delete(struct store *st, struct tree *t, int64_t id)
 		return ret;
 	}
 	return store_commit(st);
-}
-
-int session_rename(struct store *st, struct tree *t, const char *from,
-		   const char *to, bool noreplace, struct ferr *err)
-{
-	struct session_info src;
-	int ret = session_find(st, from, &src);
-
-	return ret < 0 ? ret : session_move(st, t, &src, 0, to, noreplace, err);
 }
 
 /* Into folder `parent` of a trash: its name is free at the root. */
@@ -386,7 +382,7 @@ int session_move(struct store *st, struct tree *t,
 		return ret;
 	if (parent) {
 		ret = move_to_trash(st, t, src, parent, to);
-		if (ret == -EEXIST && !noreplace)
+		if (ret == -EEXIST)
 			ferr_set(err, ret, "%s is taken in the trash", to);
 		if (ret < 0)
 			goto out;
@@ -875,14 +871,13 @@ static const char *const log_trim[2] = {
 	"DELETE FROM status_log WHERE session = ?1 AND id <= (SELECT id"
 	" FROM status_log WHERE session = ?1 ORDER BY id DESC LIMIT 1"
 	" OFFSET ?2)",
-	"DELETE FROM mount_log WHERE ?1 = 0 AND id <= (SELECT id FROM"
-	" mount_log ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+	"DELETE FROM mount_log WHERE id <= (SELECT id FROM mount_log"
+	" ORDER BY id DESC LIMIT 1 OFFSET ?2)",
 };
 static const char *const log_read[2] = {
 	"SELECT time_ns, path, message FROM status_log WHERE session = ?1"
 	" ORDER BY id",
-	"SELECT time_ns, path, message FROM mount_log WHERE ?1 = 0"
-	" ORDER BY id",
+	"SELECT time_ns, path, message FROM mount_log ORDER BY id",
 };
 
 /* `text` as one line of at most SESSION_LOG_MESSAGE_MAX bytes, cut at a
@@ -937,7 +932,8 @@ int session_render_log(struct store *st, int64_t id, struct sbuf *out,
 	*mtime_ns = 0;
 	if (!q)
 		return -EIO;
-	sqlite3_bind_int64(q, 1, id);
+	if (id)
+		sqlite3_bind_int64(q, 1, id);
 	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		char when[32];
 		int64_t t = sqlite3_column_int64(q, 0);

@@ -101,16 +101,12 @@ void session_list_free(struct session_list *list);
 int session_count(struct store *st, int64_t *count);
 
 /*
- * rename(2) of a session folder.  An existing target is replaced when it
- * holds no user data (-ENOTEMPTY otherwise, -EEXIST with `noreplace`).
- */
-int session_rename(struct store *st, struct tree *t, const char *from,
-		   const char *to, bool noreplace, struct ferr *err);
-
-/*
  * rename(2) of session `src`'s folder into folder `parent` of a trash as
- * `to` (-EEXIST when taken), or with parent 0 to the mount's root as
- * session_rename() does, out of a trash too.  A session in a trash keeps
+ * `to` (-EEXIST when taken, whatever `noreplace` says: a trash's names
+ * are its writer's to choose), or with parent 0 to the mount's root, out
+ * of a trash too, where an existing session `to` is replaced when it
+ * holds no user data (-ENOTEMPTY otherwise, -EEXIST with `noreplace`).
+ * A session in a trash keeps
  * everything it holds; it is not listed at the root, its name is free
  * there, and session_info.name is its folder's path (.Trash-1000/files/x).
  */

@@ -257,11 +257,7 @@ int tree_trash_lookup(struct tree *t, const char *name, struct tree_attr *out)
 int tree_trash_create(struct tree *t, const char *name, uint32_t mode,
 		      uint32_t uid, uint32_t gid, struct tree_attr *out)
 {
-	struct tree_attr a;
-	int ret = tree_trash_lookup(t, name, &a);
-
-	if (ret != -ENOENT)
-		return ret < 0 ? ret : -EEXIST;
+	/* a name taken is the unique index inodes_trash's EEXIST */
 	return insert_inode(t, 0, NULL, name, S_IFDIR | (mode & 07777), uid,
 			    gid, NULL, TREE_TAG_TRASH, store_now_ns(), out);
 }
@@ -269,7 +265,7 @@ int tree_trash_create(struct tree *t, const char *name, uint32_t mode,
 int tree_trash_list(struct tree *t, struct tree_dir *out)
 {
 	return read_dir(t, "SELECT name, " ATTR_COLUMNS " FROM inodes WHERE"
-			" parent IS NULL AND tag = " TRASH_TAG " AND ?1 = 0 ORDER BY name",
+			" parent IS NULL AND tag = " TRASH_TAG " ORDER BY name",
 			0, out);
 }
 
@@ -449,7 +445,7 @@ int tree_trash_remove(struct tree *t, const char *name)
 int tree_move_root(struct tree *t, uint64_t root, uint64_t parent,
 		   const char *name)
 {
-	struct tree_attr a, dir;
+	struct tree_attr dir;
 	int64_t now = store_now_ns(), old = 0;
 	int ret;
 
@@ -463,11 +459,10 @@ int tree_move_root(struct tree *t, uint64_t root, uint64_t parent,
 			return ret;
 		if (!S_ISDIR(dir.mode))
 			return -ENOTDIR;
-		/* a session lies in a trash, or at the mount's root */
+		/* a session lies in a trash, or at the mount's root; a
+		 * name taken there is inodes_by_name's EEXIST */
 		if (dir.session)
 			return -EXDEV;
-		if (tree_lookup(t, parent, name, &a) == 0)
-			return -EEXIST;
 	}
 	ret = store_run(t->st, "UPDATE inodes SET parent = nullif(?2, 0),"
 			" name = CASE WHEN ?2 = 0 THEN NULL ELSE ?3 END,"
@@ -1313,7 +1308,9 @@ static int read_dir(struct tree *t, const char *sql, uint64_t ino,
 	out->n = 0;
 	if (!q)
 		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)ino);
+	/* the trash folders' listing has no folder to name */
+	if (sqlite3_bind_parameter_count(q))
+		sqlite3_bind_int64(q, 1, (int64_t)ino);
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		struct tree_dirent *e;
 		size_t len = (size_t)sqlite3_column_bytes(q, 0);

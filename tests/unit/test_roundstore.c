@@ -526,6 +526,10 @@ static void test_migration_from_version_5(void **state)
 	assert_int_equal(a.tag, SESSION_ROUNDS);
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
 	assert_int_equal(a.nlink, 7);
+	/* v8 tags the session's root as one, and the session is listed */
+	assert_true(a.session_root);
+	assert_int_equal(a.tag, TREE_TAG_SESSION_ROOT);
+	assert_false(s.trashed);
 	/* and it works on: a third round is refused after the conclusion */
 	refused(fx, 3, CONTINUING, "rounds/2.json: only the last round may"
 		" conclude; rounds/3.json follows it");

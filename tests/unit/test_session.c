@@ -72,6 +72,17 @@ static struct session_info mk(struct fixture *fx, const char *name)
 	return s;
 }
 
+/* rename(2) of session folder `from` at the root, as fs/ops.c does it. */
+static int rename_(struct fixture *fx, const char *from, const char *to,
+		   bool noreplace, struct ferr *err)
+{
+	struct session_info src;
+	int ret = session_find(fx->st, from, &src);
+
+	return ret < 0 ? ret : session_move(fx->st, fx->t, &src, 0, to,
+					    noreplace, err);
+}
+
 /* A session with a fixed creation time, as stored. */
 static struct session_info mk_at(struct fixture *fx, const char *name)
 {
@@ -456,6 +467,10 @@ static void test_trash_and_back(void **state)
 	again = mk(fx, "a");
 	assert_int_equal(session_move(fx->st, fx->t, &again, files.ino, "a",
 				      true, &err), -EEXIST);
+	err = (struct ferr)FERR_INIT;
+	assert_int_equal(session_move(fx->st, fx->t, &again, files.ino, "a",
+				      false, &err), -EEXIST);
+	assert_string_equal(err.message, "a is taken in the trash");
 	/* back, onto a session that holds nothing: that one goes */
 	assert_int_equal(session_move(fx->st, fx->t, &s, 0, "a", false, &err),
 			 0);
@@ -526,7 +541,7 @@ static void test_rename(void **state)
 	/* contents follow the rename with their inode numbers */
 	assert_int_equal(tree_create(fx->t, a.uploads_ino, "f", S_IFREG | 0644,
 				     0, 0, NULL, &attr), 0);
-	assert_int_equal(session_rename(fx->st, fx->t, "a", "x", false, &err), 0);
+	assert_int_equal(rename_(fx, "a", "x", false, &err), 0);
 	assert_int_equal(session_find(fx->st, "a", &s), -ENOENT);
 	assert_int_equal(session_find(fx->st, "x", &s), 0);
 	assert_int_equal(s.id, a.id);
@@ -540,7 +555,7 @@ static void test_rename(void **state)
 	a = s;
 
 	/* onto an empty session: it is replaced */
-	assert_int_equal(session_rename(fx->st, fx->t, "x", "b", false, &err), 0);
+	assert_int_equal(rename_(fx, "x", "b", false, &err), 0);
 	assert_int_equal(session_find(fx->st, "x", &s), -ENOENT);
 	assert_int_equal(session_find(fx->st, "b", &s), 0);
 	assert_int_equal(s.id, a.id);
@@ -552,7 +567,7 @@ static void test_rename(void **state)
 
 	/* onto a session with files: ENOTEMPTY; "b" has f in uploads */
 	ferr_clear(&err);
-	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", false, &err),
+	assert_int_equal(rename_(fx, "c", "b", false, &err),
 			 -ENOTEMPTY);
 	assert_int_equal(session_find(fx->st, "c", &s), 0);
 	assert_int_equal(session_find(fx->st, "b", &s), 0);
@@ -561,35 +576,35 @@ static void test_rename(void **state)
 	assert_int_equal(tree_unlink(fx->t, a.uploads_ino, "f"), 0);
 	assert_int_equal(tree_create(fx->t, a.root_ino, "notes.txt",
 				     S_IFREG | 0644, 0, 0, NULL, &attr), 0);
-	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", false, NULL),
+	assert_int_equal(rename_(fx, "c", "b", false, NULL),
 			 -ENOTEMPTY);
 	/* a folder in uploads too */
 	assert_int_equal(tree_unlink(fx->t, a.root_ino, "notes.txt"), 0);
 	assert_int_equal(tree_create(fx->t, a.uploads_ino, "d", S_IFDIR | 0755,
 				     0, 0, NULL, &attr), 0);
-	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", false, NULL),
+	assert_int_equal(rename_(fx, "c", "b", false, NULL),
 			 -ENOTEMPTY);
 	assert_int_equal(tree_rmdir(fx->t, a.uploads_ino, "d"), 0);
 
 	/* noreplace */
-	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", true, NULL),
+	assert_int_equal(rename_(fx, "c", "b", true, NULL),
 			 -EEXIST);
 	/* bad names, missing source */
 	ferr_clear(&err);
-	assert_int_equal(session_rename(fx->st, fx->t, "c", ".c", false, &err),
+	assert_int_equal(rename_(fx, "c", ".c", false, &err),
 			 -EINVAL);
 	assert_true(err.message[0] != '\0');
-	assert_int_equal(session_rename(fx->st, fx->t, "c", "", false, NULL),
+	assert_int_equal(rename_(fx, "c", "", false, NULL),
 			 -EINVAL);
-	assert_int_equal(session_rename(fx->st, fx->t, "nope", "z", false, NULL),
+	assert_int_equal(rename_(fx, "nope", "z", false, NULL),
 			 -ENOENT);
 	/* onto itself */
-	assert_int_equal(session_rename(fx->st, fx->t, "c", "c", false, NULL), 0);
+	assert_int_equal(rename_(fx, "c", "c", false, NULL), 0);
 	assert_int_equal(session_find(fx->st, "c", &s), 0);
 	assert_int_equal(s.id, c.id);
 	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
 	/* now b is empty again: c replaces it */
-	assert_int_equal(session_rename(fx->st, fx->t, "c", "b", false, NULL), 0);
+	assert_int_equal(rename_(fx, "c", "b", false, NULL), 0);
 	assert_int_equal(session_find(fx->st, "b", &s), 0);
 	assert_int_equal(s.id, c.id);
 	assert_int_equal(session_count(fx->st, &n), 0);
