@@ -730,6 +730,13 @@ const struct entry fs_entries[] = {
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);
 
+const char *fs_scope_folder(enum entry_scope scope)
+{
+	return scope == SCOPE_OUTPUT	 ? "output/"
+	       : scope == SCOPE_PARAMOUT ? "parameters_output/"
+					 : "";
+}
+
 const char *fs_entry_name(struct flowfs *fs, const struct session_info *s,
 			  unsigned row, struct sbuf *buf)
 {

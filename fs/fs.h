@@ -3,7 +3,7 @@
  *
  * Inode numbers: 1 is the mount's root; rows of the tree (core/tree.h)
  * use their row id; everything else has FS_VIRTUAL set and lives in one
- * of three spaces (bits 61-62):
+ * of four spaces (bits 61-62):
  *   FS_SPACE_ENTRY   a row of the entry table (entries.c) in a session:
  *                    session id << 16 | row (session 0: .flowfs and below)
  *   FS_SPACE_STANDIN an empty regular file standing, for the process that
@@ -51,10 +51,14 @@
 /* What one process did to a reserved name of a session (ops.c). */
 struct fs_seen {
 	pid_t who;		/* the process (not the thread) */
+	pid_t tid;		/* the thread that noted it */
 	uint64_t parent;	/* the folder's inode number */
 	char name[256];
-	bool removed;		/* else: made, as inode `ino` */
-	uint64_t ino;
+	uint64_t ino;		/* made, as this inode; 0: removed */
+	/* a removed folder (uploads/, output/): the new one it got, and its
+	 * time then -- unchanged, a second removal is tar x looping */
+	uint64_t folder;
+	int64_t folder_mtime_ns;
 	int64_t until_ns;	/* forgotten after */
 };
 
@@ -157,9 +161,9 @@ enum entry_kind {
 	ENTRY_DIR,		/* a read-only folder of entries */
 	ENTRY_FOLDER,		/* a real folder of the session (uploads/, output/) */
 	ENTRY_DOC,		/* a JSON document: rendered, written whole */
-	ENTRY_GENERATED,	/* read-only, rendered on each open */
+	ENTRY_GENERATED,	/* rendered on each open; writes are dropped */
 	ENTRY_CATALOG,		/* every known skill, read-only */
-	ENTRY_CONTROL,		/* write-only: each line written is a command */
+	ENTRY_CONTROL,		/* each line written is a command; reads empty */
 	ENTRY_LINK,		/* a symlink: render gives its target */
 };
 
@@ -269,6 +273,9 @@ extern const unsigned fs_entry_count;
  */
 int fs_entry_find(struct flowfs *fs, const struct session_info *s,
 		  enum entry_scope scope, const char *name);
+/* The folder a scope's entries are in, as a path in a session: "output/",
+ * "parameters_output/", or "" (the session's own). */
+const char *fs_scope_folder(enum entry_scope scope);
 /* The name of row `row` (computed ones into `buf`). */
 const char *fs_entry_name(struct flowfs *fs, const struct session_info *s,
 			  unsigned row, struct sbuf *buf);
@@ -286,11 +293,10 @@ static inline uint64_t fs_entry_ino(int64_t session, unsigned row)
 	return FS_VIRTUAL | (uint64_t)session << 16 | row;
 }
 
-static inline uint64_t fs_skill_ino(unsigned space, int64_t session,
-				    unsigned serial, size_t file)
+static inline uint64_t fs_catalog_ino(unsigned serial, size_t file)
 {
-	return FS_VIRTUAL | (uint64_t)space << FS_SPACE_SHIFT |
-	       (uint64_t)session << 28 | (uint64_t)serial << 16 | file;
+	return FS_VIRTUAL | (uint64_t)FS_SPACE_CATALOG << FS_SPACE_SHIFT |
+	       (uint64_t)serial << 16 | file;
 }
 
 static inline uint64_t fs_standin_ino(int64_t session, unsigned row)

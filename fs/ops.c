@@ -61,12 +61,14 @@ struct handle {
 	 * a late release of an earlier handle on the same name (the kernel
 	 * sends RELEASE asynchronously) must not drop a newer file's draft. */
 	bool owns_draft;
-	struct sbuf content;	/* H_DOC, H_GENERATED; H_SINK: what was
-				 * written (up to DOC_MAX_SIZE) */
+	struct sbuf content;	/* H_DOC, H_GENERATED, H_SINK */
 	int64_t mtime_ns;	/* of content, as rendered at open */
-	/* H_SINK: the bytes written to it, and the path its session's log
-	 * names it by */
+	/* H_SINK: the bytes written to it since the last flush, whether
+	 * they differ from what it holds (content) and where the writes
+	 * end; the path its session's log names it by */
 	size_t sink_bytes;
+	bool sink_differs;
+	size_t sink_end;
 	char sink_path[STATUS_PATH_MAX];
 	struct dir_item *items;	/* H_DIR */
 	size_t nitems;
@@ -280,7 +282,7 @@ static int view_content(const struct node *n, struct sbuf *out)
 
 static uint64_t view_ino(const struct node *n, size_t file)
 {
-	return fs_skill_ino(FS_SPACE_CATALOG, 0, n->sk->serial, file);
+	return fs_catalog_ino(n->sk->serial, file);
 }
 
 static int resolve_view(struct flowfs *fs, uint64_t ino, struct node *n)
@@ -722,17 +724,20 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 		item_node(out, (unsigned)coll, &item, &parent->s);
 		return 0;
 	}
-	if (parent->type == N_ROOT) {
+	/* A session's name never starts with '.', a trash folder's always
+	 * with ".Trash": a file manager's probes (.hidden, .directory) cost
+	 * no query. */
+	if (parent->type == N_ROOT && name[0] != '.') {
 		struct session_info si;
 
 		ret = session_find(fs->st, name, &si);
-		if (!ret)
-			return resolve_session_root(fs, &si, out);
-		/* the trash folders beside the sessions */
+		return ret < 0 ? ret : resolve_session_root(fs, &si, out);
+	}
+	if (parent->type == N_ROOT) {
 		memset(out, 0, sizeof(*out));
 		out->type = N_REAL;
-		ret = ret == -ENOENT ? tree_trash_lookup(fs->tree, name, &out->attr)
-				     : ret;
+		ret = strncmp(name, ".Trash", 6) ? -ENOENT
+			: tree_trash_lookup(fs->tree, name, &out->attr);
 		out->ino = out->attr.ino;
 		return ret;
 	}
@@ -745,7 +750,7 @@ static int lookup_in(struct flowfs *fs, const struct node *parent,
 		sk = skill_find(fs->skills, name);
 		if (!sk)
 			return -ENOENT;
-		return resolve(fs, fs_skill_ino(FS_SPACE_CATALOG, 0, sk->serial,
+		return resolve(fs, fs_catalog_ino(sk->serial,
 						0), out);
 	}
 	if (!S_ISDIR(parent->attr.mode))
@@ -819,6 +824,21 @@ static int fill_entry(struct flowfs *fs, const struct node *parent,
 	return 0;
 }
 
+/* fill_entry(), but a reserved name absent now is there, nominal, for
+ * the process that made it (`made`). */
+static int fill_made_entry(struct flowfs *fs, const struct node *parent,
+			   struct node *n, bool made,
+			   struct fuse_entry_param *e)
+{
+	int ret = fill_entry(fs, parent, n, e);
+
+	if (ret == -ENOENT && made && n->type == N_ENTRY && !n->nominal) {
+		n->nominal = true;
+		ret = fill_entry(fs, parent, n, e);
+	}
+	return ret;
+}
+
 /* The reserved entry `name` would stand for in this folder, or -1. */
 static int reserved_row(struct flowfs *fs, const struct node *parent,
 			const char *name)
@@ -852,7 +872,8 @@ static int reserved_row(struct flowfs *fs, const struct node *parent,
  */
 
 /* The process a request comes from: requests carry the thread, and the
- * threads of a process (a file manager's) share one view. */
+ * threads of a process (a file manager's) share one view.  A read of
+ * /proc: only when a note could be the caller's (seen_mine()). */
 static pid_t caller(fuse_req_t req)
 {
 	pid_t tid = fuse_req_ctx(req)->pid, who = tid;
@@ -872,26 +893,52 @@ static pid_t caller(fuse_req_t req)
 	return who;
 }
 
-static bool seen_any(const struct flowfs *fs)
+/* Whether live note `s` is the calling process's; *who: the caller,
+ * found once (0 until then).  The thread that made the note needs no
+ * look in /proc. */
+static bool seen_mine(const struct fs_seen *s, fuse_req_t req, pid_t *who)
 {
-	int64_t now = store_now_ns();
-
-	for (int i = 0; i < FS_SEEN_SLOTS; i++)
-		if (fs->seen[i].until_ns > now)
-			return true;
-	return false;
+	if (s->tid == fuse_req_ctx(req)->pid)
+		return true;
+	if (!*who)
+		*who = caller(req);
+	return s->who == *who;
 }
 
-static struct fs_seen *seen_find(struct flowfs *fs, pid_t who,
-				 uint64_t parent, const char *name)
+static bool seen_live(const struct fs_seen *s, int64_t now)
+{
+	return s->until_ns > now;
+}
+
+/* A live note on `name` in `parent`, any process's (its view of the name
+ * differs from others': the kernel must ask, every time). */
+static struct fs_seen *seen_named(struct flowfs *fs, uint64_t parent,
+				  const char *name)
 {
 	int64_t now = store_now_ns();
 
 	for (int i = 0; i < FS_SEEN_SLOTS; i++) {
 		struct fs_seen *s = &fs->seen[i];
 
-		if (s->until_ns > now && s->who == who && s->parent == parent &&
-		    !strcmp(s->name, name)) {
+		if (seen_live(s, now) && s->parent == parent &&
+		    !strcmp(s->name, name))
+			return s;
+	}
+	return NULL;
+}
+
+/* The calling process's live note on `name` in `parent`, kept alive. */
+static struct fs_seen *seen_find(struct flowfs *fs, fuse_req_t req,
+				 uint64_t parent, const char *name)
+{
+	int64_t now = store_now_ns();
+	pid_t who = 0;
+
+	for (int i = 0; i < FS_SEEN_SLOTS; i++) {
+		struct fs_seen *s = &fs->seen[i];
+
+		if (seen_live(s, now) && s->parent == parent &&
+		    !strcmp(s->name, name) && seen_mine(s, req, &who)) {
 			s->until_ns = now + FS_SEEN_NS;
 			return s;
 		}
@@ -899,23 +946,29 @@ static struct fs_seen *seen_find(struct flowfs *fs, pid_t who,
 	return NULL;
 }
 
-static void seen_note(struct flowfs *fs, pid_t who, uint64_t parent,
-		      const char *name, bool removed, uint64_t ino)
+/* Note that the calling process removed (`ino` 0) or made (as inode
+ * `ino`) `name` in `parent`. */
+static struct fs_seen *seen_note(struct flowfs *fs, fuse_req_t req,
+				 uint64_t parent, const char *name,
+				 uint64_t ino)
 {
-	struct fs_seen *s = seen_find(fs, who, parent, name);
+	struct fs_seen *s = seen_find(fs, req, parent, name);
 
 	if (!s) {
 		s = &fs->seen[0];
 		for (int i = 1; i < FS_SEEN_SLOTS; i++)
 			if (fs->seen[i].until_ns < s->until_ns)
 				s = &fs->seen[i];
-		s->who = who;
+		s->who = caller(req);
 		s->parent = parent;
 		snprintf(s->name, sizeof(s->name), "%s", name);
 	}
-	s->removed = removed;
+	s->tid = fuse_req_ctx(req)->pid;
 	s->ino = ino;
+	s->folder = 0;
+	s->folder_mtime_ns = 0;
 	s->until_ns = store_now_ns() + FS_SEEN_NS;
+	return s;
 }
 
 /* Whether the process `req` comes from made a reserved name that is
@@ -923,16 +976,13 @@ static void seen_note(struct flowfs *fs, pid_t who, uint64_t parent,
 static bool made_by_caller(struct flowfs *fs, fuse_req_t req, uint64_t ino)
 {
 	int64_t now = store_now_ns();
-	pid_t who;
+	pid_t who = 0;
 
-	if (!seen_any(fs))
-		return false;
-	who = caller(req);
 	for (int i = 0; i < FS_SEEN_SLOTS; i++) {
 		const struct fs_seen *s = &fs->seen[i];
 
-		if (s->until_ns > now && s->who == who && !s->removed &&
-		    s->ino == ino)
+		if (seen_live(s, now) && s->ino == ino &&
+		    seen_mine(s, req, &who))
 			return true;
 	}
 	return false;
@@ -941,8 +991,7 @@ static bool made_by_caller(struct flowfs *fs, fuse_req_t req, uint64_t ino)
 /* parameters_output/: every name in it stands for its one file. */
 static bool is_paramout(const struct node *p)
 {
-	return p->type == N_ENTRY && fs_entries[p->row].kind == ENTRY_DIR &&
-	       fs_entries[p->row].holds == SCOPE_PARAMOUT;
+	return scope_of(p) == SCOPE_PARAMOUT;
 }
 
 /* The row of the table `name` in folder `p` stands for when that is a
@@ -961,42 +1010,59 @@ static int session_row(struct flowfs *fs, const struct node *p,
 	return scope_of(p) >= SCOPE_SESSION ? reserved_row(fs, p, name) : -1;
 }
 
-/* The node of row `row` in `p` as a process that made it sees it:
- * nominal when it is not there now. */
+/* The node of row `row` in `p` as a process that made `name` there sees
+ * it: nominal when it is another name in parameters_output/ than its
+ * file's.  Whether it is there now, the stat that follows finds out
+ * (stat_made()). */
 static int made_node(struct flowfs *fs, const struct node *p, unsigned row,
 		     const char *name, struct node *n)
 {
-	struct stat st;
-	bool generated;
-	int ret = resolve_row(fs, p, row, n);
 	struct sbuf buf = SBUF_INIT;
-	const char *real = fs_entry_name(fs, &p->s, row, &buf);
+	const char *real;
+	int ret = resolve_row(fs, p, row, n);
 
-	/* another name in parameters_output/ is not its file */
-	if (!ret && (!real || strcmp(real, name)))
+	if (ret < 0)
+		return ret;
+	real = fs_entry_name(fs, &p->s, row, &buf);
+	if (!real || strcmp(real, name))
 		n->nominal = true;
 	sbuf_release(&buf);
-	if (!ret && !n->nominal && !S_ISDIR(fs_entries[row].mode) &&
-	    node_stat(fs, n, &st, &generated) == -ENOENT)
+	return 0;
+}
+
+/* node_stat_snap(), but a reserved name absent now is there, nominal,
+ * for the process that made it (`made`, or a note says so). */
+static int stat_made(struct flowfs *fs, fuse_req_t req, struct node *n,
+		     struct stat *st, bool *generated,
+		     const struct handle *snap, bool made)
+{
+	int ret = node_stat_snap(fs, n, st, generated, snap);
+
+	if (ret == -ENOENT && n->type == N_ENTRY && !n->nominal &&
+	    (made || made_by_caller(fs, req, n->ino))) {
 		n->nominal = true;
+		ret = node_stat_snap(fs, n, st, generated, NULL);
+	}
 	return ret;
 }
 
-/* lookup_in(), as the calling process sees reserved names. */
+/* lookup_in(), as the calling process sees reserved names; *made: it
+ * made the name (it is there for it). */
 static int lookup_seen(struct flowfs *fs, fuse_req_t req,
-		       const struct node *p, const char *name, struct node *n)
+		       const struct node *p, const char *name, struct node *n,
+		       bool *made)
 {
-	int row = session_row(fs, p, name);
-	const struct fs_seen *seen;
+	const struct fs_seen *seen = seen_named(fs, p->ino, name);
+	int row = seen ? session_row(fs, p, name) : -1;
 
-	if (row < 0 || !seen_any(fs))
-		return lookup_in(fs, p, name, n);
-	seen = seen_find(fs, caller(req), p->ino, name);
+	*made = false;
+	seen = row < 0 ? NULL : seen_find(fs, req, p->ino, name);
 	/* a removed folder came back new at once: it stays visible */
-	if (!seen || (seen->removed && S_ISDIR(fs_entries[row].mode)))
+	if (!seen || (!seen->ino && S_ISDIR(fs_entries[row].mode)))
 		return lookup_in(fs, p, name, n);
-	if (seen->removed)
+	if (!seen->ino)
 		return -ENOENT;
+	*made = true;
 	/* what it made stands there for it: a stand-in file too */
 	if (fs_ino_space(seen->ino) == FS_SPACE_STANDIN)
 		return resolve(fs, seen->ino, n);
@@ -1010,6 +1076,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct flowfs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	struct node p, n;
+	bool made;
 	int ret;
 
 	if (strlen(name) > FNAME_MAX) {
@@ -1019,9 +1086,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lock(fs);
 	ret = resolve(fs, parent, &p);
 	if (!ret)
-		ret = lookup_seen(fs, req, &p, name, &n);
+		ret = lookup_seen(fs, req, &p, name, &n, &made);
 	if (!ret)
-		ret = fill_entry(fs, &p, &n, &e);
+		ret = fill_made_entry(fs, &p, &n, made, &e);
+	/* a name a process sees its own way: the kernel asks each time */
+	if (!ret && seen_named(fs, p.ino, name))
+		e.entry_timeout = 0.0;
 	unlock(fs);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
@@ -1034,12 +1104,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 {
 	struct flowfs *fs = fs_of(req);
 	struct handle *h = fi ? handle_of(fi) : NULL;
+	bool made = h && h->kind == H_SINK;
 	struct stat st;
 	struct node n;
 	bool generated;
 	int ret;
-
-	bool made = h && h->kind == H_SINK;
 
 	/* Through an open handle of generated content or a document, its
 	 * copy answers (for a writer: what it has written so far). */
@@ -1047,15 +1116,10 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		h = NULL;
 	lock(fs);
 	ret = resolve(fs, ino, &n);
-	if (!ret)
-		ret = node_stat_snap(fs, &n, &st, &generated, h);
 	/* absent now, but made by the caller (a writer of it, cp -a setting
 	 * its times, tar's check of its placeholder): there for it */
-	if (ret == -ENOENT && n.type == N_ENTRY &&
-	    (made || made_by_caller(fs, req, ino))) {
-		n.nominal = true;
-		ret = node_stat_snap(fs, &n, &st, &generated, NULL);
-	}
+	if (!ret)
+		ret = stat_made(fs, req, &n, &st, &generated, h, made);
 	unlock(fs);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
@@ -1113,6 +1177,22 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_attr(req, &st, LONG_TIMEOUT);
 }
 
+/* The handle's buffer (a document's draft) made `size` bytes long: cut,
+ * or grown with zeros. */
+static int buffer_resize(struct handle *h, size_t size)
+{
+	if (size > h->content.len) {
+		size_t old = h->content.len;
+		int ret = sbuf_grow(&h->content, size - old);
+
+		if (ret < 0)
+			return ret;
+		memset(h->content.buf + old, 0, size - old);
+	}
+	sbuf_setlen(&h->content, size);
+	return 0;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
@@ -1146,20 +1226,18 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (ret < 0)
 		goto out;
 	if (read_only_tree(&n) || n.type == N_ROOT) {
-		ret = (to_set & ~times) ? -EROFS : 0;
-		goto reply;
+		ret = (to_set & ~times) ? -EROFS
+					: node_stat_snap(fs, &n, &st, &generated,
+							 snap);
+		goto out;
 	}
-	ret = node_stat_snap(fs, &n, &st, &generated, snap);
 	/* not there now, but made by the caller (reserved names, above):
 	 * cp -a sets its times and mode */
-	if (ret == -ENOENT && n.type == N_ENTRY) {
-		n.nominal = true;
-		ret = node_stat_snap(fs, &n, &st, &generated, snap);
-	}
+	ret = stat_made(fs, req, &n, &st, &generated, snap, false);
 	if (ret < 0)
 		goto out;
 	/* a copy brought back sets the mode and owner it had: the ones
-	 * there are are fine, others are not flowfs's to change — but for
+	 * there are fine, others are not flowfs's to change — but for
 	 * a name the caller made, which is nothing (rsync's temporary files
 	 * in parameters_output/ are 0600) */
 	if ((((to_set & FUSE_SET_ATTR_MODE) &&
@@ -1170,35 +1248,25 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		ret = -EPERM;
 		goto out;
 	}
-	if (to_set & FUSE_SET_ATTR_SIZE) {
-		/* Only an open document can be cut: its buffer is the draft
-		 * of the next version.  A generated file takes it and stays
-		 * as it is, as it does with what is written to it. */
-		if (!h) {
-			ret = n.type == N_ITEM ||
-			      fs_entries[n.row].kind == ENTRY_DOC ? -EINVAL : 0;
-			goto out;
-		}
-		if (attr->st_size > DOC_MAX_SIZE) {
-			ret = -EFBIG;
-			goto out;
-		}
-		if ((size_t)attr->st_size > h->content.len) {
-			ret = sbuf_grow(&h->content,
-					(size_t)attr->st_size - h->content.len);
-			if (ret < 0)
-				goto out;
-			memset(h->content.buf + h->content.len, 0,
-			       (size_t)attr->st_size - h->content.len);
-		}
-		sbuf_setlen(&h->content, (size_t)attr->st_size);
-		h->dirty = true;
-		h->refused = false;
+	/* touch(1) on a generated file: nothing to store, not an error */
+	if (!(to_set & FUSE_SET_ATTR_SIZE))
+		goto out;
+	/* Only an open document can be cut: its buffer is the draft of the
+	 * next version.  A generated file takes it and stays as it is, as
+	 * it does with what is written to it. */
+	if (!h) {
+		ret = n.type == N_ITEM || fs_entries[n.row].kind == ENTRY_DOC
+			      ? -EINVAL : 0;
+		goto out;
 	}
-	/* touch(1) on a generated file: nothing to store, not an error. */
-reply:
-	if (!ret)
-		ret = node_stat_snap(fs, &n, &st, &generated, snap);
+	ret = attr->st_size > DOC_MAX_SIZE
+		      ? -EFBIG : buffer_resize(h, (size_t)attr->st_size);
+	if (ret < 0)
+		goto out;
+	h->dirty = true;
+	h->refused = false;
+	/* the size it has now */
+	ret = node_stat_snap(fs, &n, &st, &generated, snap);
 out:
 	unlock(fs);
 	if (ret < 0)
@@ -1261,27 +1329,17 @@ static int refuse_at_root(struct flowfs *fs, int code, const char *name,
 	return code;
 }
 
-/* Resolve a folder whose entries are about to change; -EROFS for ours. */
-static int resolve_writable(struct flowfs *fs, fuse_ino_t dir, struct node *p)
-{
-	int ret = resolve(fs, dir, p);
-
-	if (ret < 0)
-		return ret;
-	return p->type == N_ENTRY || p->type == N_VIEW ? -EROFS : 0;
-}
 
 /* The path of `name` in folder `p` of a session, as its log names it. */
 static void session_path(const struct node *p, const char *name, char *buf,
 			 size_t size)
 {
-	const char *folder = "";
+	int scope = scope_of(p);
 
-	if (is_paramout(p))
-		folder = "parameters_output/";
-	else if (p->type == N_REAL && p->attr.tag == SESSION_OUTPUT)
-		folder = "output/";
-	snprintf(buf, size, "%s%s", folder, name);
+	snprintf(buf, size, "%s%s",
+		 fs_scope_folder(scope < 0 ? SCOPE_SESSION
+					   : (enum entry_scope)scope),
+		 name);
 }
 
 /* The path of entry node `n` (N_ENTRY) in its session, as its log names
@@ -1293,34 +1351,18 @@ static void node_path(struct flowfs *fs, const struct node *n, char *buf,
 	struct sbuf name = SBUF_INIT;
 	const char *shown = fs_entry_name(fs, &n->s, n->row, &name);
 
-	snprintf(buf, size, "%s%s", e->scope == SCOPE_OUTPUT ? "output/"
-		 : e->scope == SCOPE_PARAMOUT ? "parameters_output/" : "",
+	snprintf(buf, size, "%s%s", fs_scope_folder(e->scope),
 		 shown ? shown : "");
 	sbuf_release(&name);
 }
 
-/*
- * What was written to (or moved onto) generated file `n` — `bytes` of
- * it, `written` as it would read — is dropped; the session's log says so
- * unless it is what the file holds anyway (a copy of the session brought
- * back).
- */
-static void drop_written(struct flowfs *fs, const struct node *n,
-			 const char *path, const struct sbuf *written,
-			 size_t bytes, const char *how)
+/* What was written to (or moved onto) generated file `n` — `bytes` of
+ * it, not what it holds — was dropped: the session's log says so. */
+static void log_dropped(struct flowfs *fs, const struct node *n,
+			const char *path, size_t bytes, const char *how)
 {
-	struct sbuf now = SBUF_INIT;
 	char line[FERR_MESSAGE_MAX];
-	int64_t mtime;
 
-	/* nothing written, or what it holds anyway: no news */
-	if (!bytes || (!n->nominal && render_entry(fs, n, &now, &mtime) == 0 &&
-		       now.len == written->len &&
-		       !memcmp(now.buf, written->buf, now.len))) {
-		sbuf_release(&now);
-		return;
-	}
-	sbuf_release(&now);
 	snprintf(line, sizeof(line), "flowfs makes this file: the %zu bytes %s"
 		 " it were dropped", bytes, how);
 	fs_log(fs, n->s.id, n->s.name, path, line);
@@ -1351,7 +1393,7 @@ static int make_reserved(struct flowfs *fs, fuse_req_t req,
 	if (type == S_IFREG && is == S_IFLNK) {
 		ret = resolve(fs, fs_standin_ino(p->s.id, (unsigned)row), n);
 		if (!ret)
-			seen_note(fs, caller(req), p->ino, name, false, n->ino);
+			seen_note(fs, req, p->ino, name, n->ino);
 		return ret;
 	}
 	if (type != is)
@@ -1359,7 +1401,7 @@ static int make_reserved(struct flowfs *fs, fuse_req_t req,
 	ret = made_node(fs, p, (unsigned)row, name, n);
 	if (ret < 0)
 		return ret;
-	seen_note(fs, caller(req), p->ino, name, false, n->ino);
+	seen_note(fs, req, p->ino, name, n->ino);
 	if (type == S_IFLNK && !n->nominal &&
 	    render_entry(fs, n, &now, &mtime) == 0 && strcmp(now.buf, target)) {
 		char path[STATUS_PATH_MAX], line[FERR_MESSAGE_MAX];
@@ -1373,21 +1415,7 @@ static int make_reserved(struct flowfs *fs, fuse_req_t req,
 	return 0;
 }
 
-/* A real folder with nothing in it, or parameters_output/ (its removal
- * leaves it as it is). */
-static bool is_empty_folder(struct flowfs *fs, const struct node *n)
-{
-	struct tree_dir td;
-	bool empty;
-
-	if (n->type == N_ENTRY)
-		return S_ISDIR(fs_entries[n->row].mode);
-	if (n->type != N_REAL || tree_readdir(fs->tree, n->ino, &td) < 0)
-		return false;
-	empty = td.n == 0;
-	tree_dir_free(&td);
-	return empty;
-}
+static int clear_doc(struct flowfs *fs, const struct node *n);
 
 /*
  * unlink (or rmdir, `dir`) of a reserved name: nothing goes, but the
@@ -1402,48 +1430,59 @@ static int remove_reserved(struct flowfs *fs, fuse_req_t req,
 			   bool dir)
 {
 	const struct entry *e = &fs_entries[row];
-	pid_t who = caller(req);
-	struct fs_seen *seen = seen_find(fs, who, p->ino, name);
+	struct fs_seen *seen = seen_find(fs, req, p->ino, name);
+	bool removed = seen && !seen->ino;
+	struct tree_attr folder;
 	struct node n;
 	int ret;
 
-	if (seen && seen->removed && !S_ISDIR(e->mode))
+	if (removed && !S_ISDIR(e->mode))
 		return -ENOENT;
 	ret = made_node(fs, p, (unsigned)row, name, &n);
-	/* a folder comes back at once (below), so it stays visible; removing
-	 * it again, empty, at once is tar x looping over a file of a
-	 * folder's name */
-	if (!ret && seen && seen->removed && is_empty_folder(fs, &n))
-		return -EBUSY;
-	/* another name in parameters_output/ is there only to its maker; a
-	 * generated file absent now is gone already (rm -rf may have
-	 * unbound the skill that made prompt.txt) */
-	if (!ret && n.nominal && !seen && is_paramout(p))
-		ret = -ENOENT;
-	if (!ret && dir != S_ISDIR(e->mode))
-		ret = dir ? -ENOTDIR : -EISDIR;
-	if (!ret && e->kind == ENTRY_FOLDER)
-		ret = session_renew_folder(fs->st, fs->tree, &n.s, e->folder);
-	if (!ret && e->kind == ENTRY_DOC && !n.nominal) {
-		struct ferr err = FERR_INIT;
-
-		ret = e->commit(fs, &n.s, e->cleared, strlen(e->cleared), &err);
-		if (ret == -EINVAL)
-			ret = -EBUSY;	/* refused now (a run is going on) */
-	}
-	if (!ret)
-		seen_note(fs, who, p->ino, name, true, 0);
-	return ret;
-}
-
-/* Check that `name` may be created in `parent`; 0 or -errno. */
-static int may_create(struct flowfs *fs, fuse_ino_t parent, const char *name,
-		      struct node *p)
-{
-	int ret = resolve_writable(fs, parent, p);
-
 	if (ret < 0)
 		return ret;
+	/* a folder comes back at once (below), so it stays visible; removing
+	 * it again untouched since is tar x looping over a file of a
+	 * folder's name (parameters_output/ cannot tell: it is never
+	 * touched) */
+	if (removed && (n.type == N_ENTRY ||
+			(seen->folder == n.ino &&
+			 seen->folder_mtime_ns == n.attr.mtime_ns)))
+		return -EBUSY;
+	/* another name in parameters_output/ is there only to its maker */
+	if (n.nominal && !seen && is_paramout(p))
+		return -ENOENT;
+	if (dir != S_ISDIR(e->mode))
+		return dir ? -ENOTDIR : -EISDIR;
+	if (e->kind == ENTRY_FOLDER) {
+		ret = session_renew_folder(fs->st, fs->tree, &n.s, e->folder);
+		if (!ret)
+			ret = tree_getattr(fs->tree,
+					   session_folder_ino(&n.s, e->folder),
+					   &folder);
+	}
+	if (e->kind == ENTRY_DOC)
+		ret = clear_doc(fs, &n);
+	if (ret < 0)
+		return ret;
+	seen = seen_note(fs, req, p->ino, name, 0);
+	if (e->kind == ENTRY_FOLDER) {
+		seen->folder = folder.ino;
+		seen->folder_mtime_ns = folder.mtime_ns;
+		changed(fs, n.s.id);
+	}
+	return 0;
+}
+
+/* Check that `name` may be created in folder `p`; 0 or -errno (EROFS in
+ * flowfs's own folders). */
+static int may_create(struct flowfs *fs, const struct node *p,
+		      const char *name)
+{
+	int ret;
+
+	if (p->type == N_ENTRY || p->type == N_VIEW)
+		return -EROFS;
 	if (reserved_row(fs, p, name) >= 0)
 		return -EEXIST;
 	if (p->type == N_ROOT) {
@@ -1478,128 +1517,115 @@ static int trash_name_ok(struct flowfs *fs, fuse_req_t req, const char *name)
 			      " are .Trash and one's own, %s", own);
 }
 
-/* The reply to a mkdir, mknod or symlink that made `n` in `p` (the lock
- * held); `n` NULL: the node of inode `ino`. */
-static int made_entry(struct flowfs *fs, const struct node *p, uint64_t ino,
-		      const struct node *n, struct fuse_entry_param *e)
+/* The node of a row just made: a new row has no session's folders in it
+ * (resolve() of it, without reading it back). */
+static void new_real_node(const struct tree_attr *a, struct node *n)
 {
-	struct node made;
-	int ret = 0;
-
-	if (!n) {
-		ret = resolve(fs, ino, &made);
-		n = &made;
-	}
-	return ret < 0 ? ret : fill_entry(fs, p, n, e);
-}
-
-static void reply_made(fuse_req_t req, int ret, const struct fuse_entry_param *e)
-{
-	if (ret < 0)
-		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_entry(req, e);
+	memset(n, 0, sizeof(*n));
+	n->type = N_REAL;
+	n->ino = a->ino;
+	n->attr = *a;
 }
 
 /*
  * mkdir, mknod (type S_IFREG) and symlink (S_IFLNK, `target`) of `name`
- * in `parent`: a session at the root, a reserved name of a session
- * (above), or a row of the tree.
+ * in folder `p`: a session or a trash folder at the root, a reserved name
+ * of a session (above), or a row of the tree; *n and *e: what it made.
  */
-static int make(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
+static int make(struct flowfs *fs, fuse_req_t req, const struct node *p,
 		const char *name, mode_t mode, const char *target,
-		struct fuse_entry_param *e)
+		struct node *n, struct fuse_entry_param *e)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct session_info s;
 	struct tree_attr a;
-	struct node p, n;
 	int row, ret;
 
-	ret = resolve(fs, parent, &p);
-	if (ret < 0)
-		return ret;
-	row = session_row(fs, &p, name);
+	row = session_row(fs, p, name);
 	if (row >= 0) {
-		ret = make_reserved(fs, req, &p, name, row, mode & S_IFMT,
-				    target, &n);
-		return ret < 0 ? ret : made_entry(fs, &p, 0, &n, e);
+		ret = make_reserved(fs, req, p, name, row, mode & S_IFMT,
+				    target, n);
+		return ret < 0 ? ret : fill_made_entry(fs, p, n, true, e);
 	}
-	/* the root's changes are no session's */
 	/* The root holds sessions only, and the trash folders. */
-	if (p.type == N_ROOT && !S_ISDIR(mode))
+	if (p->type == N_ROOT && !S_ISDIR(mode))
 		return refuse_at_root(fs, -EPERM, name, "only sessions live at"
 				      " the root, one folder each: %s cannot be"
 				      " made here (mkdir makes a session)",
 				      S_ISLNK(mode) ? "a symlink" : "a file");
-	if (p.type == N_ROOT && !strncmp(name, ".Trash", 6)) {
+	if (p->type == N_ROOT && !strncmp(name, ".Trash", 6)) {
 		ret = trash_name_ok(fs, req, name);
 		if (!ret)
 			ret = tree_trash_create(fs->tree, name, mode, ctx->uid,
 						ctx->gid, &a);
-		return ret < 0 ? ret : made_entry(fs, &p, a.ino, NULL, e);
+		if (ret < 0)
+			return ret;
+		new_real_node(&a, n);
+		return fill_entry(fs, p, n, e);
 	}
-	ret = may_create(fs, parent, name, &p);
+	ret = may_create(fs, p, name);
 	if (ret < 0)
 		return ret;
-	if (p.type == N_ROOT) {
+	if (p->type == N_ROOT) {
 		ret = session_create(fs->st, fs->tree, name, mode, ctx->uid,
 				     ctx->gid, &s, NULL);
-		return ret < 0 ? ret : made_entry(fs, &p, s.root_ino, NULL, e);
+		if (!ret)
+			ret = resolve_session_root(fs, &s, n);
+		return ret < 0 ? ret : fill_entry(fs, p, n, e);
 	}
-	ret = tree_create(fs->tree, parent, name, S_ISDIR(mode)
+	ret = tree_create(fs->tree, p->ino, name, S_ISDIR(mode)
 			  ? S_IFDIR | (mode & 07777) : mode, ctx->uid, ctx->gid,
 			  target, &a);
-	changed_if(fs, session_of(&p), ret);
-	return ret < 0 ? ret : made_entry(fs, &p, a.ino, NULL, e);
+	if (ret < 0)
+		return ret;
+	changed(fs, session_of(p));
+	new_real_node(&a, n);
+	return fill_entry(fs, p, n, e);
+}
+
+/* make() in folder `parent`, replied to. */
+static void make_in(fuse_req_t req, fuse_ino_t parent, const char *name,
+		    mode_t mode, const char *target)
+{
+	struct flowfs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct node p, n;
+	int ret;
+
+	lock(fs);
+	ret = resolve(fs, parent, &p);
+	if (!ret)
+		ret = make(fs, req, &p, name, mode, target, &n, &e);
+	unlock(fs);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_entry(req, &e);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
-	struct flowfs *fs = fs_of(req);
-	struct fuse_entry_param e;
-	int ret;
-
-	lock(fs);
-	ret = make(fs, req, parent, name, S_IFDIR | mode, NULL, &e);
-	unlock(fs);
-	reply_made(req, ret, &e);
+	make_in(req, parent, name, S_IFDIR | mode, NULL);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode, dev_t rdev)
 {
-	struct flowfs *fs = fs_of(req);
-	struct fuse_entry_param e;
-	int ret;
-
 	(void)rdev;
-	if (!S_ISREG(mode)) {
+	if (!S_ISREG(mode))
 		fuse_reply_err(req, EPERM);
-		return;
-	}
-	lock(fs);
-	ret = make(fs, req, parent, name, mode, NULL, &e);
-	unlock(fs);
-	reply_made(req, ret, &e);
+	else
+		make_in(req, parent, name, mode, NULL);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		       const char *name)
 {
-	struct flowfs *fs = fs_of(req);
-	struct fuse_entry_param e;
-	int ret;
-
-	if (strlen(link) >= 4096) {
+	if (strlen(link) >= 4096)
 		fuse_reply_err(req, ENAMETOOLONG);
-		return;
-	}
-	lock(fs);
-	ret = make(fs, req, parent, name, S_IFLNK | 0777, link, &e);
-	unlock(fs);
-	reply_made(req, ret, &e);
+	else
+		make_in(req, parent, name, S_IFLNK | 0777, link);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
@@ -1625,8 +1651,9 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	ret = resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : session_row(fs, &p, name);
 	if (row >= 0) {
+		/* it says itself when it changed something */
 		ret = remove_reserved(fs, req, &p, name, row, false);
-		goto out;
+		goto reply;
 	}
 	if (!ret && p.type == N_ROOT) {
 		struct session_info s;
@@ -1648,6 +1675,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 out:
 	if (!ret)
 		changed(fs, session_of(&p));
+reply:
 	unlock(fs);
 	fuse_reply_err(req, -ret);
 }
@@ -1681,8 +1709,9 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	ret = resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : session_row(fs, &p, name);
 	if (row >= 0) {
+		/* it says itself when it changed something */
 		ret = remove_reserved(fs, req, &p, name, row, true);
-		goto out;
+		goto reply;
 	}
 	if (!ret && p.type == N_ROOT) {
 		if (reserved_row(fs, &p, name) >= 0)
@@ -1706,6 +1735,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 out:
 	if (!ret)
 		changed(fs, session_of(&p));
+reply:
 	unlock(fs);
 	fuse_reply_err(req, -ret);
 }
@@ -1774,6 +1804,19 @@ static void node_target(const struct node *n, struct doc_target *t)
 	} else {
 		t->row = n->row;
 	}
+}
+
+/* Empty document `n` (moved to the trash, removed by rm): refused now
+ * (a run is going on), EBUSY; the log says why. */
+static int clear_doc(struct flowfs *fs, const struct node *n)
+{
+	const struct entry *e = &fs_entries[n->row];
+	struct doc_target t;
+	int ret;
+
+	node_target(n, &t);
+	ret = commit_target(fs, &t, e->cleared, strlen(e->cleared));
+	return ret == -EINVAL ? -EBUSY : ret;
 }
 
 /* rename of a file onto a document (an editor's save, a file brought
@@ -1882,30 +1925,67 @@ static int rename_from_entry(struct flowfs *fs, const struct node *p,
 	if (!ret)
 		ret = copy_away(fs, &n, np->ino, newname);
 	/* moved out of its session (to the trash): a document goes with
-	 * it, as it would with unlink */
+	 * it, as it would with unlink; kept, the copy goes */
 	if (!ret && moves_out(&n.s, np) && fs_entries[row].kind == ENTRY_DOC) {
-		const struct entry *e = &fs_entries[row];
-		struct ferr err = FERR_INIT;
-
-		ret = e->commit(fs, &n.s, e->cleared, strlen(e->cleared), &err);
+		ret = clear_doc(fs, &n);
+		if (ret < 0)
+			tree_unlink(fs->tree, np->ino, newname);
 	}
+	return ret;
+}
+
+/* What generated entry `n` holds now ("" when it is not there; any name
+ * in parameters_output/: its one file). */
+static int made_content(struct flowfs *fs, const struct node *n,
+			struct sbuf *out)
+{
+	int64_t mtime;
+	int ret = n->standin ? 0 : render_entry(fs, n, out, &mtime);
+
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/* Whether file `src` holds `bytes` (read only when the sizes agree). */
+static int holds(struct flowfs *fs, const struct tree_attr *src,
+		 const struct sbuf *bytes, bool *same)
+{
+	struct sbuf text = SBUF_INIT;
+	int ret = 0;
+
+	*same = (size_t)src->size == bytes->len;
+	if (*same)
+		ret = S_ISLNK(src->mode) ? tree_readlink(fs->tree, src->ino, &text)
+					 : tree_read_all(fs->tree, src, &text);
+	if (*same && !ret)
+		*same = text.len == bytes->len &&
+			!memcmp(text.buf, bytes->buf, text.len);
+	/* too large to hold: not what a generated file holds */
+	if (ret == -EFBIG) {
+		*same = false;
+		ret = 0;
+	}
+	sbuf_release(&text);
 	return ret;
 }
 
 /*
  * rename of a file onto a name flowfs makes (a generated file, a link,
- * ctl, any name in parameters_output/): the file goes, and what it held
- * is dropped, as what is written to such a name is (reserved names) —
- * rsync -a brings a copy of status back that way.
+ * ctl, any name in parameters_output/), from the same folder: the file
+ * goes, and what it held is dropped, as what is written to such a name
+ * is (reserved names) — rsync -a brings a copy of status back that way,
+ * through a temporary file beside it.  From elsewhere (mv of a deck in
+ * uploads/ onto output/for005.dat) only a file holding what the name
+ * does (a copy from the trash) may go: anything else would be lost.
  */
 static int rename_onto_made(struct flowfs *fs, const struct node *p,
 			    const char *name, const struct node *np,
 			    const char *newname, int newrow)
 {
-	struct sbuf text = SBUF_INIT;
+	struct sbuf now = SBUF_INIT;
 	char path[STATUS_PATH_MAX];
 	struct tree_attr src;
 	struct node n;
+	bool same = false;
 	int ret;
 
 	ret = tree_lookup(fs->tree, p->ino, name, &src);
@@ -1913,23 +1993,29 @@ static int rename_onto_made(struct flowfs *fs, const struct node *p,
 		ret = -ENOTDIR;
 	if (!ret)
 		ret = made_node(fs, np, (unsigned)newrow, newname, &n);
-	if (!ret && S_ISLNK(src.mode))
-		ret = tree_readlink(fs->tree, src.ino, &text);
-	if (!ret && S_ISREG(src.mode)) {
-		ret = tree_read_all(fs->tree, &src, &text);
-		/* too large to compare: dropped all the same */
-		if (ret == -EFBIG)
-			ret = 0;
-	}
 	if (!ret)
-		ret = tree_unlink(fs->tree, p->ino, name);
-	if (!ret) {
-		session_path(np, newname, path, sizeof(path));
-		drop_written(fs, &n, path, &text, (size_t)src.size, "moved onto");
-		/* the kernel moved the file's name there: it must forget it */
-		fs_notify_entry(fs->notifier, np->ino, newname);
+		ret = made_content(fs, &n, &now);
+	if (!ret)
+		ret = holds(fs, &src, &now, &same);
+	if (ret < 0)
+		goto out;
+	session_path(np, newname, path, sizeof(path));
+	if (!same && p->ino != np->ino) {
+		ret = -EACCES;
+		fs_log(fs, n.s.id, n.s.name, path, "flowfs makes this file: a"
+		       " file moved onto it from another folder is refused"
+		       " (what it holds would be lost)");
+		goto out;
 	}
-	sbuf_release(&text);
+	ret = tree_unlink(fs->tree, p->ino, name);
+	if (ret < 0)
+		goto out;
+	if (!same && src.size)
+		log_dropped(fs, &n, path, (size_t)src.size, "moved onto");
+	/* the kernel moved the file's name there: it must forget it */
+	fs_notify_entry(fs->notifier, np->ino, newname);
+out:
+	sbuf_release(&now);
 	return ret;
 }
 
@@ -2032,9 +2118,13 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 		ret = lookup_in(fs, p, name, &n);
 		if (!ret)
 			ret = copy_away(fs, &n, np->ino, newname);
-		/* moved out of its session (to the trash): it goes */
-		if (!ret && moves_out(&p->s, np))
+		/* moved out of its session (to the trash): it goes; kept,
+		 * the copy goes */
+		if (!ret && moves_out(&p->s, np)) {
 			ret = fs_collections[coll].remove(fs, p->attr.session, id);
+			if (ret < 0)
+				tree_unlink(fs->tree, np->ino, newname);
+		}
 		return ret;
 	}
 	if (noreplace) {
@@ -2199,19 +2289,21 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 		ret = -EROFS;
 		goto fail;
 	}
-	if (writing && e->kind != ENTRY_DOC) {
-		h->kind = H_SINK;
-		h->session = n->s.id;
-		node_path(fs, n, h->sink_path, sizeof(h->sink_path));
-		*out = h;
-		return 0;
-	}
-	h->kind = e && e->kind == ENTRY_DOC && writing ? H_DOC : H_GENERATED;
+	h->kind = !writing ? H_GENERATED
+		  : e->kind == ENTRY_DOC ? H_DOC : H_SINK;
 	h->session = n->s.id;
 	node_target(n, &h->target);
-	/* a name made while absent reads as the empty file it is */
-	if (!(writing && (flags & O_TRUNC)) && !n->nominal) {
+	if (h->kind == H_SINK)
+		node_path(fs, n, h->sink_path, sizeof(h->sink_path));
+	/* a name made while absent reads as the empty file it is; a sink
+	 * keeps what its file holds (any name in parameters_output/: the
+	 * one file there), to tell a copy of it from news */
+	if (h->kind == H_SINK ? !n->standin
+			      : !(h->kind == H_DOC && (flags & O_TRUNC)) &&
+					!n->nominal) {
 		ret = render_entry(fs, n, &h->content, &h->mtime_ns);
+		if (ret == -ENOENT && h->kind == H_SINK)
+			ret = 0;
 		if (ret < 0)
 			goto fail;
 	}
@@ -2262,11 +2354,6 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /*
- * create(2) of `name` in `parent`: a real file, or, for <id>.json in a
- * collection's folder, a draft of a new document (its first valid close
- * makes it a node, an edge, a round).
- */
-/*
  * create(2) of `name` in `parent`, opened with `flags`: a reserved name
  * of a session (above), a draft of a new document for <id>.json in a
  * collection's folder (its first valid close makes it a node, an edge, a
@@ -2276,53 +2363,38 @@ static int create_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
 		     const char *name, mode_t mode, int flags,
 		     struct fuse_entry_param *e, struct handle **h)
 {
-	struct fuse_entry_param made;
 	struct node p, n;
 	char id[256];
 	int64_t key = 0;
-	uint64_t ino;
-	int row, coll, ret;
+	int coll, ret;
 
 	ret = resolve(fs, parent, &p);
-	row = ret < 0 ? -1 : session_row(fs, &p, name);
+	if (ret < 0)
+		return ret;
 	/* nothing to read in what is made anew (a document's draft) */
 	flags |= O_TRUNC;
-	if (row >= 0) {
-		ret = make_reserved(fs, req, &p, name, row, S_IFREG, NULL, &n);
-		if (!ret)
-			ret = fill_entry(fs, &p, &n, e);
-		if (!ret)
-			ret = open_node(fs, &n, flags, h);
-		if (!ret && (*h)->kind == H_SINK)
-			session_path(&p, name, (*h)->sink_path,
-				     sizeof((*h)->sink_path));
-		return ret;
-	}
-	coll = ret < 0 ? -1 : item_name(&p, name, id, sizeof(id));
+	coll = item_name(&p, name, id, sizeof(id));
 	if (coll >= 0) {
 		ret = fs_collections[coll].create_draft(fs, p.attr.session, id,
 							&key);
-		ino = fs_item_ino((unsigned)coll, key);
 		if (!ret)
-			ret = resolve(fs, ino, &n);
+			ret = resolve(fs, fs_item_ino((unsigned)coll, key), &n);
 		if (!ret)
 			ret = fill_entry(fs, &p, &n, e);
-		if (!ret)
-			ret = open_node(fs, &n, flags, h);
-		/* its last close drops the draft unless it stored a version */
-		if (!ret)
-			(*h)->owns_draft = (*h)->kind == H_DOC;
-		return ret;
+	} else {
+		ret = make(fs, req, &p, name, S_IFREG | (mode & 07777), NULL,
+			   &n, e);
 	}
-	if (ret < 0)
-		return ret;
-	ret = make(fs, req, parent, name, S_IFREG | (mode & 07777), NULL, &made);
 	if (!ret)
-		ret = resolve(fs, made.ino, &n);
-	if (!ret) {
-		*e = made;
 		ret = open_node(fs, &n, flags, h);
-	}
+	/* its last close drops the draft unless it stored a version */
+	if (!ret && coll >= 0)
+		(*h)->owns_draft = (*h)->kind == H_DOC;
+	/* a sink made under another name (in parameters_output/) is named
+	 * so in the log */
+	if (!ret && (*h)->kind == H_SINK)
+		session_path(&p, name, (*h)->sink_path,
+			     sizeof((*h)->sink_path));
 	return ret;
 }
 
@@ -2374,10 +2446,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	if (h->kind != H_FILE) {
-		/* a document's buffer (a sink's) changes with writes,
-		 * truncates and flushes on other threads; a generated one
-		 * never does */
-		bool changes = h->kind == H_DOC || h->kind == H_SINK;
+		/* a document's buffer changes with writes, truncates and
+		 * flushes on other threads; a generated one (a sink's) never
+		 * does */
+		bool changes = h->kind == H_DOC;
 
 		if (changes)
 			lock(fs);
@@ -2429,24 +2501,30 @@ static int run_control(struct flowfs *fs, struct handle *h, const char *buf,
 	return ret;
 }
 
-/* `size` bytes at `off` into the handle's buffer (a document's draft,
- * what a sink was given). */
+/* `size` bytes at `off` into a document's draft. */
 static int buffer_write(struct handle *h, const char *buf, size_t size,
 			size_t off)
 {
-	int ret = 0;
+	int ret = off + size > h->content.len ? buffer_resize(h, off + size)
+					      : 0;
 
-	if (off + size > h->content.len) {
-		size_t old = h->content.len;
+	if (!ret)
+		memcpy(h->content.buf + off, buf, size);
+	return ret;
+}
 
-		ret = sbuf_grow(&h->content, off + size - old);
-		if (ret < 0)
-			return ret;
-		memset(h->content.buf + old, 0, off + size - old);
-		sbuf_setlen(&h->content, off + size);
-	}
-	memcpy(h->content.buf + off, buf, size);
-	return 0;
+/* What is written to a sink is dropped, but compared with what the file
+ * holds first: a copy of it brought back is no news (flush_sink()). */
+static void sink_write(struct handle *h, const char *buf, size_t size,
+		       size_t off)
+{
+	if (off > h->content.len || size > h->content.len - off ||
+	    memcmp(h->content.buf + off, buf, size))
+		h->sink_differs = true;
+	if (off + size > h->sink_end)
+		h->sink_end = off + size;
+	h->sink_bytes += size;
+	h->dirty = true;
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
@@ -2460,22 +2538,23 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (h->kind == H_DOC || h->kind == H_SINK) {
-		bool fits = (size_t)off <= DOC_MAX_SIZE &&
-			    size <= DOC_MAX_SIZE - (size_t)off;
-
-		if (!fits && h->kind == H_DOC) {
+	if (h->kind == H_SINK) {
+		/* a flush of a dup'ed descriptor may read it meanwhile */
+		lock(fs);
+		sink_write(h, buf, size, (size_t)off);
+		unlock(fs);
+		fuse_reply_write(req, size);
+		return;
+	}
+	if (h->kind == H_DOC) {
+		if ((size_t)off > DOC_MAX_SIZE ||
+		    size > DOC_MAX_SIZE - (size_t)off) {
 			fuse_reply_err(req, EFBIG);
 			return;
 		}
 		/* a flush of a dup'ed descriptor may read it meanwhile */
 		lock(fs);
-		/* a sink keeps what fits, to tell a copy of what it holds
-		 * from news */
-		if (fits)
-			ret = buffer_write(h, buf, size, (size_t)off);
-		if (!ret && h->kind == H_SINK)
-			h->sink_bytes += size;
+		ret = buffer_write(h, buf, size, (size_t)off);
 		if (!ret) {
 			h->dirty = true;
 			h->refused = false;
@@ -2546,7 +2625,8 @@ static int flush_doc(struct flowfs *fs, struct handle *h, bool durable)
 	return ret;
 }
 
-/* What a sink was given is dropped; the log says so (drop_written). */
+/* What a sink was given is dropped; the log says so unless it was what
+ * the file holds. */
 static void flush_sink(struct flowfs *fs, struct handle *h)
 {
 	struct node n;
@@ -2555,10 +2635,11 @@ static void flush_sink(struct flowfs *fs, struct handle *h)
 		return;
 	h->dirty = false;
 	/* a session gone meanwhile has no log to tell */
-	if (resolve(fs, h->ino, &n) == 0)
-		drop_written(fs, &n, h->sink_path, &h->content, h->sink_bytes,
-			     "written to");
+	if ((h->sink_differs || h->sink_end != h->content.len) &&
+	    resolve(fs, h->ino, &n) == 0)
+		log_dropped(fs, &n, h->sink_path, h->sink_bytes, "written to");
 	h->sink_bytes = 0;
+	h->sink_differs = false;
 }
 
 /* The last close of a file handle (the caller holds the lock). */
@@ -2684,8 +2765,10 @@ static int dir_add_node(struct flowfs *fs, struct handle *h, size_t *alloc,
 		return 0;
 	if (ret < 0)
 		return ret;
+	/* a name a process sees its own way: the kernel asks each time */
 	return dir_add(h, alloc, name, &st, generated,
-		       entry_timeout(dir, n, st.st_mode));
+		       n->type == N_ENTRY && seen_named(fs, dir->ino, name)
+			       ? 0.0 : entry_timeout(dir, n, st.st_mode));
 }
 
 /* The entries of the table that live in folder `dir`. */
@@ -2752,7 +2835,7 @@ static int dir_add_catalog(struct flowfs *fs, struct handle *h, size_t *alloc,
 		const struct skill *sk = skill_at(fs->skills, i);
 		struct node n;
 
-		ret = resolve(fs, fs_skill_ino(FS_SPACE_CATALOG, 0, sk->serial,
+		ret = resolve(fs, fs_catalog_ino(sk->serial,
 					       0), &n);
 		if (!ret)
 			ret = dir_add_node(fs, h, alloc, dir, sk->id, &n);

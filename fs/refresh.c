@@ -63,9 +63,7 @@ static void list_names(struct flowfs *fs, const struct session_info *s,
 		name = fs_entry_name(fs, s, row, &buf);
 		if (!name)
 			continue;
-		snprintf(path, sizeof(path), "%s%s",
-			 e->scope == SCOPE_OUTPUT ? "output/"
-			 : e->scope == SCOPE_PARAMOUT ? "parameters_output/" : "",
+		snprintf(path, sizeof(path), "%s%s", fs_scope_folder(e->scope),
 			 name);
 		add(l, s->name, path);
 	}
