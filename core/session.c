@@ -880,15 +880,13 @@ static const char *const log_read[2] = {
 	"SELECT time_ns, path, message FROM mount_log ORDER BY id",
 };
 
-/* `text` as one line of at most SESSION_LOG_MESSAGE_MAX bytes, cut at a
- * character (utf8_cut()). */
-static char *log_text(const char *text)
+char *session_log_text(const char *text)
 {
 	char *line = strndup(text, utf8_cut(text, strlen(text),
 					    SESSION_LOG_MESSAGE_MAX));
 
 	for (char *p = line; p && *p; p++)
-		if (*p == '\n' || *p == '\r')
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = ' ';
 	return line;
 }
@@ -896,7 +894,7 @@ static char *log_text(const char *text)
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message)
 {
-	char *line = log_text(message), *where = log_text(path);
+	char *line = session_log_text(message), *where = session_log_text(path);
 	int root = id == 0, ret = -ENOMEM;
 
 	if (!line || !where)

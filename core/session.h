@@ -180,9 +180,15 @@ int session_render_context_text(struct store *st, const struct session_info *s,
 
 /*
  * Add a line to the log of session `id` (0: the mount root's), dropping
- * the oldest beyond SESSION_LOG_KEEP.  Line breaks in `message` become
- * blanks: one event, one line.
+ * the oldest beyond SESSION_LOG_KEEP.  `path` and `message` are kept as
+ * session_log_text() gives them.
  */
+/* `text` as a log keeps it (malloc'd; NULL: no memory): control
+ * characters (line breaks, a terminal's escapes) become blanks, so one
+ * event is one line and says nothing to a terminal, and it is cut at
+ * SESSION_LOG_MESSAGE_MAX bytes, at a character. */
+char *session_log_text(const char *text);
+
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message);
 /*

@@ -820,6 +820,13 @@ static void test_log(void **state)
 			 SESSION_LOG_MESSAGE_MAX - 1 + 1);
 	sbuf_release(&sb);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM mount_log"), 1);
+
+	/* a terminal's escapes and tabs, as a model or an archive may name a
+	 * file, are blanks: the echo to stderr and syslog shows this text */
+	p = session_log_text("x\x1b[2Jy\tz\x7f\xc3\xa9");
+	assert_non_null(p);
+	assert_string_equal(p, "x [2Jy z \xc3\xa9");
+	free((char *)p);
 }
 
 static void test_format_time(void **state)
