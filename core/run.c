@@ -239,7 +239,7 @@ int run_put_output(struct run *r, const char *name, const char *data,
 	run_lock(r);
 	ret = tree_put_file(r->host->tree, r->output_ino, name, data, len, NULL);
 	if (!ret)
-		r->host->changed(r->host->ctx, r->output_ino, name);
+		r->host->changed(r->host->ctx, r->session, r->output_ino, name);
 	run_unlock(r);
 	return ret;
 }
@@ -320,7 +320,7 @@ int run_file_close(struct run_file *f, const char *name, int ret,
 	if (!ret)
 		ret = tree_link_unlinked(t, f->file.ino, f->parent, name);
 	if (!ret)
-		r->host->changed(r->host->ctx, f->parent, name);
+		r->host->changed(r->host->ctx, r->session, f->parent, name);
 	/* not linked: this release deletes it */
 	rr = tree_release(t, f->file.ino);
 	run_unlock(r);

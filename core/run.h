@@ -58,10 +58,12 @@ struct run_host {
 	void *ctx;
 	void (*lock)(void *ctx);
 	void (*unlock)(void *ctx);
-	/* A name in a tree folder now stands for another file (a fetch or a
-	 * run replaced it): the kernel's cached name must go.  Called with
-	 * the lock held; must not wait on the kernel. */
-	void (*changed)(void *ctx, uint64_t parent, const char *name);
+	/* A name in a tree folder of session `session` now stands for
+	 * another file (a fetch or a run replaced it): the kernel's cached
+	 * name must go.  Called with the lock held; must not wait on the
+	 * kernel. */
+	void (*changed)(void *ctx, int64_t session, uint64_t parent,
+			const char *name);
 	/* Returns once the kernel has dropped every name changed() reported
 	 * so far: a run or fetch calls it, without the lock, before its
 	 * status says it is done, so that what it says is what a reader

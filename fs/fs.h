@@ -118,12 +118,26 @@ struct flowfs {
 	/* each process's own view of the reserved names it removed or made
 	 * (ops.c), the lock held */
 	struct fs_seen seen[FS_SEEN_SLOTS];
+	/* the refresher: its pid, and the pipe's end that sends it paths */
+	pid_t refresher_pid;
+	int refresher_fd;
 };
 
-/* Start touching session `session`'s folders and generated names
- * through the mount, for inotify watchers (refresh.c; the notifier's
- * thread): the pid of the process that does it, 0 when none could. */
-pid_t fs_refresh_session(void *ctx, int64_t session);
+/*
+ * The refresher (refresh.c): a process of its own that touches a
+ * session's folders and generated names through the mount, for inotify
+ * watchers.  fs_refresher_start() once mounted (before the loop runs);
+ * fs_refresh_session() from the notifier's thread, never waiting;
+ * fs_refresher_stop() as soon as the loop has ended (the refresher may be
+ * waiting for an answer); fs_refresher_is(): whether a request comes
+ * from it (ops.c takes those as no-ops); fs_refresher_main(): main() of
+ * "flowfs --refresh-helper MOUNTPOINT MAJOR:MINOR".
+ */
+int fs_refresher_start(struct flowfs *fs);
+void fs_refresh_session(void *ctx, int64_t session);
+void fs_refresher_stop(struct flowfs *fs);
+bool fs_refresher_is(const struct flowfs *fs, pid_t pid);
+int fs_refresher_main(int argc, char **argv);
 
 /*
  * Add a line to the log of session `session` (0: the mount root's,

@@ -286,14 +286,13 @@ static void host_unlock(void *ctx)
 	pthread_mutex_unlock(&((struct flowfs *)ctx)->lock);
 }
 
-static void host_changed(void *ctx, uint64_t parent, const char *name)
+static void host_changed(void *ctx, int64_t session, uint64_t parent,
+			 const char *name)
 {
 	struct flowfs *fs = ctx;
-	struct tree_attr dir;
 
 	fs_notify_entry(fs->notifier, parent, name);
-	if (tree_getattr(fs->tree, parent, &dir) == 0 && dir.session)
-		fs_notify_session(fs->notifier, dir.session);
+	fs_notify_session(fs->notifier, session);
 }
 
 static void host_settle(void *ctx)
@@ -379,7 +378,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct options opts = { .engine_retries = -1 };
 	char *engine_key = NULL;
-	struct flowfs fs = { 0 };
+	struct flowfs fs = { .refresher_fd = -1 };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	struct ferr err = FERR_INIT;
@@ -399,6 +398,9 @@ int main(int argc, char *argv[])
 	/* fixing the threshold above also fixes this one at 128 KiB: keep
 	 * the heap from shrinking and growing again around every request */
 	mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
+	/* the refresher, a process the daemon starts (refresh.c) */
+	if (argc > 1 && !strcmp(argv[1], "--refresh-helper"))
+		return fs_refresher_main(argc, argv);
 	if (fuse_opt_parse(&args, &opts, option_spec, take_mountpoint) < 0)
 		return 1;
 	if (opts.help) {
@@ -482,12 +484,6 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
 	}
-	fs.tools_path = config_path("tools.json");
-	if (!fs.tools_path || fs_notifier_start(&fs.notifier, se,
-						fs_refresh_session, &fs) < 0) {
-		fprintf(stderr, "flowfs: out of memory\n");
-		goto out_unmount;
-	}
 	if (tree_new(&fs.tree, fs.st) < 0) {
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
@@ -495,12 +491,22 @@ int main(int argc, char *argv[])
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	fs.mountpoint = strdup(cmd.mountpoint);
+	fs.tools_path = config_path("tools.json");
+	if (!fs.mountpoint || !fs.tools_path ||
+	    fs_notifier_start(&fs.notifier, se, fs_refresh_session, &fs) < 0) {
+		fprintf(stderr, "flowfs: out of memory\n");
+		goto out_unmount;
+	}
+	/* without it, file managers only miss what changes by itself */
+	if (fs_refresher_start(&fs) < 0)
+		fprintf(stderr, "flowfs: cannot start the refresher: file"
+			" managers will not see generated files change\n");
 	fs.run_host.st = fs.st;
 	fs.run_host.tree = fs.tree;
 	fs.run_host.skills = fs.skills;
 	fs.run_host.mountpoint = fs.mountpoint;
 	/* runs the last daemon left going on cannot go on */
-	if (!fs.mountpoint || run_recover(fs.st) < 0) {
+	if (run_recover(fs.st) < 0) {
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
 	}
@@ -524,9 +530,13 @@ int main(int argc, char *argv[])
 	fuse_loop_cfg_set_idle_threads(loop, 4);
 	ret = cmd.singlethread ? fuse_session_loop(se)
 			       : fuse_session_loop_mt(se, loop);
-	ret = ret != 0;
+	/* SIGTERM, SIGINT, SIGHUP (the loop returns their number) stop it
+	 * as an unmount does: cleanly */
+	ret = ret < 0;
 
 out_unmount:
+	/* at once: it may be waiting for an answer no loop will give */
+	fs_refresher_stop(&fs);
 	/* the handles the kernel never released first: committing a
 	 * request.json there may start a fetch, which must be stopped */
 	fs_release_open_handles(&fs);
@@ -561,7 +571,7 @@ out:
 	free(opts.engine_model);
 	free(opts.engine_key_file);
 	free(opts.max_fetch);
-	if (fs.st && !fs.foreground)
+	if (!fs.foreground)
 		closelog();
 	if (engine_key)
 		explicit_bzero(engine_key, strlen(engine_key));

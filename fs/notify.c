@@ -3,14 +3,10 @@
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 struct item {
 	uint64_t parent;
@@ -32,9 +28,8 @@ struct fs_notifier {
 	pthread_cond_t settled;		/* `sent` moved */
 	struct item *head, **tail;
 	uint64_t queued, sent;		/* counts since start */
-	pid_t (*refresh)(void *ctx, int64_t session);
+	void (*refresh)(void *ctx, int64_t session);
 	void *ctx;
-	_Atomic pid_t child;		/* the refresh going on */
 	struct pending pending[FS_REFRESH_SLOTS];
 	size_t npending;
 	bool stop;
@@ -73,7 +68,9 @@ static void wait_ms(struct fs_notifier *n, int64_t ms)
 {
 	struct timespec until;
 
-	clock_gettime(CLOCK_REALTIME, &until);
+	/* the clock the condition waits on (fs_notifier_start()): a jump
+	 * of the wall clock must not stall a refresh */
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += ms / 1000;
 	until.tv_nsec += (ms % 1000) * 1000000;
 	if (until.tv_nsec >= 1000000000) {
@@ -81,37 +78,6 @@ static void wait_ms(struct fs_notifier *n, int64_t ms)
 		until.tv_nsec -= 1000000000;
 	}
 	pthread_cond_timedwait(&n->wake, &n->lock, &until);
-}
-
-/*
- * Run refresh() for `session` and wait for its process (the lock not
- * held), killing it when the notifier stops: its requests to the mount
- * are answered only while the loop runs.
- */
-static void run_refresh(struct fs_notifier *n, int64_t session)
-{
-	pid_t pid = n->refresh(n->ctx, session);
-	bool killed = false;
-
-	if (pid <= 0)
-		return;
-	atomic_store(&n->child, pid);
-	for (;;) {
-		int status;
-		pid_t got = waitpid(pid, &status, killed ? 0 : WNOHANG);
-
-		if (got == pid || (got < 0 && errno != EINTR))
-			break;
-		pthread_mutex_lock(&n->lock);
-		if (n->stop && !killed) {
-			kill(pid, SIGKILL);
-			killed = true;
-		} else if (!killed) {
-			wait_ms(n, 5);
-		}
-		pthread_mutex_unlock(&n->lock);
-	}
-	atomic_store(&n->child, 0);
 }
 
 static void *notify_loop(void *arg)
@@ -131,7 +97,7 @@ static void *notify_loop(void *arg)
 
 				n->pending[due] = n->pending[--n->npending];
 				pthread_mutex_unlock(&n->lock);
-				run_refresh(n, session);
+				n->refresh(n->ctx, session);
 				pthread_mutex_lock(&n->lock);
 			} else if (wait >= 0) {
 				wait_ms(n, wait);
@@ -159,9 +125,10 @@ static void *notify_loop(void *arg)
 }
 
 int fs_notifier_start(struct fs_notifier **out, struct fuse_session *se,
-		      pid_t (*refresh)(void *ctx, int64_t session), void *ctx)
+		      void (*refresh)(void *ctx, int64_t session), void *ctx)
 {
 	struct fs_notifier *n = calloc(1, sizeof(*n));
+	pthread_condattr_t monotonic;
 
 	*out = NULL;
 	if (!n)
@@ -171,7 +138,10 @@ int fs_notifier_start(struct fs_notifier **out, struct fuse_session *se,
 	n->ctx = ctx;
 	n->tail = &n->head;
 	pthread_mutex_init(&n->lock, NULL);
-	pthread_cond_init(&n->wake, NULL);
+	pthread_condattr_init(&monotonic);
+	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+	pthread_cond_init(&n->wake, &monotonic);
+	pthread_condattr_destroy(&monotonic);
 	pthread_cond_init(&n->settled, NULL);
 	if (pthread_create(&n->thread, NULL, notify_loop, n) != 0) {
 		pthread_cond_destroy(&n->settled);
@@ -249,9 +219,4 @@ void fs_notify_session(struct fs_notifier *n, int64_t session)
 		n->pending[i].last = now;
 	pthread_cond_signal(&n->wake);
 	pthread_mutex_unlock(&n->lock);
-}
-
-pid_t fs_notifier_child(struct fs_notifier *n)
-{
-	return n ? atomic_load(&n->child) : 0;
 }

@@ -20,10 +20,10 @@
 struct fuse_session;
 struct fs_notifier;
 
-/* refresh(ctx, session) runs on the thread for fs_notify_session(): it
- * starts a process to do it and returns its pid (0: none started). */
+/* refresh(ctx, session) runs on the thread for fs_notify_session(); it
+ * must not wait (for the mount least of all). */
 int fs_notifier_start(struct fs_notifier **out, struct fuse_session *se,
-		      pid_t (*refresh)(void *ctx, int64_t session), void *ctx);
+		      void (*refresh)(void *ctx, int64_t session), void *ctx);
 /* Sends what is queued, then stops; NULL is fine. */
 void fs_notifier_stop(struct fs_notifier *n);
 
@@ -45,12 +45,8 @@ void fs_notify_settle(struct fs_notifier *n);
  * watchers — file managers — nothing of its cache invalidations, so once
  * the session has held still FS_REFRESH_QUIET_MS (at most
  * FS_REFRESH_MAX_MS after the first call), the thread calls refresh(),
- * which touches the names through the mount itself.  Never waits.
+ * which has the names touched through the mount.  Never waits.
  */
 void fs_notify_session(struct fs_notifier *n, int64_t session);
-
-/* The process refresh() started, while it runs (its requests are the
- * refresh's: ops.c makes them no-ops); 0 otherwise. */
-pid_t fs_notifier_child(struct fs_notifier *n);
 
 #endif

@@ -1208,8 +1208,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	int ret;
 
 	/* touch(1) of a refresh (refresh.c): watchers look, nothing changes */
-	if (fuse_req_ctx(req)->pid == fs_notifier_child(fs->notifier) &&
-	    fuse_req_ctx(req)->pid) {
+	if (fs_refresher_is(fs, fuse_req_ctx(req)->pid)) {
 		op_getattr(req, ino, NULL);
 		return;
 	}

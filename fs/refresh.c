@@ -6,124 +6,225 @@
  * (measured on Linux 6.18 with libfuse 3.14: notify_inval_entry,
  * notify_delete, notify_inval_inode and notify_expire_entry wake no
  * watcher).  It does tell them of a real operation on a name.  So, once a
- * session holds still (notify.h), the notifier's thread touches its
- * folders — a file manager showing one reads its listing again, and a
- * file that appeared or went shows — and the names flowfs makes in them,
- * whose new size and time then show.  ops.c takes these requests as
- * no-ops: nothing stored changes.
+ * session holds still (notify.h), its folders — a file manager showing
+ * one reads its listing again, and a file that appeared or went shows —
+ * and the names flowfs makes in them, whose new size and time then show,
+ * are touched through the mount.  ops.c takes these requests as no-ops:
+ * nothing stored changes.
+ *
+ * The touching is done by a process of its own, the refresher (this
+ * program, run as "flowfs --refresh-helper"), started with the mount.
+ * No thread of the daemon ever makes a request to its own mount: one
+ * waiting for an answer when the loop has stopped (SIGTERM) would hold
+ * the daemon's exit up for good; the refresher is killed then.  Its pid
+ * is known before it touches anything, so ops.c never mistakes one of
+ * its requests for a real one.  It is sent one path per record, each a
+ * single write of at most PIPE_BUF bytes, and checks before each that
+ * the mountpoint is still this mount (after a lazy unmount another
+ * file system may be there).
  */
+#include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
+#include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fs.h"
 
-#ifndef FUSE_SUPER_MAGIC
-#define FUSE_SUPER_MAGIC 0x65735546
-#endif
+#define HELPER_ARG "--refresh-helper"
 
-#define REFRESH_NAMES 48
-
-/* Paths of names in the mount, for touch(1). */
-struct refresh_list {
-	const char *mountpoint;
-	char path[REFRESH_NAMES][FS_PATH_MAX * 2];
-	size_t n;
-};
-
-static void add(struct refresh_list *l, const char *session, const char *name)
+/* One path, with its NUL: a record the pipe takes whole or not at all. */
+static void send_path(struct flowfs *fs, const char *session,
+		      const char *name)
 {
-	if (l->n < REFRESH_NAMES)
-		snprintf(l->path[l->n++], sizeof(l->path[0]), "%s/%s%s%s",
-			 l->mountpoint, session, *name ? "/" : "", name);
+	char path[PIPE_BUF];
+	int len = snprintf(path, sizeof(path), "%s/%s%s%s", fs->mountpoint,
+			   session, *name ? "/" : "", name);
+
+	/* a path cut short could name something outside the mount */
+	if (len < 0 || (size_t)len >= sizeof(path))
+		return;
+	/* a full pipe (the refresher is behind): this one goes without */
+	if (write(fs->refresher_fd, path, (size_t)len + 1) < 0)
+		return;
 }
 
-/* What to touch in session `s`: its folders that hold names flowfs makes,
- * then those names (the lock held). */
-static void list_names(struct flowfs *fs, const struct session_info *s,
-		       struct refresh_list *l)
+/* Whether a refresh touches row `e`: the folders that hold what flowfs
+ * makes (output/, parameters_output/), and those names (but ctl, which
+ * never changes). */
+static bool touched(const struct entry *e)
 {
+	if (e->scope < SCOPE_SESSION || e->kind == ENTRY_CONTROL)
+		return false;
+	return !S_ISDIR(e->mode) || e->kind == ENTRY_DIR ||
+	       (e->kind == ENTRY_FOLDER && e->folder == SESSION_OUTPUT);
+}
+
+void fs_refresh_session(void *ctx, int64_t session)
+{
+	struct flowfs *fs = ctx;
+	struct session_info s;
 	struct sbuf buf = SBUF_INIT;
-	char path[FS_PATH_MAX];
+	uid_t me = geteuid();
 
-	add(l, s->name, "");
-	add(l, s->name, "output");
-	add(l, s->name, "parameters_output");
-	for (unsigned row = 1; row < fs_entry_count; row++) {
-		const struct entry *e = &fs_entries[row];
-		const char *name;
+	pthread_mutex_lock(&fs->lock);
+	/*
+	 * Others' folders are not the daemon's to touch unless it is root
+	 * (with allow_other): the kernel refuses before flowfs sees it.
+	 */
+	if (fs->refresher_fd < 0 || session_get(fs->st, session, &s) < 0 ||
+	    (me != 0 && s.uid != me))
+		goto out;
+	send_path(fs, s.name, "");
+	/* the folders first: a file manager reads them again */
+	for (int dirs = 1; dirs >= 0; dirs--)
+		for (unsigned row = 1; row < fs_entry_count; row++) {
+			const struct entry *e = &fs_entries[row];
+			bool dir = S_ISDIR(e->mode);
+			char path[FS_PATH_MAX];
+			const char *shown;
 
-		if (e->scope < SCOPE_SESSION || S_ISDIR(e->mode))
-			continue;
-		name = fs_entry_name(fs, s, row, &buf);
-		if (!name)
-			continue;
-		snprintf(path, sizeof(path), "%s%s", fs_scope_folder(e->scope),
-			 name);
-		add(l, s->name, path);
-	}
+			if (!touched(e) || dir != (dirs == 1))
+				continue;
+			shown = fs_entry_name(fs, &s, row, &buf);
+			if (shown && (size_t)snprintf(path, sizeof(path), "%s%s",
+					fs_scope_folder(e->scope), shown) <
+					     sizeof(path))
+				send_path(fs, s.name, path);
+		}
+out:
+	pthread_mutex_unlock(&fs->lock);
 	sbuf_release(&buf);
 }
 
-/* Whether `mountpoint` is still this mount: after a lazy unmount it is
- * the folder underneath, whose files are none of flowfs's business. */
-static bool still_mounted(const char *mountpoint)
+/* The device of the mount at `mountpoint`, asked without a request to it
+ * (the attributes the kernel has: the loop may not be running). */
+static int mount_dev(const char *mountpoint, dev_t *dev)
 {
-	struct statfs sf;
-	struct stat st;
+	struct statx stx;
 
-	return statfs(mountpoint, &sf) == 0 &&
-	       sf.f_type == FUSE_SUPER_MAGIC && stat(mountpoint, &st) == 0 &&
-	       st.st_ino == FS_ROOT_INO;
+	if (statx(AT_FDCWD, mountpoint, AT_STATX_DONT_SYNC, STATX_TYPE,
+		  &stx) < 0)
+		return -errno;
+	*dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	return 0;
 }
 
-/*
- * The touching is done by touch(1) in a process of its own, not by this
- * thread: a request to this mount can only be answered while the loop
- * runs, and a process waiting for one can be killed at unmount (notify.c),
- * where a thread of the daemon would hold its exit up for good.
- */
-pid_t fs_refresh_session(void *ctx, int64_t session)
+int fs_refresher_start(struct flowfs *fs)
 {
 	static char *const env[] = { "LC_ALL=C", NULL };
-	struct flowfs *fs = ctx;
-	struct refresh_list *l = calloc(1, sizeof(*l));
-	char *argv[REFRESH_NAMES + 5];
 	posix_spawn_file_actions_t fa;
-	struct session_info s;
-	pid_t pid = 0;
-	size_t argc = 0;
+	posix_spawnattr_t attr;
+	sigset_t none, dflt;
+	char dev[64];
+	char *argv[] = { "flowfs", HELPER_ARG, fs->mountpoint, dev, NULL };
+	dev_t mounted;
+	int p[2], ret = -1;
 
-	if (!l)
-		return 0;	/* a refresh is not worth failing over */
-	l->mountpoint = fs->mountpoint;
-	pthread_mutex_lock(&fs->lock);
-	if (session_get(fs->st, session, &s) == 0)
-		list_names(fs, &s, l);
-	pthread_mutex_unlock(&fs->lock);
-	if (!l->n || !still_mounted(fs->mountpoint))
-		goto out;
-	argv[argc++] = "touch";
-	argv[argc++] = "-c";	/* absent names stay absent */
-	argv[argc++] = "-h";	/* a link itself */
-	argv[argc++] = "--";
-	for (size_t i = 0; i < l->n; i++)
-		argv[argc++] = l->path[i];
-	argv[argc] = NULL;
-	if (posix_spawn_file_actions_init(&fa) != 0)
-		goto out;
-	/* others' files (EPERM) are none of its business to report */
+	fs->refresher_fd = -1;
+	if (mount_dev(fs->mountpoint, &mounted) < 0)
+		return -1;
+	snprintf(dev, sizeof(dev), "%u:%u", major(mounted), minor(mounted));
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	sigemptyset(&none);
+	sigemptyset(&dflt);
+	sigaddset(&dflt, SIGPIPE);
+	sigaddset(&dflt, SIGTERM);
+	sigaddset(&dflt, SIGINT);
+	sigaddset(&dflt, SIGHUP);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	/* nothing of the daemon's goes along: no descriptor (a fetch's
+	 * socket), no ignored signal, no mask */
+	posix_spawn_file_actions_adddup2(&fa, p[0], 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	if (posix_spawn(&pid, "/usr/bin/touch", &fa, NULL, argv, env) != 0)
-		pid = 0;
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &dflt);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+				 POSIX_SPAWN_SETSIGDEF);
+	if (posix_spawn(&fs->refresher_pid, "/proc/self/exe", &fa, &attr, argv,
+			env) == 0) {
+		fs->refresher_fd = p[1];
+		p[1] = -1;
+		/* a refresher that is behind drops records, never the daemon */
+		ret = fcntl(fs->refresher_fd, F_SETFL, O_NONBLOCK) < 0 ? -1 : 0;
+	} else {
+		fs->refresher_pid = 0;
+	}
+	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
-out:
-	free(l);
-	return pid;
+	close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	return ret;
+}
+
+void fs_refresher_stop(struct flowfs *fs)
+{
+	if (fs->refresher_pid <= 0)
+		return;
+	/* the notifier's thread may be sending it a path */
+	pthread_mutex_lock(&fs->lock);
+	close(fs->refresher_fd);
+	fs->refresher_fd = -1;
+	pthread_mutex_unlock(&fs->lock);
+	/* it may be waiting for an answer that will not come */
+	kill(fs->refresher_pid, SIGKILL);
+	waitpid(fs->refresher_pid, NULL, 0);
+	fs->refresher_pid = 0;
+}
+
+int fs_refresher_main(int argc, char **argv)
+{
+	char buf[2 * PIPE_BUF];
+	size_t have = 0;
+	unsigned maj, min;
+	dev_t dev;
+
+	if (argc != 4 || strcmp(argv[1], HELPER_ARG) ||
+	    sscanf(argv[3], "%u:%u", &maj, &min) != 2)
+		return 2;
+	dev = makedev(maj, min);
+	for (;;) {
+		ssize_t got = read(0, buf + have, sizeof(buf) - have);
+		char *start = buf, *end;
+		dev_t now;
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		/* the daemon closed the pipe, or is gone */
+		if (got <= 0)
+			return 0;
+		have += (size_t)got;
+		while ((end = memchr(start, '\0', have - (size_t)(start - buf)))) {
+			/* not this mount any more (lazily unmounted): done */
+			if (mount_dev(argv[2], &now) < 0 || now != dev)
+				return 0;
+			/* touch -c -h: absent names stay absent, a link is
+			 * touched itself; others' files are not its to
+			 * report */
+			utimensat(AT_FDCWD, start, NULL, AT_SYMLINK_NOFOLLOW);
+			start = end + 1;
+		}
+		have -= (size_t)(start - buf);
+		memmove(buf, start, have);
+		/* no record is longer than PIPE_BUF: a full buffer holds one */
+		if (have == sizeof(buf))
+			have = 0;
+	}
+}
+
+bool fs_refresher_is(const struct flowfs *fs, pid_t pid)
+{
+	return pid && pid == fs->refresher_pid;
 }

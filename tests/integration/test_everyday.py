@@ -213,10 +213,10 @@ class Watch:
         self.events = []
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
-        # the watch is set once inotifywait has its first line out; make
-        # one and wait for it
-        os.utime(path)
-        wait_until(lambda: self.events, "inotifywait set its watch")
+        # the watch is set once inotifywait has a line out: make one until
+        # it has (a change made before the watch is set is not seen)
+        wait_until(lambda: os.utime(path) or self.events,
+                   "inotifywait set its watch")
         self.events.clear()
 
     def _read(self):

@@ -1,0 +1,101 @@
+"""The refresher: what touches a session's folders and generated names
+through the mount so that file managers see them change (fs/refresh.c),
+and what it must never do — hold the daemon's exit up, change a stored
+time, or touch another file system.  Regressions from the review of
+issue 11."""
+
+import os
+import signal
+import subprocess
+import time
+
+from conftest import (_fusermount, daemon_env, flowfs_bin, put_json,
+                      wait_until)
+from test_engine import (bind_with, csv_skill, engine, files,  # noqa: F401
+                         run_mount)
+from test_everyday import Watch
+
+
+def test_sigterm_with_a_refresh_due_exits(run_mount, skill_folder, files):
+    """SIGTERM while a fetch is going on and a refresh is due: the daemon
+    stops its runs, then exits and unmounts (a thread of it once asked
+    the stopped mount for its statfs and waited for good)."""
+    csv_skill(skill_folder)
+    files.files["big.csv"] = b"x" * 200000
+    files.slow_seconds = 20.0
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bind_with(s, "stats", {"input": {"csv_file": f"{files.base}/slow/big.csv"}})
+    wait_until(lambda: files.hits.get("/slow/big.csv"),
+               "the request reaches the server")
+    assert put_json(s / "session.json", {"title": "changed"}) == 0
+    fs.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = fs.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        fs.proc.kill()
+        fs.proc.wait()
+        _fusermount(fs.mnt, lazy=True)
+        raise AssertionError("the daemon did not exit after SIGTERM")
+    fs.proc = None
+    assert rc == 0, fs.stderr()
+    assert not os.path.ismount(fs.mnt)
+
+
+def test_a_refresh_changes_no_stored_time(flowfs):
+    """The refresher's touches are no-ops: the session folder's and
+    output/'s times stay as they were, refresh after refresh (its first
+    requests once came before flowfs knew its pid, and were stored)."""
+    s = flowfs.mnt / "s"
+    os.mkdir(s)
+    w = Watch(s)
+    before = (os.stat(s).st_mtime_ns, os.stat(s / "output").st_mtime_ns)
+    try:
+        for i in range(20):
+            w.events.clear()
+            assert put_json(s / "session.json", {"title": f"t{i}"}) == 0
+            wait_until(lambda: w.seen("ATTRIB,ISDIR output"),
+                       "the refresh touched output/")
+            assert (os.stat(s).st_mtime_ns,
+                    os.stat(s / "output").st_mtime_ns) == before
+    finally:
+        w.close()
+
+
+def test_a_refresh_after_a_lazy_unmount_touches_no_other_mount(make_flowfs,
+                                                              tmp_path):
+    """A daemon whose mount was lazily unmounted (a process still in it)
+    while another flowfs took the mountpoint: its refreshes leave the new
+    mount alone (they once set its session folder's time)."""
+    old = make_flowfs()
+    os.mkdir(old.mnt / "s")
+    inside = subprocess.Popen(["sleep", "600"], cwd=old.mnt / "s")
+    new = None
+    try:
+        assert _fusermount(old.mnt, lazy=True).returncode == 0
+        err = open(tmp_path / "new-stderr.txt", "wb")
+        new = subprocess.Popen([str(flowfs_bin()), f"--db={tmp_path}/new.db",
+                                "-f", str(old.mnt)], stdin=subprocess.DEVNULL,
+                               stdout=err, stderr=err, env=daemon_env())
+        err.close()
+        wait_until(lambda: os.path.ismount(old.mnt), "the new mount")
+        os.mkdir(old.mnt / "s")
+        os.utime(old.mnt / "s", ns=(10**18, 10**18))
+        # a change in the old mount's session, through the process in it
+        assert put_json(f"/proc/{inside.pid}/cwd/session.json",
+                        {"title": "old"}) == 0
+        deadline = time.monotonic() + 3     # the refresh is due within 1 s
+        while time.monotonic() < deadline:
+            assert os.stat(old.mnt / "s").st_mtime_ns == 10**18
+            time.sleep(0.1)
+    finally:
+        # the new mount first: the old daemon, once released, unmounts
+        # what it finds at its mountpoint
+        if new is not None:
+            r = _fusermount(old.mnt)
+            assert new.wait(timeout=30) == 0
+            assert r.returncode == 0, r.stderr
+        inside.kill()
+        inside.wait()
+    assert not os.path.ismount(old.mnt)
