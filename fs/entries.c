@@ -96,10 +96,11 @@ static int commit_session_json(struct flowfs *fs, const struct session_info *s,
 	int ret = session_commit_json(fs->st, s, fs->skills, text, len, err);
 
 	/* a request stored before the skill was bound (a copy of a session
-	 * coming back in any order) gets its URL inputs now */
-	if (!ret && s->skill[0] == '\0' && session_get(fs->st, s->id, &now) == 0 &&
-	    now.skill[0] && session_load_request(fs->st, &now, &request) == 0 &&
-	    request)
+	 * coming back in any order), or for another skill, gets the URL
+	 * inputs of the skill bound now (fetching twice is not done) */
+	if (!ret && session_get(fs->st, s->id, &now) == 0 && now.skill[0] &&
+	    strcmp(s->skill, now.skill) &&
+	    session_load_request(fs->st, &now, &request) == 0 && request)
 		ret = start_fetches(fs, &now, request, err);
 	json_decref(request);
 	return ret;
