@@ -110,6 +110,7 @@ static int mount_dev(const char *mountpoint, dev_t *dev)
 {
 	struct statx stx;
 
+	*dev = 0;
 	if (statx(AT_FDCWD, mountpoint, AT_STATX_DONT_SYNC, STATX_TYPE,
 		  &stx) < 0)
 		return -errno;
