@@ -691,6 +691,8 @@ static int no_input(const json_t *node, const char *id, const char *name,
 	size_t i;
 	int ret;
 
+	if (!err)
+		return -EINVAL;
 	if (!json_array_size(list))
 		return ferr_set(err, -EINVAL,
 				"%snode \"%s\" has no input parameter \"%s\" (it has none, so an edge into it uses \"input\")",
@@ -998,7 +1000,9 @@ out:
 /*
  * Refuse an edge source -> target that would close a cycle (with the
  * edge `skip` ignored: the old version of the edge being replaced).
- * -EINVAL with "would close a cycle: source -> target -> ... -> source".
+ * -EINVAL with "would close a cycle: source -> target -> ... -> source"
+ * (the path costs a query per node it reaches: not looked for when err
+ * is NULL).
  */
 static int check_cycle(struct store *st, int64_t session, const char *src,
 		       const char *tgt, const char *skip, const char *where,
@@ -1013,6 +1017,8 @@ static int check_cycle(struct store *st, int64_t session, const char *src,
 		if (ret < 0 || !found)
 			return ret;
 	}
+	if (!err)
+		return -EINVAL;
 	ret = sbuf_addf(msg, "%s -> ", src);
 	if (!ret)
 		ret = put_path(st, session, tgt, src, skip, msg);
@@ -1304,15 +1310,24 @@ static int pending_add(sqlite3_stmt *q, struct pending **list, size_t *count,
 }
 
 /*
- * The pending edges of a session in creation order, all (node NULL) or
- * those that name node `node`.  Read in full before any is placed, as
- * placing runs other statements and changes these rows.
+ * The pending edges of a session in creation order: those that name node
+ * `node`, else those whose two nodes exist (`held`: no other change than
+ * a node's arrival lets in one that waits for a node), else all.  Read
+ * in full before any is placed, as placing runs other statements and
+ * changes these rows.
  */
 static int load_pending(struct store *st, int64_t session, const char *node,
-			struct pending **rows, size_t *n)
+			bool held, struct pending **rows, size_t *n)
 {
 	static const char all_sql[] = "SELECT seq, id, pending FROM graph_edges"
 		" WHERE session = ?1 AND pending IS NOT NULL ORDER BY seq";
+	static const char held_sql[] = "SELECT seq, id, pending FROM graph_edges e"
+		" WHERE session = ?1 AND pending IS NOT NULL"
+		" AND EXISTS (SELECT 1 FROM graph_nodes n WHERE n.session = ?1"
+		"  AND n.id = e.pending_source AND n.doc IS NOT NULL)"
+		" AND EXISTS (SELECT 1 FROM graph_nodes n WHERE n.session = ?1"
+		"  AND n.id = e.pending_target AND n.doc IS NOT NULL)"
+		" ORDER BY seq";
 	/* a UNION, as an OR would scan the session's pending edges */
 	static const char node_sql[] = "SELECT seq, id, pending FROM graph_edges"
 		" WHERE session = ?1 AND pending IS NOT NULL"
@@ -1320,7 +1335,8 @@ static int load_pending(struct store *st, int64_t session, const char *node,
 		" UNION SELECT seq, id, pending FROM graph_edges"
 		" WHERE session = ?1 AND pending IS NOT NULL"
 		" AND pending_target = ?2 ORDER BY seq";
-	sqlite3_stmt *q = store_stmt(st, node ? node_sql : all_sql);
+	sqlite3_stmt *q = store_stmt(st, node ? node_sql
+					      : held ? held_sql : all_sql);
 	struct pending *list = NULL;
 	size_t count = 0, alloc = 0;
 	int rc, ret = 0;
@@ -1359,8 +1375,9 @@ static int parse_pending(const struct pending *p, json_t **v,
 
 /*
  * Let pending edges join the graph where they now can, inside the
- * caller's transaction: those that name node `node`, or all (NULL), in
- * creation order, each checked as any edge (so of two equal ones the
+ * caller's transaction: those that name node `node`, or (NULL) those
+ * whose nodes exist, for a change that removed a node or an edge of the
+ * graph (what held them back), in creation order, each checked as any edge (so of two equal ones the
  * older joins).  One that still cannot stays pending: that never fails
  * the caller's write.  *placed: whether any joined.
  */
@@ -1370,7 +1387,7 @@ static int place_ready(struct store *st, int64_t session, const char *node,
 	struct sbuf sp = SBUF_INIT;
 	struct pending *rows;
 	size_t n;
-	int ret = load_pending(st, session, node, &rows, &n);
+	int ret = load_pending(st, session, node, true, &rows, &n);
 
 	*placed = false;
 	for (size_t i = 0; !ret && i < n; i++) {
@@ -1900,14 +1917,17 @@ int graph_commit(struct store *st, const struct graph_tools *tools,
 
 /* ---- delete, rename ------------------------------------------------------- */
 
-/* The row of `id`: *seq (-ENOENT) and whether it is a draft. */
+/*
+ * The row of `id`: *seq (-ENOENT), whether it is a draft and whether it
+ * is in the graph (not a draft, not a pending edge).
+ */
 static int find_row(struct store *st, int64_t session, enum graph_kind kind,
-		    const char *id, int64_t *seq, bool *draft)
+		    const char *id, int64_t *seq, bool *draft, bool *in_graph)
 {
-	static const char nodes_sql[] = "SELECT seq, doc IS NULL"
-		" FROM graph_nodes WHERE session = ?1 AND id = ?2";
+	static const char nodes_sql[] = "SELECT seq, doc IS NULL,"
+		" doc IS NOT NULL FROM graph_nodes WHERE session = ?1 AND id = ?2";
 	static const char edges_sql[] = "SELECT seq, source IS NULL"
-		" AND pending IS NULL FROM graph_edges"
+		" AND pending IS NULL, source IS NOT NULL FROM graph_edges"
 		" WHERE session = ?1 AND id = ?2";
 	sqlite3_stmt *q = store_stmt(st, kind == GRAPH_NODE ? nodes_sql
 							    : edges_sql);
@@ -1921,6 +1941,7 @@ static int find_row(struct store *st, int64_t session, enum graph_kind kind,
 	if (rc == SQLITE_ROW) {
 		*seq = sqlite3_column_int64(q, 0);
 		*draft = sqlite3_column_int(q, 1) != 0;
+		*in_graph = sqlite3_column_int(q, 2) != 0;
 	} else {
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	}
@@ -1942,17 +1963,17 @@ int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 		 const char *id)
 {
 	int64_t seq, now = store_now_ns();
-	bool draft, placed;
+	bool draft, in_graph, placed;
 	int ret = store_begin(st);
 
 	if (ret < 0)
 		return ret;
-	ret = find_row(st, session, kind, id, &seq, &draft);
+	ret = find_row(st, session, kind, id, &seq, &draft, &in_graph);
 	if (!ret)
 		ret = delete_row(st, kind, seq);
 	/* the edges that wait for a node stay; one that the deleted edges
-	 * held back joins */
-	if (!ret && !draft)
+	 * held back joins (a pending edge holds nothing back) */
+	if (!ret && in_graph)
 		ret = place_ready(st, session, NULL, now, &placed);
 	if (!ret && !draft)
 		ret = touch(st, session, now);
@@ -2033,7 +2054,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 		" mtime_ns = ?4 WHERE session = ?1 AND target = ?2";
 	struct sbuf doc = SBUF_INIT;
 	int64_t seq, other, now = store_now_ns();
-	bool draft, other_draft, placed;
+	bool draft, in_graph, other_draft, other_in_graph = false, placed;
 	int ret;
 
 	ret = check_id("", kind == GRAPH_NODE ? "node id" : "edge id", to,
@@ -2043,12 +2064,13 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	ret = store_begin(st);
 	if (ret < 0)
 		return ferr_set(err, ret, "the database is busy");
-	ret = find_row(st, session, kind, from, &seq, &draft);
+	ret = find_row(st, session, kind, from, &seq, &draft, &in_graph);
 	if (ret < 0)
 		goto rollback;
 	if (!strcmp(from, to))
 		goto commit;
-	ret = find_row(st, session, kind, to, &other, &other_draft);
+	ret = find_row(st, session, kind, to, &other, &other_draft,
+		       &other_in_graph);
 	if (ret == 0) {
 		if (!replace) {
 			ret = ferr_set(err, -EEXIST, "%s \"%s\" exists",
@@ -2087,9 +2109,12 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	/*
 	 * Pending edges do not follow a renamed node (their text is as
 	 * written): those naming `to` may join now, and so may one that a
-	 * replaced item's edges held back.
+	 * replaced item's edges held back.  Ids take part in no check, so
+	 * a rename alone lets no other edge in.
 	 */
-	if (!ret && (!draft || !other_draft))
+	if (!ret && kind == GRAPH_NODE && !draft)
+		ret = place_ready(st, session, to, now, &placed);
+	if (!ret && other_in_graph)
 		ret = place_ready(st, session, NULL, now, &placed);
 	if (!ret && (!draft || !other_draft))
 		ret = touch(st, session, now);
@@ -2658,7 +2683,7 @@ int graph_problems(struct store *st, int64_t session, struct sbuf *out)
 	struct sbuf sp = SBUF_INIT;
 	struct pending *rows;
 	size_t n;
-	int ret = load_pending(st, session, NULL, &rows, &n);
+	int ret = load_pending(st, session, NULL, false, &rows, &n);
 
 	for (size_t i = 0; !ret && i < n; i++) {
 		struct ferr err = FERR_INIT;
