@@ -767,12 +767,19 @@ static int edge_check(const json_t *v, const char *file_id, const char *where,
 	if (!e->f[0])
 		e->f[0] = file_id;
 	for (int i = 1; i < 5; i++) {
+		char name[32];
+
 		ret = get_str(v, what[i], where, "", true, &e->f[i], err);
 		if (ret == 0 && i != 2)
 			ret = ferr_set(err, -EINVAL, "%san edge needs \"%s\"",
 				       where, what[i]);
 		if (ret < 0)
 			return ret;
+		/* ids even of nodes not there yet: a pending edge keeps them */
+		snprintf(name, sizeof(name), "\"%s\"", what[i]);
+		if ((i == 1 || i == 3) &&
+		    check_id(where, name, e->f[i], strlen(e->f[i]), err) < 0)
+			return -EINVAL;
 	}
 	return 0;
 }

@@ -39,7 +39,8 @@
  * source_parameter_name, target_node_id, target_parameter_name.
  * source_parameter_name may be omitted: "out_<source label>" (the
  * MatMaster convention); the other three are required non-empty strings,
- * id optional as for nodes.  Refused (when both its nodes exist): a
+ * source_node_id and target_node_id ids as above (whether or not the
+ * node exists), id optional as for nodes.  Refused (when both its nodes exist): a
  * target_parameter_name the target node lacks (a target with no input
  * parameters at all takes "input", as the MatMaster rule makes), an edge
  * equal in all four fields to another ("duplicates edge-$id1"), an edge

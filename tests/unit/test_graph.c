@@ -693,7 +693,17 @@ static void test_edge_refusals(void **state)
 		  "id \"f\" disagrees with the file name (e.json)" },
 		{ "e", "[{\"source_node_id\": \"node-$id8\"}]",
 		  "an edge must be a JSON object" },
+		/* node ids are ids whether or not the node is there */
+		{ "e", "{\"source_node_id\": \"a/b\","
+		       " \"target_node_id\": \"node-$id2\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "\"source_node_id\" \"a/b\" contains '/'" },
+		{ "e", "{\"source_node_id\": \"node-$id1\","
+		       " \"target_node_id\": \"..\","
+		       " \"target_parameter_name\": \"input_file\"}",
+		  "\"target_node_id\" cannot be \"..\"" },
 	};
+	struct sbuf big = SBUF_INIT;
 	int64_t seq;
 
 	node(fx, "node-$id1", "apex_calculation", "");
@@ -716,6 +726,18 @@ static void test_edge_refusals(void **state)
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges"), 2);
 	assert_int_equal(commit(fx, E, "..", "{}"), -EINVAL);
 	assert_string_equal(fx->err.message, "edge id cannot be \"..\"");
+	/* a missing node's id of 1 MiB was kept, pending */
+	assert_int_equal(sbuf_addstr(&big, "{\"source_node_id\": \""), 0);
+	for (int i = 0; i < 1 << 20; i++)
+		assert_int_equal(sbuf_addch(&big, 'n'), 0);
+	assert_int_equal(sbuf_addstr(&big, "\", \"target_node_id\": \"node-$id2\","
+				     " \"target_parameter_name\": \"x\"}"), 0);
+	assert_int_equal(commit(fx, E, "e", big.buf), -EINVAL);
+	assert_string_equal(fx->err.message, "\"source_node_id\" \"nnnnnnnnnn"
+			    "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnn...\" is longer than 250"
+			    " bytes");
+	assert_false(exists(fx, E, "e"));
+	sbuf_release(&big);
 }
 
 static void test_edge_replace(void **state)
