@@ -1209,7 +1209,7 @@ static int store_placed(struct store *st, int64_t session,
 	static const char sql[] = "UPDATE graph_edges SET source = ?2,"
 		" source_param = ?3, target = ?4, target_param = ?5,"
 		" pending = NULL, pending_source = NULL, pending_target = NULL,"
-		" mtime_ns = ?6 WHERE seq = ?1";
+		" pending_why = NULL, mtime_ns = ?6 WHERE seq = ?1";
 
 	if (was->same)
 		return 0;
@@ -1222,30 +1222,46 @@ static int store_placed(struct store *st, int64_t session,
 
 /*
  * Store edge `e` pending: `text` as it was written (it was not checked
- * against the graph, so it is not re-serialized), and the node ids it
- * names, so that a node's write finds it; over its row or as a new row.
+ * against the graph, so it is not re-serialized), the node ids it names,
+ * so that a node's write finds it, and `why` it waits (status shows it);
+ * over its row or as a new row.
  */
 static int store_pending(struct store *st, int64_t session,
 			 const struct edge_in *e, const char *text, size_t len,
-			 const struct edge_was *was, int64_t now)
+			 const char *why, const struct edge_was *was,
+			 int64_t now)
 {
 	static const char update_sql[] = "UPDATE graph_edges SET source = NULL,"
 		" source_param = NULL, target = NULL, target_param = NULL,"
 		" pending = ?2, pending_source = ?3, pending_target = ?4,"
-		" mtime_ns = ?5 WHERE seq = ?1";
+		" pending_why = ?5, mtime_ns = ?6 WHERE seq = ?1";
 	static const char insert_sql[] = "INSERT INTO graph_edges(session, id,"
-		" pending, pending_source, pending_target, mtime_ns)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+		" pending, pending_source, pending_target, pending_why, mtime_ns)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
 	if (was->same)
 		return 0;
 	if (was->seq)
 		return store_run(st, update_sql, STORE_INT(was->seq),
 				 STORE_TEXTN(text, len), STORE_TEXT(e->f[1]),
-				 STORE_TEXT(e->f[3]), STORE_INT(now));
+				 STORE_TEXT(e->f[3]), STORE_TEXT(why),
+				 STORE_INT(now));
 	return store_run(st, insert_sql, STORE_INT(session), STORE_TEXT(e->f[0]),
 			 STORE_TEXTN(text, len), STORE_TEXT(e->f[1]),
-			 STORE_TEXT(e->f[3]), STORE_INT(now));
+			 STORE_TEXT(e->f[3]), STORE_TEXT(why), STORE_INT(now));
+}
+
+/* A pending edge's reason, when it changed (the file did not: no mtime). */
+static int set_why(struct store *st, int64_t seq, const char *why,
+		   bool *changed)
+{
+	static const char sql[] = "UPDATE graph_edges SET pending_why = ?2"
+		" WHERE seq = ?1 AND pending_why IS NOT ?2";
+	int ret = store_run(st, sql, STORE_INT(seq), STORE_TEXT(why));
+
+	if (!ret && store_changes(st))
+		*changed = true;
+	return ret;
 }
 
 /*
@@ -1269,6 +1285,7 @@ static int place_edge(struct store *st, int64_t session, struct edge_in *e,
 
 /* A pending edge as stored. */
 struct pending {
+	int64_t seq;
 	char *id;
 	char *text;
 	size_t len;
@@ -1302,6 +1319,7 @@ static int pending_add(sqlite3_stmt *q, struct pending **list, size_t *count,
 		*alloc = na;
 	}
 	p = &(*list)[*count];
+	p->seq = sqlite3_column_int64(q, 0);
 	p->id = strdup(id ? id : "");
 	p->text = malloc(len + 1);
 	p->len = len;
@@ -1382,34 +1400,36 @@ static int parse_pending(const struct pending *p, json_t **v,
 
 /*
  * Let pending edges join the graph where they now can, inside the
- * caller's transaction: those that name node `node`, or (NULL) those
- * whose nodes exist, for a change that removed a node or an edge of the
- * graph (what held them back), in creation order, each checked as any edge (so of two equal ones the
- * older joins).  One that still cannot stays pending: that never fails
- * the caller's write.  *placed: whether any joined.
+ * caller's transaction, and keep the reason of those that still cannot
+ * right (that never fails the caller's write): those that name node
+ * `node`, else (`held`) those whose nodes exist, for a change that
+ * removed or renamed a node or an edge of the graph, else all; in
+ * creation order, each checked as any edge (so of two equal ones the
+ * older joins).  *changed: whether any joined or has a new reason.
  */
 static int place_ready(struct store *st, int64_t session, const char *node,
-		       int64_t now, bool *placed)
+		       bool held, int64_t now, bool *changed)
 {
 	struct sbuf sp = SBUF_INIT;
 	struct pending *rows;
 	size_t n;
-	int ret = load_pending(st, session, node, true, &rows, &n);
+	int ret = load_pending(st, session, node, held, &rows, &n);
 
-	*placed = false;
+	*changed = false;
 	for (size_t i = 0; !ret && i < n; i++) {
+		struct ferr why = FERR_INIT;
 		struct edge_was was = { 0 };
 		struct edge_in e;
 		json_t *v = NULL;
 
-		ret = parse_pending(&rows[i], &v, &e, NULL);
+		ret = parse_pending(&rows[i], &v, &e, &why);
 		if (!ret)
-			ret = place_edge(st, session, &e, &sp, now, &was, NULL);
+			ret = place_edge(st, session, &e, &sp, now, &was, &why);
 		if (!ret && !was.same)
-			*placed = true;
-		/* it waits on or is held back; graph_problems() says why */
+			*changed = true;
+		/* it waits on or is held back: status says why */
 		if (ret == -ENOENT || ret == -EINVAL)
-			ret = 0;
+			ret = set_why(st, rows[i].seq, why.message, changed);
 		json_decref(v);
 	}
 	pending_free(rows, n);
@@ -1834,7 +1854,7 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 	}
 	/* edges written before it join the graph with it */
 	if (!ret)
-		ret = place_ready(st, session, id, now, &placed);
+		ret = place_ready(st, session, id, false, now, &placed);
 	if (!ret && (changed || placed))
 		ret = touch(st, session, now);
 	if (ret < 0)
@@ -1860,6 +1880,7 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 {
 	struct sbuf sp = SBUF_INIT;
 	struct edge_was was = { 0 };
+	struct ferr why = FERR_INIT;
 	struct edge_in e;
 	int64_t now = store_now_ns();
 	bool placed;
@@ -1876,17 +1897,19 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 	ret = session_exists(st, session);
 	if (ret < 0)
 		goto rollback;
-	ret = place_edge(st, session, &e, &sp, now, &was, err);
+	ret = place_edge(st, session, &e, &sp, now, &was, &why);
 	if (ret == -ENOENT) {
 		/* restores write edges before nodes: it waits for them */
-		ferr_clear(err);
 		ret = load_edge_was(st, session, e.f, text, len, &was);
 		if (!ret)
-			ret = store_pending(st, session, &e, text, len, &was, now);
+			ret = store_pending(st, session, &e, text, len,
+					    why.message, &was, now);
+	} else if (ret == -EINVAL && err) {
+		*err = why;
 	}
 	/* its old version left the graph: what it held back may join */
 	if (!ret && was.in_graph && !was.same)
-		ret = place_ready(st, session, NULL, now, &placed);
+		ret = place_ready(st, session, NULL, true, now, &placed);
 	if (!ret && !was.same)
 		ret = touch(st, session, now);
 	if (ret < 0)
@@ -1978,10 +2001,13 @@ int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 	ret = find_row(st, session, kind, id, &seq, &draft, &in_graph);
 	if (!ret)
 		ret = delete_row(st, kind, seq);
-	/* the edges that wait for a node stay; one that the deleted edges
-	 * held back joins (a pending edge holds nothing back) */
+	/* the edges that wait for a node stay (those naming a deleted node
+	 * wait for it again); one that the deleted edges held back joins (a
+	 * pending edge holds nothing back) */
+	if (!ret && in_graph && kind == GRAPH_NODE)
+		ret = place_ready(st, session, id, false, now, &placed);
 	if (!ret && in_graph)
-		ret = place_ready(st, session, NULL, now, &placed);
+		ret = place_ready(st, session, NULL, true, now, &placed);
 	if (!ret && !draft)
 		ret = touch(st, session, now);
 	if (ret < 0) {
@@ -2115,14 +2141,17 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	}
 	/*
 	 * Pending edges do not follow a renamed node (their text is as
-	 * written): those naming `to` may join now, and so may one that a
-	 * replaced item's edges held back.  Ids take part in no check, so
-	 * a rename alone lets no other edge in.
+	 * written): those naming `from` wait for it now, those naming `to`
+	 * may join, and so may one that a replaced item's edges held back.
+	 * Ids take part in no check, so a rename alone lets no other edge
+	 * in, but the reasons of those held back name edges ("duplicates
+	 * e1") and nodes (a cycle's path).
 	 */
-	if (!ret && kind == GRAPH_NODE && !draft)
-		ret = place_ready(st, session, to, now, &placed);
-	if (!ret && other_in_graph)
-		ret = place_ready(st, session, NULL, now, &placed);
+	for (int i = 0; !ret && kind == GRAPH_NODE && !draft && i < 2; i++)
+		ret = place_ready(st, session, i ? to : from, false, now,
+				  &placed);
+	if (!ret && (in_graph || other_in_graph))
+		ret = place_ready(st, session, NULL, true, now, &placed);
 	if (!ret && (!draft || !other_draft))
 		ret = touch(st, session, now);
 	if (ret < 0)
@@ -2659,8 +2688,9 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 			 store_errmsg(st));
 		goto rollback;
 	}
-	/* the pending edges it does not name stay, and may fit it */
-	ret = place_ready(st, session, NULL, now, &placed);
+	/* the pending edges it does not name stay, and may fit it (or
+	 * wait for a node it lacks) */
+	ret = place_ready(st, session, NULL, false, now, &placed);
 	if (ret < 0)
 		goto rollback;
 	ret = graph_render_parameters(st, session, &next);
@@ -2687,28 +2717,21 @@ out:
 
 int graph_problems(struct store *st, int64_t session, struct sbuf *out)
 {
-	struct sbuf sp = SBUF_INIT;
-	struct pending *rows;
-	size_t n;
-	int ret = load_pending(st, session, NULL, false, &rows, &n);
+	static const char sql[] = "SELECT id, pending_why FROM graph_edges"
+		" WHERE session = ?1 AND pending IS NOT NULL ORDER BY seq";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
 
-	for (size_t i = 0; !ret && i < n; i++) {
-		struct ferr err = FERR_INIT;
-		struct edge_in e;
-		json_t *v = NULL;
-
-		ret = parse_pending(&rows[i], &v, &e, &err);
-		if (!ret)
-			ret = edge_fits(st, session, &e, &sp, &err);
-		/* one that fits is placed by the change that lets it
-		 * (place_ready()), so 0 is not seen here */
-		if (ret == -ENOENT || ret == -EINVAL)
-			ret = sbuf_addf(out, "edges/%s.json: %s\n", rows[i].id,
-					err.message);
-		json_decref(v);
-	}
-	pending_free(rows, n);
-	sbuf_release(&sp);
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		ret = sbuf_addf(out, "edges/%s.json: %s\n",
+				(const char *)sqlite3_column_text(q, 0),
+				(const char *)sqlite3_column_text(q, 1));
+	store_done(q);
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
 	return ret;
 }
 

@@ -194,8 +194,11 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
  * target node; or 'its source node "a" and its target node "b", which
  * do not exist'; or 'its source and target node "a", ...'), "would close
  * a cycle: a -> b -> a", 'node "b" has no input parameter "x" (it has:
- * y)', "duplicates e1".  Appends nothing when there is none, at the
- * cost of one indexed query.
+ * y)', "duplicates e1".  One indexed query: a reason is stored when
+ * the edge is checked, and every change that can change it checks the
+ * edge again (a node's write or rename checks the edges that name it; a
+ * change that removes or renames an edge or a node of the graph, those
+ * whose two nodes exist).
  */
 int graph_problems(struct store *st, int64_t session, struct sbuf *out);
 

@@ -295,8 +295,10 @@ static const char schema_v7[] =
  * found by its name.  A session in a trash is named "/<id>" in sessions
  * (no session name holds a '/'), so its name is free at the root.
  * Edges may be written before their nodes: such an edge waits, pending,
- * its text as written in graph_edges.pending (its four columns NULL) and
- * the node ids it names in pending_source and pending_target (graph.h).
+ * its text as written in graph_edges.pending (its four columns NULL),
+ * the node ids it names in pending_source and pending_target, and why it
+ * waits in pending_why, kept right by every change that can change it,
+ * so that status need not check again (graph.h).
  */
 static const char schema_v8[] =
 	"CREATE TABLE mount_log ("
@@ -311,6 +313,9 @@ static const char schema_v8[] =
 	"ALTER TABLE graph_edges ADD COLUMN pending TEXT;"
 	"ALTER TABLE graph_edges ADD COLUMN pending_source TEXT;"
 	"ALTER TABLE graph_edges ADD COLUMN pending_target TEXT;"
+	"ALTER TABLE graph_edges ADD COLUMN pending_why TEXT;"
+	"CREATE INDEX graph_edges_pending"
+	"  ON graph_edges(session, seq) WHERE pending IS NOT NULL;"
 	"CREATE INDEX graph_edges_pending_source"
 	"  ON graph_edges(session, pending_source) WHERE pending IS NOT NULL;"
 	"CREATE INDEX graph_edges_pending_target"

@@ -1946,6 +1946,48 @@ static void test_pending_cost(void **state)
 	assert_int_equal(node_del[1], node_del[0]);
 }
 
+/*
+ * status reads the reasons as stored, in one query however many edges
+ * wait, and every change that can change a reason keeps it right: the
+ * edge a duplicate names and the nodes on a cycle's path are renamed,
+ * a node is deleted.
+ */
+static void test_pending_reasons(void **state)
+{
+	struct fixture *fx = *state;
+	int count;
+	char *got;
+
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	edge(fx, "e1", "a", "b", "input");
+	edge(fx, "e2", "b", "c", "input");
+	edge(fx, "d", "b", "c", "input");
+	edge(fx, "h", "c", "a", "input");
+	node(fx, "c", "tc", "");
+	start_count(fx, &count);
+	got = problems(fx);
+	stop_count(fx);
+	assert_string_equal(got, "edges/d.json: duplicates e2\n"
+			    "edges/h.json: would close a cycle: c -> a -> b -> c\n");
+	free(got);
+	assert_int_equal(count, 1);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, E, "e2", "e5", false,
+				      &fx->err), 0);
+	assert_problems(fx, "edges/d.json: duplicates e5\n"
+			"edges/h.json: would close a cycle: c -> a -> b -> c\n");
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "b", "b2", false,
+				      &fx->err), 0);
+	assert_problems(fx, "edges/d.json: waits for its source node \"b\","
+			" which does not exist\n"
+			"edges/h.json: would close a cycle: c -> a -> b2 -> c\n");
+	assert_int_equal(graph_delete(fx->st, fx->s.id, N, "a"), 0);
+	assert_problems(fx, "edges/d.json: waits for its source node \"b\","
+			" which does not exist\n"
+			"edges/h.json: waits for its target node \"a\","
+			" which does not exist\n");
+}
+
 /* ---- times, names, tools -------------------------------------------------- */
 
 static void test_output_name(void **state)
@@ -2109,6 +2151,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pending_restore, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pending_cost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending_reasons, setup,
+						teardown),
 		cmocka_unit_test(test_output_name),
 		cmocka_unit_test_setup_teardown(test_tools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain, setup, teardown),
