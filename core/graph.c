@@ -1283,158 +1283,107 @@ static int place_edge(struct store *st, int64_t session, struct edge_in *e,
 	return ret;
 }
 
-/* A pending edge as stored. */
-struct pending {
+/* A pending edge's row, copied out: placing runs other statements. */
+struct pending_row {
 	int64_t seq;
-	char *id;
-	char *text;
-	size_t len;
+	struct sbuf id, text;
 };
 
-static void pending_free(struct pending *rows, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(rows[i].id);
-		free(rows[i].text);
-	}
-	free(rows);
-}
-
-/* Append the current row (seq, id, pending) of `q` to `list`. */
-static int pending_add(sqlite3_stmt *q, struct pending **list, size_t *count,
-		       size_t *alloc)
-{
-	const char *id = (const char *)sqlite3_column_text(q, 1);
-	const char *text = (const char *)sqlite3_column_text(q, 2);
-	size_t len = (size_t)sqlite3_column_bytes(q, 2);
-	struct pending *p;
-
-	if (*count == *alloc) {
-		size_t na = *alloc ? *alloc * 2 : 8;
-
-		p = realloc(*list, na * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		*list = p;
-		*alloc = na;
-	}
-	p = &(*list)[*count];
-	p->seq = sqlite3_column_int64(q, 0);
-	p->id = strdup(id ? id : "");
-	p->text = malloc(len + 1);
-	p->len = len;
-	if (!p->id || !p->text) {
-		free(p->id);
-		free(p->text);
-		return -ENOMEM;
-	}
-	memcpy(p->text, text, len);
-	p->text[len] = '\0';
-	(*count)++;
-	return 0;
-}
-
 /*
- * The pending edges of a session in creation order: those that name node
- * `node`, else those whose two nodes exist (`held`: no other change than
- * a node's arrival lets in one that waits for a node), else all.  Read
- * in full before any is placed, as placing runs other statements and
- * changes these rows.
+ * The first pending edge after seq `after` in creation order (-ENOENT:
+ * none): one that names node `node`, else (`held`) one whose two nodes
+ * exist (no other change than a node's arrival lets in one that waits
+ * for a node), else any.  One row at a time: memory holds one text
+ * however many wait, and the rows placing changes are behind the cursor.
  */
-static int load_pending(struct store *st, int64_t session, const char *node,
-			bool held, struct pending **rows, size_t *n)
+static int next_pending(struct store *st, int64_t session, const char *node,
+			bool held, int64_t after, struct pending_row *row)
 {
 	static const char all_sql[] = "SELECT seq, id, pending FROM graph_edges"
-		" WHERE session = ?1 AND pending IS NOT NULL ORDER BY seq";
+		" WHERE session = ?1 AND pending IS NOT NULL AND seq > ?2"
+		" ORDER BY seq LIMIT 1";
 	static const char held_sql[] = "SELECT seq, id, pending FROM graph_edges e"
-		" WHERE session = ?1 AND pending IS NOT NULL"
+		" WHERE session = ?1 AND pending IS NOT NULL AND seq > ?2"
 		" AND EXISTS (SELECT 1 FROM graph_nodes n WHERE n.session = ?1"
 		"  AND n.id = e.pending_source AND n.doc IS NOT NULL)"
 		" AND EXISTS (SELECT 1 FROM graph_nodes n WHERE n.session = ?1"
 		"  AND n.id = e.pending_target AND n.doc IS NOT NULL)"
-		" ORDER BY seq";
+		" ORDER BY seq LIMIT 1";
 	/* a UNION, as an OR would scan the session's pending edges */
 	static const char node_sql[] = "SELECT seq, id, pending FROM graph_edges"
-		" WHERE session = ?1 AND pending IS NOT NULL"
-		" AND pending_source = ?2"
-		" UNION SELECT seq, id, pending FROM graph_edges"
-		" WHERE session = ?1 AND pending IS NOT NULL"
-		" AND pending_target = ?2 ORDER BY seq";
+		" WHERE session = ?1 AND pending IS NOT NULL AND seq > ?2"
+		" AND pending_source = ?3"
+		" UNION ALL SELECT seq, id, pending FROM graph_edges"
+		" WHERE session = ?1 AND pending IS NOT NULL AND seq > ?2"
+		" AND pending_target = ?3 ORDER BY seq LIMIT 1";
 	sqlite3_stmt *q = store_stmt(st, node ? node_sql
 					      : held ? held_sql : all_sql);
-	struct pending *list = NULL;
-	size_t count = 0, alloc = 0;
 	int rc, ret = 0;
 
-	*rows = NULL;
-	*n = 0;
 	if (!q)
 		return -EIO;
 	sqlite3_bind_int64(q, 1, session);
+	sqlite3_bind_int64(q, 2, after);
 	if (node)
-		sqlite3_bind_text(q, 2, node, -1, SQLITE_STATIC);
-	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
-		ret = pending_add(q, &list, &count, &alloc);
-	store_done(q);
-	if (!ret && rc != SQLITE_DONE)
-		ret = store_errno(rc);
-	if (ret < 0) {
-		pending_free(list, count);
-		return ret;
+		sqlite3_bind_text(q, 3, node, -1, SQLITE_STATIC);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		row->seq = sqlite3_column_int64(q, 0);
+		sbuf_reset(&row->id);
+		sbuf_reset(&row->text);
+		ret = sbuf_add(&row->id, sqlite3_column_text(q, 1),
+			       (size_t)sqlite3_column_bytes(q, 1));
+		if (!ret)
+			ret = sbuf_add(&row->text, sqlite3_column_text(q, 2),
+				       (size_t)sqlite3_column_bytes(q, 2));
+	} else {
+		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	}
-	*rows = list;
-	*n = count;
-	return 0;
-}
-
-/* A pending edge's document, checked as when it was written. */
-static int parse_pending(const struct pending *p, json_t **v,
-			 struct edge_in *e, struct ferr *err)
-{
-	int ret = fjson_parse(v, p->text, p->len, err);
-
-	if (!ret)
-		ret = edge_check(*v, p->id, "", e, err);
+	store_done(q);
 	return ret;
 }
 
 /*
  * Let pending edges join the graph where they now can, inside the
  * caller's transaction, and keep the reason of those that still cannot
- * right (that never fails the caller's write): those that name node
- * `node`, else (`held`) those whose nodes exist, for a change that
- * removed or renamed a node or an edge of the graph, else all; in
- * creation order, each checked as any edge (so of two equal ones the
- * older joins).  *changed: whether any joined or has a new reason.
+ * right (that never fails the caller's write): those next_pending()
+ * selects, in creation order, each checked as any edge (so of two equal
+ * ones the older joins).  *changed: whether any joined or has a new
+ * reason.
  */
 static int place_ready(struct store *st, int64_t session, const char *node,
 		       bool held, int64_t now, bool *changed)
 {
+	struct pending_row row = { 0, SBUF_INIT, SBUF_INIT };
 	struct sbuf sp = SBUF_INIT;
-	struct pending *rows;
-	size_t n;
-	int ret = load_pending(st, session, node, held, &rows, &n);
+	int ret;
 
 	*changed = false;
-	for (size_t i = 0; !ret && i < n; i++) {
+	while (!(ret = next_pending(st, session, node, held, row.seq, &row))) {
 		struct ferr why = FERR_INIT;
 		struct edge_was was = { 0 };
 		struct edge_in e;
 		json_t *v = NULL;
 
-		ret = parse_pending(&rows[i], &v, &e, &why);
+		/* checked as when it was written */
+		ret = fjson_parse(&v, row.text.buf, row.text.len, &why);
+		if (!ret)
+			ret = edge_check(v, row.id.buf, "", &e, &why);
 		if (!ret)
 			ret = place_edge(st, session, &e, &sp, now, &was, &why);
 		if (!ret && !was.same)
 			*changed = true;
 		/* it waits on or is held back: status says why */
 		if (ret == -ENOENT || ret == -EINVAL)
-			ret = set_why(st, rows[i].seq, why.message, changed);
+			ret = set_why(st, row.seq, why.message, changed);
 		json_decref(v);
+		if (ret < 0)
+			break;
 	}
-	pending_free(rows, n);
+	sbuf_release(&row.id);
+	sbuf_release(&row.text);
 	sbuf_release(&sp);
-	return ret;
+	return ret == -ENOENT ? 0 : ret;
 }
 
 /* ---- the tool map ------------------------------------------------------- */
