@@ -223,7 +223,8 @@ static int put_nl(struct sbuf *out, int level)
 
 /*
  * An edge object nested `level` deep, as json.dumps(indent=2) writes it.
- * f[i], n[i]: id, source, source parameter, target, target parameter.
+ * f[i], n[i]: id, source, source parameter, target, target parameter
+ * (NULL: a pending edge that gives none, left out).
  */
 static int put_edge(struct sbuf *out, int level, const char *const f[5],
 		    const size_t n[5])
@@ -231,6 +232,8 @@ static int put_edge(struct sbuf *out, int level, const char *const f[5],
 	int ret = sbuf_addch(out, '{');
 
 	for (int i = 0; !ret && i < 5; i++) {
+		if (!f[i])
+			continue;
 		ret = put_nl(out, level + 1);
 		if (!ret)
 			ret = sbuf_addch(out, '"');
@@ -880,7 +883,7 @@ static int reaches(struct store *st, int64_t session, const char *from,
 		"WITH RECURSIVE r(n) AS (SELECT ?2"
 		" UNION SELECT e.target FROM r JOIN graph_edges e"
 		"  ON e.session = ?1 AND e.source = r.n"
-		"  WHERE e.id IS NOT ?4)"
+		"  WHERE e.id IS NOT ?4 AND e.pending_why IS NULL)"
 		" SELECT 1 FROM r WHERE n = ?3 LIMIT 1";
 	int64_t one;
 	int ret = store_int(st, sql, &one, STORE_INT(session), STORE_TEXT(from),
@@ -899,7 +902,8 @@ static int put_path(struct store *st, int64_t session, const char *from,
 		    const char *to, const char *skip, struct sbuf *out)
 {
 	static const char sql[] = "SELECT target FROM graph_edges"
-		" WHERE session = ?1 AND source = ?2 AND id IS NOT ?3";
+		" WHERE session = ?1 AND source = ?2 AND id IS NOT ?3"
+		" AND pending_why IS NULL";
 	struct smap seen = SMAP_INIT;
 	char **ids = NULL;
 	size_t *parent = NULL, n = 0, alloc = 0, head = 0, at = SIZE_MAX;
@@ -1042,7 +1046,7 @@ static int find_duplicate(struct store *st, int64_t session,
 	static const char sql[] = "SELECT id FROM graph_edges"
 		" WHERE session = ?1 AND source = ?2 AND source_param = ?3"
 		" AND target = ?4 AND target_param = ?5 AND id IS NOT ?6"
-		" LIMIT 1";
+		" AND pending_why IS NULL LIMIT 1";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int rc, ret = 0;
 
@@ -1063,16 +1067,17 @@ static int find_duplicate(struct store *st, int64_t session,
 	return ret;
 }
 
+/* A new edge row: of the graph (`why` NULL), or pending for that reason. */
 static int insert_edge(struct store *st, int64_t session,
-		       const char *const f[5], int64_t now)
+		       const char *const f[5], const char *why, int64_t now)
 {
 	static const char sql[] = "INSERT INTO graph_edges(session, id,"
-		" source, source_param, target, target_param, mtime_ns)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+		" source, source_param, target, target_param, pending_why,"
+		" mtime_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 
 	return store_run(st, sql, STORE_INT(session), STORE_TEXT(f[0]),
 			 STORE_TEXT(f[1]), STORE_TEXT(f[2]), STORE_TEXT(f[3]),
-			 STORE_TEXT(f[4]), STORE_INT(now));
+			 STORE_TEXT(f[4]), STORE_TEXT(why), STORE_INT(now));
 }
 
 static int insert_node(struct store *st, int64_t session, const char *id,
@@ -1094,16 +1099,22 @@ struct edge_was {
 	bool same;		/* already exactly what is to be stored */
 };
 
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
 /*
- * The row of edge f[0], compared with the four fields f[1..4] of an edge
- * of the graph or, when `text` is given, with a pending edge's text.
+ * The row of edge f[0], compared with the fields f[1..4] (f[2] NULL: a
+ * pending edge that gives no source parameter) and `why` (NULL: an edge
+ * of the graph, else pending for that reason).
  */
 static int load_edge_was(struct store *st, int64_t session,
-			 const char *const f[5], const char *text, size_t len,
+			 const char *const f[5], const char *why,
 			 struct edge_was *was)
 {
 	static const char sql[] = "SELECT seq, source, source_param, target,"
-		" target_param, pending FROM graph_edges"
+		" target_param, pending_why FROM graph_edges"
 		" WHERE session = ?1 AND id = ?2";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int rc;
@@ -1115,22 +1126,15 @@ static int load_edge_was(struct store *st, int64_t session,
 	sqlite3_bind_text(q, 2, f[0], -1, SQLITE_STATIC);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW) {
+		const char *had = (const char *)sqlite3_column_text(q, 5);
+		bool draft = sqlite3_column_type(q, 1) == SQLITE_NULL;
+
 		was->seq = sqlite3_column_int64(q, 0);
-		was->in_graph = sqlite3_column_type(q, 1) != SQLITE_NULL;
-		if (text) {
-			const void *p = sqlite3_column_text(q, 5);
-
-			was->same = p && (size_t)sqlite3_column_bytes(q, 5) == len &&
-				    !memcmp(p, text, len);
-		} else {
-			was->same = was->in_graph;
-			for (int i = 1; was->same && i < 5; i++) {
-				const char *c = (const char *)
-					sqlite3_column_text(q, i);
-
-				was->same = c && !strcmp(c, f[i]);
-			}
-		}
+		was->in_graph = !draft && !had;
+		was->same = !draft && same_str(had, why);
+		for (int i = 1; was->same && i < 5; i++)
+			was->same = same_str((const char *)
+					     sqlite3_column_text(q, i), f[i]);
 	}
 	store_done(q);
 	return store_errno(rc);
@@ -1201,54 +1205,26 @@ out:
 	return ret;
 }
 
-/* Store the fields of an edge that fits over its row, or as a new row. */
-static int store_placed(struct store *st, int64_t session,
-			const char *const f[5], const struct edge_was *was,
-			int64_t now)
+/*
+ * Store edge f (f[2] NULL: pending, giving no source parameter) over its
+ * row, or as a new row: an edge of the graph (`why` NULL) or a pending
+ * one, with why it waits (status shows it).
+ */
+static int store_edge(struct store *st, int64_t session,
+		      const char *const f[5], const char *why,
+		      const struct edge_was *was, int64_t now)
 {
 	static const char sql[] = "UPDATE graph_edges SET source = ?2,"
 		" source_param = ?3, target = ?4, target_param = ?5,"
-		" pending = NULL, pending_source = NULL, pending_target = NULL,"
-		" pending_why = NULL, mtime_ns = ?6 WHERE seq = ?1";
+		" pending_why = ?6, mtime_ns = ?7 WHERE seq = ?1";
 
 	if (was->same)
 		return 0;
 	if (!was->seq)
-		return insert_edge(st, session, f, now);
+		return insert_edge(st, session, f, why, now);
 	return store_run(st, sql, STORE_INT(was->seq), STORE_TEXT(f[1]),
 			 STORE_TEXT(f[2]), STORE_TEXT(f[3]), STORE_TEXT(f[4]),
-			 STORE_INT(now));
-}
-
-/*
- * Store edge `e` pending: `text` as it was written (it was not checked
- * against the graph, so it is not re-serialized), the node ids it names,
- * so that a node's write finds it, and `why` it waits (status shows it);
- * over its row or as a new row.
- */
-static int store_pending(struct store *st, int64_t session,
-			 const struct edge_in *e, const char *text, size_t len,
-			 const char *why, const struct edge_was *was,
-			 int64_t now)
-{
-	static const char update_sql[] = "UPDATE graph_edges SET source = NULL,"
-		" source_param = NULL, target = NULL, target_param = NULL,"
-		" pending = ?2, pending_source = ?3, pending_target = ?4,"
-		" pending_why = ?5, mtime_ns = ?6 WHERE seq = ?1";
-	static const char insert_sql[] = "INSERT INTO graph_edges(session, id,"
-		" pending, pending_source, pending_target, pending_why, mtime_ns)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-
-	if (was->same)
-		return 0;
-	if (was->seq)
-		return store_run(st, update_sql, STORE_INT(was->seq),
-				 STORE_TEXTN(text, len), STORE_TEXT(e->f[1]),
-				 STORE_TEXT(e->f[3]), STORE_TEXT(why),
-				 STORE_INT(now));
-	return store_run(st, insert_sql, STORE_INT(session), STORE_TEXT(e->f[0]),
-			 STORE_TEXTN(text, len), STORE_TEXT(e->f[1]),
-			 STORE_TEXT(e->f[3]), STORE_TEXT(why), STORE_INT(now));
+			 STORE_TEXT(why), STORE_INT(now));
 }
 
 /* A pending edge's reason, when it changed (the file did not: no mtime). */
@@ -1277,45 +1253,49 @@ static int place_edge(struct store *st, int64_t session, struct edge_in *e,
 	int ret = edge_fits(st, session, e, sp, err);
 
 	if (!ret)
-		ret = load_edge_was(st, session, e->f, NULL, 0, was);
+		ret = load_edge_was(st, session, e->f, NULL, was);
 	if (!ret)
-		ret = store_placed(st, session, e->f, was, now);
+		ret = store_edge(st, session, e->f, NULL, was, now);
 	return ret;
 }
 
 /* A pending edge's row, copied out: placing runs other statements. */
 struct pending_row {
 	int64_t seq;
-	struct sbuf id, text;
+	struct sbuf f[5];	/* id, source, source param, target, target param */
+	bool no_param;		/* it gives no source parameter */
 };
 
 /*
  * The first pending edge after seq `after` in creation order (-ENOENT:
  * none): one that names node `node`, else (`held`) one whose two nodes
  * exist (no other change than a node's arrival lets in one that waits
- * for a node), else any.  One row at a time: memory holds one text
- * however many wait, and the rows placing changes are behind the cursor.
+ * for a node), else any.  One row at a time: the rows placing changes
+ * are behind the cursor.
  */
 static int next_pending(struct store *st, int64_t session, const char *node,
 			bool held, int64_t after, struct pending_row *row)
 {
-	static const char all_sql[] = "SELECT seq, id, pending FROM graph_edges"
-		" WHERE session = ?1 AND pending IS NOT NULL AND seq > ?2"
+#define PENDING_COLUMNS "SELECT seq, id, source, source_param, target," \
+	" target_param FROM graph_edges"
+	static const char all_sql[] = PENDING_COLUMNS
+		" WHERE session = ?1 AND pending_why IS NOT NULL AND seq > ?2"
 		" ORDER BY seq LIMIT 1";
-	static const char held_sql[] = "SELECT seq, id, pending FROM graph_edges e"
-		" WHERE session = ?1 AND pending IS NOT NULL AND seq > ?2"
+	static const char held_sql[] = PENDING_COLUMNS " e"
+		" WHERE session = ?1 AND pending_why IS NOT NULL AND seq > ?2"
 		" AND EXISTS (SELECT 1 FROM graph_nodes n WHERE n.session = ?1"
-		"  AND n.id = e.pending_source AND n.doc IS NOT NULL)"
+		"  AND n.id = e.source AND n.doc IS NOT NULL)"
 		" AND EXISTS (SELECT 1 FROM graph_nodes n WHERE n.session = ?1"
-		"  AND n.id = e.pending_target AND n.doc IS NOT NULL)"
+		"  AND n.id = e.target AND n.doc IS NOT NULL)"
 		" ORDER BY seq LIMIT 1";
 	/* a UNION, as an OR would scan the session's pending edges */
-	static const char node_sql[] = "SELECT seq, id, pending FROM graph_edges"
-		" WHERE session = ?1 AND pending IS NOT NULL AND seq > ?2"
-		" AND pending_source = ?3"
-		" UNION ALL SELECT seq, id, pending FROM graph_edges"
-		" WHERE session = ?1 AND pending IS NOT NULL AND seq > ?2"
-		" AND pending_target = ?3 ORDER BY seq LIMIT 1";
+	static const char node_sql[] = PENDING_COLUMNS
+		" WHERE session = ?1 AND source = ?3 AND seq > ?2"
+		" AND pending_why IS NOT NULL"
+		" UNION ALL " PENDING_COLUMNS
+		" WHERE session = ?1 AND target = ?3 AND seq > ?2"
+		" AND pending_why IS NOT NULL ORDER BY seq LIMIT 1";
+#undef PENDING_COLUMNS
 	sqlite3_stmt *q = store_stmt(st, node ? node_sql
 					      : held ? held_sql : all_sql);
 	int rc, ret = 0;
@@ -1329,13 +1309,12 @@ static int next_pending(struct store *st, int64_t session, const char *node,
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW) {
 		row->seq = sqlite3_column_int64(q, 0);
-		sbuf_reset(&row->id);
-		sbuf_reset(&row->text);
-		ret = sbuf_add(&row->id, sqlite3_column_text(q, 1),
-			       (size_t)sqlite3_column_bytes(q, 1));
-		if (!ret)
-			ret = sbuf_add(&row->text, sqlite3_column_text(q, 2),
-				       (size_t)sqlite3_column_bytes(q, 2));
+		row->no_param = sqlite3_column_type(q, 3) == SQLITE_NULL;
+		for (int i = 0; !ret && i < 5; i++) {
+			sbuf_reset(&row->f[i]);
+			ret = sbuf_add(&row->f[i], sqlite3_column_text(q, i + 1),
+				       (size_t)sqlite3_column_bytes(q, i + 1));
+		}
 	} else {
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	}
@@ -1354,34 +1333,33 @@ static int next_pending(struct store *st, int64_t session, const char *node,
 static int place_ready(struct store *st, int64_t session, const char *node,
 		       bool held, int64_t now, bool *changed)
 {
-	struct pending_row row = { 0, SBUF_INIT, SBUF_INIT };
+	struct pending_row row = { .seq = 0 };
 	struct sbuf sp = SBUF_INIT;
 	int ret;
 
+	for (int i = 0; i < 5; i++)
+		sbuf_init(&row.f[i]);
 	*changed = false;
 	while (!(ret = next_pending(st, session, node, held, row.seq, &row))) {
 		struct ferr why = FERR_INIT;
 		struct edge_was was = { 0 };
 		struct edge_in e;
-		json_t *v = NULL;
 
-		/* checked as when it was written */
-		ret = fjson_parse(&v, row.text.buf, row.text.len, &why);
-		if (!ret)
-			ret = edge_check(v, row.id.buf, "", &e, &why);
-		if (!ret)
-			ret = place_edge(st, session, &e, &sp, now, &was, &why);
+		for (int i = 0; i < 5; i++)
+			e.f[i] = row.f[i].buf;
+		if (row.no_param)
+			e.f[2] = NULL;
+		ret = place_edge(st, session, &e, &sp, now, &was, &why);
 		if (!ret && !was.same)
 			*changed = true;
 		/* it waits on or is held back: status says why */
 		if (ret == -ENOENT || ret == -EINVAL)
 			ret = set_why(st, row.seq, why.message, changed);
-		json_decref(v);
 		if (ret < 0)
 			break;
 	}
-	sbuf_release(&row.id);
-	sbuf_release(&row.text);
+	for (int i = 0; i < 5; i++)
+		sbuf_release(&row.f[i]);
 	sbuf_release(&sp);
 	return ret == -ENOENT ? 0 : ret;
 }
@@ -1479,9 +1457,13 @@ void graph_tools_free(struct graph_tools *tools)
 
 #define NODE_ITEM_COLUMNS "seq, session, id, mtime_ns, doc"
 #define EDGE_ITEM_COLUMNS "seq, session, id, mtime_ns, source," \
-	" source_param, target, target_param, pending"
+	" source_param, target, target_param, pending_why"
 
-/* The five fields of an edge row from column `col` on (id first). */
+/*
+ * The five fields of an edge row from column `col` on (id first); false
+ * for a draft.  f[2] is NULL for a pending edge that gives no source
+ * parameter.
+ */
 static bool edge_row(sqlite3_stmt *q, int idcol, int col,
 		     const char *f[5], size_t n[5])
 {
@@ -1490,10 +1472,8 @@ static bool edge_row(sqlite3_stmt *q, int idcol, int col,
 	for (int i = 1; i < 5; i++) {
 		f[i] = (const char *)sqlite3_column_text(q, col + i - 1);
 		n[i] = (size_t)sqlite3_column_bytes(q, col + i - 1);
-		if (!f[i])
-			return false;
 	}
-	return f[0] != NULL;
+	return f[0] && f[1] && f[3] && f[4];
 }
 
 /* A row of NODE_ITEM_COLUMNS or EDGE_ITEM_COLUMNS; `scratch` sizes edges. */
@@ -1518,10 +1498,8 @@ static int row_to_item(sqlite3_stmt *q, enum graph_kind kind,
 		int ret;
 
 		it->pending = sqlite3_column_type(q, 8) != SQLITE_NULL;
-		it->draft = !edge_row(q, 2, 4, f, n) && !it->pending;
-		if (it->pending) {
-			it->size = (size_t)sqlite3_column_bytes(q, 8);
-		} else if (!it->draft) {
+		it->draft = !edge_row(q, 2, 4, f, n);
+		if (!it->draft) {
 			sbuf_reset(scratch);
 			ret = put_edge(scratch, 0, f, n);
 			if (ret < 0) {
@@ -1646,7 +1624,7 @@ int graph_render(struct store *st, enum graph_kind kind, int64_t seq,
 	static const char nodes_sql[] = "SELECT doc FROM graph_nodes"
 		" WHERE seq = ?1";
 	static const char edges_sql[] = "SELECT id, source, source_param,"
-		" target, target_param, pending FROM graph_edges WHERE seq = ?1";
+		" target, target_param FROM graph_edges WHERE seq = ?1";
 	sqlite3_stmt *q = store_stmt(st, kind == GRAPH_NODE ? nodes_sql
 							    : edges_sql);
 	int rc, ret = 0;
@@ -1665,9 +1643,6 @@ int graph_render(struct store *st, enum graph_kind kind, int64_t seq,
 
 		if (edge_row(q, 0, 1, f, n))
 			ret = put_edge(out, 0, f, n);
-		else if (sqlite3_column_type(q, 5) != SQLITE_NULL)
-			ret = sbuf_add(out, sqlite3_column_text(q, 5),
-				       (size_t)sqlite3_column_bytes(q, 5));
 	} else {
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	}
@@ -1705,7 +1680,7 @@ int graph_drop_draft(struct store *st, enum graph_kind kind, int64_t seq)
 	static const char nodes_sql[] = "DELETE FROM graph_nodes"
 		" WHERE seq = ?1 AND doc IS NULL";
 	static const char edges_sql[] = "DELETE FROM graph_edges"
-		" WHERE seq = ?1 AND source IS NULL AND pending IS NULL";
+		" WHERE seq = ?1 AND source IS NULL";
 
 	return store_run(st, kind == GRAPH_NODE ? nodes_sql : edges_sql,
 			 STORE_INT(seq));
@@ -1720,7 +1695,7 @@ int graph_drop_all_drafts(struct store *st)
 	ret = store_exec(st, "DELETE FROM graph_nodes WHERE doc IS NULL");
 	if (!ret)
 		ret = store_exec(st, "DELETE FROM graph_edges"
-				 " WHERE source IS NULL AND pending IS NULL");
+				 " WHERE source IS NULL");
 	if (ret < 0) {
 		store_rollback(st);
 		return ret;
@@ -1735,7 +1710,7 @@ static int check_edges_into(struct store *st, int64_t session, const char *id,
 			    const json_t *node, struct ferr *err)
 {
 	static const char sql[] = "SELECT id, target_param FROM graph_edges"
-		" WHERE session = ?1 AND target = ?2 AND target_param IS NOT NULL";
+		" WHERE session = ?1 AND target = ?2 AND pending_why IS NULL";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int rc, ret = 0;
 
@@ -1824,8 +1799,7 @@ out:
  * one that names a node that is not there (yet) is kept pending.
  */
 static int commit_edge(struct store *st, int64_t session, const char *id,
-		       const char *text, size_t len, const json_t *v,
-		       struct ferr *err)
+		       const json_t *v, struct ferr *err)
 {
 	struct sbuf sp = SBUF_INIT;
 	struct edge_was was = { 0 };
@@ -1849,10 +1823,10 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 	ret = place_edge(st, session, &e, &sp, now, &was, &why);
 	if (ret == -ENOENT) {
 		/* restores write edges before nodes: it waits for them */
-		ret = load_edge_was(st, session, e.f, text, len, &was);
+		ret = load_edge_was(st, session, e.f, why.message, &was);
 		if (!ret)
-			ret = store_pending(st, session, &e, text, len,
-					    why.message, &was, now);
+			ret = store_edge(st, session, e.f, why.message, &was,
+					 now);
 	} else if (ret == -EINVAL && err) {
 		*err = why;
 	}
@@ -1889,7 +1863,7 @@ int graph_commit(struct store *st, const struct graph_tools *tools,
 	if (kind == GRAPH_NODE)
 		ret = commit_node(st, tools, session, id, doc, err);
 	else
-		ret = commit_edge(st, session, id, text, len, doc, err);
+		ret = commit_edge(st, session, id, doc, err);
 	json_decref(doc);
 	return ret;
 }
@@ -1905,8 +1879,8 @@ static int find_row(struct store *st, int64_t session, enum graph_kind kind,
 {
 	static const char nodes_sql[] = "SELECT seq, doc IS NULL,"
 		" doc IS NOT NULL FROM graph_nodes WHERE session = ?1 AND id = ?2";
-	static const char edges_sql[] = "SELECT seq, source IS NULL"
-		" AND pending IS NULL, source IS NOT NULL FROM graph_edges"
+	static const char edges_sql[] = "SELECT seq, source IS NULL,"
+		" source IS NOT NULL AND pending_why IS NULL FROM graph_edges"
 		" WHERE session = ?1 AND id = ?2";
 	sqlite3_stmt *q = store_stmt(st, kind == GRAPH_NODE ? nodes_sql
 							    : edges_sql);
@@ -1928,7 +1902,8 @@ static int find_row(struct store *st, int64_t session, enum graph_kind kind,
 	return ret;
 }
 
-/* Delete a row (a node's edges go with it: the schema's trigger). */
+/* Delete a row (a node's edges go with it, pending ones too: the
+ * schema's trigger). */
 static int delete_row(struct store *st, enum graph_kind kind, int64_t seq)
 {
 	static const char nodes_sql[] = "DELETE FROM graph_nodes WHERE seq = ?1";
@@ -1950,11 +1925,8 @@ int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 	ret = find_row(st, session, kind, id, &seq, &draft, &in_graph);
 	if (!ret)
 		ret = delete_row(st, kind, seq);
-	/* the edges that wait for a node stay (those naming a deleted node
-	 * wait for it again); one that the deleted edges held back joins (a
-	 * pending edge holds nothing back) */
-	if (!ret && in_graph && kind == GRAPH_NODE)
-		ret = place_ready(st, session, id, false, now, &placed);
+	/* one that the deleted edges held back joins (a pending edge holds
+	 * nothing back) */
 	if (!ret && in_graph)
 		ret = place_ready(st, session, NULL, true, now, &placed);
 	if (!ret && !draft)
@@ -1966,14 +1938,11 @@ int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 	return store_commit(st);
 }
 
-/*
- * The JSON document `sql` selects for `seq`, its "id" set to `to` (an
- * existing key keeps its place), into `out`; -ENOENT when there is no
- * row; nothing when `only_given` and the document has no id.
- */
-static int with_id(struct store *st, const char *sql, int64_t seq,
-		   const char *to, bool only_given, struct sbuf *out)
+/* The document of node `seq` with its id set to `to`. */
+static int renamed_doc(struct store *st, int64_t seq, const char *to,
+		       struct sbuf *out)
 {
+	static const char sql[] = "SELECT doc FROM graph_nodes WHERE seq = ?1";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	json_t *doc = NULL;
 	int rc, ret;
@@ -1988,38 +1957,15 @@ static int with_id(struct store *st, const char *sql, int64_t seq,
 	}
 	ret = store_column_json(q, 0, &doc);
 	store_done(q);
-	if (!ret && (!only_given || json_object_get(doc, "id"))) {
-		if (!put(doc, "id", json_string(to)))
-			ret = -ENOMEM;
-		if (!ret)
-			ret = fjson_dump(out, doc);
-	}
+	if (ret < 0)
+		return ret;
+	/* an existing key keeps its place */
+	if (!put(doc, "id", json_string(to)))
+		ret = -ENOMEM;
+	if (!ret)
+		ret = fjson_dump(out, doc);
 	json_decref(doc);
 	return ret;
-}
-
-/* The document of node `seq` with its id set to `to`. */
-static int renamed_doc(struct store *st, int64_t seq, const char *to,
-		       struct sbuf *out)
-{
-	static const char sql[] = "SELECT doc FROM graph_nodes WHERE seq = ?1";
-
-	return with_id(st, sql, seq, to, false, out);
-}
-
-/*
- * The text of pending edge `seq` with the id it gives set to `to`, so
- * that it still agrees with the file name; nothing when the edge is not
- * pending or gives no id (its text stays as written).
- */
-static int renamed_pending(struct store *st, int64_t seq, const char *to,
-			   struct sbuf *out)
-{
-	static const char sql[] = "SELECT pending FROM graph_edges"
-		" WHERE seq = ?1 AND pending IS NOT NULL";
-	int ret = with_id(st, sql, seq, to, true, out);
-
-	return ret == -ENOENT ? 0 : ret;
 }
 
 int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
@@ -2029,7 +1975,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	static const char node_sql[] = "UPDATE graph_nodes SET id = ?2,"
 		" doc = ?3, mtime_ns = ?4 WHERE seq = ?1";
 	static const char edge_sql[] = "UPDATE graph_edges SET id = ?2,"
-		" mtime_ns = ?3, pending = coalesce(?4, pending) WHERE seq = ?1";
+		" mtime_ns = ?3 WHERE seq = ?1";
 	static const char sources_sql[] = "UPDATE graph_edges SET source = ?3,"
 		" mtime_ns = ?4 WHERE session = ?1 AND source = ?2";
 	static const char targets_sql[] = "UPDATE graph_edges SET target = ?3,"
@@ -2081,24 +2027,18 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 					STORE_INT(session), STORE_TEXT(from),
 					STORE_TEXT(to), STORE_INT(now));
 	} else {
-		ret = renamed_pending(st, seq, to, &doc);
-		if (!ret)
-			ret = store_run(st, edge_sql, STORE_INT(seq),
-					STORE_TEXT(to), STORE_INT(now),
-					doc.len ? STORE_TEXTN(doc.buf, doc.len)
-						: STORE_NULL);
+		ret = store_run(st, edge_sql, STORE_INT(seq), STORE_TEXT(to),
+				STORE_INT(now));
 	}
 	/*
-	 * Pending edges do not follow a renamed node (their text is as
-	 * written): those naming `from` wait for it now, those naming `to`
-	 * may join, and so may one that a replaced item's edges held back.
-	 * Ids take part in no check, so a rename alone lets no other edge
-	 * in, but the reasons of those held back name edges ("duplicates
-	 * e1") and nodes (a cycle's path).
+	 * The edges naming the node, pending ones too, followed it: those
+	 * naming `to` may join now, and so may one that a replaced item's
+	 * edges held back.  Ids take part in no check, so a rename alone
+	 * lets no other edge in, but the reasons of those held back name
+	 * edges ("duplicates e1") and nodes (a cycle's path).
 	 */
-	for (int i = 0; !ret && kind == GRAPH_NODE && !draft && i < 2; i++)
-		ret = place_ready(st, session, i ? to : from, false, now,
-				  &placed);
+	if (!ret && kind == GRAPH_NODE && !draft)
+		ret = place_ready(st, session, to, false, now, &placed);
 	if (!ret && (in_graph || other_in_graph))
 		ret = place_ready(st, session, NULL, true, now, &placed);
 	if (!ret && (!draft || !other_draft))
@@ -2145,8 +2085,8 @@ int graph_render_parameters(struct store *st, int64_t session,
 	static const char nodes_sql[] = "SELECT doc FROM graph_nodes"
 		" WHERE session = ?1 AND doc IS NOT NULL ORDER BY seq";
 	static const char edges_sql[] = "SELECT id, source, source_param,"
-		" target, target_param FROM graph_edges"
-		" WHERE session = ?1 AND source IS NOT NULL ORDER BY seq";
+		" target, target_param FROM graph_edges WHERE session = ?1"
+		" AND source IS NOT NULL AND pending_why IS NULL ORDER BY seq";
 	static const char uuid_sql[] = "SELECT template_uuid FROM sessions"
 		" WHERE id = ?1";
 	size_t start = out->len, count = 0;
@@ -2503,7 +2443,8 @@ static int replace_graph(struct store *st, int64_t session,
 			 const json_t *uuid, int64_t now)
 {
 	static const char edges_sql[] = "DELETE FROM graph_edges"
-		" WHERE session = ?1 AND source IS NOT NULL";
+		" WHERE session = ?1 AND source IS NOT NULL"
+		" AND pending_why IS NULL";
 	static const char nodes_sql[] = "DELETE FROM graph_nodes"
 		" WHERE session = ?1 AND doc IS NOT NULL";
 	static const char uuid_sql[] = "UPDATE sessions SET template_uuid = ?2"
@@ -2527,7 +2468,7 @@ static int replace_graph(struct store *st, int64_t session,
 		ret = delete_draft_named(st, session, GRAPH_EDGE,
 					 g->edges[j].f[0]);
 		if (!ret)
-			ret = insert_edge(st, session, g->edges[j].f, now);
+			ret = insert_edge(st, session, g->edges[j].f, NULL, now);
 	}
 	/* a JSON null has no string value: SQL NULL */
 	if (!ret && uuid)
@@ -2667,7 +2608,7 @@ out:
 int graph_problems(struct store *st, int64_t session, struct sbuf *out)
 {
 	static const char sql[] = "SELECT id, pending_why FROM graph_edges"
-		" WHERE session = ?1 AND pending IS NOT NULL ORDER BY seq";
+		" WHERE session = ?1 AND pending_why IS NOT NULL ORDER BY seq";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	int rc, ret = 0;
 
@@ -2801,7 +2742,7 @@ int graph_infer_edges(struct store *st, int64_t session, size_t *added,
 		if (ret < 0)
 			goto rollback;
 		f[0] = eid.buf;
-		ret = insert_edge(st, session, f, now);
+		ret = insert_edge(st, session, f, NULL, now);
 		if (ret < 0)
 			goto rollback;
 		(*added)++;

@@ -5,8 +5,8 @@
  * Storage (schema version 3, see store.c): a node is a row of graph_nodes
  * holding its canonical document text (json.dumps(indent=2) of the node
  * object, defaults filled); an edge is a row of graph_edges holding its
- * five fields (a pending edge, version 8: its text and the node ids it
- * names, the fields NULL).  Both have a `seq` (row id, never reused:
+ * five fields (a pending edge, version 8: the fields it gives, and why it
+ * waits).  Both have a `seq` (row id, never reused:
  * creation order, and the filesystem's inode numbers) and an `id` unique
  * in the session.  An id is a file name stem: 1..250 bytes of UTF-8, no
  * '/' or NUL, not "." or ".." (else -EINVAL; -ENAMETOOLONG past 250
@@ -51,11 +51,13 @@
  *
  * Pending edges: restores (cp -a, rsync -a, tar x) write files in any
  * order, rsync's edges/ before nodes/, so an edge whose source or target
- * node does not exist or is a draft is not refused but kept pending: its
- * file is its text exactly as written (not checked against the graph,
- * hence not re-serialized; the checks of the document alone above still
- * refuse).  It is listed (graph_list: pending, not a draft, size its
- * text's length) and rendered, but is not part of the graph: not in
+ * node does not exist or is a draft is not refused but kept pending,
+ * checked as a document alone (the checks above still refuse); its file
+ * is what an edge of the graph shows, but only with the fields it gives
+ * (source_parameter_name left out when it gives none, as its default
+ * needs the source's label), so the blanks and key order written are not
+ * kept.  It is listed (graph_list: pending, not a draft) and rendered,
+ * but is not part of the graph: not in
  * parameters.json, in no cycle or duplicate check, feeds no input a
  * node must keep, not seen by graph_infer_edges.  It joins the graph ("is placed") in the
  * transaction of the write that lets it: a node's commit or rename that
@@ -67,11 +69,12 @@
  * ordinary edge (re-serialized, its mtime and the graph's stamped); if
  * that check fails it stays pending: a node write is never refused for a
  * pending edge.  graph_problems() says what keeps each one out.  A
- * pending edge is deleted, renamed (a text that gives an "id" then has
- * it rewritten, so it agrees with the file name) and replaced (by a
- * valid edge or a pending one) like any edge; pending edges do not
- * follow a renamed node and are not deleted with a node they name (they
- * wait for it).
+ * pending edge is deleted, renamed and replaced (by a valid edge or a
+ * pending one) like any edge, follows a renamed node and is deleted with
+ * a node it names (not with a draft: a draft's deletion is a refused or
+ * abandoned create, and the edge still waits for the node), as any edge
+ * is; so whether an edge survives does not depend on the order in which
+ * its nodes came.
  *
  * The whole document (parameters.json): {"nodes": [...], "edges": [...],
  * "meta": {"template_uuid": ...}}, nodes and edges in creation order,
@@ -88,9 +91,10 @@
  * Nothing changes unless all pass; then every node and edge is replaced
  * in one transaction, created in document order.  Nodes keep their
  * stored node_uuid when the new document omits it; meta.template_uuid,
- * when given, becomes the session's.  Drafts and pending edges stay,
- * unless the document names their id (they give way); pending edges
- * still there are then tried for placement against the new graph.  The
+ * when given, becomes the session's.  Drafts stay, and so do pending
+ * edges that name no node of the old graph (the old nodes go with their
+ * edges), unless the document names their id (they give way); pending
+ * edges still there are then tried for placement against the new graph.  The
  * document's own edges must name its nodes: that is still refused.
  *
  * Drafts: a nodes/x.json or edges/x.json being created (open, not yet
@@ -172,14 +176,15 @@ int graph_commit(struct store *st, const struct graph_tools *tools,
 		 int64_t session, enum graph_kind kind, const char *id,
 		 const char *text, size_t len, struct ferr *err);
 
-/* Delete an item; a node takes its edges with it (not the pending ones:
- * they wait for it again), in one transaction. */
+/* Delete an item; a node takes its edges with it (pending ones too), in
+ * one transaction. */
 int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 		 const char *id);
 
 /*
  * Rename an item (mv nodes/a.json nodes/b.json): the document's id
- * follows, and so do the edges that name a renamed node.  -EEXIST when
+ * follows, and so do the edges that name a renamed node (pending ones
+ * too; not those that wait for a draft).  -EEXIST when
  * `to` is taken (unless `replace`: the old `to` goes, a node with its
  * edges).
  */

@@ -295,10 +295,11 @@ static const char schema_v7[] =
  * found by its name.  A session in a trash is named "/<id>" in sessions
  * (no session name holds a '/'), so its name is free at the root.
  * Edges may be written before their nodes: such an edge waits, pending,
- * its text as written in graph_edges.pending (its four columns NULL),
- * the node ids it names in pending_source and pending_target, and why it
- * waits in pending_why, kept right by every change that can change it,
- * so that status need not check again (graph.h).
+ * in its row as any edge (source_param NULL when it gives none), and why
+ * it waits in pending_why (NULL for the edges of the graph), kept right
+ * by every change that can change it, so that status need not check
+ * again (graph.h).  A node takes the edges naming it, pending ones too,
+ * when it is deleted, but a draft has none: those that wait for it stay.
  */
 static const char schema_v8[] =
 	"CREATE TABLE mount_log ("
@@ -310,16 +311,15 @@ static const char schema_v8[] =
 	"UPDATE inodes SET tag = 64 WHERE ino IN (SELECT root_ino FROM sessions);"
 	"CREATE UNIQUE INDEX inodes_trash ON inodes(name)"
 	"  WHERE parent IS NULL AND tag = 65;"
-	"ALTER TABLE graph_edges ADD COLUMN pending TEXT;"
-	"ALTER TABLE graph_edges ADD COLUMN pending_source TEXT;"
-	"ALTER TABLE graph_edges ADD COLUMN pending_target TEXT;"
 	"ALTER TABLE graph_edges ADD COLUMN pending_why TEXT;"
 	"CREATE INDEX graph_edges_pending"
-	"  ON graph_edges(session, seq) WHERE pending IS NOT NULL;"
-	"CREATE INDEX graph_edges_pending_source"
-	"  ON graph_edges(session, pending_source) WHERE pending IS NOT NULL;"
-	"CREATE INDEX graph_edges_pending_target"
-	"  ON graph_edges(session, pending_target) WHERE pending IS NOT NULL;";
+	"  ON graph_edges(session, seq) WHERE pending_why IS NOT NULL;"
+	"DROP TRIGGER graph_node_deleted;"
+	"CREATE TRIGGER graph_node_deleted AFTER DELETE ON graph_nodes"
+	"  WHEN old.doc IS NOT NULL BEGIN"
+	"  DELETE FROM graph_edges WHERE session = old.session"
+	"    AND (source = old.id OR target = old.id);"
+	"END;";
 
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {

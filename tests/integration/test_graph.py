@@ -690,13 +690,16 @@ def edge_refusal(s, id, doc):
 
 def test_an_edge_before_its_nodes_waits_for_them(s):
     """Files of a copied session come back in any order (rsync sends
-    edges/ before nodes/): an edge whose node is not there yet is kept as
-    written, is no part of the graph, and status says what it waits for;
-    once its nodes come, it joins the graph."""
-    text = json.dumps({"source_node_id": N1, "target_node_id": N2,
-                       "target_parameter_name": "structure_file"})
-    assert put(epath(s, E1), text.encode()) == 0
-    assert read_bytes(epath(s, E1)) == text.encode()
+    edges/ before nodes/): an edge whose node is not there yet is kept (its
+    file shows the fields it gave, as an edge's file does), is no part of
+    the graph, and status says what it waits for; once its nodes come, it
+    joins the graph."""
+    text = json.dumps({"target_parameter_name": "structure_file",
+                       "source_node_id": N1, "target_node_id": N2})
+    assert put(epath(s, E1), b" " * 100000 + text.encode()) == 0
+    assert read_bytes(epath(s, E1)) == json.dumps(
+        {"id": E1, "source_node_id": N1, "target_node_id": N2,
+         "target_parameter_name": "structure_file"}, indent=2).encode()
     assert json.loads(read_bytes(s / "parameters.json"))["edges"] == []
     assert status_of(s)[0] == [
         f'edges/{E1}.json: waits for its source node "{N1}" and its target'
