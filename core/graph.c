@@ -1268,19 +1268,15 @@ struct pending_row {
 
 /*
  * The first pending edge after seq `after` in creation order (-ENOENT:
- * none): one that names node `node`, else (`held`) one whose two nodes
- * exist (no other change than a node's arrival lets in one that waits
- * for a node), else any.  One row at a time: the rows placing changes
- * are behind the cursor.
+ * none): one that names node `node`, else one whose two nodes exist (no
+ * other change than a node's arrival lets in one that waits for a node).
+ * One row at a time: the rows placing changes are behind the cursor.
  */
 static int next_pending(struct store *st, int64_t session, const char *node,
-			bool held, int64_t after, struct pending_row *row)
+			int64_t after, struct pending_row *row)
 {
 #define PENDING_COLUMNS "SELECT seq, id, source, source_param, target," \
 	" target_param FROM graph_edges"
-	static const char all_sql[] = PENDING_COLUMNS
-		" WHERE session = ?1 AND pending_why IS NOT NULL AND seq > ?2"
-		" ORDER BY seq LIMIT 1";
 	static const char held_sql[] = PENDING_COLUMNS " e"
 		" WHERE session = ?1 AND pending_why IS NOT NULL AND seq > ?2"
 		" AND EXISTS (SELECT 1 FROM graph_nodes n WHERE n.session = ?1"
@@ -1296,8 +1292,7 @@ static int next_pending(struct store *st, int64_t session, const char *node,
 		" WHERE session = ?1 AND target = ?3 AND seq > ?2"
 		" AND pending_why IS NOT NULL ORDER BY seq LIMIT 1";
 #undef PENDING_COLUMNS
-	sqlite3_stmt *q = store_stmt(st, node ? node_sql
-					      : held ? held_sql : all_sql);
+	sqlite3_stmt *q = store_stmt(st, node ? node_sql : held_sql);
 	int rc, ret = 0;
 
 	if (!q)
@@ -1331,7 +1326,7 @@ static int next_pending(struct store *st, int64_t session, const char *node,
  * reason.
  */
 static int place_ready(struct store *st, int64_t session, const char *node,
-		       bool held, int64_t now, bool *changed)
+		       int64_t now, bool *changed)
 {
 	struct pending_row row = { .seq = 0 };
 	struct sbuf sp = SBUF_INIT;
@@ -1340,7 +1335,7 @@ static int place_ready(struct store *st, int64_t session, const char *node,
 	for (int i = 0; i < 5; i++)
 		sbuf_init(&row.f[i]);
 	*changed = false;
-	while (!(ret = next_pending(st, session, node, held, row.seq, &row))) {
+	while (!(ret = next_pending(st, session, node, row.seq, &row))) {
 		struct ferr why = FERR_INIT;
 		struct edge_was was = { 0 };
 		struct edge_in e;
@@ -1778,7 +1773,7 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 	}
 	/* edges written before it join the graph with it */
 	if (!ret)
-		ret = place_ready(st, session, id, false, now, &placed);
+		ret = place_ready(st, session, id, now, &placed);
 	if (!ret && (changed || placed))
 		ret = touch(st, session, now);
 	if (ret < 0)
@@ -1832,7 +1827,7 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 	}
 	/* its old version left the graph: what it held back may join */
 	if (!ret && was.in_graph && !was.same)
-		ret = place_ready(st, session, NULL, true, now, &placed);
+		ret = place_ready(st, session, NULL, now, &placed);
 	if (!ret && !was.same)
 		ret = touch(st, session, now);
 	if (ret < 0)
@@ -1928,7 +1923,7 @@ int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 	/* one that the deleted edges held back joins (a pending edge holds
 	 * nothing back) */
 	if (!ret && in_graph)
-		ret = place_ready(st, session, NULL, true, now, &placed);
+		ret = place_ready(st, session, NULL, now, &placed);
 	if (!ret && !draft)
 		ret = touch(st, session, now);
 	if (ret < 0) {
@@ -2038,9 +2033,9 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	 * edges ("duplicates e1") and nodes (a cycle's path).
 	 */
 	if (!ret && kind == GRAPH_NODE && !draft)
-		ret = place_ready(st, session, to, false, now, &placed);
+		ret = place_ready(st, session, to, now, &placed);
 	if (!ret && (in_graph || other_in_graph))
-		ret = place_ready(st, session, NULL, true, now, &placed);
+		ret = place_ready(st, session, NULL, now, &placed);
 	if (!ret && (!draft || !other_draft))
 		ret = touch(st, session, now);
 	if (ret < 0)
@@ -2437,14 +2432,16 @@ static int delete_draft_named(struct store *st, int64_t session,
 			 STORE_INT(session), STORE_TEXT(id));
 }
 
-/* Replace the session's graph by `g` (a transaction is open). */
+/*
+ * Replace the session's graph by `g` (a transaction is open): the edges
+ * that wait go too, as the document is the whole graph.
+ */
 static int replace_graph(struct store *st, int64_t session,
 			 const struct pgraph *g, struct sbuf *texts,
 			 const json_t *uuid, int64_t now)
 {
 	static const char edges_sql[] = "DELETE FROM graph_edges"
-		" WHERE session = ?1 AND source IS NOT NULL"
-		" AND pending_why IS NULL";
+		" WHERE session = ?1 AND source IS NOT NULL";
 	static const char nodes_sql[] = "DELETE FROM graph_nodes"
 		" WHERE session = ?1 AND doc IS NOT NULL";
 	static const char uuid_sql[] = "UPDATE sessions SET template_uuid = ?2"
@@ -2525,13 +2522,14 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 			    int64_t session, const char *text, size_t len,
 			    struct ferr *err)
 {
+	static const char waiting_sql[] = "SELECT count(*) FROM graph_edges"
+		" WHERE session = ?1 AND pending_why IS NOT NULL";
 	struct pgraph g = { 0 };
 	struct sbuf *texts = NULL, cur = SBUF_INIT, next = SBUF_INIT;
 	const json_t *nodes, *edges, *uuid = NULL;
 	json_t *doc = NULL;
-	int64_t now = store_now_ns();
+	int64_t now = store_now_ns(), waiting = 0;
 	size_t nn = 0;
-	bool placed;
 	int ret;
 
 	ret = fjson_parse(&doc, text, len, err);
@@ -2567,9 +2565,12 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 			ret = fjson_dump(&texts[i], node);
 	}
 	/* the document before and after, in this transaction: the same
-	 * bytes are no change (rolled back: mtimes and inodes stay) */
+	 * bytes, with no edge waiting to go, are no change (rolled back:
+	 * mtimes and inodes stay) */
 	if (!ret)
 		ret = graph_render_parameters(st, session, &cur);
+	if (!ret)
+		ret = store_int(st, waiting_sql, &waiting, STORE_INT(session));
 	if (ret < 0)
 		goto rollback;
 	ret = replace_graph(st, session, &g, texts, uuid, now);
@@ -2578,15 +2579,11 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 			 store_errmsg(st));
 		goto rollback;
 	}
-	/* the pending edges it does not name stay, and may fit it (or
-	 * wait for a node it lacks) */
-	ret = place_ready(st, session, NULL, false, now, &placed);
-	if (ret < 0)
-		goto rollback;
 	ret = graph_render_parameters(st, session, &next);
 	if (ret < 0)
 		goto rollback;
-	if (cur.len == next.len && !memcmp(cur.buf, next.buf, cur.len))
+	if (!waiting && cur.len == next.len &&
+	    !memcmp(cur.buf, next.buf, cur.len))
 		goto rollback;
 	ret = store_commit(st);
 	goto out;

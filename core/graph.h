@@ -62,8 +62,8 @@
  * node must keep, not seen by graph_infer_edges.  It joins the graph ("is placed") in the
  * transaction of the write that lets it: a node's commit or rename that
  * makes its second node exist (or gives the target the input it names),
- * graph_commit_parameters, and any delete or rename, or replacement of an
- * edge, that removes what held it back.  It is then checked as any edge
+ * and any delete or rename, or replacement of an edge, that removes what
+ * held it back.  It is then checked as any edge
  * (source_parameter_name defaults to out_<label>, input, duplicate,
  * cycle; of two equal pending edges the older joins) and becomes an
  * ordinary edge (re-serialized, its mtime and the graph's stamped); if
@@ -74,7 +74,7 @@
  * a node it names (not with a draft: a draft's deletion is a refused or
  * abandoned create, and the edge still waits for the node), as any edge
  * is; so whether an edge survives does not depend on the order in which
- * its nodes came.
+ * its nodes came.  Writing parameters.json removes them all (below).
  *
  * The whole document (parameters.json): {"nodes": [...], "edges": [...],
  * "meta": {"template_uuid": ...}}, nodes and edges in creation order,
@@ -91,11 +91,12 @@
  * Nothing changes unless all pass; then every node and edge is replaced
  * in one transaction, created in document order.  Nodes keep their
  * stored node_uuid when the new document omits it; meta.template_uuid,
- * when given, becomes the session's.  Drafts stay, and so do pending
- * edges that name no node of the old graph (the old nodes go with their
- * edges), unless the document names their id (they give way); pending
- * edges still there are then tried for placement against the new graph.  The
- * document's own edges must name its nodes: that is still refused.
+ * when given, becomes the session's.  The document is the whole graph:
+ * pending edges go (one it names is replaced by the document's, as
+ * any), and none joins it, so it reads back as written; drafts stay,
+ * unless the document names their id (they give way).  The same bytes
+ * as the graph's document are no change, unless edges were pending.
+ * The document's own edges must name its nodes: that is still refused.
  *
  * Drafts: a nodes/x.json or edges/x.json being created (open, not yet
  * closed) exists as a draft row with no document, so it has an inode;

@@ -1797,29 +1797,57 @@ static void test_pending_rename(void **state)
 	assert_problems(fx, "edges/e8.json: duplicates e9\n");
 }
 
-/* parameters.json: a document naming a pending edge's id replaces it;
- * the others stay and join when their nodes come. */
+/*
+ * parameters.json is the whole graph: the pending edges go, the one it
+ * names and the others, and none joins it, not even one whose nodes it
+ * has (it did, and came first); writing the graph's own document while
+ * edges wait is a change.
+ */
 static void test_pending_parameters(void **state)
 {
 	struct fixture *fx = *state;
+	static const char text[] =
+		"{\"nodes\": [{\"id\": \"a\", \"label\": \"ta\"},"
+		" {\"id\": \"b\", \"label\": \"tb\"},"
+		" {\"id\": \"p\", \"label\": \"tp\"}, {\"id\": \"q\", \"label\": \"tq\"}],"
+		" \"edges\": [{\"id\": \"e1\", \"source_node_id\": \"a\","
+		"  \"target_node_id\": \"b\", \"target_parameter_name\": \"input\"}],"
+		" \"meta\": {}}";
 	char *doc;
+	int64_t m;
 
 	edge(fx, "e1", "x", "y", "input");
 	edge(fx, "e2", "p", "q", "input");
-	assert_int_equal(commit_params(fx,
-		"{\"nodes\": [{\"id\": \"a\", \"label\": \"ta\"},"
-		" {\"id\": \"b\", \"label\": \"tb\"}],"
-		" \"edges\": [{\"id\": \"e1\", \"source_node_id\": \"a\","
-		"  \"target_node_id\": \"b\", \"target_parameter_name\": \"input\"}],"
-		" \"meta\": {}}"), 0);
+	assert_int_equal(commit_params(fx, text), 0);
 	assert_false(is_pending(fx, "e1"));
 	doc = render(fx, E, "e1");
 	assert_non_null(strstr(doc, "\"source_node_id\": \"a\","));
 	free(doc);
-	assert_true(is_pending(fx, "e2"));
-	assert_problems(fx, "edges/e2.json: waits for its source node \"p\" and"
-			" its target node \"q\", which do not exist\n");
+	assert_false(exists(fx, E, "e2"));
+	assert_problems(fx, "");
+	doc = params(fx);
+	assert_non_null(strstr(doc,
+		"  \"edges\": [\n"
+		"    {\n"
+		"      \"id\": \"e1\",\n"
+		"      \"source_node_id\": \"a\",\n"
+		"      \"source_parameter_name\": \"out_ta\",\n"
+		"      \"target_node_id\": \"b\",\n"
+		"      \"target_parameter_name\": \"input\"\n"
+		"    }\n"
+		"  ],\n"));
+	/* its own document again: no change, unless edges wait */
+	m = gmtime_of(fx);
+	assert_int_equal(commit_params(fx, doc), 0);
+	assert_int_equal(gmtime_of(fx), m);
+	edge(fx, "e3", "a", "z", "input");
+	m = gmtime_of(fx);
+	assert_int_equal(commit_params(fx, doc), 0);
+	assert_false(exists(fx, E, "e3"));
+	assert_true(gmtime_of(fx) > m);
+	free(doc);
 	/* a document is still checked whole: its edges need its nodes */
+	edge(fx, "e4", "a", "z", "input");
 	assert_int_equal(commit_params(fx,
 		"{\"nodes\": [{\"id\": \"a\", \"label\": \"ta\"}],"
 		" \"edges\": [{\"id\": \"e5\", \"source_node_id\": \"a\","
@@ -1827,29 +1855,7 @@ static void test_pending_parameters(void **state)
 		" \"meta\": {}}"), -EINVAL);
 	assert_string_equal(fx->err.message,
 			    "edges[0]: target node \"q\" does not exist");
-	assert_int_equal(commit_params(fx,
-		"{\"nodes\": [{\"id\": \"a\", \"label\": \"ta\"},"
-		" {\"id\": \"b\", \"label\": \"tb\"},"
-		" {\"id\": \"p\", \"label\": \"tp\"}, {\"id\": \"q\", \"label\": \"tq\"}],"
-		" \"edges\": [{\"id\": \"e1\", \"source_node_id\": \"a\","
-		"  \"target_node_id\": \"b\", \"target_parameter_name\": \"input\"}],"
-		" \"meta\": {}}"), 0);
-	assert_false(is_pending(fx, "e2"));
-	assert_problems(fx, "");
-	/* its row was made before e1's: it comes first */
-	doc = params(fx);
-	assert_non_null(strstr(doc,
-		"  \"edges\": [\n"
-		"    {\n"
-		"      \"id\": \"e2\",\n"
-		"      \"source_node_id\": \"p\",\n"
-		"      \"source_parameter_name\": \"out_tp\",\n"
-		"      \"target_node_id\": \"q\",\n"
-		"      \"target_parameter_name\": \"input\"\n"
-		"    },\n"
-		"    {\n"
-		"      \"id\": \"e1\",\n"));
-	free(doc);
+	assert_true(is_pending(fx, "e4"));
 }
 
 static int commit_in(struct fixture *fx, int64_t session, enum graph_kind kind,
