@@ -1096,6 +1096,7 @@ static int insert_node(struct store *st, int64_t session, const char *id,
 struct edge_was {
 	int64_t seq;		/* 0: no row */
 	bool in_graph;		/* an edge of the graph: not a draft, not pending */
+	bool pending;
 	bool same;		/* already exactly what is to be stored */
 };
 
@@ -1131,6 +1132,7 @@ static int load_edge_was(struct store *st, int64_t session,
 
 		was->seq = sqlite3_column_int64(q, 0);
 		was->in_graph = !draft && !had;
+		was->pending = had != NULL;
 		was->same = !draft && same_str(had, why);
 		for (int i = 1; was->same && i < 5; i++)
 			was->same = same_str((const char *)
@@ -1225,6 +1227,39 @@ static int store_edge(struct store *st, int64_t session,
 	return store_run(st, sql, STORE_INT(was->seq), STORE_TEXT(f[1]),
 			 STORE_TEXT(f[2]), STORE_TEXT(f[3]), STORE_TEXT(f[4]),
 			 STORE_TEXT(why), STORE_INT(now));
+}
+
+/*
+ * Whether edge f may wait (GRAPH_PENDING_MAX, GRAPH_PENDING_SIZE): it is
+ * written by whoever writes edges/, and unlike an edge of the graph,
+ * nothing bounds what a pending one names, or how many there are.
+ * -EINVAL + err when it may not; `replaces` a pending edge: no more wait.
+ */
+static int room_to_wait(struct store *st, int64_t session,
+			const char *const f[5], bool replaces, struct ferr *err)
+{
+	static const char sql[] = "SELECT count(*) FROM graph_edges"
+		" WHERE session = ?1 AND pending_why IS NOT NULL";
+	struct sbuf text = SBUF_INIT;
+	int64_t count = 0;
+	size_t n[5];
+	int ret;
+
+	for (int i = 0; i < 5; i++)
+		n[i] = f[i] ? strlen(f[i]) : 0;
+	ret = put_edge(&text, 0, f, n);
+	if (!ret && text.len > GRAPH_PENDING_SIZE)
+		ret = ferr_set(err, -EINVAL,
+			       "too big to wait for its nodes: %zu bytes as its file would show it (at most %d)",
+			       text.len, GRAPH_PENDING_SIZE);
+	if (!ret && !replaces)
+		ret = store_int(st, sql, &count, STORE_INT(session));
+	if (!ret && count >= GRAPH_PENDING_MAX)
+		ret = ferr_set(err, -EINVAL,
+			       "cannot wait for its nodes: %d edges wait already, the most a session keeps (write their nodes, or parameters.json)",
+			       GRAPH_PENDING_MAX);
+	sbuf_release(&text);
+	return ret;
 }
 
 /* A pending edge's reason, when it changed (the file did not: no mtime). */
@@ -1819,6 +1854,8 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 	if (ret == -ENOENT) {
 		/* restores write edges before nodes: it waits for them */
 		ret = load_edge_was(st, session, e.f, why.message, &was);
+		if (!ret && !was.same)
+			ret = room_to_wait(st, session, e.f, was.pending, err);
 		if (!ret)
 			ret = store_edge(st, session, e.f, why.message, &was,
 					 now);

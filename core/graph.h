@@ -75,6 +75,12 @@
  * abandoned create, and the edge still waits for the node), as any edge
  * is; so whether an edge survives does not depend on the order in which
  * its nodes came.  Writing parameters.json removes them all (below).
+ * Their writers are untrusted and nothing in the graph bounds them, so a
+ * session keeps at most GRAPH_PENDING_MAX, each at most
+ * GRAPH_PENDING_SIZE bytes as its file shows it: past either an edge
+ * that would wait is refused (-EINVAL, "cannot wait for its nodes: 1000
+ * edges wait already ...", "too big to wait for its nodes: ...").  A
+ * bigger graph comes back through its parameters.json.
  *
  * The whole document (parameters.json): {"nodes": [...], "edges": [...],
  * "meta": {"template_uuid": ...}}, nodes and edges in creation order,
@@ -119,6 +125,10 @@
 #include "ferr.h"
 #include "sbuf.h"
 #include "store.h"
+
+/* Bounds of the pending edges of a session (see above). */
+#define GRAPH_PENDING_MAX 1000
+#define GRAPH_PENDING_SIZE 4096
 
 enum graph_kind { GRAPH_NODE, GRAPH_EDGE };
 

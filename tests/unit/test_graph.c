@@ -2035,6 +2035,51 @@ static void test_pending_reasons(void **state)
 	assert_problems(fx, "");
 }
 
+/*
+ * Edges wait within bounds (their writers are untrusted): at most
+ * GRAPH_PENDING_MAX in a session (replacing one that waits takes no
+ * room, one that joins the graph makes room), each at most
+ * GRAPH_PENDING_SIZE bytes as its file shows it.  There was no bound.
+ */
+static void test_pending_bounds(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf big = SBUF_INIT;
+	char id[32], src[32], *doc;
+
+	for (int i = 0; i < GRAPH_PENDING_MAX; i++) {
+		snprintf(id, sizeof(id), "w%d", i);
+		snprintf(src, sizeof(src), "m%d", i);
+		edge(fx, id, src, "a", "input");
+	}
+	assert_int_equal(edge_ret(fx, "more", "m", "a", "input"), -EINVAL);
+	assert_string_equal(fx->err.message, "cannot wait for its nodes: 1000"
+			    " edges wait already, the most a session keeps"
+			    " (write their nodes, or parameters.json)");
+	assert_false(exists(fx, E, "more"));
+	edge(fx, "w0", "m0", "b", "input");
+	node(fx, "a", "ta", "");
+	node(fx, "m1", "t", "");
+	assert_false(is_pending(fx, "w1"));
+	edge(fx, "more", "m", "a", "input");
+	assert_int_equal(edge_ret(fx, "more2", "m", "a", "input"), -EINVAL);
+
+	assert_int_equal(sbuf_addstr(&big, "{\"source_node_id\": \"x\","
+				     " \"target_node_id\": \"y\","
+				     " \"target_parameter_name\": \""), 0);
+	for (int i = 0; i < GRAPH_PENDING_SIZE; i++)
+		assert_int_equal(sbuf_addch(&big, 'p'), 0);
+	assert_int_equal(sbuf_addstr(&big, "\"}"), 0);
+	assert_int_equal(commit(fx, E, "w0", big.buf), -EINVAL);
+	assert_true(starts_with(fx->err.message, "too big to wait for its nodes: "));
+	assert_non_null(strstr(fx->err.message, " bytes as its file would show it"
+			       " (at most 4096)"));
+	doc = render(fx, E, "w0");
+	assert_non_null(strstr(doc, "\"target_node_id\": \"b\""));
+	free(doc);
+	sbuf_release(&big);
+}
+
 /* ---- times, names, tools -------------------------------------------------- */
 
 static void test_output_name(void **state)
@@ -2199,6 +2244,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pending_cost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pending_reasons, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pending_bounds, setup,
 						teardown),
 		cmocka_unit_test(test_output_name),
 		cmocka_unit_test_setup_teardown(test_tools, setup, teardown),
