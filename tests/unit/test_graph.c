@@ -1495,6 +1495,26 @@ static bool in_params(struct fixture *fx, const char *id)
 	return has;
 }
 
+/* parameters.json's edges are one: this. */
+static void assert_one_edge(struct fixture *fx, const char *id,
+			    const char *src, const char *sp, const char *tgt,
+			    const char *tp)
+{
+	char want[1024], *doc = params(fx);
+
+	snprintf(want, sizeof(want), "  \"edges\": [\n"
+		 "    {\n"
+		 "      \"id\": \"%s\",\n"
+		 "      \"source_node_id\": \"%s\",\n"
+		 "      \"source_parameter_name\": \"%s\",\n"
+		 "      \"target_node_id\": \"%s\",\n"
+		 "      \"target_parameter_name\": \"%s\"\n"
+		 "    }\n"
+		 "  ],\n", id, src, sp, tgt, tp);
+	assert_non_null(strstr(doc, want));
+	free(doc);
+}
+
 /*
  * An edge before its nodes: kept outside the graph, its file what it
  * gives as an edge of the graph shows it (not the text as written: 1 MiB
@@ -1566,18 +1586,8 @@ static void test_pending_edge(void **state)
 	free(it.id);
 	free(it2.id);
 	assert_problems(fx, "");
-	doc = params(fx);
-	assert_non_null(strstr(doc,
-		"  \"edges\": [\n"
-		"    {\n"
-		"      \"id\": \"e1\",\n"
-		"      \"source_node_id\": \"n1\",\n"
-		"      \"source_parameter_name\": \"out_structure_generate\",\n"
-		"      \"target_node_id\": \"n2\",\n"
-		"      \"target_parameter_name\": \"structure_file\"\n"
-		"    }\n"
-		"  ],\n"));
-	free(doc);
+	assert_one_edge(fx, "e1", "n1", "out_structure_generate", "n2",
+			"structure_file");
 	doc = render(fx, E, "e1");
 	assert_true(starts_with(doc, "{\n  \"id\": \"e1\",\n"));
 	free(doc);
@@ -1602,6 +1612,15 @@ static void test_pending_edge(void **state)
 	free(before);
 }
 
+/* Nodes a and b, edge e1: a -> b, and e2: b -> c, which waits for c. */
+static void chain_to_c(struct fixture *fx)
+{
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	edge(fx, "e1", "a", "b", "input");
+	edge(fx, "e2", "b", "c", "input");
+}
+
 /* Placed once its nodes exist, a pending edge that would close a cycle
  * stays pending; the node write does not fail. */
 static void test_pending_cycle(void **state)
@@ -1609,10 +1628,7 @@ static void test_pending_cycle(void **state)
 	struct fixture *fx = *state;
 	char *doc;
 
-	node(fx, "a", "ta", "");
-	node(fx, "b", "tb", "");
-	edge(fx, "e1", "a", "b", "input");
-	edge(fx, "e2", "b", "c", "input");
+	chain_to_c(fx);
 	edge(fx, "e3", "c", "a", "input");
 	assert_problems(fx,
 		"edges/e2.json: waits for its target node \"c\", which does not exist\n"
@@ -1825,18 +1841,9 @@ static void test_pending_parameters(void **state)
 	free(doc);
 	assert_false(exists(fx, E, "e2"));
 	assert_problems(fx, "");
-	doc = params(fx);
-	assert_non_null(strstr(doc,
-		"  \"edges\": [\n"
-		"    {\n"
-		"      \"id\": \"e1\",\n"
-		"      \"source_node_id\": \"a\",\n"
-		"      \"source_parameter_name\": \"out_ta\",\n"
-		"      \"target_node_id\": \"b\",\n"
-		"      \"target_parameter_name\": \"input\"\n"
-		"    }\n"
-		"  ],\n"));
+	assert_one_edge(fx, "e1", "a", "out_ta", "b", "input");
 	/* its own document again: no change, unless edges wait */
+	doc = params(fx);
 	m = gmtime_of(fx);
 	assert_int_equal(commit_params(fx, doc), 0);
 	assert_int_equal(gmtime_of(fx), m);
@@ -2006,10 +2013,7 @@ static void test_pending_reasons(void **state)
 	int count;
 	char *got;
 
-	node(fx, "a", "ta", "");
-	node(fx, "b", "tb", "");
-	edge(fx, "e1", "a", "b", "input");
-	edge(fx, "e2", "b", "c", "input");
+	chain_to_c(fx);
 	edge(fx, "d", "b", "c", "input");
 	edge(fx, "h", "c", "a", "input");
 	node(fx, "c", "tc", "");
