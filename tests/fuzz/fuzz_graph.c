@@ -19,9 +19,16 @@
  * from graph.c: parameters.json parses; its node ids are unique; every
  * edge names two of its nodes and an input the target has (or "input"
  * when it has none); no two edges are equal in all four fields; the
- * edges form no cycle; each listed item renders to exactly its size and
- * node documents are in fjson's canonical form; and writing
- * parameters.json's own text back is accepted and reads back the same.
+ * edges form no cycle; each listed item renders to exactly its size, in
+ * fjson's canonical form, with its id, an edge with the fields of one
+ * (a pending edge may lack source_parameter_name); graph_problems() has
+ * one line per pending edge (within the bounds of graph.h), and its
+ * reason holds against the graph: one waits for a node iff a node it
+ * names is missing, one whose nodes exist does not fit (else it would
+ * have been placed), and is a duplicate of the edge it names, or closes
+ * a cycle, or names an input the target lacks, as it says.  Writing
+ * parameters.json's own text back is accepted and reads back the same
+ * (when no edge is pending, as it would remove them: so at the end).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -138,8 +145,9 @@ static size_t node_index(const json_t *nodes, const char *id)
 	return SIZE_MAX;
 }
 
-/* The structural invariants of parameters.json, checked naively. */
-static void check_document(const char *text)
+/* The structural invariants of parameters.json, checked naively; the
+ * document, parsed. */
+static json_t *check_document(const char *text)
 {
 	json_t *doc = NULL, *nodes, *edges, *meta;
 	size_t nn, ne, *src, *dst, *indeg, done = 0;
@@ -214,20 +222,146 @@ static void check_document(const char *text)
 	free(dst);
 	free(indeg);
 	free(gone);
-	json_decref(doc);
+	return doc;
 }
 
-static void check_items(struct env *e, enum graph_kind kind)
+/* An edge's document has an edge's fields, source_parameter_name
+ * optional for a pending one. */
+static void check_edge_doc(const json_t *doc, bool pending)
 {
+	static const char *const fields[] = {
+		"id", "source_node_id", "source_parameter_name",
+		"target_node_id", "target_parameter_name", NULL
+	};
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)doc, key, v) {
+		int i = 0;
+
+		while (fields[i] && strcmp(fields[i], key))
+			i++;
+		if (!fields[i])
+			die("an edge has an unknown field", key);
+	}
+	for (int i = 0; fields[i]; i++)
+		if (!pending || i != 2)
+			str_of(doc, fields[i]);
+}
+
+/* Whether `to` is reachable from `from` over the document's edges. */
+static bool reaches(const json_t *edges, const char *from, const char *to)
+{
+	json_t *seen = json_object(), *queue = json_array();
+	bool found = false;
+
+	if (!seen || !queue || json_array_append_new(queue, json_string(from)))
+		die("out of memory", NULL);
+	for (size_t head = 0; !found && head < json_array_size(queue); head++) {
+		const char *at = json_string_value(json_array_get(queue, head));
+		const json_t *v;
+		size_t i;
+
+		json_array_foreach(edges, i, v) {
+			const char *t = str_of(v, "target_node_id");
+
+			if (strcmp(str_of(v, "source_node_id"), at) ||
+			    json_object_get(seen, t))
+				continue;
+			found = found || !strcmp(t, to);
+			if (json_object_set_new(seen, t, json_true()) ||
+			    json_array_append_new(queue, json_string(t)))
+				die("out of memory", NULL);
+		}
+	}
+	json_decref(seen);
+	json_decref(queue);
+	return found;
+}
+
+/*
+ * `reason`, graph_problems()'s for pending edge `v`, against the graph
+ * `doc`: it waits iff a node is missing; with both there it does not fit,
+ * for the reason given.
+ */
+static void check_reason(const json_t *doc, const json_t *v,
+			 const char *reason)
+{
+	const json_t *nodes = json_object_get(doc, "nodes");
+	const json_t *edges = json_object_get(doc, "edges");
+	const char *src = str_of(v, "source_node_id");
+	const char *tgt = str_of(v, "target_node_id");
+	const char *tp = str_of(v, "target_parameter_name");
+	const json_t *given = json_object_get(v, "source_parameter_name");
+	size_t si = node_index(nodes, src), ti = node_index(nodes, tgt);
+	bool input, cycle, waits = !strncmp(reason, "waits for ", 10);
+	bool dup = false, dup_named = false;
+	const char *named = !strncmp(reason, "duplicates ", 11) ? reason + 11
+								 : NULL;
+	struct sbuf sp = SBUF_INIT;
+	const json_t *w;
+	size_t i;
+
+	if (waits != (si == SIZE_MAX || ti == SIZE_MAX))
+		die("a pending edge's reason is not whether a node is missing",
+		    reason);
+	if (waits)
+		return;
+	if (given ? sbuf_addstr(&sp, json_string_value(given)) < 0
+		  : sbuf_addf(&sp, "out_%s", str_of(json_array_get(nodes, si),
+						    "label")) < 0)
+		die("out of memory", NULL);
+	input = has_input(json_array_get(nodes, ti), tp);
+	json_array_foreach(edges, i, w) {
+		if (strcmp(str_of(w, "source_node_id"), src) ||
+		    strcmp(str_of(w, "source_parameter_name"), sp.buf) ||
+		    strcmp(str_of(w, "target_node_id"), tgt) ||
+		    strcmp(str_of(w, "target_parameter_name"), tp))
+			continue;
+		dup = true;
+		dup_named = dup_named || (named && !strcmp(str_of(w, "id"), named));
+	}
+	cycle = si == ti || reaches(edges, tgt, src);
+	if (input && !dup && !cycle)
+		die("a pending edge fits the graph", reason);
+	if (named) {
+		if (!dup_named)
+			die("a pending edge duplicates no such edge", reason);
+	} else if (!strncmp(reason, "would close a cycle: ", 21)) {
+		if (!cycle)
+			die("a pending edge would close no cycle", reason);
+	} else if (!strncmp(reason, "node \"", 6)) {
+		if (input)
+			die("a pending edge's target has its input", reason);
+	} else {
+		die("a pending edge's reason is none of the known", reason);
+	}
+	sbuf_release(&sp);
+}
+
+/*
+ * Every item of `kind`; for the pending edges, graph_problems(): one line
+ * each, in order, its reason checked against the graph `doc`.  The
+ * number of pending edges.
+ */
+static size_t check_items(struct env *e, enum graph_kind kind,
+			  const json_t *doc)
+{
+	static const char why_sql[] = "SELECT pending_why FROM graph_edges"
+		" WHERE seq = ?1";
 	struct graph_item *items;
-	struct sbuf sb = SBUF_INIT, canon = SBUF_INIT;
-	size_t n;
+	struct sbuf sb = SBUF_INIT, canon = SBUF_INIT, problems = SBUF_INIT;
+	struct sbuf want = SBUF_INIT;
+	size_t n, pending = 0;
+
+	if (graph_problems(e->st, e->session, &problems) < 0)
+		die("graph_problems failed", NULL);
 
 	if (graph_list(e->st, e->session, kind, &items, &n) < 0)
 		die("graph_list failed", NULL);
 	for (size_t i = 0; i < n; i++) {
 		struct graph_item it;
-		json_t *doc = NULL;
+		json_t *item = NULL;
 
 		sbuf_reset(&sb);
 		if (graph_render(e->st, kind, items[i].seq, &sb) < 0)
@@ -243,42 +377,78 @@ static void check_items(struct env *e, enum graph_kind kind)
 				die("a draft has a document", items[i].id);
 			continue;
 		}
-		/* a pending edge shows its text as written */
-		if (items[i].pending) {
-			if (kind != GRAPH_EDGE || !sb.len)
-				die("a pending item is not an edge's text",
-				    items[i].id);
-			continue;
-		}
-		if (fjson_parse(&doc, sb.buf, sb.len, NULL) < 0)
+		if (items[i].pending && kind != GRAPH_EDGE)
+			die("a node is pending", items[i].id);
+		if (fjson_parse(&item, sb.buf, sb.len, NULL) < 0)
 			die("an item's document does not parse", sb.buf);
-		if (strcmp(str_of(doc, "id"), items[i].id))
+		if (strcmp(str_of(item, "id"), items[i].id))
 			die("a document's id is not its item's", items[i].id);
 		sbuf_reset(&canon);
-		if (fjson_dump(&canon, doc) < 0 || canon.len != sb.len ||
+		if (fjson_dump(&canon, item) < 0 || canon.len != sb.len ||
 		    memcmp(canon.buf, sb.buf, sb.len))
 			die("a document is not in canonical form", sb.buf);
-		json_decref(doc);
+		if (kind == GRAPH_EDGE)
+			check_edge_doc(item, items[i].pending);
+		if (items[i].pending) {
+			sqlite3_stmt *q;
+			const char *why;
+
+			if (++pending > GRAPH_PENDING_MAX ||
+			    sb.len > GRAPH_PENDING_SIZE)
+				die("a pending edge is past the bounds",
+				    items[i].id);
+			if (sqlite3_prepare_v2(store_db(e->st), why_sql, -1, &q,
+					       NULL) != SQLITE_OK)
+				die("cannot read a reason", store_errmsg(e->st));
+			sqlite3_bind_int64(q, 1, items[i].seq);
+			why = sqlite3_step(q) == SQLITE_ROW
+				? (const char *)sqlite3_column_text(q, 0) : NULL;
+			if (!why)
+				die("a pending edge has no reason", items[i].id);
+			check_reason(doc, item, why);
+			if (sbuf_addf(&want, "edges/%s.json: %s\n", items[i].id,
+				      why) < 0)
+				die("out of memory", NULL);
+			sqlite3_finalize(q);
+		}
+		json_decref(item);
 	}
+	if (kind == GRAPH_EDGE && (problems.len != want.len ||
+				   memcmp(problems.buf, want.buf, want.len)))
+		die("graph_problems is not a line per pending edge", problems.buf);
 	graph_items_free(items, n);
 	sbuf_release(&sb);
 	sbuf_release(&canon);
+	sbuf_release(&problems);
+	sbuf_release(&want);
+	return pending;
 }
 
-static void check_accepted(struct env *e)
+/* The invariants after an accepted operation (`last`: the input's last,
+ * when parameters.json is written back whatever is pending). */
+static void check_accepted(struct env *e, bool last)
 {
 	struct ferr err = FERR_INIT;
 	char *text = render_params(e), *again;
+	json_t *doc = check_document(text);
+	size_t pending;
 
-	check_document(text);
-	check_items(e, GRAPH_NODE);
-	check_items(e, GRAPH_EDGE);
+	check_items(e, GRAPH_NODE, doc);
+	pending = check_items(e, GRAPH_EDGE, doc);
+	json_decref(doc);
+	if (pending && !last) {
+		free(text);
+		return;
+	}
 	if (graph_commit_parameters(e->st, e->tools, e->session, text,
 				    strlen(text), &err) < 0)
 		die("parameters.json's own text is refused", err.message);
 	again = render_params(e);
 	if (strcmp(text, again))
 		die("parameters.json changed when written back", again);
+	/* it is the whole graph: what waited is gone */
+	if (check_items(e, GRAPH_EDGE, NULL))
+		die("an edge is pending after parameters.json", NULL);
 	free(text);
 	free(again);
 }
@@ -370,16 +540,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ret = run_op(e, piece, len);
 		if (!sqlite3_get_autocommit(store_db(e->st)))
 			die("a transaction was left open", NULL);
+		start += len + 1;
 		if (ret < 0) {
 			after = render_params(e);
 			if (strcmp(before, after))
 				die("a refused operation changed the graph", piece);
 			free(after);
 		} else {
-			check_accepted(e);
+			check_accepted(e, start > size || ops == MAX_OPS);
 		}
 		free(before);
-		start += len + 1;
 	}
 	free(buf);
 	return 0;
