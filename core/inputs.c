@@ -68,8 +68,6 @@ static int check_inputs(const struct skill *sk, const json_t *input,
 	const char *key;
 	json_t *value;
 
-	if (!json_is_object(input))
-		return ferr_set(err, -EINVAL, "input must be an object");
 	json_object_foreach((json_t *)input, key, value) {
 		const json_t *prop = props ? json_object_get(props, key) : NULL;
 		struct ferr inner = FERR_INIT;
@@ -112,15 +110,13 @@ int inputs_check_request(const struct skill *sk, const json_t *request,
 					key);
 	input = json_object_get(request, "input");
 	parameter = json_object_get(request, "parameter");
+	if (input && !json_is_object(input))
+		return ferr_set(err, -EINVAL, "input must be an object");
+	if (parameter && !json_is_object(parameter))
+		return ferr_set(err, -EINVAL, "parameter must be an object");
 	/* no skill bound yet: the shape only (the rest once one is) */
-	if (!sk) {
-		if (input && !json_is_object(input))
-			return ferr_set(err, -EINVAL, "input must be an object");
-		if (parameter && !json_is_object(parameter))
-			return ferr_set(err, -EINVAL,
-					"parameter must be an object");
+	if (!sk)
 		return 0;
-	}
 	if (input) {
 		ret = check_inputs(sk, input, err);
 		if (ret < 0)
@@ -128,8 +124,6 @@ int inputs_check_request(const struct skill *sk, const json_t *request,
 	}
 	if (!parameter)
 		return 0;
-	if (!json_is_object(parameter))
-		return ferr_set(err, -EINVAL, "parameter must be an object");
 	if (!sk->parameter_schema) {
 		if (json_object_size(parameter))
 			return ferr_set(err, -EINVAL,

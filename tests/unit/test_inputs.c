@@ -124,10 +124,20 @@ static void test_check_refusals(void **state)
 		       "unknown key 'x' (request.json has input, parameter)");
 	expect_refused(sk, "{\"inputs\": {}}",
 		       "unknown key 'inputs' (request.json has input, parameter)");
-	expect_refused(sk, "{\"input\": []}", NULL);
-	expect_refused(sk, "{\"input\": \"q\"}", NULL);
-	expect_refused(sk, "{\"parameter\": [1]}", NULL);
-	expect_refused(sk, "{\"parameter\": null}", NULL);
+	/* the shape, with a skill bound or not */
+	for (int i = 0; i < 2; i++) {
+		const struct skill *s = i ? sk : NULL;
+
+		expect_refused(s, "{\"input\": []}", "input must be an object");
+		expect_refused(s, "{\"input\": \"q\"}", "input must be an object");
+		expect_refused(s, "{\"parameter\": [1]}",
+			       "parameter must be an object");
+		expect_refused(s, "{\"parameter\": null}",
+			       "parameter must be an object");
+		expect_refused(s, "{\"input\": {}, \"parameter\": 2}",
+			       "parameter must be an object");
+	}
+	expect_accepted(NULL, "{\"input\": {\"k\": 1}, \"parameter\": {\"x\": 2}}");
 	expect_refused(sk, "{\"input\": {\"k\": 1}}", "unknown input key 'k'");
 	expect_refused(sk, "{\"input\": {\"csv_file\": \"/tmp/a.csv\"}}",
 		       "key 'csv_file' is file-sourced; write it to uploads/csv_file or give an http:// or https:// URL to fetch it from");
