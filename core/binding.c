@@ -9,7 +9,6 @@
 #include "datcom.h"
 #include "deck.h"
 #include "fjson.h"
-#include "graph.h"
 #include "rounds.h"
 #include "roundstore.h"
 #include "schema.h"
@@ -530,12 +529,6 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out,
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
 	if (!ret && sk)
 		ret = artifact_problems(sk, &in, out);
-	/* rounds can be written whatever the skill */
-	if (!ret)
-		ret = roundstore_problem(c->st, c->s->id, out);
-	/* the job graph too: nothing else shows a pending edge */
-	if (!ret)
-		ret = graph_problems(c->st, c->s->id, out);
 	/* a template that does not render is a problem of the session */
 	if (!ret && sk) {
 		ret = binding_prompt_from(c, sk, &in, &prompt, &err);

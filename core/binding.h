@@ -80,8 +80,9 @@ int binding_check_request(const struct skill *sk, const json_t *request,
 			  struct ferr *err);
 
 /*
- * The problems of the session, one line each (rounds with a gap
- * included, whatever the skill); nothing when it is ready.  Remarks on
+ * The problems of the session's binding, one line each; nothing when
+ * it is ready (rounds and the job graph have their own, which status
+ * adds: roundstore_problem(), graph_problems()).  Remarks on
  * an imported file that are not problems ("3 cases; the first is
  * used") go to `notes`, one line each (NULL: left out).
  */

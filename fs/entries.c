@@ -213,7 +213,8 @@ static bool state_is(const json_t *o, const char *state)
 
 /*
  * What status and status.json say: {"ready", "problems", "notes", "run",
- * "fetches"}.  A failed fetch is a problem (the request names a URL that
+ * "fetches"}.  Rounds with a gap and pending edges are problems whatever
+ * the skill, and a failed fetch is one (the request names a URL that
  * could not be had); a run's end is history (the log has it), so only
  * status.json keeps its last state.
  */
@@ -231,6 +232,10 @@ static int status_doc(struct flowfs *fs, const struct session_info *s,
 	*out = NULL;
 	fs_binding_init(fs, s, &b);
 	ret = binding_problems(&b.ctx, &problems, &notes);
+	if (!ret)
+		ret = roundstore_problem(fs->st, s->id, &problems);
+	if (!ret)
+		ret = graph_problems(fs->st, s->id, &problems);
 	if (!ret)
 		ret = run_report(fs->st, s->id, &run, &fetches, &when);
 	json_array_foreach(fetches, i, f) {
