@@ -216,7 +216,8 @@ static bool state_is(const json_t *o, const char *state)
  * "fetches"}.  Rounds with a gap and pending edges are problems whatever
  * the skill, and a failed fetch is one (the request names a URL that
  * could not be had); a run's end is history (the log has it), so only
- * status.json keeps its last state.
+ * status.json keeps its last state.  Its mtime: the last change of any
+ * of them.
  */
 static int status_doc(struct flowfs *fs, const struct session_info *s,
 		      json_t **out, int64_t *mtime_ns)
@@ -260,7 +261,9 @@ static int status_doc(struct flowfs *fs, const struct session_info *s,
 				 "fetches", fetches);
 		ret = *out ? 0 : -ENOMEM;
 	}
-	*mtime_ns = later(later(s->created_ns, binding_mtime(&b.ctx)), when);
+	*mtime_ns = later(later(s->created_ns, binding_mtime(&b.ctx)),
+			  later(when, later(s->graph_mtime_ns,
+					    s->rounds_mtime_ns)));
 	json_decref(plist);
 	json_decref(nlist);
 	json_decref(run);

@@ -717,6 +717,22 @@ def test_an_edge_before_its_nodes_waits_for_them(s):
     assert json.loads(read_bytes(epath(s, E1))) == edge
 
 
+def test_status_mtime_follows_waiting_edges(s):
+    """status and status.json change their mtime with their content: a
+    line for an edge that waits appears, and goes when its nodes come (it
+    stayed at the last change of session.json, request.json, uploads/)."""
+    before = os.stat(s / "status").st_mtime_ns
+    add_edge(s, E1, N1, N2, "input")
+    assert status_of(s)[0] != ["ready"]
+    waiting = os.stat(s / "status").st_mtime_ns
+    assert waiting > before
+    assert os.stat(s / "status.json").st_mtime_ns == waiting
+    add_node(s, N1, "a")
+    add_node(s, N2, "b")
+    assert status_of(s)[0] == ["ready"]
+    assert os.stat(s / "status").st_mtime_ns > waiting
+
+
 def test_edge_refusals(s):
     add_node(s, N1, "a", input_parameters=[param("in_a")])
     add_node(s, N2, "b", input_parameters=[param("structure_file"),
