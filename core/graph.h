@@ -39,9 +39,9 @@
  * source_parameter_name, target_node_id, target_parameter_name.
  * source_parameter_name may be omitted: "out_<source label>" (the
  * MatMaster convention); the other three are required non-empty strings,
- * source_node_id and target_node_id ids as above (whether or not the
- * node exists), id optional as for nodes.  Refused (when both its nodes exist): a
- * target_parameter_name the target node lacks (a target with no input
+ * source_node_id and target_node_id ids as above (whether or not the node
+ * exists), id optional as for nodes.  Refused (when both its nodes exist):
+ * a target_parameter_name the target node lacks (a target with no input
  * parameters at all takes "input", as the MatMaster rule makes), an edge
  * equal in all four fields to another ("duplicates edge-$id1"), an edge
  * that would close a cycle (the message names it: "would close a cycle:
@@ -52,30 +52,29 @@
  * Pending edges: restores (cp -a, rsync -a, tar x) write files in any
  * order, rsync's edges/ before nodes/, so an edge whose source or target
  * node does not exist or is a draft is not refused but kept pending,
- * checked as a document alone (the checks above still refuse); its file
- * is what an edge of the graph shows, but only with the fields it gives
- * (source_parameter_name left out when it gives none, as its default
- * needs the source's label), so the blanks and key order written are not
- * kept.  It is listed (graph_list: pending, not a draft) and rendered,
- * but is not part of the graph: not in
- * parameters.json, in no cycle or duplicate check, feeds no input a
- * node must keep, not seen by graph_infer_edges.  It joins the graph ("is placed") in the
- * transaction of the write that lets it: a node's commit or rename that
- * makes its second node exist (or gives the target the input it names),
- * and any delete or rename, or replacement of an edge, that removes what
- * held it back.  It is then checked as any edge
- * (source_parameter_name defaults to out_<label>, input, duplicate,
- * cycle; of two equal pending edges the older joins) and becomes an
- * ordinary edge (re-serialized, its mtime and the graph's stamped); if
+ * checked as a document alone (the checks above still refuse).  Its file
+ * is what an edge of the graph shows, with only the fields it gives
+ * (source_parameter_name left out when it gives none: the default needs
+ * the source's label), so the blanks and key order written are not kept.
+ * It is listed (graph_list: pending, not a draft) and rendered, but is
+ * not part of the graph: not in parameters.json, in no cycle or duplicate
+ * check, feeds no input a node must keep, not seen by graph_infer_edges.
+ * It joins the graph ("is placed") in the transaction of the write that
+ * lets it: a node's commit or rename that makes its second node exist (or
+ * gives the target the input it names), and any delete or rename, or
+ * replacement of an edge, that removes what held it back.  It is then
+ * checked as any edge (source_parameter_name defaults to out_<label>,
+ * input, duplicate, cycle; of two equal pending edges the older joins)
+ * and becomes an ordinary edge (its mtime and the graph's stamped); if
  * that check fails it stays pending: a node write is never refused for a
  * pending edge.  graph_problems() says what keeps each one out.  A
  * pending edge is deleted, renamed and replaced (by a valid edge or a
  * pending one) like any edge, follows a renamed node and is deleted with
- * a node it names (not with a draft: a draft's deletion is a refused or
- * abandoned create, and the edge still waits for the node), as any edge
- * is; so whether an edge survives does not depend on the order in which
- * its nodes came.  Writing parameters.json removes them all (below).
- * Their writers are untrusted and nothing in the graph bounds them, so a
+ * a node it names, as any edge is, so whether an edge survives does not
+ * depend on the order its nodes came in (not with a draft: a draft's
+ * deletion is a refused or abandoned create, and the edge still waits for
+ * the node).  Writing parameters.json removes them all (below).  Their
+ * writers are untrusted and nothing in the graph bounds them, so a
  * session keeps at most GRAPH_PENDING_MAX, each at most
  * GRAPH_PENDING_SIZE bytes as its file shows it: past either an edge
  * that would wait is refused (-EINVAL, "cannot wait for its nodes: 1000
@@ -98,10 +97,10 @@
  * in one transaction, created in document order.  Nodes keep their
  * stored node_uuid when the new document omits it; meta.template_uuid,
  * when given, becomes the session's.  The document is the whole graph:
- * pending edges go (one it names is replaced by the document's, as
- * any), and none joins it, so it reads back as written; drafts stay,
- * unless the document names their id (they give way).  The same bytes
- * as the graph's document are no change, unless edges were pending.
+ * the pending edges go and none joins it, so it reads back as written;
+ * drafts stay, unless the document names their id (they give way).  The
+ * same bytes as the graph's document are no change, unless edges were
+ * pending.
  * The document's own edges must name its nodes: that is still refused.
  *
  * Drafts: a nodes/x.json or edges/x.json being created (open, not yet
