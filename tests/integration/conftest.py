@@ -10,7 +10,9 @@ Binary: $FLOWFS_BIN, default <repo>/build-test/fs/flowfs.
 
 import errno
 import os
+import re
 import shutil
+import stat
 import signal
 import subprocess
 import time
@@ -469,7 +471,7 @@ def put_json(path, obj):
 
 
 STATUS_TIME_RE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
-_STATUS_LOG_RE = None
+_STATUS_LOG_RE = re.compile(rf"^({STATUS_TIME_RE}) (.+?): (.+)$")
 
 
 def settled(path):
@@ -491,20 +493,27 @@ def status_entries(session):
     status is "ready" or one line per problem, then what is going on; the
     log has what was refused or happened, `<time> <path>: <message>`.
     """
-    import re
-    global _STATUS_LOG_RE
-    if _STATUS_LOG_RE is None:
-        _STATUS_LOG_RE = re.compile(rf"^({STATUS_TIME_RE}) (.+?): (.+)$")
     text = settled(session / "status").decode()
     assert text.endswith("\n"), repr(text)
     problems = text.splitlines()
     assert all(not _STATUS_LOG_RE.match(line) for line in problems), text
+    return problems, log_entries(session / "log")
+
+
+def log_entries(path):
+    """[(time, path, message)] of a log file (a session's log,
+    .flowfs/log); every line must be `<time> <path>: <message>`."""
     log = []
-    for line in settled(session / "log").decode().splitlines():
+    for line in settled(path).decode().splitlines():
         m = _STATUS_LOG_RE.match(line)
         assert m, f"not a log line: {line!r}"
         log.append(m.groups())
-    return problems, log
+    return log
+
+
+def root_log(mnt):
+    """[(time, path, message)] of the mount root's .flowfs/log."""
+    return log_entries(Path(mnt) / ".flowfs" / "log")
 
 
 def status_json(session):
@@ -553,20 +562,106 @@ def prompt_context(fs, sid, runner, skill_id, input, parameter):
             "params_json": dumps({"input": input, "parameter": parameter})}
 
 
-def tree_of(root):
-    """{relative path: bytes or None for folders} of a real or mounted tree."""
+def listing(root, follow=False):
+    """{relative path: ("dir", mode) | ("link", target) | ("file", mode,
+    bytes)} of a real or mounted tree; links are followed with `follow`
+    (a link to a folder is then a "dir", not walked into)."""
     out = {}
     root = Path(root)
     for dirpath, dirnames, filenames in os.walk(root):
-        rel = Path(dirpath).relative_to(root)
-        for d in dirnames:
-            out[str(rel / d)] = None
-        for f in filenames:
-            p = Path(dirpath) / f
-            data = read_bytes(p)
-            assert os.stat(p).st_size == len(data), p
-            out[str(rel / f)] = data
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            st = os.stat(p) if follow else os.lstat(p)
+            mode = stat.S_IMODE(st.st_mode)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(p))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", mode)
+            else:
+                data = read_bytes(p)
+                assert st.st_size == len(data), p
+                out[rel] = ("file", mode, data)
     return out
+
+
+def tree_of(root):
+    """{relative path: bytes or None for folders} of a real or mounted
+    tree, links followed."""
+    return {rel: None if entry[0] == "dir" else entry[2]
+            for rel, entry in listing(root, follow=True).items()}
+
+
+def diff_keys(want, got):
+    """The keys two dicts (user_data(), listing()) differ in, with both
+    values."""
+    return {k: (want.get(k, "<absent>"), got.get(k, "<absent>"))
+            for k in sorted(set(want) | set(got), key=str)
+            if want.get(k) != got.get(k)}
+
+
+def project_version():
+    text = (REPO / "meson.build").read_text()
+    m = re.search(r"version\s*:\s*'([^']+)'", text)
+    assert m, "no version in meson.build"
+    return m.group(1)
+
+
+def readme_section(title):
+    """The README's section `## <title>...`, up to the next `## `."""
+    text = (REPO / "README.md").read_text()
+    start = text.index(f"## {title}")
+    return text[start:text.index("\n## ", start + 3)]
+
+
+# -- running tools and other users -------------------------------------------
+
+TOOL_TIMEOUT = 120      # a tool that loops fails the test instead of hanging it
+
+
+def run(*args, **kw):
+    """Run a tool to its end (at most TOOL_TIMEOUT s); the CompletedProcess."""
+    args = [str(a) for a in args]
+    try:
+        return subprocess.run(args, capture_output=True, text=True,
+                              timeout=TOOL_TIMEOUT, stdin=subprocess.DEVNULL,
+                              **kw)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{' '.join(args)} did not finish in {TOOL_TIMEOUT} s "
+                    f"(a loop?); stderr so far: {e.stderr!r}")
+
+
+def clean(r):
+    """The tool exited 0 and printed nothing on stderr."""
+    assert (r.returncode, r.stderr) == (0, ""), (r.args, r.returncode,
+                                                 r.stderr)
+
+
+def run_as_in(uid, gid, path, func):
+    """Run func() in a child that has become uid/gid, working in folder
+    `path`; return its exit code.  The folder is opened here and the child
+    changes into it by its fd: the path down to the mountpoint (pytest's
+    tmp dir) is not searchable by other users."""
+    dirfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 99
+            try:
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+                os.fchdir(dirfd)
+                code = func()
+            except BaseException as e:  # the child must never return into pytest
+                os.write(2, f"child: {e!r}\n".encode())
+                code = 98
+            finally:
+                os._exit(code)
+    finally:
+        os.close(dirfd)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
 
 
 # -- a session in every state (issue 11: rm -rf, trash, backup) ---------------
@@ -584,22 +679,30 @@ FULL_CONTEXT = {
     "phases": [], "summary": "s"}
 
 
-def fill_session(s, name_suffix=""):
+# What fill_session() writes in uploads/ and output/.
+FULL_DATA = b"a,b\n1,2\n" * 1000
+FULL_DEEP = b"deep\n"
+FULL_RESULT = b"32.20\n"
+
+
+def fill_session(s, copy_to=None):
     """Make session folder `s` (mkdir) and give it one of everything a
     session holds: a bound skill, a request, uploads (a file, a folder, a
-    link), an output file, a job graph, a context and rounds."""
+    link), an output file, a job graph, a context and rounds.  Returns its
+    user_data(); with `copy_to`, first copies it there with `cp -a`
+    (making the folder above)."""
     import json
     os.mkdir(s)
     assert put_json(s / "session.json", {"skill": "scientific-workflow",
-                                         "title": "full" + name_suffix}) == 0
+                                         "title": "full"}) == 0
     assert put_json(s / "request.json", {"input": {
         "description": "the task", "io_instructions": "a number"}}) == 0
-    write_bytes(s / "uploads" / "data.csv", b"a,b\n1,2\n" * 1000)
+    write_bytes(s / "uploads" / "data.csv", FULL_DATA)
     os.mkdir(s / "uploads" / "sub")
-    write_bytes(s / "uploads" / "sub" / "deep.txt", b"deep\n")
+    write_bytes(s / "uploads" / "sub" / "deep.txt", FULL_DEEP)
     os.chmod(s / "uploads" / "sub" / "deep.txt", 0o600)
     os.symlink("data.csv", s / "uploads" / "link")
-    write_bytes(s / "output" / "result.txt", b"32.20\n")
+    write_bytes(s / "output" / "result.txt", FULL_RESULT)
     assert put_json(s / "nodes" / "n1.json", {"label": "gen", "input_parameters": [
         {"name": "formula", "type": "str", "value": "H2O"}]}) == 0
     assert put_json(s / "nodes" / "n2.json", {"label": "opt", "input_parameters": [
@@ -611,12 +714,20 @@ def fill_session(s, name_suffix=""):
     for i, r in enumerate(FULL_ROUNDS, 1):
         assert put_json(s / "rounds" / f"{i}.json", r) == 0
     assert read_bytes(s / "status") == b"ready\n", read_bytes(s / "status")
+    if copy_to is not None:
+        Path(copy_to).parent.mkdir(parents=True, exist_ok=True)
+        clean(run("cp", "-a", s, copy_to))
+    return user_data(s)
+
+# The files flowfs makes in output/: user_data() compares them apart.
+GENERATED_OUTPUT = ("summary.json", "summary_readable.txt", ".manifest.json")
 
 
-def user_data(s):
+def user_data(s, generated=True):
     """What a session holds that is its user's, to compare two sessions:
-    every document (session.json without id and created), the files in
-    uploads/ and output/ (with their modes), the generated transcript."""
+    every document (session.json without id and created), the entries of
+    uploads/ and output/ as listing() has them, and (with `generated`) the
+    generated transcript and status, which need a ready session."""
     import json
     doc = json.loads(read_bytes(s / "session.json"))
     doc.pop("id")
@@ -628,22 +739,11 @@ def user_data(s):
         for name in sorted(os.listdir(s / folder)):
             out[f"{folder}/{name}"] = read_bytes(s / folder / name)
     for folder in ("uploads", "output"):
-        root = s / folder
-        for dirpath, dirnames, filenames in os.walk(root):
-            for n in sorted(dirnames + filenames):
-                p = Path(dirpath) / n
-                rel = str(p.relative_to(s))
-                st = os.lstat(p)
-                if os.path.islink(p):
-                    out[rel] = ("link", os.readlink(p))
-                elif os.path.isdir(p):
-                    out[rel] = ("dir", st.st_mode & 0o7777)
-                elif folder == "output" and n in ("summary.json",
-                                                 "summary_readable.txt",
-                                                 ".manifest.json"):
-                    continue        # generated: compared below
-                else:
-                    out[rel] = (read_bytes(p), st.st_mode & 0o7777)
-    out["summary"] = read_bytes(s / "output" / "summary.json")
-    out["status"] = read_bytes(s / "status")
+        for rel, entry in listing(s / folder).items():
+            if folder == "output" and rel in GENERATED_OUTPUT:
+                continue        # generated: compared below
+            out[f"{folder}/{rel}"] = entry
+    if generated:
+        out["summary"] = read_bytes(s / "output" / "summary.json")
+        out["status"] = read_bytes(s / "status")
     return out

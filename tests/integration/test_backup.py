@@ -27,54 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (SESSION_ENTRIES, fill_session, put, read_bytes,
-                      status_of, user_data)
+from conftest import (SESSION_ENTRIES, TOOL_TIMEOUT, clean, diff_keys,
+                      fill_session, listing, put, read_bytes, readme_section,
+                      run, status_of, user_data)
 
-TIMEOUT = 120           # a tar x that loops fails the test instead of hanging it
 SKILL_LINK = "../.flowfs/skills/scientific-workflow"
-
-
-# -- running the tools ---------------------------------------------------------
-
-def run(*args):
-    """Run a tool to its end (at most TIMEOUT s); the CompletedProcess."""
-    args = [str(a) for a in args]
-    try:
-        return subprocess.run(args, capture_output=True, text=True,
-                              timeout=TIMEOUT, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"{' '.join(args)} did not finish in {TIMEOUT} s "
-                    f"(a loop?); stderr so far: {e.stderr!r}")
-
-
-def clean(r):
-    """The tool exited 0 and printed nothing on stderr."""
-    assert (r.returncode, r.stderr) == (0, ""), (r.args, r.returncode,
-                                                 r.stderr)
-
-
-# -- what a tree or an archive holds --------------------------------------------
-
-def listing(root):
-    """{relative path: ("dir", mode) | ("link", target) | ("file", mode,
-    bytes)} of a real or mounted tree, links not followed."""
-    out = {}
-    root = Path(root)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            rel = str(p.relative_to(root))
-            st = os.lstat(p)
-            mode = stat.S_IMODE(st.st_mode)
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", os.readlink(p))
-            elif stat.S_ISDIR(st.st_mode):
-                out[rel] = ("dir", mode)
-            else:
-                data = read_bytes(p)
-                assert st.st_size == len(data), p
-                out[rel] = ("file", mode, data)
-    return out
 
 
 def tar_members(path, top):
@@ -241,12 +198,6 @@ def log_lines(s):
             for p, m in log]
 
 
-def diff_keys(want, got):
-    """The keys two user_data() dicts differ in, with both values."""
-    return {k: (want.get(k, "<absent>"), got.get(k, "<absent>"))
-            for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k)}
-
-
 def check_restored(findings, s, new, order, moved, r, may_skip=()):
     """What every restore into a new session must give: exit 0 and silence,
     the user's data as in the original, status ready, and the log's lines
@@ -357,8 +308,7 @@ def test_restore_into_a_new_session(flowfs, tmp_path, tool):
     modes and links, output), status reads ready, and the log has only the
     dropped writes to generated files that differed when they came."""
     s = flowfs.mnt / "S"
-    fill_session(s)
-    before = user_data(s)
+    before = fill_session(s)
     new = flowfs.mnt / "R"
     os.mkdir(new)
     r, order, moved, skip = copy_out_and_back(tool, flowfs.mnt, s, new,
@@ -384,8 +334,7 @@ def test_duplicate_within_the_mount(flowfs, tool):
     0, nothing printed, D holds what S holds, status ready, only the
     dropped writes that differed logged; S is unchanged."""
     s = flowfs.mnt / "S"
-    fill_session(s)
-    before = user_data(s)
+    before = fill_session(s)
     d = flowfs.mnt / "D"
     os.mkdir(d)
     skip = set()
@@ -410,21 +359,6 @@ BROKEN = {"request.json": "line 1, column 1:",
           "rounds/2.json": 'unknown tag "colour"'}
 
 
-def kept_data(s):
-    """user_data() without what needs a ready session (summary, status)."""
-    doc = json.loads(read_bytes(s / "session.json"))
-    out = {"session.json": {k: doc[k] for k in ("skill", "engine", "title")}}
-    for name in ("request.json", "context.json", "parameters.json"):
-        out[name] = read_bytes(s / name)
-    for folder in ("nodes", "edges", "rounds"):
-        for name in os.listdir(s / folder):
-            out[f"{folder}/{name}"] = read_bytes(s / folder / name)
-    for rel, entry in listing(s / "uploads").items():
-        out[f"uploads/{rel}"] = entry
-    out["output/result.txt"] = read_bytes(s / "output" / "result.txt")
-    return out
-
-
 def test_restore_of_a_copy_with_broken_documents(flowfs, tmp_path):
     """A user restores a backup whose request.json is not JSON, one node
     has a label of the wrong type and one round an unknown key: mkdir
@@ -435,9 +369,8 @@ def test_restore_of_a_copy_with_broken_documents(flowfs, tmp_path):
     request's description is missing."""
     mnt = flowfs.mnt
     s = mnt / "S"
-    fill_session(s)
     copy = tmp_path / "copy"
-    clean(run("cp", "-a", s, copy))
+    fill_session(s, copy_to=copy)
     (copy / "request.json").write_bytes(b"not json\n")
     node = json.loads((copy / "nodes" / "n2.json").read_bytes())
     node["label"] = 5
@@ -455,10 +388,10 @@ def test_restore_of_a_copy_with_broken_documents(flowfs, tmp_path):
         f"cp: failed to close '{new}/./{path}': Invalid argument"
         for path in BROKEN), r.stderr
     # everything else came back
-    want = kept_data(s)
+    want = user_data(s, generated=False)
     want["request.json"] = read_bytes(mnt / "fresh" / "request.json")
     del want["rounds/2.json"]
-    got = kept_data(new)
+    got = user_data(new, generated=False)
     assert got == want, diff_keys(want, got)
     assert "rounds/2.json" not in os.listdir(new / "rounds")
     # a line per refused piece, and the dropped writes that differed
@@ -486,9 +419,8 @@ def test_cp_r_into_a_new_folder_restores_nothing(flowfs, tmp_path):
     The way to restore is mkdir NEW, then `cp -a COPY/. mnt/NEW/`."""
     mnt = flowfs.mnt
     s = mnt / "S"
-    fill_session(s)
     copy = tmp_path / "copy"
-    clean(run("cp", "-a", s, copy))
+    fill_session(s, copy_to=copy)
     os.mkdir(mnt / "fresh")
     new = mnt / "NEW"
     r = run("cp", "-r", copy, new)
@@ -529,8 +461,7 @@ def test_rsync_refresh_changes_nothing(flowfs, tmp_path):
     changed, so rsync transfers nothing (-i itemizes nothing), prints
     nothing, and the session and its log stay as they were."""
     s = flowfs.mnt / "S"
-    fill_session(s)
-    before, shown = user_data(s), listing(s)
+    before, shown = fill_session(s), listing(s)
     backup = tmp_path / "backup"
     clean(run("rsync", "-a", f"{s}/", f"{backup}/"))
     for src, dst in ((s, backup), (backup, s), (s, s)):
@@ -603,13 +534,6 @@ def test_tar_x_of_a_name_that_cannot_be_replaced_fails_once(flowfs, tmp_path):
 
 # -- the README's commands, run as written --------------------------------------
 
-def readme_section(title):
-    from conftest import REPO
-    text = (REPO / "README.md").read_text()
-    start = text.index(f"## {title}")
-    return text[start:text.index("\n## ", start + 3)]
-
-
 def test_readme_backup_and_restore_commands(flowfs, tmp_path):
     """The README's commands, as written but for the paths: each way to
     copy a session out, then each way to bring it back."""
@@ -619,14 +543,13 @@ def test_readme_backup_and_restore_commands(flowfs, tmp_path):
     home = tmp_path / "home"
     (home / "backup").mkdir(parents=True)
     mnt = flowfs.mnt
-    fill_session(mnt / "titanic")
-    want = user_data(mnt / "titanic")
+    want = fill_session(mnt / "titanic")
 
     def sh(line):
         line = line.replace("~/", f"{home}/")
         line = re.sub(r"(?<![\w/.-])mnt(?=/|\s|$)", str(mnt), line)
         r = subprocess.run(["bash", "-c", line], cwd=home, capture_output=True,
-                           text=True, timeout=TIMEOUT)
+                           text=True, timeout=TOOL_TIMEOUT)
         clean(r)
 
     outs = [l for l in out_block.splitlines() if l.strip()]

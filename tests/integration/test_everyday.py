@@ -17,9 +17,9 @@ import time
 import pytest
 
 from conftest import (STATUS_TIME_RE, expect, fill_session, oserror, put,
-                      put_json, read_bytes, status_json, status_of,
-                      wait_until, write_bytes)
-from test_uploads import run_as
+                      put_json, read_bytes, readme_section, root_log,
+                      run_as_in, status_json, status_of, wait_until,
+                      write_bytes)
 
 
 def test_the_suite_runs_unprivileged():
@@ -59,9 +59,9 @@ def test_rmdir_says_why_it_keeps_a_session(mnt):
     os.mkdir(s)
     write_bytes(s / "uploads" / "f", b"x")
     expect(errno.ENOTEMPTY, os.rmdir, s)
-    line = read_bytes(mnt / ".flowfs" / "log").decode().splitlines()[-1]
-    assert line.endswith(" kept: the session holds files, a job graph, a"
-                         " context or rounds (rm -rf removes it all)")
+    assert root_log(mnt)[-1][1:] == (
+        "kept", "the session holds files, a job graph, a context or rounds"
+        " (rm -rf removes it all)")
 
 
 @pytest.mark.root      # another user on the mount: allow_other
@@ -73,10 +73,7 @@ def test_another_users_session_is_theirs(make_flowfs):
     fill_session(s)
     before = read_bytes(s / "session.json")
 
-    def child(dirfd):
-        # the path down to the mount (pytest's tmp dir) is root's: work
-        # from the session's folder, opened by the parent
-        os.fchdir(dirfd)
+    def child():
         if len(read_bytes("uploads/data.csv")) != 8000:
             return 1
         got = (put("session.json", b'{"title": "x"}'),
@@ -91,11 +88,7 @@ def test_another_users_session_is_theirs(make_flowfs):
                            capture_output=True)
         return 0 if r.returncode != 0 else 3
 
-    dirfd = os.open(s, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        assert run_as(4242, 4242, dirfd, child) == 0
-    finally:
-        os.close(dirfd)
+    assert run_as_in(4242, 4242, s, child) == 0
     assert read_bytes(s / "session.json") == before
     assert len(read_bytes(s / "uploads" / "data.csv")) == 8000
     assert sorted(os.listdir(s / "nodes")) == ["n1.json", "n2.json"]
@@ -108,13 +101,11 @@ def test_status_reads_exactly_ready_after_refusals(session):
     assert put(session / "session.json", b"{") == errno.EINVAL
     assert put(session / "request.json", b"[]") == errno.EINVAL
     assert read_bytes(session / "status") == b"ready\n"
-    log = read_bytes(session / "log").decode().splitlines()
-    assert [l[21:] for l in log] == [
-        "session.json: line 1, column 2: the document ends before the"
-        " object is closed",
-        'request.json: request.json must be an object {"input": {...},'
-        ' "parameter": {...}}']
-    assert all(re.match(STATUS_TIME_RE + " ", l) for l in log)
+    assert status_of(session) == (["ready"], [
+        ("session.json", "line 1, column 2: the document ends before the"
+         " object is closed"),
+        ("request.json", 'request.json must be an object {"input": {...},'
+         ' "parameter": {...}}')])
     # the script in the issue ends
     code = ("import time\nwhile open('status').read().strip() != 'ready':"
             " time.sleep(0.1)\n")
@@ -273,8 +264,7 @@ def test_a_watcher_of_a_session_sees_status_change(flowfs):
 
 def test_readme_root_log_example(flowfs, tmp_path):
     """The README's example of a file pasted at the root, run as written."""
-    from conftest import REPO
-    text = (REPO / "README.md").read_text()
+    text = readme_section("The tree")
     start = text.index("**Sessions.**")
     block = re.search(r"```console\n(.*?)```", text[start:], re.S).group(1)
     lines = block.splitlines()
@@ -285,6 +275,6 @@ def test_readme_root_log_example(flowfs, tmp_path):
     assert r.returncode == 1
     assert r.stderr.replace(str(flowfs.mnt), "mnt") == lines[1] + "\n"
     assert lines[2] == "$ tail -1 mnt/.flowfs/log"
-    last = read_bytes(flowfs.mnt / ".flowfs" / "log").decode().splitlines()[-1]
-    assert re.fullmatch(STATUS_TIME_RE, last[:20])
-    assert last[20:] == lines[3][20:]
+    when, path, message = root_log(flowfs.mnt)[-1]
+    assert re.fullmatch(STATUS_TIME_RE + " (.+?): (.+)", lines[3]).groups() \
+        == (path, message)

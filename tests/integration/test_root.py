@@ -3,7 +3,6 @@
 import errno
 import json
 import os
-import re
 import shutil
 import sqlite3
 import stat
@@ -11,16 +10,9 @@ import subprocess
 
 import pytest
 
-from conftest import (REPO, SESSION_ENTRIES, expect, oserror,
-                      put_json, read_bytes, readonly_errno, session_doc,
-                      write_bytes)
-
-
-def project_version():
-    text = (REPO / "meson.build").read_text()
-    m = re.search(r"version\s*:\s*'([^']+)'", text)
-    assert m, "no version in meson.build"
-    return m.group(1)
+from conftest import (SESSION_ENTRIES, expect, oserror, project_version,
+                      put_json, read_bytes, readonly_errno,
+                      session_doc, write_bytes)
 
 
 def test_fresh_root_lists_only_flowfs(mnt):

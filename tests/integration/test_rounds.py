@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from conftest import (REPO, dumps, expect, put, put_json, read_bytes,
-                      status_of, vim, wait_until, write_bytes)
+                      readme_section, status_of, vim, wait_until, write_bytes)
 from test_rounds_fidelity import python_render, random_run, transcript
 
 SEED = REPO.parent / "shared" / "seeds" / "004_2a6ede36c8ed9259.txt"
@@ -517,14 +517,8 @@ def test_rounds_survive_a_remount_and_count_as_data(flowfs, run):
 
 # -- the README's example, run as written -----------------------------------
 
-def readme_section():
-    text = (REPO / "README.md").read_text()
-    start = text.index("## Scientific rounds")
-    return text[start:text.index("\n## ", start)]
-
-
 def test_readme_titanic_example(flowfs):
-    section = readme_section()
+    section = readme_section("Scientific rounds")
     example = section[section.index("### The Titanic example"):]
     script, printed, check = re.findall(r"```(?:sh|json)\n(.*?)```", example, re.S)
     assert script.startswith("cd mnt && ")

@@ -10,8 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, flowfs_bin, read_bytes
-from test_root import project_version
+from conftest import REPO, flowfs_bin, project_version, read_bytes
 
 
 @pytest.fixture

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (fill_session, put_json, read_bytes, user_data,
-                      write_bytes)
+from conftest import (FULL_DATA, diff_keys, fill_session, put_json,
+                      read_bytes, user_data, write_bytes)
 
 _MISSING = [t for t in ("thunar", "Xvfb", "xdotool") if shutil.which(t) is None]
 pytestmark = pytest.mark.skipif(
@@ -532,22 +532,11 @@ def desk(isolated_config, flowfs, tmp_path):
         d.stop()
 
 
-def differences(a, b):
-    return [f"{k}: {a.get(k, '<absent>')!r:.120} != {b.get(k, '<absent>')!r:.120}"
-            for k in sorted(set(a) | set(b), key=str) if a.get(k) != b.get(k)]
-
-
 def describe(log):
     return "; ".join(f"{title!r} (screenshot {shot})" for title, shot in log)
 
 
 # -- 1. pasting a copied session -------------------------------------------------
-
-def copy_out(s, dest):
-    r = subprocess.run(["cp", "-a", str(s), str(dest)], capture_output=True,
-                       text=True, timeout=TIMEOUT)
-    assert (r.returncode, r.stderr) == (0, ""), r.stderr
-
 
 def check_pasted(desk, log, original, before, new):
     """What a paste must come to: Thunar asked once (replace?, answered
@@ -558,10 +547,11 @@ def check_pasted(desk, log, original, before, new):
     if titles != [REPLACE]:
         findings.append(f"dialogs: expected one {REPLACE!r} (answered "
                         f"Replace All), got {len(log)}: {describe(log)}")
-    diff = differences(before, user_data(new))
+    diff = diff_keys(before, user_data(new))
     if diff:
         findings.append("the new session differs from the original:\n  "
-                        + "\n  ".join(diff))
+                        + "\n  ".join(f"{k}: {a!r:.120} != {b!r:.120}"
+                                       for k, (a, b) in diff.items()))
     status = read_bytes(new / "status")
     if status != b"ready\n":
         findings.append(f"status of the new session: {status!r}")
@@ -582,11 +572,8 @@ def test_paste_a_copied_session_as_a_new_session(desk, flowfs, tmp_path):
     original's twin."""
     mnt = flowfs.mnt
     s = mnt / "full"
-    fill_session(s)
-    before = user_data(s)
-    (tmp_path / "copy").mkdir()
     copy = tmp_path / "copy" / "twin"
-    copy_out(s, copy)
+    before = fill_session(s, copy_to=copy)
     log = desk.paste([copy], [mnt / "twin"])
     check_pasted(desk, log, s, before, mnt / "twin")
 
@@ -598,11 +585,8 @@ def test_paste_a_copys_contents_into_a_new_session(desk, flowfs, tmp_path):
     name)."""
     mnt = flowfs.mnt
     s = mnt / "full"
-    fill_session(s)
-    before = user_data(s)
-    (tmp_path / "copy").mkdir()
     copy = tmp_path / "copy" / "full"
-    copy_out(s, copy)
+    before = fill_session(s, copy_to=copy)
     new = mnt / "pre"
     os.mkdir(new)
     names = sorted(os.listdir(copy))
@@ -638,8 +622,7 @@ def test_delete_moves_to_the_trash_and_restore_brings_back(desk, flowfs):
     the session whole."""
     mnt = flowfs.mnt
     s = mnt / "doomed"
-    fill_session(s)
-    before = user_data(s)
+    before = fill_session(s)
     files = mnt / f".Trash-{os.getuid()}" / "files"
 
     w = desk.show(mnt, select=s.name)
@@ -649,7 +632,7 @@ def test_delete_moves_to_the_trash_and_restore_brings_back(desk, flowfs):
               "the session moved to the trash")
     desk.close(w)
     assert read_bytes(files / s.name / "uploads" / "data.csv") == \
-        before["uploads/data.csv"][0]
+        FULL_DATA
 
     # restore it first: the file's folder is inside it
     w = desk.show("trash:///", select=trash_name(files / s.name))
@@ -668,7 +651,7 @@ def test_delete_moves_to_the_trash_and_restore_brings_back(desk, flowfs):
     desk.wait(lambda: not os.path.lexists(data) and
               (files / data.name).is_file(), "data.csv moved to the trash")
     desk.close(w)
-    assert read_bytes(files / data.name) == before["uploads/data.csv"][0]
+    assert read_bytes(files / data.name) == FULL_DATA
 
     w = desk.show("trash:///", select=trash_name(files / data.name))
     assert desk.selection(w) == ["trash:///" + trash_name(files / data.name)]

@@ -20,8 +20,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import (dumps, expect, fill_session, oserror, put_json,
-                      read_bytes, status_of, user_data, wait_until,
+from conftest import (FULL_DATA, dumps, expect, fill_session, oserror,
+                      put_json, read_bytes, root_log, status_of, user_data, wait_until,
                       write_bytes)
 
 
@@ -79,8 +79,7 @@ def forget(mnt, uri):
 def test_a_session_goes_to_the_trash_and_comes_back_whole(flowfs):
     mnt = flowfs.mnt
     s = mnt / "full"
-    fill_session(s)
-    before = user_data(s)
+    before = fill_session(s)
     gio("trash", str(s))
     assert sorted(os.listdir(mnt)) == [".Trash-%d" % os.getuid(), ".flowfs"]
     expect(errno.ENOENT, os.stat, s)
@@ -114,8 +113,7 @@ def test_a_session_goes_to_the_trash_and_comes_back_whole(flowfs):
 def test_files_and_nodes_go_to_the_trash_and_come_back(flowfs):
     mnt = flowfs.mnt
     s = mnt / "s"
-    fill_session(s)
-    before = user_data(s)
+    before = fill_session(s)
     node = read_bytes(s / "nodes" / "n2.json")
     for path in (s / "uploads" / "data.csv", s / "uploads" / "sub",
                  s / "output" / "result.txt", s / "nodes" / "n2.json"):
@@ -241,9 +239,9 @@ def test_only_ones_own_trash_folder(flowfs):
     mnt = flowfs.mnt
     other = f".Trash-{os.getuid() + 1}"
     expect(errno.EPERM, os.mkdir, mnt / other)
-    log = read_bytes(mnt / ".flowfs" / "log").decode().splitlines()[-1]
-    assert log.endswith(f" {other}: the only trash folders here are .Trash"
-                        f" and one's own, .Trash-{os.getuid()}")
+    assert root_log(mnt)[-1][1:] == (
+        other, "the only trash folders here are .Trash and one's own,"
+        f" .Trash-{os.getuid()}")
     os.mkdir(trash_dir(mnt))
     expect(errno.EEXIST, os.mkdir, trash_dir(mnt))
     # a trash folder stays where it is, and holds no session of its own
@@ -265,8 +263,7 @@ def test_uploads_and_output_go_to_the_trash_whole(flowfs):
     put a folder back over one that is there: its files are moved back."""
     mnt = flowfs.mnt
     s = mnt / "s"
-    fill_session(s)
-    before = user_data(s)
+    before = fill_session(s)
     gio("trash", str(s / "uploads"))
     gio("trash", str(s / "output"))
     assert os.listdir(s / "uploads") == []
@@ -274,8 +271,7 @@ def test_uploads_and_output_go_to_the_trash_whole(flowfs):
     assert sorted(os.listdir(s / "output")) == [
         ".manifest.json", "summary.json", "summary_readable.txt"]
     t = trash_dir(mnt) / "files"
-    assert read_bytes(t / "uploads" / "data.csv") == \
-        before["uploads/data.csv"][0]
+    assert read_bytes(t / "uploads" / "data.csv") == FULL_DATA
     assert read_bytes(t / "output" / "result.txt") == b"32.20\n"
     # a plain folder in the trash: no session's reserved names in it
     write_bytes(t / "output" / "for005.dat", b"mine")

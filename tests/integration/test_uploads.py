@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from conftest import expect, oserror, read_bytes, write_bytes
+from conftest import (expect, oserror, read_bytes, run_as_in,
+                      write_bytes)
 
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD = -100
@@ -690,28 +691,6 @@ def test_new_files_belong_to_caller(uploads):
         assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid()), n
 
 
-def run_as(uid, gid, dirfd, func):
-    """Run func(dirfd) in a child that has become uid/gid; return its exit code.
-
-    The child works relative to a directory fd opened here: the path down to
-    the mountpoint (pytest's tmp dir) is not searchable by other users."""
-    pid = os.fork()
-    if pid == 0:
-        code = 99
-        try:
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            code = func(dirfd)
-        except BaseException as e:  # the child must never return into pytest
-            os.write(2, f"child: {e!r}\n".encode())
-            code = 98
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
-
-
 @pytest.mark.root
 def test_new_files_belong_to_other_uid(make_flowfs):
     fs = make_flowfs(extra_args=["-o", "allow_other"])
@@ -722,20 +701,15 @@ def test_new_files_belong_to_other_uid(make_flowfs):
     os.chmod(d, 0o777)
     uid, gid = 4242, 4343
 
-    def child(dfd):
-        fd = os.open("file", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644,
-                     dir_fd=dfd)
+    def child():
+        fd = os.open("file", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         os.write(fd, b"mine")
         os.close(fd)
-        os.mkdir("dir", dir_fd=dfd)
-        os.symlink("file", "link", dir_fd=dfd)
+        os.mkdir("dir")
+        os.symlink("file", "link")
         return 0
 
-    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        assert run_as(uid, gid, dfd, child) == 0
-    finally:
-        os.close(dfd)
+    assert run_as_in(uid, gid, d, child) == 0
     for n in ("file", "dir", "link"):
         st = os.lstat(d / n)
         assert (st.st_uid, st.st_gid) == (uid, gid), n
@@ -753,19 +727,15 @@ def test_permissions_enforced_for_other_uid(make_flowfs):
     write_bytes(up / "public", b"hello")
     os.chmod(up / "public", 0o644)
 
-    def child(dfd):
-        if os.read(os.open("public", os.O_RDONLY, dir_fd=dfd), 10) != b"hello":
+    def child():
+        if os.read(os.open("public", os.O_RDONLY), 10) != b"hello":
             return 1
-        e1 = oserror(os.open, "private", os.O_RDONLY, dir_fd=dfd)
-        e2 = oserror(os.open, "new", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=dfd)
-        e3 = oserror(os.open, "public", os.O_WRONLY, dir_fd=dfd)
+        e1 = oserror(os.open, "private", os.O_RDONLY)
+        e2 = oserror(os.open, "new", os.O_WRONLY | os.O_CREAT, 0o644)
+        e3 = oserror(os.open, "public", os.O_WRONLY)
         return 0 if (e1, e2, e3) == (errno.EACCES,) * 3 else 2
 
-    dfd = os.open(up, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        assert run_as(4242, 4343, dfd, child) == 0
-    finally:
-        os.close(dfd)
+    assert run_as_in(4242, 4343, up, child) == 0
 
 
 def test_inodes_stable_across_remount(flowfs, session, uploads):
