@@ -120,17 +120,16 @@ def test_status_json_for_programs(make_flowfs, skill_folder, isolated_config):
     fs = make_flowfs(extra_args=[f"--skills={skill_folder.root}"])
     s = fs.mnt / "s"
     os.mkdir(s)
-    doc = status_json(s)
-    assert doc == {"ready": True, "problems": [], "notes": [], "run": None,
-                   "fetches": []}
+    # byte for byte what Python's json.dumps(indent=2) writes, in the
+    # README's order of keys
+    assert read_bytes(s / "status.json").decode() == json.dumps(
+        {"ready": True, "problems": [], "notes": [], "run": None,
+         "fetches": []}, indent=2)
     assert put_json(s / "session.json", {"skill": "needs"}) == 0
-    doc = status_json(s)
-    assert doc["ready"] is False
-    assert doc["problems"] == ["missing required input files: data"]
+    assert read_bytes(s / "status.json").decode() == json.dumps(
+        {"ready": False, "problems": ["missing required input files: data"],
+         "notes": [], "run": None, "fetches": []}, indent=2)
     assert read_bytes(s / "status") == b"missing required input files: data\n"
-    # byte for byte what Python's json.dumps(indent=2) writes
-    assert read_bytes(s / "status.json").decode() == \
-        json.dumps(doc, indent=2, ensure_ascii=False)
     write_bytes(s / "uploads" / "data", b"x")
     assert status_json(s)["ready"] is True
     # `jq` reads it as any JSON
