@@ -15,10 +15,10 @@ import subprocess
 
 import pytest
 
-from conftest import (STATUS_TIME_RE, expect, fill_session, oserror, put,
-                      put_json, read_bytes, readme_section, root_log,
-                      run_as_in, status_json, status_of, wait_until,
-                      write_bytes)
+from conftest import (STATUS_TIME_RE, expect, fill_session, oserror,
+                      project_version, put, put_json, read_bytes,
+                      readme_section, root_log, run_as_in, status_json,
+                      status_of, wait_until, write_bytes)
 
 
 def test_the_suite_runs_unprivileged():
@@ -144,20 +144,23 @@ def test_refusals_at_the_root_are_logged(flowfs):
     expect(errno.EPERM, os.symlink, "x", mnt / "ln")
     expect(errno.EINVAL, os.mkdir, mnt / ".hidden")
     lines = read_bytes(mnt / ".flowfs" / "log").decode().splitlines()
-    assert lines[0].endswith(f" {mnt}: mounted {flowfs.db} (flowfs "
-                             + lines[0].rsplit("(flowfs ", 1)[1])
-    assert [l[21:] for l in lines[1:]] == [
-        "pasted.txt: only sessions live at the root, one folder each: a file"
-        " cannot be made here (mkdir makes a session)",
-        "ln: only sessions live at the root, one folder each: a symlink"
-        " cannot be made here (mkdir makes a session)",
-        ".hidden: not a session name: session names cannot start with '.'"]
+    assert re.fullmatch(STATUS_TIME_RE + re.escape(
+        f" {mnt}: mounted {flowfs.db} (flowfs {project_version()})"),
+        lines[0]), lines[0]
+    assert [(p, m) for _, p, m in root_log(mnt)[1:]] == [
+        ("pasted.txt", "only sessions live at the root, one folder each: a"
+         " file cannot be made here (mkdir makes a session)"),
+        ("ln", "only sessions live at the root, one folder each: a symlink"
+         " cannot be made here (mkdir makes a session)"),
+        (".hidden", "not a session name: session names cannot start with"
+         " '.'")]
     # .flowfs/ is read-only, its log too
     assert stat.S_IMODE(os.stat(mnt / ".flowfs" / "log").st_mode) == 0o444
     # the daemon in the foreground prints the same lines
     err = flowfs.stderr()
-    for line in lines[1:]:
-        assert line[21:] in err, err
+    for _, path, message in root_log(mnt):
+        assert re.search(rf"^flowfs: {STATUS_TIME_RE} {re.escape(path)}: "
+                         rf"{re.escape(message)}$", err, re.M), (path, err)
 
 
 def test_the_daemon_prints_what_it_logs(flowfs):
