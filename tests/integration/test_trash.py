@@ -65,12 +65,15 @@ def info(mnt, name):
 def forget(mnt, uri):
     """Delete one item for good.  gvfsd-trash deletes in the background,
     after gio has exited, and stops with its D-Bus session: the session is
-    kept until the trash's expunged/ is empty again."""
+    kept until the trash's expunged/ is empty again, and fails when it is
+    not after 30 s."""
     expunged = trash_dir(mnt) / "expunged"
     r = subprocess.run(["dbus-run-session", "--", "sh", "-c",
                         'gio remove "$1" || exit 1; i=0;'
                         ' while [ -n "$(ls -A "$2" 2>/dev/null)" ] &&'
-                        ' [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done',
+                        ' [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done;'
+                        ' [ -z "$(ls -A "$2" 2>/dev/null)" ] ||'
+                        ' { echo "$2 still holds $(ls -A "$2")" >&2; exit 1; }',
                         "sh", uri, str(expunged)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -154,6 +157,10 @@ def test_a_generated_file_trashed_leaves_a_copy(flowfs):
     assert read_bytes(trash_dir(flowfs.mnt) / "files" / "status") == b"ready\n"
     ((_, uri),) = listed(flowfs.mnt)
     forget(flowfs.mnt, uri)
+    t = trash_dir(flowfs.mnt)
+    assert os.listdir(t / "files") == os.listdir(t / "expunged") == []
+    assert listed(flowfs.mnt) == []
+    assert read_bytes(s / "status") == b"ready\n"
 
 
 def test_a_document_trashed_goes_with_what_it_held(flowfs):
