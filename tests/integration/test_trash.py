@@ -20,9 +20,9 @@ import urllib.parse
 
 import pytest
 
-from conftest import (FULL_DATA, dumps, expect, fill_session, oserror,
-                      put_json, read_bytes, root_log, status_of, user_data, wait_until,
-                      write_bytes)
+from conftest import (FULL_DATA, diff_keys, dumps, expect, fill_session,
+                      oserror, put_json, read_bytes, root_log, status_of,
+                      user_data, wait_until, write_bytes)
 
 
 def gio(*args, ok=True):
@@ -139,11 +139,19 @@ def test_files_and_nodes_go_to_the_trash_and_come_back(flowfs):
         assert os.path.lexists(orig)
     assert read_bytes(s / "nodes" / "n2.json") == node
     after = user_data(s)
-    # all back but the edge, which went with its node
-    assert {k: v for k, v in after.items() if not k.startswith("edges/")
-            and k != "parameters.json"} == \
-        {k: v for k, v in before.items() if not k.startswith("edges/")
-         and k != "parameters.json"}
+    # all back but the edge, which went with its node: the graph holds both
+    # nodes as they were, and no edge
+    graph = json.loads(before["parameters.json"])
+    assert [(n["id"], n["label"], n["input_parameters"])
+            for n in graph["nodes"]] == [
+        ("n1", "gen", [{"name": "formula", "type": "str", "value": "H2O"}]),
+        ("n2", "opt", [{"name": "structure_file", "type": "str",
+                        "value": ""}])]
+    assert [e["id"] for e in graph["edges"]] == ["e1"]
+    graph["edges"] = []
+    want = {k: v for k, v in before.items() if not k.startswith("edges/")}
+    want["parameters.json"] = dumps(graph).encode()
+    assert after == want, diff_keys(want, after)
     assert os.listdir(t) == []
 
 
