@@ -679,6 +679,9 @@ FULL_CONTEXT = {
     "phases": [], "summary": "s"}
 
 
+FULL_REQUEST = {"input": {"description": "the task",
+                          "io_instructions": "a number"}}
+
 # What fill_session() writes in uploads/ and output/.
 FULL_DATA = b"a,b\n1,2\n" * 1000
 FULL_DEEP = b"deep\n"
@@ -695,8 +698,7 @@ def fill_session(s, copy_to=None):
     os.mkdir(s)
     assert put_json(s / "session.json", {"skill": "scientific-workflow",
                                          "title": "full"}) == 0
-    assert put_json(s / "request.json", {"input": {
-        "description": "the task", "io_instructions": "a number"}}) == 0
+    assert put_json(s / "request.json", FULL_REQUEST) == 0
     write_bytes(s / "uploads" / "data.csv", FULL_DATA)
     os.mkdir(s / "uploads" / "sub")
     write_bytes(s / "uploads" / "sub" / "deep.txt", FULL_DEEP)

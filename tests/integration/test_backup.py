@@ -27,9 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (SESSION_ENTRIES, TOOL_TIMEOUT, clean, diff_keys,
-                      fill_session, listing, put, read_bytes, readme_section,
-                      run, status_of, user_data)
+from conftest import (FULL_CONTEXT, FULL_DATA, FULL_DEEP, FULL_REQUEST,
+                      FULL_RESULT, FULL_ROUNDS, SESSION_ENTRIES, TOOL_TIMEOUT,
+                      clean, diff_keys, dumps, fill_session, listing, put,
+                      read_bytes, readme_section, run, status_of, user_data)
 
 SKILL_LINK = "../.flowfs/skills/scientific-workflow"
 
@@ -246,14 +247,25 @@ def test_copy_out(flowfs, tmp_path, tool):
     assert sorted(copy) == sorted(shown)
     for path in sorted(shown):
         assert copy[path] == shown[path], path
-    # what is the user's is there, byte for byte
-    for path in ("uploads/data.csv", "uploads/sub/deep.txt",
-                 "output/result.txt", "nodes/n1.json", "edges/e1.json",
-                 "rounds/2.json", "session.json", "request.json",
-                 "context.json", "parameters.json"):
-        assert copy[path][2] == read_bytes(s / path), path
-    assert copy["uploads/sub/deep.txt"][1] == 0o600
+    # what is the user's is there, byte for byte as fill_session wrote it
+    assert copy["uploads/data.csv"][2] == FULL_DATA
+    assert copy["uploads/sub/deep.txt"] == ("file", 0o600, FULL_DEEP)
+    assert copy["output/result.txt"][2] == FULL_RESULT
     assert copy["uploads/link"] == ("link", "data.csv")
+    assert copy["request.json"][2] == dumps({**FULL_REQUEST,
+                                             "parameter": {}}).encode()
+    assert copy["context.json"][2] == dumps(FULL_CONTEXT).encode()
+    for i, r in enumerate(FULL_ROUNDS, 1):
+        assert copy[f"rounds/{i}.json"][2] == dumps(r).encode(), i
+    doc = json.loads(copy["session.json"][2])
+    assert (doc["id"], doc["skill"], doc["title"]) == \
+        ("S", "scientific-workflow", "full")
+    nodes = [json.loads(copy[f"nodes/{n}.json"][2]) for n in ("n1", "n2")]
+    assert [(n["id"], n["label"], n["input_parameters"][0]["value"])
+            for n in nodes] == [("n1", "gen", "H2O"), ("n2", "opt", "")]
+    edge = json.loads(copy["edges/e1.json"][2])
+    assert (edge["source_node_id"], edge["target_node_id"],
+            edge["target_parameter_name"]) == ("n1", "n2", "structure_file")
     assert copy["skill"] == ("link", SKILL_LINK)
     assert copy["summary.json"] == ("link", "output/summary.json")
     assert copy["ctl"] == ("file", 0o600, b"")
