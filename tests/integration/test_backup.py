@@ -121,10 +121,9 @@ def has_problem(done):
         ("rounds/2.json" in done and "rounds/1.json" not in done)
 
 
-def differs(path, done, logged, moved):
+def differs(path, done):
     """Whether generated file `path` of the new session differs from the
-    copy's once the documents in `done` have been taken (`logged`: the log
-    has lines already; `moved`: the tool renames a file onto it)."""
+    copy's once the documents in `done` have been taken."""
     if path == "prompt.txt":            # run_dir, skill_dir: the folder's name
         return True
     if path == "input.json":            # the inline inputs of the request
@@ -138,11 +137,11 @@ def differs(path, done, logged, moved):
         return "context.json" not in done
     if path in ("status", "status.json"):
         return has_problem(done)
-    if path == "log":                   # the copy's is empty; an empty
-        return moved and logged         # write (cp, tar) drops nothing
     if path.startswith("parameters_output/"):   # holds meta.template_uuid
         return "parameters.json" not in done
-    return False                        # ctl, engine.log: alike everywhere
+    # ctl, engine.log: alike everywhere; log: the copy's is empty, and an
+    # empty write or move (cp, tar, rsync) drops nothing
+    return False
 
 
 def expected_log(order, moved=False, refused=(), may_skip=()):
@@ -159,7 +158,7 @@ def expected_log(order, moved=False, refused=(), may_skip=()):
                 lines.append((path, "refused", False))
             else:
                 done.add(path)
-        elif differs(path, done, bool(lines), moved):
+        elif differs(path, done):
             lines.append((path, f"flowfs makes this file: the {size} bytes"
                                 f" {how} it were dropped", path in may_skip))
     return lines
@@ -168,8 +167,8 @@ def expected_log(order, moved=False, refused=(), may_skip=()):
 def rsync_may_skip(src, dst, order):
     """The files rsync's quick check may skip: the destination has one of
     the same size and modification time (rsync compares whole seconds), as
-    an empty log of a session made in the same second as the copied one
-    has."""
+    the generated files of a session made in the same second as the copied
+    one may have."""
     skip = set()
     for path, _ in order:
         try:
