@@ -203,20 +203,30 @@ class Watch:
             pytest.fail("inotifywait is not installed (tools/setup installs"
                         " inotify-tools)")
         self.proc = subprocess.Popen(
-            ["inotifywait", "-m", "-q", "--format", "%e %f", str(path)],
+            ["inotifywait", "-m", "--format", "%e %f", str(path)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.events = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-        # the watch is set once inotifywait has a line out: make one until
-        # it has (a change made before the watch is set is not seen)
-        wait_until(lambda: os.utime(path) or self.events,
-                   "inotifywait set its watch")
-        self.events.clear()
+        self.said = []
+        self.threads = [threading.Thread(target=self._read, daemon=True,
+                                         args=(self.proc.stdout, self.events)),
+                        threading.Thread(target=self._read, daemon=True,
+                                         args=(self.proc.stderr, self.said))]
+        for thread in self.threads:
+            thread.start()
+        # once its watch is set, inotifywait says so on stderr
+        try:
+            wait_until(lambda: "Watches established." in self.said or
+                       self.proc.poll() is not None,
+                       "inotifywait set its watch")
+            assert "Watches established." in self.said, self.said
+        except BaseException:
+            self.close()
+            raise
 
-    def _read(self):
-        for line in self.proc.stdout:
-            self.events.append(line.strip())
+    @staticmethod
+    def _read(stream, lines):
+        for line in stream:
+            lines.append(line.strip())
 
     def seen(self, what):
         return any(what in e for e in self.events)
