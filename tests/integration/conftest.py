@@ -725,12 +725,19 @@ def fill_session(s, copy_to=None):
 GENERATED_OUTPUT = ("summary.json", "summary_readable.txt", ".manifest.json")
 
 
-def user_data(s, generated=True):
+def user_data(s, generated=True, times="ns"):
     """What a session holds that is its user's, to compare two sessions:
     every document (session.json without id and created), the entries of
-    uploads/ and output/ as listing() has them, and (with `generated`) the
-    generated transcript and status, which need a ready session."""
+    uploads/ and output/ as listing() has them with their modification
+    times, and (with `generated`) the generated transcript and status,
+    which need a ready session.
+
+    `times` is what a tool keeps of the times: "ns" all of them; "s" whole
+    seconds (a tar archive holds no more; rsync leaves a folder or link it
+    made in the same second as its original with its own time); "files"
+    the regular files' (Thunar sets none on folders and links); None none."""
     import json
+    assert times in ("ns", "s", "files", None), times
     doc = json.loads(read_bytes(s / "session.json"))
     doc.pop("id")
     doc.pop("created")
@@ -744,6 +751,11 @@ def user_data(s, generated=True):
         for rel, entry in listing(s / folder).items():
             if folder == "output" and rel in GENERATED_OUTPUT:
                 continue        # generated: compared below
+            mtime = os.lstat(s / folder / rel).st_mtime_ns
+            if times == "s":
+                entry += (mtime // 10**9,)
+            elif times == "ns" or times == "files" and entry[0] == "file":
+                entry += (mtime,)
             out[f"{folder}/{rel}"] = entry
     if generated:
         out["summary"] = read_bytes(s / "output" / "summary.json")
