@@ -36,8 +36,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (FULL_DATA, diff_keys, fill_session, put_json,
-                      read_bytes, user_data, write_bytes)
+from conftest import (FULL_DATA, diff_keys, fill_session, listing,
+                      put_json, read_bytes, status_of, user_data,
+                      write_bytes)
 
 REPLACE = "Confirm to replace files"
 ATTENTION = "Attention"
@@ -547,7 +548,7 @@ def describe(log):
     return "; ".join(f"{title!r} (screenshot {shot})" for title, shot in log)
 
 
-# -- 1. pasting a copied session -------------------------------------------------
+# -- 1. pasting a copied session, copying one out ---------------------------------
 
 def check_pasted(desk, log, original, before, new):
     """What a paste must come to: Thunar asked once (replace?, answered
@@ -606,6 +607,30 @@ def test_paste_a_copys_contents_into_a_new_session(desk, flowfs, tmp_path):
     names = sorted(os.listdir(copy))
     log = desk.paste([copy / n for n in names], [new / n for n in names])
     check_pasted(desk, log, s, before, new)
+
+
+def test_copy_a_session_out(desk, flowfs, tmp_path):
+    """A user copies a session out of the mount with Thunar (copy mnt/full,
+    paste it into a folder of their own): Thunar asks and reports nothing
+    (it used to stop at ctl) and the copy is complete: every entry with the
+    mount's bytes and modes, ctl an empty file, skill a link, the files'
+    modification times kept."""
+    s = flowfs.mnt / "full"
+    fill_session(s)
+    shown = listing(s)
+    out = tmp_path / "out"
+    out.mkdir()
+    log = desk.paste([s], [out / "full"])
+    assert log == [], describe(log)
+    copy = listing(out / "full")
+    assert copy == shown, diff_keys(shown, copy)
+    assert copy["ctl"] == ("file", 0o600, b"")
+    assert copy["skill"] == ("link", "../.flowfs/skills/scientific-workflow")
+    assert copy["uploads/data.csv"][2] == FULL_DATA
+    assert user_data(out / "full", times="files") == \
+        user_data(s, times="files")
+    assert desk.dialogs() == []
+    assert status_of(s) == (["ready"], [])
 
 
 # -- 2. Delete and Restore ---------------------------------------------------------
