@@ -212,6 +212,9 @@ def test_any_skill_run(run_mount, skill_folder, engine):
     engine.reply(content=final)
     assert write_line(s / "ctl", "run\n") == 0
     assert wait_run(s) == "run: done"
+    # the log has the run's start and its end
+    assert status_of(s)[1] == [("run", "started: skill report, model test-model"),
+                               ("run", "done")]
     first = engine.requests[0]
     assert first["model"] == "test-model"
     assert first["messages"] == [{"role": "system", "content": "# Report\nWrite a report.\n"},
@@ -300,9 +303,13 @@ def test_failures_end_in_a_status_line(run_mount, skill_folder, engine, script, 
     fs, s = report_session(run_mount, skill_folder)
     script(engine)
     assert write_line(s / "ctl", "run\n") == 0
-    assert wait_run(s).startswith(line)
+    end = wait_run(s)
+    assert end.startswith(line)
     assert engine.left() == 0
     assert "response.md" not in os.listdir(s / "output")
+    # the log ends with the run's end, as status.json has it
+    assert status_of(s)[1] == [("run", "started: skill report, model test-model"),
+                               ("run", end.removeprefix("run: "))]
 
 
 def test_the_mount_answers_while_a_run_waits(run_mount, skill_folder, engine):
@@ -383,6 +390,10 @@ def test_cancel_and_one_run_at_a_time(run_mount, skill_folder, engine):
     # cancelled mid-transfer: long before the slow answer comes
     assert wait_run(s) == "run: cancelled"
     assert [l["error"] for l in engine_log(s)] == ["cancelled"]
+    assert status_of(s)[1] == [
+        ("run", "started: skill report, model test-model"),
+        ("ctl", "a run is going on (echo cancel > ctl stops it)"),
+        ("run", "cancelled")]
 
 
 def test_a_run_cut_by_the_daemon_stopping_reads_failed(run_mount, skill_folder, engine):
@@ -580,6 +591,9 @@ def test_url_input_is_fetched_into_uploads(run_mount, skill_folder, files):
     os.mkdir(s)
     bind_with(s, "stats", {"input": {"csv_file": f"{files.base}/redirect/3/train.csv"}})
     assert wait_fetch(s) == "fetch uploads/csv_file.csv: done: 0.3 MiB"
+    # the log has the fetch's start and its end
+    assert status_of(s)[1] == [("uploads/csv_file.csv", "fetch started"),
+                               ("uploads/csv_file.csv", "fetched 0.3 MiB")]
     assert read_bytes(s / "uploads" / "csv_file.csv") == data
     assert os.listdir(s / "uploads") == ["csv_file.csv"]
     assert json.loads(read_bytes(s / "input.json")) == {
@@ -639,6 +653,10 @@ def test_failed_fetch_leaves_nothing(run_mount, skill_folder, files, path, extra
     (s / "uploads" / "keep.txt").write_text("mine")
     bind_with(s, "stats", {"input": {"csv_file": files.base + path}})
     assert wait_fetch(s) == line
+    assert status_of(s)[1] == [
+        ("uploads/csv_file.csv", "fetch started"),
+        ("uploads/csv_file.csv",
+         "fetch " + line.removeprefix("fetch uploads/csv_file.csv: "))]
     assert os.listdir(s / "uploads") == ["keep.txt"]
     assert "missing required input files: csv_file" in status_of(s)[0]
 
@@ -657,6 +675,10 @@ def test_fetch_cancelled_and_runs_wait_for_it(run_mount, skill_folder, files, en
     assert status_of(s)[1][-1][1].startswith("cannot run: missing required input files")
     assert write_line(s / "ctl", "cancel\n") == 0
     assert wait_fetch(s) == "fetch uploads/csv_file.csv: cancelled"
+    assert status_of(s)[1] == [
+        ("uploads/csv_file.csv", "fetch started"),
+        ("ctl", "cannot run: missing required input files: csv_file"),
+        ("uploads/csv_file.csv", "fetch cancelled")]
     assert os.listdir(s / "uploads") == []
     assert engine.requests == []
 
