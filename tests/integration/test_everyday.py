@@ -177,6 +177,58 @@ def test_the_daemon_prints_what_it_logs(flowfs):
         flowfs.stderr()
 
 
+SESSION_JSON_KEYS = "(session.json has id, created, skill, engine, title)"
+
+
+def test_a_log_line_is_one_line(session):
+    """Line breaks in what a message quotes (a key of a refused document)
+    become blanks: the log keeps one line per event."""
+    assert put_json(session / "session.json", {"one\ntwo\rthree": 1}) == \
+        errno.EINVAL
+    assert read_bytes(session / "log").count(b"\n") == 1
+    assert status_of(session)[1] == [
+        ("session.json", f'unknown field "one two three" {SESSION_JSON_KEYS}')]
+
+
+@pytest.mark.xfail(strict=True, reason="flowfs bug: fs/log.c prints the raw"
+                   " message on stderr (and to syslog), line breaks and all,"
+                   " not the log's line")
+def test_the_daemon_prints_a_log_line_as_one_line(flowfs):
+    """What the daemon prints on stderr with -f is the log's line: one line,
+    `flowfs: <time> <session>/<path>: <message>`."""
+    s = flowfs.mnt / "s"
+    os.mkdir(s)
+    assert put_json(s / "session.json", {"one\ntwo\rthree": 1}) == \
+        errno.EINVAL
+    assert re.search(rf"^flowfs: {STATUS_TIME_RE} s/session.json: unknown"
+                     rf' field "one two three" {re.escape(SESSION_JSON_KEYS)}$',
+                     flowfs.stderr(), re.M), flowfs.stderr()
+
+
+def test_a_long_log_message_is_cut_at_1_kib(session):
+    """A message longer than 1024 bytes is cut there, at a character: the
+    line infer-edges logs for an edge it skips names both nodes, then the
+    cycle (three more names); with names of 250 bytes it is longer, and
+    its 1024th byte is the first of an "é"."""
+    a = "a" * 248 + "é"
+    b = "b" * 234 + "é" + "b" * 14
+    for node in (a, b):     # made in this order: infer-edges links a -> b
+        assert put_json(session / "nodes" / f"{node}.json", {
+            "label": "x", "input_parameters": [
+                {"name": "data", "type": "str", "value": ""}]}) == 0
+    assert put_json(session / "edges" / "e1.json", {
+        "source_node_id": b, "target_node_id": a,
+        "target_parameter_name": "data"}) == 0
+    assert put(session / "ctl", b"infer-edges\n") == 0
+    whole = f"{a} -> {b} skipped: would close a cycle: {a} -> {b} -> {a}"
+    assert len(whole.encode()) > 1024
+    # 1023 bytes: the 1024th is the first of an "é"'s two
+    assert whole.encode()[1023:1025] == "é".encode()
+    cut = whole.encode()[:1023].decode()
+    assert status_of(session)[1] == [("ctl", cut)]
+    assert read_bytes(session / "log").count(b"\n") == 1
+
+
 # -- folders ---------------------------------------------------------------------
 
 def test_folders_report_a_size(session):
