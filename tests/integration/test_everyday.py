@@ -166,6 +166,19 @@ def test_refusals_at_the_root_are_logged(flowfs):
                          rf"{re.escape(message)}$", err, re.M), (path, err)
 
 
+def test_each_mount_adds_a_mounted_line(flowfs):
+    """.flowfs/log has a line for each mount, and keeps what came before."""
+    mnt = flowfs.mnt
+    mounted = f"mounted {flowfs.db} (flowfs {project_version()})"
+    expect(errno.EPERM, write_bytes, mnt / "pasted.txt", b"x")
+    flowfs.remount()
+    assert [(p, m) for _, p, m in root_log(mnt)] == [
+        (str(mnt), mounted),
+        ("pasted.txt", "only sessions live at the root, one folder each: a"
+         " file cannot be made here (mkdir makes a session)"),
+        (str(mnt), mounted)]
+
+
 def test_the_daemon_prints_what_it_logs(flowfs):
     """With -f (the test fixture's way), every line of a log is printed on
     stderr too, named by its session."""

@@ -262,11 +262,16 @@ def test_only_ones_own_trash_folder(flowfs):
     expect(errno.EEXIST, os.mkdir, trash_dir(mnt))
     # a trash folder stays where it is, and holds no session of its own
     expect(errno.EPERM, os.rename, trash_dir(mnt), mnt / "x")
+    assert root_log(mnt)[-1][1:] == (trash_dir(mnt).name,
+                                     "a trash folder stays where it is")
     os.mkdir(trash_dir(mnt) / "files")
     write_bytes(trash_dir(mnt) / "files" / "f", b"x")
     expect(errno.ENOTEMPTY, os.rmdir, trash_dir(mnt))
     # a plain folder moved to the root is no session: mv copies instead
     expect(errno.EXDEV, os.rename, trash_dir(mnt) / "files", mnt / "files")
+    assert root_log(mnt)[-1][1:] == (
+        "files", "only sessions live at the root (a folder moved there is"
+        " copied into a new session by mv)")
     os.unlink(trash_dir(mnt) / "files" / "f")
     os.rmdir(trash_dir(mnt) / "files")
     os.rmdir(trash_dir(mnt))
