@@ -22,9 +22,9 @@ import urllib.parse
 
 import pytest
 
-from conftest import (FULL_DATA, diff_keys, dumps, expect, fill_session,
-                      oserror, put_json, read_bytes, root_log, status_of,
-                      user_data, wait_until, write_bytes)
+from conftest import (FULL_DATA, clean, diff_keys, dumps, expect,
+                      fill_session, oserror, put_json, read_bytes, root_log,
+                      run, status_of, user_data, wait_until, write_bytes)
 
 
 def gio(*args, ok=True):
@@ -216,6 +216,48 @@ def test_same_name_twice_and_restore_onto_a_taken_name(flowfs):
     assert read_bytes(s / "uploads" / "a") == b"first"
     forget(mnt, "remove", uris[b"second"])
     assert os.listdir(t) == []
+
+
+def test_restore_onto_an_empty_session_of_that_name(flowfs):
+    """The README: restoring onto a session name fails when the session
+    there holds files.  gio refuses an empty one too ("File exists": gio
+    checks the name itself before moving anything, and with --force will
+    not move a folder over a folder), so it goes first (rmdir).  Moved back
+    with rename(2) (`mv -T`), the trashed session takes an empty one's
+    place, while onto one holding files mv fails and .flowfs/log says
+    why."""
+    mnt = flowfs.mnt
+    s = mnt / "s"
+    before = fill_session(s)
+    files = trash_dir(mnt) / "files"
+    gio("trash", str(s))
+    ((_, uri),) = listed(mnt)
+    os.mkdir(s)
+    rc, _, err = gio("trash", "--restore", uri, ok=False)
+    assert rc != 0 and "File exists" in err, (rc, err)
+    rc, _, err = gio("trash", "--restore", "--force", uri, ok=False)
+    assert rc != 0 and "directory over directory" in err, (rc, err)
+    assert listed(mnt) == [(str(s), uri)]
+    assert os.listdir(s / "uploads") == []
+    os.rmdir(s)
+    gio("trash", "--restore", uri)
+    assert user_data(s) == before
+    assert listed(mnt) == [] and os.listdir(files) == []
+
+    gio("trash", str(s))
+    os.mkdir(s)
+    write_bytes(s / "uploads" / "mine", b"x")
+    r = run("mv", "-T", files / "s", s)
+    assert r.returncode == 1 and "Directory not empty" in r.stderr, r
+    assert root_log(mnt)[-1][1:] == ("s", "session 's' holds files")
+    assert read_bytes(s / "uploads" / "mine") == b"x"
+    assert user_data(files / "s") == before
+    os.unlink(s / "uploads" / "mine")
+    clean(run("mv", "-T", files / "s", s))
+    assert user_data(s) == before
+    assert json.loads(read_bytes(s / "session.json"))["id"] == "s"
+    assert sorted(os.listdir(mnt)) == [trash_dir(mnt).name, ".flowfs", "s"]
+    assert os.listdir(files) == []
 
 
 @pytest.mark.parametrize("how", ["remove", "empty"])
