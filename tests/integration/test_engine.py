@@ -19,8 +19,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import (bind, dumps, errname, put, put_json, read_bytes,
-                      settled, status_of, wait_until)
+from conftest import (bind, dumps, put, put_json, read_bytes, settled,
+                      status_of, wait_until)
 from fake_engine import FakeEngine
 from test_datcom import PC9
 

@@ -17,14 +17,13 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import urllib.parse
 
 import pytest
 
 from conftest import (FULL_DATA, clean, diff_keys, dumps, expect,
-                      fill_session, oserror, put_json, read_bytes, root_log,
-                      run, status_of, user_data, wait_until, write_bytes)
+                      fill_session, put_json, read_bytes, root_log, run,
+                      user_data, write_bytes)
 
 
 def gio(*args, ok=True):
