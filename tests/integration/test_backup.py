@@ -24,6 +24,7 @@ import re
 import stat
 import subprocess
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,8 @@ import pytest
 from conftest import (FULL_CONTEXT, FULL_DATA, FULL_DEEP, FULL_REQUEST,
                       FULL_RESULT, FULL_ROUNDS, SESSION_ENTRIES, TOOL_TIMEOUT,
                       clean, diff_keys, dumps, fill_session, listing, put,
-                      read_bytes, readme_section, run, status_of, user_data)
+                      read_bytes, readme_section, run, status_of, user_data,
+                      wait_until)
 
 SKILL_LINK = "../.flowfs/skills/scientific-workflow"
 
@@ -201,9 +203,24 @@ def log_lines(s):
 
 # What each tool keeps of the modification times (user_data()'s `times`):
 # cp -a all of them; tar whole seconds, all its archive holds; rsync -a
-# whole seconds (it compares no more, so a folder or link it makes in the
-# same second as its original's time keeps its own time).
-TIMES = {"cp": "ns", "rsync": "s", "tar": "s", "tar-dot": "s"}
+# all of them once the second of its originals' times is over
+# (second_over()).
+TIMES = {"cp": "ns", "rsync": "ns", "tar": "s", "tar-dot": "s"}
+
+
+def second_over(root):
+    """Wait until the clock's second is past every modification time in
+    the tree `root`.  rsync -a compares times in whole seconds: a folder or
+    link it makes in the second its original was changed in keeps its own
+    time, and such a folder then takes the time of what rsync writes into
+    it, maybe in the next second, so a second rsync finds it changed.  Past
+    that second, rsync sets every time it copies."""
+    root = Path(root)
+    newest = max([os.lstat(root).st_mtime_ns] + [
+        os.lstat(Path(d) / n).st_mtime_ns
+        for d, dirs, files in os.walk(root) for n in dirs + files])
+    wait_until(lambda: time.time_ns() // 10**9 > newest // 10**9,
+               f"the second of the newest time in {root} over", timeout=10)
 
 
 def check_restored(findings, s, new, order, moved, r, may_skip=(),
@@ -300,6 +317,7 @@ def copy_out_and_back(tool, mnt, s, new, tmp_path):
         r = run("cp", "-a", f"{copy}/.", f"{new}/")
     elif tool == "rsync":
         copy = tmp_path / "copy"
+        second_over(s)
         clean(run("rsync", "-a", f"{s}/", f"{copy}/"))
         order = rsync_order(copy)
         skip = rsync_may_skip(copy, new, order)
@@ -363,6 +381,7 @@ def test_duplicate_within_the_mount(flowfs, tool):
         order = inode_order(s)
         r = run("cp", "-a", f"{s}/.", f"{d}/")
     else:
+        second_over(s)
         order = rsync_order(s)
         skip = rsync_may_skip(s, d, order)
         r = run("rsync", "-a", f"{s}/", f"{d}/")
@@ -442,6 +461,7 @@ def test_restore_of_a_copy_with_broken_documents(flowfs, tmp_path, tool):
         order = inode_order(copy)
         r = run("cp", "-a", f"{copy}/.", str(new))
     elif tool == "rsync":
+        second_over(copy)
         order = rsync_order(copy)
         skip = rsync_may_skip(copy, new, order)
         r = run("rsync", "-a", f"{copy}/", f"{new}/")
@@ -532,6 +552,7 @@ def test_rsync_refresh_changes_nothing(flowfs, tmp_path):
     s = flowfs.mnt / "S"
     before, shown = fill_session(s), listing(s)
     backup = tmp_path / "backup"
+    second_over(s)
     clean(run("rsync", "-a", f"{s}/", f"{backup}/"))
     for src, dst in ((s, backup), (backup, s), (s, s)):
         r = run("rsync", "-ai", f"{src}/", f"{dst}/")
@@ -612,6 +633,7 @@ def test_readme_backup_and_restore_commands(flowfs, tmp_path):
     (home / "backup").mkdir(parents=True)
     mnt = flowfs.mnt
     want = fill_session(mnt / "titanic")
+    second_over(mnt / "titanic")    # for rsync, see second_over()
 
     def sh(line):
         line = line.replace("~/", f"{home}/")
