@@ -203,9 +203,6 @@ def test_a_log_line_is_one_line(session):
         ("session.json", f'unknown field "one two three" {SESSION_JSON_KEYS}')]
 
 
-@pytest.mark.xfail(strict=True, reason="flowfs bug: fs/log.c prints the raw"
-                   " message on stderr (and to syslog), line breaks and all,"
-                   " not the log's line")
 def test_the_daemon_prints_a_log_line_as_one_line(flowfs):
     """What the daemon prints on stderr with -f is the log's line: one line,
     `flowfs: <time> <session>/<path>: <message>`."""
