@@ -76,3 +76,38 @@ def test_tools_run_refuses_an_option_first(tmp_path, run_env):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert r.stderr.startswith("usage: tools/run [MOUNTPOINT [FLOWFS-OPTION...]]")
+
+
+def test_tools_run_as_an_ordinary_user(tmp_path, run_env):
+    """The README: "run it as yourself ... (`tools/run`)".  In the user pass
+    this runs as flowfs-test, who cannot write the checkout: tools/run
+    builds in a copy of its files (as a user's own clone would), mounts,
+    and the user owns the demo session and can remove it whole."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    files = subprocess.run(
+        ["git", "-c", "safe.directory=*", "-C", str(REPO), "ls-files", "-z",
+         "--cached", "--others", "--exclude-standard"],
+        capture_output=True, check=True, timeout=60).stdout
+    subprocess.run(["tar", "--null", "-T", "-", "-c", "-f", str(tmp_path / "src.tar")],
+                   input=files, cwd=REPO, check=True, timeout=120)
+    subprocess.run(["tar", "x", "-f", str(tmp_path / "src.tar"), "-C", str(repo)],
+                   check=True, timeout=120)
+    mnt = tmp_path / "mnt"
+    try:
+        r = subprocess.run([str(repo / "tools" / "run"), str(mnt)], env=run_env,
+                           capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"flowfs is mounted at {mnt}" in r.stdout
+        demo = mnt / "demo"
+        st = os.stat(demo)
+        assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())
+        assert read_bytes(demo / "status") == b"ready\n"
+        r = subprocess.run(["rm", "-rf", str(demo)], capture_output=True,
+                           text=True, timeout=60)
+        assert (r.returncode, r.stderr) == (0, "")
+        assert sorted(os.listdir(mnt)) == [".flowfs"]
+    finally:
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", str(mnt)], check=False)
+    assert not os.path.ismount(mnt)
