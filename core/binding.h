@@ -81,8 +81,8 @@ int binding_check_request(const struct skill *sk, const json_t *request,
 
 /*
  * The problems of the session's binding, one line each; nothing when
- * it is ready (rounds and the job graph have their own, which status
- * adds: roundstore_problem(), graph_problems()).  Remarks on
+ * it is ready (rounds and the job graph have their own, which
+ * status_doc() adds: roundstore_problem(), graph_problems()).  Remarks on
  * an imported file that are not problems ("3 cases; the first is
  * used") go to `notes`, one line each (NULL: left out).
  */

@@ -11,6 +11,7 @@
 #include "fjson.h"
 #include "flowfs-config.h"
 #include "fs.h"
+#include "status.h"
 
 void fs_binding_init(struct flowfs *fs, const struct session_info *s,
 		     struct fs_binding *b)
@@ -179,127 +180,18 @@ static int render_prompt(struct flowfs *fs, const struct session_info *s,
 	return ret == -EINVAL ? -ENOENT : ret;
 }
 
-/* The lines of `text` (each ending in '\n') appended to `array`. */
-static int add_lines(json_t *array, const struct sbuf *text)
-{
-	for (size_t at = 0; at < text->len;) {
-		const char *nl = memchr(text->buf + at, '\n', text->len - at);
-		size_t end = nl ? (size_t)(nl - text->buf) : text->len;
-
-		if (json_array_append_new(array, json_stringn(text->buf + at,
-							      end - at)) < 0)
-			return -ENOMEM;
-		at = end + 1;
-	}
-	return 0;
-}
-
-/* "<label>: <state>[: <message>]" of one of run_report()'s states. */
-static int state_line(struct sbuf *out, const char *label, const json_t *o)
-{
-	const char *msg = json_string_value(json_object_get(o, "message"));
-
-	return sbuf_addf(out, "%s: %s%s%s\n", label,
-			 json_string_value(json_object_get(o, "state")),
-			 msg && *msg ? ": " : "", msg ? msg : "");
-}
-
-static bool state_is(const json_t *o, const char *state)
-{
-	const char *s = json_string_value(json_object_get(o, "state"));
-
-	return s && !strcmp(s, state);
-}
-
-/*
- * What status and status.json say: {"ready", "problems", "notes", "run",
- * "fetches"}.  Rounds with a gap and pending edges are problems whatever
- * the skill, and a failed fetch is one (the request names a URL that
- * could not be had); a run's end is history (the log has it), so only
- * status.json keeps its last state.  Its mtime: the last change of any
- * of them.
- */
-static int status_doc(struct flowfs *fs, const struct session_info *s,
-		      json_t **out, int64_t *mtime_ns)
-{
-	struct sbuf problems = SBUF_INIT, notes = SBUF_INIT;
-	json_t *run = NULL, *fetches = NULL, *plist, *nlist;
-	const json_t *f;
-	struct fs_binding b;
-	int64_t when = 0;
-	size_t i;
-	int ret;
-
-	*out = NULL;
-	fs_binding_init(fs, s, &b);
-	ret = binding_problems(&b.ctx, &problems, &notes);
-	if (!ret)
-		ret = roundstore_problem(fs->st, s->id, &problems);
-	if (!ret)
-		ret = graph_problems(fs->st, s->id, &problems);
-	if (!ret)
-		ret = run_report(fs->st, s->id, &run, &fetches, &when);
-	json_array_foreach(fetches, i, f) {
-		char label[300];
-
-		snprintf(label, sizeof(label), "fetch %s",
-			 json_string_value(json_object_get(f, "path")));
-		if (!ret && state_is(f, "failed"))
-			ret = state_line(&problems, label, f);
-	}
-	plist = json_array();
-	nlist = json_array();
-	if (!ret && (!plist || !nlist))
-		ret = -ENOMEM;
-	if (!ret)
-		ret = add_lines(plist, &problems);
-	if (!ret)
-		ret = add_lines(nlist, &notes);
-	if (!ret) {
-		*out = json_pack("{sbsOsOsOsO}", "ready", !problems.len,
-				 "problems", plist, "notes", nlist, "run", run,
-				 "fetches", fetches);
-		ret = *out ? 0 : -ENOMEM;
-	}
-	*mtime_ns = later(later(s->created_ns, binding_mtime(&b.ctx)),
-			  later(when, later(s->graph_mtime_ns,
-					    s->rounds_mtime_ns)));
-	json_decref(plist);
-	json_decref(nlist);
-	json_decref(run);
-	json_decref(fetches);
-	sbuf_release(&problems);
-	sbuf_release(&notes);
-	return ret;
-}
-
 /* status: the problems (or "ready"), then what is going on. */
 static int render_status(struct flowfs *fs, const struct session_info *s,
 			 struct sbuf *out, int64_t *mtime_ns)
 {
-	const json_t *run, *f, *p;
+	struct fs_binding b;
 	json_t *doc;
-	size_t i;
-	int ret = status_doc(fs, s, &doc, mtime_ns);
+	int ret;
 
-	if (ret < 0)
-		return ret;
-	if (json_is_true(json_object_get(doc, "ready")))
-		ret = sbuf_addstr(out, "ready\n");
-	json_array_foreach(json_object_get(doc, "problems"), i, p)
-		if (!ret)
-			ret = sbuf_addf(out, "%s\n", json_string_value(p));
-	run = json_object_get(doc, "run");
-	if (!ret && state_is(run, "running"))
-		ret = state_line(out, "run", run);
-	json_array_foreach(json_object_get(doc, "fetches"), i, f) {
-		char label[300];
-
-		snprintf(label, sizeof(label), "fetch %s",
-			 json_string_value(json_object_get(f, "path")));
-		if (!ret && state_is(f, "fetching"))
-			ret = state_line(out, label, f);
-	}
+	fs_binding_init(fs, s, &b);
+	ret = status_doc(&b.ctx, &doc, mtime_ns);
+	if (!ret)
+		ret = status_text(doc, out);
 	json_decref(doc);
 	return ret;
 }
@@ -307,9 +199,12 @@ static int render_status(struct flowfs *fs, const struct session_info *s,
 static int render_status_json(struct flowfs *fs, const struct session_info *s,
 			      struct sbuf *out, int64_t *mtime_ns)
 {
+	struct fs_binding b;
 	json_t *doc;
-	int ret = status_doc(fs, s, &doc, mtime_ns);
+	int ret;
 
+	fs_binding_init(fs, s, &b);
+	ret = status_doc(&b.ctx, &doc, mtime_ns);
 	if (!ret)
 		ret = fjson_dump(out, doc);
 	json_decref(doc);

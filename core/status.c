@@ -1,0 +1,136 @@
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph.h"
+#include "roundstore.h"
+#include "run.h"
+#include "status.h"
+
+static int64_t later(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* The lines of `text` (each ending in '\n') appended to `array`. */
+static int add_lines(json_t *array, const struct sbuf *text)
+{
+	for (size_t at = 0; at < text->len;) {
+		const char *nl = memchr(text->buf + at, '\n', text->len - at);
+		size_t end = nl ? (size_t)(nl - text->buf) : text->len;
+
+		if (json_array_append_new(array, json_stringn(text->buf + at,
+							      end - at)) < 0)
+			return -ENOMEM;
+		at = end + 1;
+	}
+	return 0;
+}
+
+/* "<label>: <state>[: <message>]" of one of run_report()'s states. */
+static int state_line(struct sbuf *out, const char *label, const json_t *o)
+{
+	const char *msg = json_string_value(json_object_get(o, "message"));
+
+	return sbuf_addf(out, "%s: %s%s%s\n", label,
+			 json_string_value(json_object_get(o, "state")),
+			 msg && *msg ? ": " : "", msg ? msg : "");
+}
+
+static bool state_is(const json_t *o, const char *state)
+{
+	const char *s = json_string_value(json_object_get(o, "state"));
+
+	return s && !strcmp(s, state);
+}
+
+/* The line of each fetch in `state`. */
+static int fetch_lines(struct sbuf *out, const json_t *fetches,
+		       const char *state)
+{
+	const json_t *f;
+	size_t i;
+	int ret = 0;
+
+	json_array_foreach(fetches, i, f) {
+		char label[300];
+
+		if (!state_is(f, state))
+			continue;
+		snprintf(label, sizeof(label), "fetch %s",
+			 json_string_value(json_object_get(f, "path")));
+		ret = state_line(out, label, f);
+		if (ret < 0)
+			break;
+	}
+	return ret;
+}
+
+int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
+{
+	struct sbuf problems = SBUF_INIT, notes = SBUF_INIT;
+	json_t *run = NULL, *fetches = NULL, *plist = NULL, *nlist = NULL;
+	int64_t when = 0;
+	int ret;
+
+	*doc = NULL;
+	ret = binding_problems(c, &problems, &notes);
+	if (!ret)
+		ret = roundstore_problem(c->st, c->s->id, &problems);
+	if (!ret)
+		ret = graph_problems(c->st, c->s->id, &problems);
+	if (!ret)
+		ret = run_report(c->st, c->s->id, &run, &fetches, &when);
+	/* the request names a URL that could not be had */
+	if (!ret)
+		ret = fetch_lines(&problems, fetches, "failed");
+	if (ret < 0)
+		goto out;
+	plist = json_array();
+	nlist = json_array();
+	if (!plist || !nlist) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = add_lines(plist, &problems);
+	if (!ret)
+		ret = add_lines(nlist, &notes);
+	if (ret < 0)
+		goto out;
+	*doc = json_pack("{sbsOsOsOsO}", "ready", !problems.len,
+			 "problems", plist, "notes", nlist, "run", run,
+			 "fetches", fetches);
+	if (!*doc)
+		ret = -ENOMEM;
+out:
+	*mtime_ns = later(later(c->s->created_ns, binding_mtime(c)),
+			  later(when, later(c->s->graph_mtime_ns,
+					    c->s->rounds_mtime_ns)));
+	json_decref(plist);
+	json_decref(nlist);
+	json_decref(run);
+	json_decref(fetches);
+	sbuf_release(&problems);
+	sbuf_release(&notes);
+	return ret;
+}
+
+int status_text(const json_t *doc, struct sbuf *out)
+{
+	const json_t *run = json_object_get(doc, "run"), *p;
+	size_t i;
+	int ret = 0;
+
+	if (json_is_true(json_object_get(doc, "ready")))
+		ret = sbuf_addstr(out, "ready\n");
+	json_array_foreach(json_object_get(doc, "problems"), i, p)
+		if (!ret)
+			ret = sbuf_addf(out, "%s\n", json_string_value(p));
+	if (!ret && state_is(run, "running"))
+		ret = state_line(out, "run", run);
+	if (!ret)
+		ret = fetch_lines(out, json_object_get(doc, "fetches"),
+				  "fetching");
+	return ret;
+}

@@ -1,0 +1,44 @@
+/*
+ * status: what a session's `status` and `status.json` say.
+ *
+ * One document holds it all:
+ *
+ *   {"ready": true|false,
+ *    "problems": [line...],   everything that keeps the session from
+ *                             being run: the binding's (binding_problems),
+ *                             a gap in the rounds, a pending edge, a
+ *                             failed fetch
+ *    "notes": [line...],      remarks that are no problem
+ *    "run": {...} | null,     the last run's state (run_report)
+ *    "fetches": [{...}...]}   each URL input's last fetch state
+ *
+ * `status` is that document for people and for scripts that wait: exactly
+ * "ready\n" when there is no problem, else the problems, one line each;
+ * then one line for a run or a fetch going on.  A run's end is history
+ * (the session's log has it), so `status` never shows it and a script can
+ * wait for "ready".
+ *
+ * The mtime of both files is the latest change of anything they show:
+ * the session's creation, the binding, a run or fetch's state, the job
+ * graph, the rounds.
+ */
+#ifndef FLOWFS_STATUS_H
+#define FLOWFS_STATUS_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "binding.h"
+#include "sbuf.h"
+
+/*
+ * Builds the document above into *doc (the caller's reference) and sets
+ * *mtime_ns.  0, or a negative errno (*doc NULL).
+ */
+int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns);
+
+/* Appends the text of `status` for a document of status_doc(). */
+int status_text(const json_t *doc, struct sbuf *out);
+
+#endif

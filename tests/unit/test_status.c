@@ -1,0 +1,279 @@
+/*
+ * Unit tests for status: the document behind `status` and `status.json`
+ * from a real store (a session, a bound skill written to a temp dir, the
+ * job graph, rounds), and its text.  Expected documents are written here
+ * as Python's json.dumps(obj, indent=2) writes them.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fjson.h"
+#include "graph.h"
+#include "roundstore.h"
+#include "status.h"
+#include "unit.h"
+
+/* a first round, and one that goes on from it */
+#define FIRST_ROUND "{\"phenomenon\": \"P\", \"hypothesis\": \"H\"," \
+	" \"model\": \"M\", \"experiment\": \"E\", \"observation\": \"O\"}"
+#define NEXT_ROUND "{\"inference\": \"I\", \"hypothesis\": \"H2\"," \
+	" \"model\": \"M2\", \"experiment\": \"E2\", \"observation\": \"O2\"}"
+
+struct fixture {
+	char dir[64];
+	char db[128];
+	char skills[128];
+	struct store *st;
+	struct tree *t;
+	struct skill_registry *reg;
+	struct session_info s;
+};
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		fail_msg("write %s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* skill "one": a required parameter "n" */
+static void mk_skill(const char *skills)
+{
+	char path[256];
+
+	mkdir(skills, 0755);
+	snprintf(path, sizeof(path), "%s/one", skills);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/one/SKILL.md", skills);
+	put(path, "# one\n");
+	snprintf(path, sizeof(path), "%s/one/assets", skills);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/one/assets/runner.json", skills);
+	put(path, "{\"id\": \"one\", \"engines\": [\"gemini\"],"
+	    " \"entrypoint\": {\"prompts\": {\"gemini\": \"P.\\n\"}},"
+	    " \"schemas\": {\"parameter\": \"assets/parameter.json\"}}");
+	snprintf(path, sizeof(path), "%s/one/assets/parameter.json", skills);
+	put(path, "{\"type\": \"object\", \"properties\": {"
+	    "\"n\": {\"type\": \"integer\"}}, \"required\": [\"n\"]}");
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct ferr err = FERR_INIT;
+	const char *dirs[1];
+
+	if (!fx)
+		return -1;
+	if (unit_tmpdir(fx->dir, sizeof(fx->dir), "status") < 0) {
+		free(fx);
+		return -1;
+	}
+	*state = fx;
+	snprintf(fx->db, sizeof(fx->db), "%s/test.db", fx->dir);
+	snprintf(fx->skills, sizeof(fx->skills), "%s/skills", fx->dir);
+	mk_skill(fx->skills);
+	dirs[0] = fx->skills;
+	if (store_open(&fx->st, fx->db, NULL) < 0 ||
+	    tree_new(&fx->t, fx->st) < 0 ||
+	    skill_registry_new(&fx->reg, dirs, 1) < 0 ||
+	    session_create(fx->st, fx->t, "s1", 0755, 1000, 1000, &fx->s,
+			   &err) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	skill_registry_free(fx->reg);
+	tree_free(fx->t);
+	store_close(fx->st);
+	unit_rmtree(fx->dir);
+	free(fx);
+	return 0;
+}
+
+/* status.json and status as the files read, and the files' mtime */
+static void render(struct fixture *fx, char **json, char **text,
+		   int64_t *mtime_ns)
+{
+	struct binding_ctx c = {
+		.st = fx->st, .tree = fx->t, .skills = fx->reg, .s = &fx->s,
+		.session_path = "/mnt/flow/s1",
+	};
+	struct sbuf dumped = SBUF_INIT, out = SBUF_INIT;
+	json_t *doc;
+
+	assert_int_equal(session_get(fx->st, fx->s.id, &fx->s), 0);
+	assert_int_equal(status_doc(&c, &doc, mtime_ns), 0);
+	assert_int_equal(fjson_dump(&dumped, doc), 0);
+	assert_int_equal(status_text(doc, &out), 0);
+	json_decref(doc);
+	*json = sbuf_detach(&dumped, NULL);
+	*text = sbuf_detach(&out, NULL);
+}
+
+static void expect(struct fixture *fx, const char *json, const char *text)
+{
+	char *j, *t;
+	int64_t m;
+
+	render(fx, &j, &t, &m);
+	assert_string_equal(j, json);
+	assert_string_equal(t, text);
+	free(j);
+	free(t);
+}
+
+static int64_t mtime_of(struct fixture *fx)
+{
+	char *j, *t;
+	int64_t m;
+
+	render(fx, &j, &t, &m);
+	free(j);
+	free(t);
+	return m;
+}
+
+static const char READY_JSON[] = "{\n"
+	"  \"ready\": true,\n"
+	"  \"problems\": [],\n"
+	"  \"notes\": [],\n"
+	"  \"run\": null,\n"
+	"  \"fetches\": []\n"
+	"}";
+
+static void test_a_new_session_is_ready(void **state)
+{
+	struct fixture *fx = *state;
+
+	expect(fx, READY_JSON, "ready\n");
+}
+
+/* The binding's problems, then the rounds' and the job graph's, in that
+ * order; "ready" goes. */
+static void test_problems_of_every_part(void **state)
+{
+	struct fixture *fx = *state;
+	static const char session_doc[] = "{\"skill\": \"one\"}";
+	static const char edge[] = "{\"source_node_id\": \"a\","
+		" \"target_node_id\": \"b\", \"target_parameter_name\": \"x\"}";
+
+	struct ferr err = FERR_INIT;
+
+	assert_int_equal(session_commit_json(fx->st, &fx->s, fx->reg,
+					     session_doc, strlen(session_doc),
+					     &err), 0);
+	assert_int_equal(graph_commit(fx->st, NULL, fx->s.id, GRAPH_EDGE, "e1",
+				      edge, strlen(edge), &err), 0);
+	assert_int_equal(roundstore_put(fx->st, fx->s.id, 1, FIRST_ROUND,
+					strlen(FIRST_ROUND), &err), 0);
+	assert_int_equal(roundstore_put(fx->st, fx->s.id, 3, NEXT_ROUND,
+					strlen(NEXT_ROUND), &err), 0);
+	expect(fx, "{\n"
+	       "  \"ready\": false,\n"
+	       "  \"problems\": [\n"
+	       "    \"missing required parameters: n\",\n"
+	       "    \"rounds/2.json is missing: rounds are numbered from 1"
+	       " without gaps (rounds/3.json exists)\",\n"
+	       "    \"edges/e1.json: waits for its source node \\\"a\\\" and its"
+	       " target node \\\"b\\\", which do not exist\"\n"
+	       "  ],\n"
+	       "  \"notes\": [],\n"
+	       "  \"run\": null,\n"
+	       "  \"fetches\": []\n"
+	       "}",
+	       "missing required parameters: n\n"
+	       "rounds/2.json is missing: rounds are numbered from 1 without"
+	       " gaps (rounds/3.json exists)\n"
+	       "edges/e1.json: waits for its source node \"a\" and its target"
+	       " node \"b\", which do not exist\n");
+}
+
+/* What status shows of runs and fetches: only what is going on, and a
+ * failed fetch as a problem (status_doc puts it there). */
+static void test_text_of_runs_and_fetches(void **state)
+{
+	json_t *doc = json_pack(
+		"{sbs[s]s[]s{ssssss}s[{ssssssss}{ssssssss}{ssssssss}]}",
+		"ready", 0, "problems", "fetch uploads/a.csv: failed: HTTP 404",
+		"notes", "run", "state", "running", "message", "asking the"
+		" engine", "time", "2026-11-25T17:40:02Z", "fetches",
+		"path", "uploads/a.csv", "state", "failed", "message",
+		"HTTP 404", "time", "2026-11-25T17:39:58Z",
+		"path", "uploads/b.csv", "state", "fetching", "message",
+		"3.0 MiB", "time", "2026-11-25T17:39:59Z",
+		"path", "uploads/c.csv", "state", "done", "message", "",
+		"time", "2026-11-25T17:39:57Z");
+	struct sbuf out = SBUF_INIT;
+
+	(void)state;
+	assert_non_null(doc);
+	assert_int_equal(status_text(doc, &out), 0);
+	assert_string_equal(out.buf, "fetch uploads/a.csv: failed: HTTP 404\n"
+			    "run: running: asking the engine\n"
+			    "fetch uploads/b.csv: fetching: 3.0 MiB\n");
+	json_decref(doc);
+	sbuf_release(&out);
+	/* a run that ended is history: not in status */
+	doc = json_pack("{sbs[]s[]s{ssssss}s[]}", "ready", 1, "problems",
+			"notes", "run", "state", "failed", "message", "down",
+			"time", "2026-11-25T17:40:02Z", "fetches");
+	assert_non_null(doc);
+	assert_int_equal(status_text(doc, &out), 0);
+	assert_string_equal(out.buf, "ready\n");
+	json_decref(doc);
+	sbuf_release(&out);
+}
+
+/* The files' mtime moves with the job graph and the rounds too. */
+static void test_mtime_follows_graph_and_rounds(void **state)
+{
+	struct fixture *fx = *state;
+	static const char node[] = "{\"label\": \"n\","
+		" \"input_parameters\": []}";
+
+	struct ferr err = FERR_INIT;
+	int64_t m = mtime_of(fx), g;
+
+	assert_int_equal(graph_commit(fx->st, NULL, fx->s.id, GRAPH_NODE, "n1",
+				      node, strlen(node), &err), 0);
+	g = mtime_of(fx);
+	assert_true(g > m);
+	assert_int_equal(g, fx->s.graph_mtime_ns);
+	assert_int_equal(roundstore_put(fx->st, fx->s.id, 1, FIRST_ROUND,
+					strlen(FIRST_ROUND), &err), 0);
+	assert_true(mtime_of(fx) > g);
+	assert_int_equal(mtime_of(fx), fx->s.rounds_mtime_ns);
+	expect(fx, READY_JSON, "ready\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_a_new_session_is_ready,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_problems_of_every_part,
+						setup, teardown),
+		cmocka_unit_test(test_text_of_runs_and_fetches),
+		cmocka_unit_test_setup_teardown(
+			test_mtime_follows_graph_and_rounds, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
