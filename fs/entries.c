@@ -180,9 +180,9 @@ static int render_prompt(struct flowfs *fs, const struct session_info *s,
 	return ret == -EINVAL ? -ENOENT : ret;
 }
 
-/* status: the problems (or "ready"), then what is going on. */
-static int render_status(struct flowfs *fs, const struct session_info *s,
-			 struct sbuf *out, int64_t *mtime_ns)
+/* status (the problems or "ready", then what is going on) or status.json */
+static int render_status_doc(struct flowfs *fs, const struct session_info *s,
+			     struct sbuf *out, int64_t *mtime_ns, bool as_json)
 {
 	struct fs_binding b;
 	json_t *doc;
@@ -191,24 +191,21 @@ static int render_status(struct flowfs *fs, const struct session_info *s,
 	fs_binding_init(fs, s, &b);
 	ret = status_doc(&b.ctx, &doc, mtime_ns);
 	if (!ret)
-		ret = status_text(doc, out);
+		ret = as_json ? fjson_dump(out, doc) : status_text(doc, out);
 	json_decref(doc);
 	return ret;
+}
+
+static int render_status(struct flowfs *fs, const struct session_info *s,
+			 struct sbuf *out, int64_t *mtime_ns)
+{
+	return render_status_doc(fs, s, out, mtime_ns, false);
 }
 
 static int render_status_json(struct flowfs *fs, const struct session_info *s,
 			      struct sbuf *out, int64_t *mtime_ns)
 {
-	struct fs_binding b;
-	json_t *doc;
-	int ret;
-
-	fs_binding_init(fs, s, &b);
-	ret = status_doc(&b.ctx, &doc, mtime_ns);
-	if (!ret)
-		ret = fjson_dump(out, doc);
-	json_decref(doc);
-	return ret;
+	return render_status_doc(fs, s, out, mtime_ns, true);
 }
 
 /* The session's log; the mount root's (.flowfs/log) for s == NULL. */

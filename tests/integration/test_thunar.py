@@ -654,6 +654,17 @@ def context_menu_restore(desk, wid):
     desk.xdo("key", "r", "Return")
 
 
+def restore_from_trash(desk, trashed, original):
+    """Restore from trash:/// the item kept at `trashed` (in
+    MNT/.Trash-<uid>/files), and wait until it is back at `original`."""
+    w = desk.show("trash:///", select=trash_name(trashed))
+    assert desk.selection(w) == ["trash:///" + trash_name(trashed)]
+    context_menu_restore(desk, w)
+    desk.wait(lambda: os.path.lexists(original) and
+              not os.path.lexists(trashed), f"{original.name} back from the trash")
+    desk.close(w)
+
+
 def test_delete_moves_to_the_trash_and_restore_brings_back(desk, flowfs):
     """Delete on a session selected in Thunar, and on a file in its
     uploads/, moves each to the mount's trash without asking anything (no
@@ -674,12 +685,7 @@ def test_delete_moves_to_the_trash_and_restore_brings_back(desk, flowfs):
         FULL_DATA
 
     # restore it first: the file's folder is inside it
-    w = desk.show("trash:///", select=trash_name(files / s.name))
-    assert desk.selection(w) == ["trash:///" + trash_name(files / s.name)]
-    context_menu_restore(desk, w)
-    desk.wait(lambda: s.is_dir() and not os.path.lexists(files / s.name),
-              "the session back from the trash")
-    desk.close(w)
+    restore_from_trash(desk, files / s.name, s)
     assert user_data(s) == before
     assert read_bytes(s / "status") == b"ready\n"
 
@@ -692,12 +698,7 @@ def test_delete_moves_to_the_trash_and_restore_brings_back(desk, flowfs):
     desk.close(w)
     assert read_bytes(files / data.name) == FULL_DATA
 
-    w = desk.show("trash:///", select=trash_name(files / data.name))
-    assert desk.selection(w) == ["trash:///" + trash_name(files / data.name)]
-    context_menu_restore(desk, w)
-    desk.wait(lambda: data.is_file() and not os.path.lexists(files / data.name),
-              "data.csv back from the trash")
-    desk.close(w)
+    restore_from_trash(desk, files / data.name, data)
     assert user_data(s) == before
     assert os.listdir(files) == []
     assert desk.dialogs() == []

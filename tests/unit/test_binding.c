@@ -90,18 +90,13 @@ static int setup(void **state)
 
 	if (!fx)
 		return -1;
-	if (unit_tmpdir(fx->dir, sizeof(fx->dir), "binding") < 0) {
-		free(fx);
-		return -1;
-	}
 	*state = fx;
-	snprintf(fx->db, sizeof(fx->db), "%s/test.db", fx->dir);
+	if (unit_db_open("binding", fx->dir, fx->db, &fx->st, &fx->t) < 0)
+		return -1;
 	snprintf(fx->skills, sizeof(fx->skills), "%s/skills", fx->dir);
 	mk_csvstat(fx->skills);
 	dirs[0] = fx->skills;
-	if (store_open(&fx->st, fx->db, NULL) < 0 ||
-	    tree_new(&fx->t, fx->st) < 0 ||
-	    skill_registry_new(&fx->reg, dirs, 1) < 0)
+	if (skill_registry_new(&fx->reg, dirs, 1) < 0)
 		return -1;
 	if (session_create(fx->st, fx->t, "s1", 0755, 1000, 1000, &fx->s,
 			   &err) < 0)
@@ -114,9 +109,7 @@ static int teardown(void **state)
 	struct fixture *fx = *state;
 
 	skill_registry_free(fx->reg);
-	tree_free(fx->t);
-	store_close(fx->st);
-	unit_rmtree(fx->dir);
+	unit_db_close(fx->dir, fx->st, fx->t);
 	free(fx);
 	return 0;
 }

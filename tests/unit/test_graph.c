@@ -154,6 +154,17 @@ static char *render(struct fixture *fx, enum graph_kind kind, const char *id)
 	return sbuf_detach(&sb, NULL);
 }
 
+/* The document of `id` holds `needle`. */
+static void expect_in_doc(struct fixture *fx, enum graph_kind kind,
+			  const char *id, const char *needle)
+{
+	char *doc = render(fx, kind, id);
+
+	if (!strstr(doc, needle))
+		fail_msg("%s has no %s:\n%s", id, needle, doc);
+	free(doc);
+}
+
 static char *params(struct fixture *fx)
 {
 	struct sbuf sb = SBUF_INIT;
@@ -362,10 +373,8 @@ static void test_node_defaults(void **state)
 	graph_tools_free(fx->tools);
 	fx->tools = NULL;
 	ok(fx, N, "d", "{\"label\": \"apex_calculation\"}");
-	doc = render(fx, N, "d");
-	assert_non_null(strstr(doc, "\"machine_type\": \"c2_m4_cpu\",\n"
-				    "    \"image\": \"\",\n"));
-	free(doc);
+	expect_in_doc(fx, N, "d", "\"machine_type\": \"c2_m4_cpu\",\n"
+				    "    \"image\": \"\",\n");
 }
 
 static void test_node_refusals(void **state)
@@ -768,11 +777,9 @@ static void test_edge_replace(void **state)
 	assert_int_equal(it2.seq, it.seq);
 	free(it2.id);
 	free(it.id);
-	doc = render(fx, E, "e1");
-	assert_non_null(strstr(doc, "\"source_node_id\": \"b\",\n"
+	expect_in_doc(fx, E, "e1", "\"source_node_id\": \"b\",\n"
 				    "  \"source_parameter_name\": \"out_tb\",\n"
-				    "  \"target_node_id\": \"a\""));
-	free(doc);
+				    "  \"target_node_id\": \"a\"");
 	/* but another edge still sees it */
 	assert_int_equal(edge_ret(fx, "e2", "a", "b", "input"), -EINVAL);
 	assert_string_equal(fx->err.message, "would close a cycle: a -> b -> a");
@@ -937,12 +944,8 @@ static void test_rename(void **state)
 	doc = render(fx, N, "x");
 	assert_true(starts_with(doc, "{\n  \"id\": \"x\",\n  \"node_uuid\": "));
 	free(doc);
-	doc = render(fx, E, "e1");
-	assert_non_null(strstr(doc, "\"target_node_id\": \"x\","));
-	free(doc);
-	doc = render(fx, E, "e2");
-	assert_non_null(strstr(doc, "\"source_node_id\": \"x\","));
-	free(doc);
+	expect_in_doc(fx, E, "e1", "\"target_node_id\": \"x\",");
+	expect_in_doc(fx, E, "e2", "\"source_node_id\": \"x\",");
 	/* the cycle check sees the new name */
 	assert_int_equal(edge_ret(fx, "e3", "c", "a", "input"), -EINVAL);
 	assert_string_equal(fx->err.message,
@@ -957,9 +960,7 @@ static void test_rename(void **state)
 				      &fx->err), 0);
 	assert_false(exists(fx, N, "a"));
 	assert_false(exists(fx, E, "e2"));
-	doc = render(fx, E, "e1");
-	assert_non_null(strstr(doc, "\"source_node_id\": \"c\","));
-	free(doc);
+	expect_in_doc(fx, E, "e1", "\"source_node_id\": \"c\",");
 	/* to itself; missing; bad names */
 	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "c", "c", false,
 				      &fx->err), 0);
@@ -984,9 +985,7 @@ static void test_rename(void **state)
 	assert_int_equal(graph_rename(fx->st, fx->s.id, E, "e9", "edge-1", true,
 				      &fx->err), 0);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges"), 1);
-	doc = render(fx, E, "edge-1");
-	assert_non_null(strstr(doc, "\"target_node_id\": \"z\","));
-	free(doc);
+	expect_in_doc(fx, E, "edge-1", "\"target_node_id\": \"z\",");
 
 	/* a draft is renamed like a file, without touching the graph */
 	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "d", &dseq), 0);
@@ -1406,12 +1405,8 @@ static void test_parameters_replace(void **state)
 	assert_v4(uc);
 	uuid_of(fx, "b", ub);
 	assert_v4(ub);
-	doc = render(fx, E, "e1");
-	assert_non_null(strstr(doc, "\"source_parameter_name\": \"out_tc\","));
-	free(doc);
-	doc = render(fx, E, "e2");
-	assert_non_null(strstr(doc, "\"source_parameter_name\": \"mine\","));
-	free(doc);
+	expect_in_doc(fx, E, "e1", "\"source_parameter_name\": \"out_tc\",");
+	expect_in_doc(fx, E, "e2", "\"source_parameter_name\": \"mine\",");
 	assert_int_equal(graph_template_uuid(fx->st, fx->s.id, &uuid), 0);
 	assert_string_equal(uuid.buf, "tpl-1");
 
@@ -1776,9 +1771,7 @@ static void test_pending_rename(void **state)
 			    "  \"target_parameter_name\": \"input\"\n"
 			    "}");
 	free(doc);
-	doc = render(fx, E, "e8");
-	assert_non_null(strstr(doc, "\"id\": \"e8\""));
-	free(doc);
+	expect_in_doc(fx, E, "e8", "\"id\": \"e8\"");
 	node(fx, "a", "ta", "");
 	node(fx, "bb", "tb", "");
 	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "bb", "b", false,
@@ -1795,12 +1788,8 @@ static void test_pending_rename(void **state)
 		"edges/e8.json: duplicates e9\n"
 		"edges/e7.json: waits for its target node \"c\", which does not"
 		" exist\n");
-	doc = render(fx, E, "e9");
-	assert_non_null(strstr(doc, "\"source_node_id\": \"a2\","));
-	free(doc);
-	doc = render(fx, E, "e7");
-	assert_non_null(strstr(doc, "\"source_node_id\": \"a2\","));
-	free(doc);
+	expect_in_doc(fx, E, "e9", "\"source_node_id\": \"a2\",");
+	expect_in_doc(fx, E, "e7", "\"source_node_id\": \"a2\",");
 	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e7", &it2), 0);
 	assert_true(it2.mtime_ns > it.mtime_ns);
 	free(it.id);
@@ -1836,9 +1825,7 @@ static void test_pending_parameters(void **state)
 	edge(fx, "e2", "p", "q", "input");
 	assert_int_equal(commit_params(fx, text), 0);
 	assert_false(is_pending(fx, "e1"));
-	doc = render(fx, E, "e1");
-	assert_non_null(strstr(doc, "\"source_node_id\": \"a\","));
-	free(doc);
+	expect_in_doc(fx, E, "e1", "\"source_node_id\": \"a\",");
 	assert_false(exists(fx, E, "e2"));
 	assert_problems(fx, "");
 	assert_one_edge(fx, "e1", "a", "out_ta", "b", "input");
@@ -2049,7 +2036,7 @@ static void test_pending_bounds(void **state)
 {
 	struct fixture *fx = *state;
 	struct sbuf big = SBUF_INIT;
-	char id[32], src[32], *doc;
+	char id[32], src[32];
 
 	for (int i = 0; i < GRAPH_PENDING_MAX; i++) {
 		snprintf(id, sizeof(id), "w%d", i);
@@ -2078,9 +2065,7 @@ static void test_pending_bounds(void **state)
 	assert_true(starts_with(fx->err.message, "too big to wait for its nodes: "));
 	assert_non_null(strstr(fx->err.message, " bytes as its file would show it"
 			       " (at most 4096)"));
-	doc = render(fx, E, "w0");
-	assert_non_null(strstr(doc, "\"target_node_id\": \"b\""));
-	free(doc);
+	expect_in_doc(fx, E, "w0", "\"target_node_id\": \"b\"");
 	sbuf_release(&big);
 }
 

@@ -430,6 +430,18 @@ static void test_commit_refuses(void **state)
 	}
 }
 
+/* The files/ folder of a new trash, .Trash-1000, as gio makes it. */
+static struct tree_attr trash_files(struct fixture *fx)
+{
+	struct tree_attr tr, files;
+
+	assert_int_equal(tree_trash_create(fx->t, ".Trash-1000", 0700, 1000,
+					   1000, &tr), 0);
+	assert_int_equal(tree_create(fx->t, tr.ino, "files", S_IFDIR | 0700,
+				     1000, 1000, NULL, &files), 0);
+	return files;
+}
+
 /*
  * A session moved into a trash folder keeps all it holds and its id, is
  * no longer listed or found at the root (its name is free there), and is
@@ -440,17 +452,14 @@ static void test_trash_and_back(void **state)
 {
 	struct fixture *fx = *state;
 	struct session_info a = mk(fx, "a"), s, again;
-	struct tree_attr tr, files, f;
+	struct tree_attr files, f;
 	struct session_list list;
 	struct ferr err = FERR_INIT;
 	int64_t n = -1;
 
 	assert_int_equal(tree_create(fx->t, a.uploads_ino, "f", S_IFREG | 0644,
 				     1000, 1000, NULL, &f), 0);
-	assert_int_equal(tree_trash_create(fx->t, ".Trash-1000", 0700, 1000,
-					   1000, &tr), 0);
-	assert_int_equal(tree_create(fx->t, tr.ino, "files", S_IFDIR | 0700,
-				     1000, 1000, NULL, &files), 0);
+	files = trash_files(fx);
 	assert_int_equal(session_move(fx->st, fx->t, &a, files.ino, "a", false,
 				      &err), 0);
 	assert_int_equal(session_find(fx->st, "a", &s), -ENOENT);
@@ -499,14 +508,11 @@ static void test_trash_folder(void **state)
 	struct fixture *fx = *state;
 	struct session_info s = mk(fx, "s");
 	uint64_t old = s.uploads_ino;
-	struct tree_attr tr, files, a;
+	struct tree_attr files, a;
 
 	assert_int_equal(tree_create(fx->t, s.uploads_ino, "f", S_IFREG | 0644,
 				     1000, 1000, NULL, &a), 0);
-	assert_int_equal(tree_trash_create(fx->t, ".Trash-1000", 0700, 1000,
-					   1000, &tr), 0);
-	assert_int_equal(tree_create(fx->t, tr.ino, "files", S_IFDIR | 0700,
-				     1000, 1000, NULL, &files), 0);
+	files = trash_files(fx);
 	assert_int_equal(session_trash_folder(fx->st, fx->t, &s,
 					      SESSION_UPLOADS, files.ino,
 					      "uploads"), 0);

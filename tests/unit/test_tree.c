@@ -1237,13 +1237,25 @@ static void test_killed_with_an_unlinked_file(void **state)
 	assert_int_equal(tree_getattr(fx->t, fx->up, &a), 0);
 }
 
+/* The session's row deleted as session_delete() does, its files with it. */
+static void delete_session(struct fixture *fx)
+{
+	char sql[96];
+
+	assert_int_equal(store_begin(fx->st), 0);
+	assert_int_equal(tree_forget_session(fx->t, fx->sess), 0);
+	snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id = %lld",
+		 (long long)fx->sess);
+	assert_int_equal(store_exec(fx->st, sql), 0);
+	assert_int_equal(store_commit(fx->st), 0);
+}
+
 /* Files of a deleted session that are still open keep working, also
  * those already unlinked. */
 static void test_forget_session_keeps_open_files(void **state)
 {
 	struct fixture *fx = *state;
 	uint64_t linked = mkfile(fx, fx->up, "a"), gone = mkfile(fx, fx->up, "b");
-	char sql[96];
 
 	assert_int_equal(tree_open(fx->t, linked), 0);
 	assert_int_equal(tree_open(fx->t, gone), 0);
@@ -1251,12 +1263,7 @@ static void test_forget_session_keeps_open_files(void **state)
 	wr(fx, gone, "unlinked", 8, 0);
 	assert_int_equal(tree_flush(fx->t, gone, false), 0);
 	assert_int_equal(tree_unlink(fx->t, fx->up, "b"), 0);
-	assert_int_equal(store_begin(fx->st), 0);
-	assert_int_equal(tree_forget_session(fx->t, fx->sess), 0);
-	snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id = %lld",
-		 (long long)fx->sess);
-	assert_int_equal(store_exec(fx->st, sql), 0);
-	assert_int_equal(store_commit(fx->st), 0);
+	delete_session(fx);
 	check_read(fx, linked, "linked", 6, 0);
 	check_read(fx, gone, "unlinked", 8, 0);
 	assert_int_equal(tree_release(fx->t, linked), 0);
@@ -1295,7 +1302,6 @@ static void test_move_rolled_back_keeps_open_file(void **state)
 	struct fixture *fx = *state;
 	uint64_t d = mkdir_(fx, fx->up, "d");
 	uint64_t ino = mkfile(fx, d, "f");
-	char sql[96];
 
 	assert_int_equal(tree_open(fx->t, ino), 0);
 	wr(fx, ino, "hello", 5, 0);
@@ -1305,12 +1311,7 @@ static void test_move_rolled_back_keeps_open_file(void **state)
 	assert_int_equal(attr(fx, ino).session, fx->sess2);
 	store_rollback(fx->st);
 	assert_int_equal(attr(fx, ino).session, fx->sess);
-	assert_int_equal(store_begin(fx->st), 0);
-	assert_int_equal(tree_forget_session(fx->t, fx->sess), 0);
-	snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id = %lld",
-		 (long long)fx->sess);
-	assert_int_equal(store_exec(fx->st, sql), 0);
-	assert_int_equal(store_commit(fx->st), 0);
+	delete_session(fx);
 	wr(fx, ino, " more", 5, 5);
 	assert_int_equal(tree_flush(fx->t, ino, false), 0);
 	check_read(fx, ino, "hello more", 10, 0);
