@@ -96,6 +96,78 @@ def test_another_users_session_is_theirs(make_flowfs):
     assert user_data(s) == before
 
 
+ALLOW_OTHER_SCRIPT = r"""
+set -u
+# what fusermount3 reads, in this mount namespace only; later writes
+# rewrite the same file, which the bind shows
+: >"$WORK/fuse.conf"
+mount --bind "$WORK/fuse.conf" /etc/fuse.conf || echo "bind failed"
+as_user() { runuser -u "$OWNER" -- env -i PATH=/usr/bin:/bin HOME="$WORK" \
+    ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" "$@"; }
+as_other() { setpriv --reuid=4242 --regid=4242 --clear-groups "$@"; }
+printf '# nothing allowed\n' >"$WORK/fuse.conf"
+as_user "$FLOWFS" --db="$WORK/a.db" -o allow_other "$WORK/mnt" \
+    2>"$WORK/refused.err" && echo "mounted without user_allow_other"
+mountpoint -q "$WORK/mnt" && echo "mounted without user_allow_other"
+printf 'user_allow_other\n' >"$WORK/fuse.conf"
+as_user "$FLOWFS" --db="$WORK/a.db" -o allow_other "$WORK/mnt" ||
+    echo "flowfs -o allow_other failed"
+as_user mkdir "$WORK/mnt/s" || echo "mkdir failed"
+as_other cat "$WORK/mnt/s/status" >"$WORK/other.status"
+as_other sh -c 'echo x >"$1"/s/uploads/f' - "$WORK/mnt" 2>"$WORK/other.err" &&
+    echo "the other user wrote"
+as_other rm -rf "$WORK/mnt/s" 2>>"$WORK/other.err" && echo "the other user removed"
+as_user rm -rf "$WORK/mnt/s" || echo "the owner could not remove"
+ls -A "$WORK/mnt" >"$WORK/left"
+as_user fusermount3 -u "$WORK/mnt" || echo "unmount failed"
+mountpoint -q "$WORK/mnt" && echo "still mounted"
+true
+"""
+
+
+@pytest.mark.root      # a mount namespace with its own /etc/fuse.conf
+def test_an_ordinary_users_mount_with_allow_other(tmp_path):
+    """The README: other users see an ordinary user's mount only with
+    `-o allow_other`, which /etc/fuse.conf must allow with
+    user_allow_other; they read what the modes let them and change
+    nothing.  Run in a mount namespace whose /etc/fuse.conf is a test
+    file, by the user tools/test makes, with uid 4242 as the other."""
+    import tempfile
+    owner = os.environ.get("FLOWFS_TEST_USER", "flowfs-test")
+    try:
+        uid = pwd.getpwnam(owner).pw_uid
+    except KeyError:
+        pytest.skip(f"no user {owner} (tools/test makes it)")
+    from conftest import flowfs_bin
+    work = tempfile.mkdtemp(prefix="flowfs-allow-other-")
+    try:
+        os.chmod(work, 0o755)
+        os.mkdir(os.path.join(work, "mnt"))
+        os.chown(work, uid, -1)
+        os.chown(os.path.join(work, "mnt"), uid, -1)
+        r = subprocess.run(
+            ["unshare", "-m", "--propagation", "private", "bash", "-c",
+             ALLOW_OTHER_SCRIPT],
+            env=dict(os.environ, WORK=work, OWNER=owner,
+                     FLOWFS=str(flowfs_bin()),
+                     ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", ""),
+                     UBSAN_OPTIONS=os.environ.get("UBSAN_OPTIONS", "")),
+            capture_output=True, text=True, timeout=120)
+        assert (r.returncode, r.stdout) == (0, ""), r.stdout + r.stderr
+
+        def said(name):
+            with open(os.path.join(work, name)) as f:
+                return f.read()
+        assert "option allow_other only allowed if 'user_allow_other' is" \
+            " set in /etc/fuse.conf" in said("refused.err")
+        assert said("other.status") == "ready\n"
+        errs = said("other.err").splitlines()
+        assert errs and all(l.endswith("Permission denied") for l in errs), errs
+        assert said("left") == ".flowfs\n"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 # -- status, status.json, the logs ------------------------------------------------
 
 def test_status_reads_exactly_ready_after_refusals(session):
