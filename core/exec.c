@@ -3,11 +3,14 @@
  */
 #include "exec.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,33 +53,290 @@ static void limit(int what, rlim_t value)
 	setrlimit(what, &rl);
 }
 
-/* In the child: never returns.  `report` is close-on-exec: it closes
- * without a byte when python3 starts, or carries "E<errno>" when the
- * child cannot get that far. */
-static void child(const char *dir, const char *file,
-		  const struct exec_limits *lim, int out, int err, int report)
+/* ---- the sandbox's command line --------------------------------------------- */
+
+int exec_sandbox_check(struct ferr *err)
 {
+	const char *path = getenv("PATH"), *p, *end;
+
+	for (p = path; p && *p; p = *end ? end + 1 : end) {
+		char file[PATH_MAX];
+		struct stat st;
+		int n;
+
+		end = strchrnul(p, ':');
+		n = snprintf(file, sizeof(file), "%.*s/bwrap", (int)(end - p), p);
+		if (n > 0 && (size_t)n < sizeof(file) && end > p &&
+		    stat(file, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(file, X_OK) == 0)
+			return 0;
+	}
+	return ferr_set(err, -ENOENT, "--allow-exec needs bubblewrap, and no"
+			" bwrap is on PATH: install it (Debian package"
+			" bubblewrap)");
+}
+
+void exec_args_release(struct exec_args *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->argv[i]);
+	free(a->argv);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Append the strings up to NULL. */
+static int add_args(struct exec_args *a, ...)
+{
+	const char *s;
+	va_list ap;
+	int ret = 0;
+
+	va_start(ap, a);
+	while (!ret && (s = va_arg(ap, const char *))) {
+		if (a->n + 2 > a->alloc) {
+			size_t alloc = a->alloc ? 2 * a->alloc : 64;
+			char **argv = realloc(a->argv, alloc * sizeof(*argv));
+
+			if (!argv) {
+				ret = -ENOMEM;
+				break;
+			}
+			a->argv = argv;
+			a->alloc = alloc;
+		}
+		a->argv[a->n] = strdup(s);
+		if (!a->argv[a->n]) {
+			ret = -ENOMEM;
+			break;
+		}
+		a->argv[++a->n] = NULL;
+	}
+	va_end(ap);
+	return ret;
+}
+
+/* What python3 needs of the system besides /usr: the merged-/usr links
+ * (or the folders, on a system without them) and a few files of /etc
+ * (the loader's cache, the time zone, Debian's alternatives: numpy's
+ * BLAS is found through them).  Nothing else of /etc: no passwd, no
+ * shadow, no ssl keys. */
+static int add_system(struct exec_args *a)
+{
+	static const char *const tops[] = { "/bin", "/sbin", "/lib", "/lib32",
+					    "/lib64", "/libx32" };
+	static const char *const etc[] = { "/etc/ld.so.cache", "/etc/localtime",
+					   "/etc/alternatives" };
+	int ret = add_args(a, "--ro-bind", "/usr", "/usr", NULL);
+
+	for (size_t i = 0; !ret && i < sizeof(tops) / sizeof(*tops); i++) {
+		char target[PATH_MAX];
+		struct stat st;
+		ssize_t n;
+
+		if (lstat(tops[i], &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(tops[i], target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = 0;
+			ret = add_args(a, "--symlink", target, tops[i], NULL);
+		} else if (S_ISDIR(st.st_mode)) {
+			ret = add_args(a, "--ro-bind", tops[i], tops[i], NULL);
+		}
+	}
+	for (size_t i = 0; !ret && i < sizeof(etc) / sizeof(*etc); i++)
+		ret = add_args(a, "--ro-bind-try", etc[i], etc[i], NULL);
+	return ret;
+}
+
+/* As exec_sandbox_args(), with bwrap's --json-status-fd when fd >= 0. */
+static int sandbox_args(const char *dir, const char *file,
+			const struct exec_limits *lim, int status_fd,
+			struct exec_args *a)
+{
+	char id[16], nproc[48], fd[16];
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(id, sizeof(id), "%d", EXEC_SANDBOX_ID);
+	snprintf(nproc, sizeof(nproc), "--nproc=%ld:%ld",
+		 or_default(lim->procs, 256), or_default(lim->procs, 256));
+	snprintf(fd, sizeof(fd), "%d", status_fd);
+	ret = add_args(a, "bwrap", "--unshare-all", "--unshare-user",
+		       "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		       "--uid", id, "--gid", id, "--hostname", "flowfs-experiment",
+		       NULL);
+	if (!ret)
+		ret = add_system(a);
+	if (!ret)
+		ret = add_args(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs",
+			       "/tmp", "--bind", dir, dir, "--chdir", dir,
+			       "--clearenv", "--setenv", "PATH",
+			       "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME",
+			       "/tmp", "--setenv", "LANG", "C.UTF-8", NULL);
+	if (!ret && status_fd >= 0)
+		ret = add_args(a, "--json-status-fd", fd, NULL);
+	/* RLIMIT_NPROC is set inside, once the user namespace is made: set
+	 * before, the kernel would also hold the namespace to it counted
+	 * over every process of the daemon's uid */
+	if (!ret)
+		ret = add_args(a, "--", "prlimit", nproc, "--", "python3", "-I",
+			       file, NULL);
+	if (ret)
+		exec_args_release(a);
+	return ret;
+}
+
+int exec_sandbox_args(const char *dir, const char *file,
+		      const struct exec_limits *limits, struct exec_args *a)
+{
+	return sandbox_args(dir, file, limits, -1, a);
+}
+
+/* ---- the scratch folder ----------------------------------------------------- */
+
+/* exec_prepare_dir() below `path` (root: the realpath of the folder). */
+static int prepare(const char *root, struct sbuf *path, size_t top,
+		   void (*dropped)(void *ctx, const char *path), void *ctx,
+		   int depth)
+{
+	size_t len = path->len;
+	struct dirent *e;
+	DIR *d;
+	int ret = 0;
+
+	if (depth > 64)
+		return -ELOOP;
+	d = opendir(path->buf);
+	if (!d)
+		return -errno;
+	while (!ret && (e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		sbuf_setlen(path, len);
+		ret = sbuf_addf(path, "/%s", e->d_name);
+		if (ret || lstat(path->buf, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			char *real = realpath(path->buf, NULL);
+			size_t n = strlen(root);
+			bool inside = real && !strncmp(real, root, n) &&
+				      (!real[n] || real[n] == '/');
+
+			free(real);
+			if (!inside) {
+				if (unlink(path->buf) < 0) {
+					ret = -errno;
+					break;
+				}
+				if (dropped)
+					dropped(ctx, path->buf + top + 1);
+				continue;
+			}
+		}
+		if (geteuid() == 0 &&
+		    lchown(path->buf, EXEC_SANDBOX_ID, EXEC_SANDBOX_ID) < 0) {
+			ret = -errno;
+			break;
+		}
+		if (S_ISDIR(st.st_mode))
+			ret = prepare(root, path, top, dropped, ctx, depth + 1);
+	}
+	closedir(d);
+	sbuf_setlen(path, len);
+	return ret;
+}
+
+int exec_prepare_dir(const char *dir,
+		     void (*dropped)(void *ctx, const char *path), void *ctx)
+{
+	struct sbuf path = SBUF_INIT;
+	char *root = realpath(dir, NULL);
+	int ret = root ? 0 : -errno;
+
+	if (!ret)
+		ret = sbuf_addstr(&path, root);
+	if (!ret && geteuid() == 0 &&
+	    chown(root, EXEC_SANDBOX_ID, EXEC_SANDBOX_ID) < 0)
+		ret = -errno;
+	if (!ret)
+		ret = prepare(root, &path, strlen(root), dropped, ctx, 0);
+	sbuf_release(&path);
+	free(root);
+	return ret;
+}
+
+int exec_open_made(int dirfd, const char *name, struct stat *st)
+{
+	/* O_NONBLOCK: a FIFO named like a result must not hold the run */
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+			O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1) {
+		close(fd);
+		return S_ISREG(st->st_mode) ? -EMLINK : -EINVAL;
+	}
+	return fd;
+}
+
+/* ---- running it --------------------------------------------------------------- */
+
+/* close_range() of what lies between the descriptors the child keeps. */
+static void close_all_but(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+
+	if (lo > 3)
+		close_range(3, (unsigned)lo - 1, 0);
+	if (hi > lo + 1)
+		close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+	close_range((unsigned)hi + 1, ~0u, 0);
+}
+
+/* In the child (only async-signal-safe calls: the daemon has threads):
+ * never returns.  `report` is close-on-exec: it closes without a byte
+ * when bwrap starts, or carries "E<errno>" when the child cannot get
+ * that far.  `status` is bwrap's --json-status-fd. */
+static void child(char *const argv[], const struct exec_limits *lim, int out,
+		  int err, int report, int status)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
 	int null;
 
 	setpgid(0, 0);
-	/* no network where the kernel allows it; else the one it has */
-	(void)unshare(CLONE_NEWNET);
+	/* the FUSE worker's blocked and ignored signals are not the
+	 * experiment's (`timeout` must be able to stop what it runs) */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	limit(RLIMIT_CPU, (rlim_t)or_default(lim->cpu_s, 60));
 	limit(RLIMIT_AS, (rlim_t)or_default(lim->memory_mib, 2048) << 20);
 	limit(RLIMIT_FSIZE, (rlim_t)or_default(lim->file_mib, 256) << 20);
 	limit(RLIMIT_CORE, 0);
 	null = open("/dev/null", O_RDONLY);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 ||
-	    dup2(err, 2) < 0 || chdir(dir) < 0) {
-		dprintf(report, "E%d", errno);
-		_exit(127);
-	}
+	    dup2(err, 2) < 0 || fcntl(status, F_SETFD, 0) < 0)
+		goto fail;
+	/* root's sandbox is nobody's on the host too: with uid 0 outside,
+	 * root-owned files would be the sandbox's own */
+	if (geteuid() == 0 &&
+	    (setgroups(0, NULL) < 0 ||
+	     setresgid(EXEC_SANDBOX_ID, EXEC_SANDBOX_ID, EXEC_SANDBOX_ID) < 0 ||
+	     setresuid(EXEC_SANDBOX_ID, EXEC_SANDBOX_ID, EXEC_SANDBOX_ID) < 0))
+		goto fail;
 	/* nothing of the daemon's (the database, /dev/fuse) goes along;
 	 * `report` closes itself at exec */
-	if (report > 3)
-		close_range(3, (unsigned)report - 1, 0);
-	close_range((unsigned)report + 1, ~0u, 0);
-	execlp("python3", "python3", "-I", file, (char *)NULL);
+	close_all_but(report, status);
+	execvp(argv[0], argv);
+fail:
 	dprintf(report, "E%d", errno);
 	_exit(127);
 }
@@ -97,14 +357,25 @@ static bool drain(int fd, struct sbuf *into)
 	return true;
 }
 
+/* The first line of `text` (at most 200 bytes), for a message. */
+static int first_line(const struct sbuf *text)
+{
+	const char *nl = text->len ? memchr(text->buf, '\n', text->len) : NULL;
+	size_t n = nl ? (size_t)(nl - text->buf) : text->len;
+
+	return (int)(n > 200 ? 200 : n);
+}
+
 int exec_python(const char *dir, const char *file,
 		const struct exec_limits *limits, bool (*cancelled)(void *ctx),
 		void *ctx, struct exec_result *res, struct ferr *err)
 {
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
+	int statp[2] = { -1, -1 };
 	int64_t deadline = now_ms() + 1000 * or_default(limits->wall_s, 120);
-	bool open_out = true, open_err = true, cancel = false;
-	char report[32] = "";
+	bool open_out = true, open_err = true, cancel = false, reaped = false;
+	struct exec_args args = { 0 };
+	char report[32] = "", status[1024] = "";
 	ssize_t got;
 	pid_t pid;
 	int ret = 0;
@@ -113,11 +384,16 @@ int exec_python(const char *dir, const char *file,
 	sbuf_init(&res->out);
 	sbuf_init(&res->err);
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(rep, O_CLOEXEC) < 0) {
+	    pipe2(rep, O_CLOEXEC) < 0 || pipe2(statp, O_CLOEXEC) < 0) {
 		ret = ferr_set(err, -errno, "cannot run the experiment: %s",
 			       strerror(errno));
 		goto out;
 	}
+	/* made before fork(): the child of a threaded process may not
+	 * allocate */
+	ret = sandbox_args(dir, file, limits, statp[1], &args);
+	if (ret < 0)
+		goto out;
 	pid = fork();
 	if (pid < 0) {
 		ret = ferr_set(err, -errno, "cannot run the experiment: %s",
@@ -125,11 +401,12 @@ int exec_python(const char *dir, const char *file,
 		goto out;
 	}
 	if (pid == 0)
-		child(dir, file, limits, outp[1], errp[1], rep[1]);
+		child(args.argv, limits, outp[1], errp[1], rep[1], statp[1]);
 	close(outp[1]);
 	close(errp[1]);
 	close(rep[1]);
-	outp[1] = errp[1] = rep[1] = -1;
+	close(statp[1]);
+	outp[1] = errp[1] = rep[1] = statp[1] = -1;
 	/* until the exec closes it, or the child reports why it could not */
 	for (size_t n = 0; n < sizeof(report) - 1;) {
 		got = read(rep[0], report + n, sizeof(report) - 1 - n);
@@ -141,8 +418,8 @@ int exec_python(const char *dir, const char *file,
 	}
 	if (report[0] == 'E') {
 		waitpid(pid, NULL, 0);
-		ret = ferr_set(err, -EIO, "cannot run the experiment: %s",
-			       strerror(atoi(report + 1)));
+		ret = ferr_set(err, -EIO, "cannot start the experiment's sandbox"
+			       " (bwrap): %s", strerror(atoi(report + 1)));
 		goto out;
 	}
 	while (open_out || open_err) {
@@ -165,11 +442,46 @@ int exec_python(const char *dir, const char *file,
 			break;
 		}
 	}
-	/* stragglers the program left behind go with it */
-	kill(-pid, SIGKILL);
-	waitpid(pid, &res->status, 0);
+	/* The program closed its output: bwrap follows it out with its
+	 * exit status, its PID namespace emptied (its init's end kills what
+	 * is left).  Else, or when it does not, bwrap is killed, and with
+	 * it that namespace: nothing the program left behind, in any
+	 * session or process group, outlives the run. */
+	while (!cancel && !res->timed_out) {
+		pid_t done = waitpid(pid, &res->status, WNOHANG);
+
+		if (done == pid)
+			reaped = true;
+		if (done != 0)
+			break;
+		if (cancelled && cancelled(ctx))
+			cancel = true;
+		else if (now_ms() > deadline)
+			res->timed_out = true;
+		else
+			poll(NULL, 0, 10);
+	}
+	if (!reaped) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, &res->status, 0);
+	}
+	/* bwrap writes { "exit-code": N } once the program it ran ends;
+	 * without it, what is on stderr is bwrap's own complaint (the
+	 * sandbox could not be made) */
+	fcntl(statp[0], F_SETFL, O_NONBLOCK);
+	for (size_t n = 0; n < sizeof(status) - 1; n += (size_t)got) {
+		got = read(statp[0], status + n, sizeof(status) - 1 - n);
+		status[got > 0 ? n + (size_t)got : n] = 0;
+		if (got <= 0)
+			break;
+	}
 	if (cancel)
 		ret = ferr_set(err, -ECANCELED, "cancelled");
+	else if (!res->timed_out && !strstr(status, "\"exit-code\""))
+		ret = ferr_set(err, -EIO, "cannot start the experiment's sandbox"
+			       " (bwrap): %.*s", first_line(&res->err),
+			       res->err.len ? res->err.buf : "");
 out:
 	for (int i = 0; i < 2; i++) {
 		if (outp[i] >= 0)
@@ -178,7 +490,10 @@ out:
 			close(errp[i]);
 		if (rep[i] >= 0)
 			close(rep[i]);
+		if (statp[i] >= 0)
+			close(statp[i]);
 	}
+	exec_args_release(&args);
 	if (ret < 0)
 		exec_result_release(res);
 	return ret;

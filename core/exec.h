@@ -3,11 +3,21 @@
  * an engine wrote — and turn what it printed into an observation.
  *
  * exec_python() runs `python3 -I <file>` in `dir` (a scratch copy of the
- * session's uploads/), stdin from /dev/null, in a process group of its
- * own, with limits: CPU seconds, address space, file size, no core
- * files, a wall-clock timeout, and no network where the kernel lets a
- * new network namespace be made (as root; elsewhere it runs with the
- * network it has).  A cancel hook is polled.
+ * session's uploads/) inside bubblewrap (bwrap, which must be on PATH; see
+ * exec_sandbox_check()): new user, PID, mount, network, IPC and UTS
+ * namespaces, uid 65534 inside, every capability dropped, no_new_privs, a
+ * read-only view of /usr (and the /bin, /lib* links to it, a few files of
+ * /etc python needs), a fresh /proc, a minimal /dev, a tmpfs /tmp, `dir`
+ * the one writable place (at its own path), an environment of PATH, HOME
+ * and LANG only, signals unblocked and at their defaults.  A daemon
+ * running as root starts bwrap as uid/gid 65534 (nobody), so the sandbox
+ * is no one's on the host either; exec_prepare_dir() hands `dir` to that
+ * uid.  Limits: CPU seconds, address space and file size per process, no
+ * core files, processes and threads (RLIMIT_NPROC, set inside the
+ * sandbox's user namespace so that it counts the sandbox's uid only), a
+ * wall-clock timeout.  When the program ends, times out or is cancelled
+ * (a cancel hook is polled) bwrap is killed, and with it its PID
+ * namespace: no process of the experiment outlives exec_python().
  *
  * exec_observation() is the seed's observation: stdout when the program
  * succeeded, else stderr (else "exit status N" / "killed by signal N"),
@@ -20,6 +30,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "ferr.h"
 #include "sbuf.h"
@@ -29,7 +40,11 @@ struct exec_limits {
 	long wall_s;		/* killed after this; 0: 120 */
 	long memory_mib;	/* RLIMIT_AS; 0: 2048 */
 	long file_mib;		/* RLIMIT_FSIZE; 0: 256 */
+	long procs;		/* RLIMIT_NPROC in the sandbox; 0: 256 */
 };
+
+/* The host uid and gid the sandbox runs as when the daemon is root. */
+#define EXEC_SANDBOX_ID 65534
 
 struct exec_result {
 	int status;		/* as waitpid() gives it */
@@ -48,6 +63,42 @@ void exec_result_release(struct exec_result *r);
 int exec_python(const char *dir, const char *file,
 		const struct exec_limits *limits, bool (*cancelled)(void *ctx),
 		void *ctx, struct exec_result *res, struct ferr *err);
+
+/*
+ * Whether experiments can run: 0, or -ENOENT when bwrap is not an
+ * executable file in a folder of $PATH (err says to install bubblewrap).
+ */
+int exec_sandbox_check(struct ferr *err);
+
+/* A command line: argv[n] is NULL. */
+struct exec_args {
+	char **argv;
+	size_t n, alloc;
+};
+
+void exec_args_release(struct exec_args *a);
+
+/* The bwrap command line exec_python() runs (see above), into `a`. */
+int exec_sandbox_args(const char *dir, const char *file,
+		      const struct exec_limits *limits, struct exec_args *a);
+
+/*
+ * Make the scratch folder `dir` ready for the sandbox: every symbolic
+ * link below it that does not resolve to a file or folder inside `dir`
+ * is removed (dropped(ctx, path) is told each, path relative to `dir`);
+ * as root, everything is handed to EXEC_SANDBOX_ID.  0 or a negative
+ * errno.
+ */
+int exec_prepare_dir(const char *dir,
+		     void (*dropped)(void *ctx, const char *path), void *ctx);
+
+/*
+ * Open `name` in folder `dirfd`, a file an experiment made, for copying
+ * out: a descriptor when it is a regular file with one link (never a
+ * symbolic link, a FIFO, a device or a hard link to something else),
+ * with *st filled; else a negative errno.
+ */
+int exec_open_made(int dirfd, const char *name, struct stat *st);
 
 /* The observation for `res` (see above), appended to `out`. */
 int exec_observation(const struct exec_result *res, const struct exec_limits *limits,

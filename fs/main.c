@@ -130,7 +130,8 @@ static void usage(const char *prog)
 	       "  --engine-timeout=S  seconds one engine call may take (300)\n"
 	       "  --engine-retries=N  retries on 429, 5xx and timeouts (3)\n"
 	       "  --engine-backoff-ms=MS  the first wait before a retry (1000)\n"
-	       "  --allow-exec  let scientific-workflow runs execute experiments\n"
+	       "  --allow-exec  let scientific-workflow runs execute experiments,\n"
+	       "                in a bubblewrap sandbox (bwrap must be on PATH)\n"
 	       "  --exec-timeout=S  seconds an experiment may run (120)\n"
 	       "  --max-fetch=SIZE  the largest URL input fetched (1G; K, M, G)\n"
 	       "  --fetch-timeout=S  seconds a fetch may take (3600)\n"
@@ -334,6 +335,15 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	o->engine.retries = (int)opts->engine_retries;
 	o->engine.backoff_ms = opts->engine_backoff_ms;
 	o->allow_exec = opts->allow_exec;
+	if (o->allow_exec) {
+		struct ferr err = FERR_INIT;
+
+		/* experiments run in bubblewrap, or not at all */
+		if (exec_sandbox_check(&err) < 0) {
+			fprintf(stderr, "flowfs: %s\n", err.message);
+			return -ENOENT;
+		}
+	}
 	o->limits.wall_s = opts->exec_timeout_s;
 	o->fetch.timeout_s = opts->fetch_timeout_s;
 	if (opts->max_fetch) {

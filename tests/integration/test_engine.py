@@ -527,10 +527,8 @@ def test_rounds_run_with_exec(run_mount, engine):
     assert wait_run(s) == "run: done"
     rounds = [json.loads(read_bytes(s / "rounds" / f"{n}.json")) for n in (1, 2, 3)]
     assert rounds[0]["observation"] == "32.20"
-    # README: a network namespace of its own only as root (issue 12
-    # gives every experiment a sandbox)
-    network = "no" if os.geteuid() == 0 else "yes"
-    assert rounds[1]["observation"] == f"same (repeated 5 times)\nnetwork: {network}"
+    # the sandbox has a network namespace of its own (README: Security)
+    assert rounds[1]["observation"] == "same (repeated 5 times)\nnetwork: no"
     assert rounds[2] == {"inference": "Enough.", "conclusion": "The mean fare is 32.20."}
     # the continue prompt carried the observation, the final one asked to conclude
     assert engine.requests[1]["messages"][-1]["content"].startswith(

@@ -167,8 +167,11 @@ static void test_experiment_that_cannot_start(void **state)
 	(void)state;
 	assert_int_equal(exec_python("/nonexistent/flowfs-scratch", "x.py",
 				     &lim, NULL, NULL, &res, &err), -EIO);
-	assert_string_equal(err.message, "cannot run the experiment:"
-			    " No such file or directory");
+	/* bwrap's own complaint: the sandbox could not be made */
+	assert_string_equal(err.message, "cannot start the experiment's"
+			    " sandbox (bwrap): bwrap: Can't find source path"
+			    " /nonexistent/flowfs-scratch: No such file or"
+			    " directory");
 	exec_result_release(&res);
 }
 
