@@ -172,19 +172,25 @@ static void remove_tree(const char *dir)
 	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Files larger than this, made by an experiment, stay behind. */
+/* Files larger than this, made by an experiment, stay behind; so do the
+ * files past OUTPUT_MAX bytes or OUTPUT_FILES files kept from one run. */
 #define MADE_FILE_MAX (64 << 20)
+#define OUTPUT_MAX (256 << 20)
+#define OUTPUT_FILES 1000
 
 /*
  * The regular files the experiments made at the top of the scratch
- * folder (not there in uploads/, not hidden) into output/, the lock
- * taken for each.
+ * folder (not there in uploads/, not hidden, not links of any kind) into
+ * output/, copied by content, the lock taken for each.  What is left
+ * behind over the limits is said in the log.
  */
 static int keep_made_files(struct run *r, const char *dir)
 {
 	struct dirent *e;
 	DIR *d = opendir(dir);
-	int ret = 0;
+	struct sbuf first = SBUF_INIT;
+	int64_t kept = 0;
+	int files = 0, left = 0, ret = 0;
 
 	if (!d)
 		return -errno;
@@ -200,19 +206,49 @@ static int keep_made_files(struct run *r, const char *dir)
 		was_upload = tree_lookup(r->host->tree, r->uploads_ino, e->d_name,
 					 &a) == 0;
 		run_unlock(r);
-		fd = was_upload ? -1 : openat(dirfd(d), e->d_name,
-					      O_RDONLY | O_NOFOLLOW);
+		fd = was_upload ? -1 : exec_open_made(dirfd(d), e->d_name, &st);
 		if (fd < 0)
 			continue;
-		/* in slices, like a fetch: the lock is let go between them */
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_size <= MADE_FILE_MAX)
-			ret = run_store_fd(r, fd, r->output_ino, e->d_name,
-					   NULL);
+		if (st.st_size > MADE_FILE_MAX || files >= OUTPUT_FILES ||
+		    kept + st.st_size > OUTPUT_MAX) {
+			if (!left++)
+				ret = sbuf_addstr(&first, e->d_name);
+		} else {
+			/* in slices, like a fetch: the lock is let go between
+			 * them */
+			ret = run_store_fd(r, fd, r->output_ino, e->d_name, NULL);
+			kept += st.st_size;
+			files++;
+		}
 		close(fd);
 	}
 	closedir(d);
+	/* one line, however many (the log is no place for a million) */
+	if (left) {
+		run_lock(r);
+		run_log(r, "output", "%d file%s the experiments made left out"
+			" (%s%s): over 64 MiB, or past 256 MiB or 1000 files kept"
+			" from one run", left, left > 1 ? "s" : "", first.buf,
+			left > 1 ? ", …" : "");
+		run_unlock(r);
+	}
+	sbuf_release(&first);
 	return ret;
+}
+
+/* exec_prepare_dir()'s hook: a link of uploads/ left out, in the log. */
+static void link_dropped(void *ctx, const char *path)
+{
+	struct run *r = ctx;
+	struct sbuf name = SBUF_INIT;
+
+	if (sbuf_addf(&name, "uploads/%s", path) < 0)
+		return;
+	run_lock(r);
+	run_log(r, name.buf, "not in the experiment's folder: the link does not"
+		" point inside uploads/");
+	run_unlock(r);
+	sbuf_release(&name);
 }
 
 /* Run round n's experiment in the scratch folder: the observation. */
@@ -226,7 +262,10 @@ static int experiment(struct run *r, const char *dir, long n, const char *code,
 	snprintf(file, sizeof(file), ".flowfs-experiment-%ld.py", n);
 	if (asprintf(&path, "%s/%s", dir, file) < 0)
 		return -ENOMEM;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	/* readable by the sandbox's uid when the daemon is root (the folder
+	 * itself is that uid's alone) */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		  O_NONBLOCK, 0644);
 	ret = fd < 0 ? -errno : 0;
 	if (!ret && write(fd, code, strlen(code)) != (ssize_t)strlen(code))
 		ret = -EIO;
@@ -340,6 +379,8 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 			have_dir = true;
 			run_progress(r, "copying uploads/ for the experiments");
 			ret = copy_out(r, r->uploads_ino, dir, 0);
+			if (!ret)
+				ret = exec_prepare_dir(dir, link_dropped, r);
 			if (ret < 0) {
 				ferr_set(err, ret, "cannot copy uploads/: %s",
 					 strerror(-ret));
