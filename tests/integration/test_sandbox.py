@@ -1,0 +1,364 @@
+"""Issue 12, the experiment sandbox: each attack of the issue's findings,
+run as the experiment of a scientific-workflow round (the fake engine's
+reply carries the code) on a mount started with --allow-exec, and shown
+to fail now.  What the experiment saw is its observation, read back
+from rounds/1.json; what it could do to the host is looked at on the
+host.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import flowfs_bin, read_bytes, status_of, wait_until
+from fake_engine import FakeEngine
+from test_engine import ROUND1, science, wait_run, write_line
+
+KEY = "sk-test-sandbox-0123456789"
+
+
+@pytest.fixture
+def engine():
+    e = FakeEngine()
+    yield e
+    e.close()
+
+
+@pytest.fixture
+def exec_mount(make_flowfs, skill_folder, isolated_config, engine, monkeypatch):
+    """A mount whose experiments run (--allow-exec), with the key in the
+    daemon's environment as a user would give it."""
+    monkeypatch.setenv("FLOWFS_ENGINE_KEY", KEY)
+    return make_flowfs(extra_args=[
+        f"--skills={skill_folder.root}", f"--engine-url={engine.url}",
+        "--engine-model=test-model", "--engine-backoff-ms=20",
+        "--engine-timeout=5", "--allow-exec"])
+
+
+def experiment(fs, engine, code, uploads=None, name="t"):
+    """Run `code` as round 1's experiment in a new session `name` (its
+    uploads/ holding `uploads`: {name: bytes, or ("link", target)}); the
+    run's last line and the observation."""
+    s = fs.mnt / name
+    os.mkdir(s)
+    science(s, 1)
+    for upload, data in (uploads or {}).items():
+        if isinstance(data, tuple):
+            os.symlink(data[1], s / "uploads" / upload)
+        else:
+            (s / "uploads" / upload).write_bytes(data)
+    engine.reply(content=ROUND1.replace(
+        "print(open('fares.txt').read().split()[0])", code))
+    assert write_line(s / "ctl", "run\n") == 0
+    line = wait_run(s)
+    rounds = os.listdir(s / "rounds")
+    observation = (json.loads(read_bytes(s / "rounds" / "1.json")).get("observation")
+                   if "1.json" in rounds else None)
+    return s, line, observation
+
+
+# what an experiment prints of a path: its first bytes, or the error's name
+PROBE = """
+import errno, os
+def probe(path):
+    try:
+        with open(path, 'rb') as f:
+            return 'read ' + repr(f.read(12))
+    except OSError as e:
+        return errno.errorcode[e.errno]
+"""
+
+
+def status_fields(observation):
+    return dict(line.split(":\t", 1) for line in observation.splitlines()
+                if ":\t" in line)
+
+
+def test_experiment_runs_unprivileged(exec_mount, engine):
+    """No capability, no_new_privs, a uid that is not the daemon's, signals
+    neither blocked nor ignored; the sandbox's host uid is not root."""
+    _, line, obs = experiment(exec_mount, engine, (
+        "import os\nprint(open('/proc/self/status').read())\n"
+        "print(f'uid:\\t{os.getuid()} {os.getgid()} {os.getgroups()}')"))
+    assert line == "run: done"
+    f = status_fields(obs)
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert f[cap] == "0000000000000000", (cap, f[cap])
+    assert f["NoNewPrivs"] == "1"
+    # python ignores SIGPIPE and SIGXFSZ itself; nothing else is
+    assert f["SigBlk"] == "0000000000000000"
+    assert f["SigIgn"] == "0000000001001000"
+    uid = f["uid"].split()
+    assert uid[0] != str(os.getuid()) and uid[0] == "65534"
+
+
+def experiment_pids():
+    """pids of the host's processes running an experiment's file."""
+    return [pid for pid in sleepers(".flowfs-experiment-")
+            if not open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"bwrap")]
+
+
+@pytest.mark.root
+def test_root_daemon_experiment_is_nobody(exec_mount, engine):
+    """As root, the experiment has no capability, and on the host it runs
+    as nobody (uid 65534), not as root: looked at from the host while it
+    waits for a file the test puts in its folder."""
+    fs = exec_mount
+    s = fs.mnt / "t"
+    os.mkdir(s)
+    science(s, 1)
+    engine.reply(content=ROUND1.replace(
+        "print(open('fares.txt').read().split()[0])",
+        "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.02)\n"
+        "print(open('/proc/self/status').read())"))
+    assert write_line(s / "ctl", "run\n") == 0
+    wait_until(experiment_pids, "the experiment running")
+    pid = experiment_pids()[0]
+    with open(f"/proc/{pid}/status") as f:
+        host = status_fields(f.read())
+    cwd = os.readlink(f"/proc/{pid}/cwd")
+    open(os.path.join(cwd, "go"), "w").close()
+    assert wait_run(s) == "run: done"
+    assert host["Uid"].split() == ["65534"] * 4
+    assert host["Gid"].split() == ["65534"] * 4
+    assert host["Groups"].strip() == ""
+    obs = json.loads(read_bytes(s / "rounds" / "1.json"))["observation"]
+    f = status_fields(obs)
+    assert f["CapEff"] == "0000000000000000" and f["NoNewPrivs"] == "1"
+
+
+def test_environment_is_built_from_scratch(exec_mount, engine):
+    _, line, obs = experiment(exec_mount, engine, (
+        "import os\nprint(sorted(os.environ.items()))"))
+    assert line == "run: done"
+    env = dict(eval(obs))      # noqa: S307 - the experiment's own repr
+    assert KEY not in obs and "FLOWFS" not in obs
+    # bwrap adds PWD; python may set LC_CTYPE
+    assert set(env) <= {"PATH", "HOME", "LANG", "PWD", "LC_CTYPE"}, env
+    assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+
+
+def test_host_files_out_of_sight(exec_mount, engine, tmp_path):
+    """A file only the daemon's user may read, the database, the mountpoint
+    (other sessions), /home and /root: none is there; a file written
+    where the daemon's user may write does not reach the host."""
+    fs = exec_mount
+    secret = tmp_path / "secret.txt"
+    secret.write_text("only mine")
+    os.chmod(secret, 0o600)
+    os.mkdir(fs.mnt / "other")
+    planted = tmp_path / "planted.txt"
+    code = PROBE + (
+        f"print('secret', probe({str(secret)!r}))\n"
+        f"print('db', probe({str(fs.db)!r}))\n"
+        f"try:\n    print('mnt', sorted(os.listdir({str(fs.mnt)!r})))\n"
+        "except OSError as e:\n    print('mnt', errno.errorcode[e.errno])\n"
+        "print('home', os.path.exists('/home'), os.path.exists('/root'))\n"
+        f"try:\n    open({str(planted)!r}, 'w').write('x')\n    print('wrote')\n"
+        "except OSError as e:\n    print('write', errno.errorcode[e.errno])\n")
+    _, line, obs = experiment(fs, engine, code)
+    assert line == "run: done"
+    assert obs.splitlines() == ["secret ENOENT", "db ENOENT", "mnt ENOENT",
+                                "home False False", "write ENOENT"]
+    assert not planted.exists()
+    assert secret.read_text() == "only mine"
+
+
+@pytest.mark.root
+def test_root_cannot_read_or_link_etc_shadow(exec_mount, engine):
+    s, line, obs = experiment(exec_mount, engine, PROBE + (
+        "print('shadow', probe('/etc/shadow'))\n"
+        "try:\n    os.link('/etc/shadow', 'x')\n    print('linked')\n"
+        "except OSError as e:\n    print('link', errno.errorcode[e.errno])\n"))
+    assert line == "run: done"
+    assert obs.splitlines() == ["shadow ENOENT", "link ENOENT"]
+    assert "x" not in os.listdir(s / "output")
+
+
+def test_hard_link_of_a_host_file_does_not_come_out(exec_mount, engine, tmp_path):
+    """os.link of a host file into the scratch folder (the daemon's user
+    owns it: protected_hardlinks lets the link be made outside a sandbox)
+    brings nothing into output/; neither does a hard link the experiment
+    makes of its own file, nor a symbolic link."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("only mine")
+    os.chmod(secret, 0o600)
+    s, line, obs = experiment(exec_mount, engine, (
+        "import errno, os\n"
+        f"try:\n    os.link({str(secret)!r}, 'x')\n    print('linked')\n"
+        "except OSError as e:\n    print('link', errno.errorcode[e.errno])\n"
+        "open('mine', 'w').write('m')\nos.link('mine', 'mine2')\n"
+        "open('plain', 'w').write('p')\nos.symlink('plain', 'sym')\n"))
+    assert line == "run: done"
+    assert obs == "link ENOENT"
+    made = set(os.listdir(s / "output")) & {"x", "mine", "mine2", "plain", "sym"}
+    assert made == {"plain"}
+    assert read_bytes(s / "output" / "plain") == b"p"
+
+
+def test_the_daemon_cannot_be_killed(exec_mount, engine):
+    """os.kill(<the daemon's pid>, 9) finds no such process; killing its
+    parent kills the sandbox's own init, and the daemon goes on."""
+    fs = exec_mount
+    s, line, obs = experiment(fs, engine, (
+        f"import os, errno\ntry:\n    os.kill({fs.proc.pid}, 9)\n    print('killed')\n"
+        "except OSError as e:\n    print('kill', errno.errorcode[e.errno], flush=True)\n"
+        "os.kill(os.getppid(), 9)\nimport time; time.sleep(5)\n"))
+    assert fs.proc.poll() is None
+    assert obs is not None and obs.splitlines()[0] == "kill ESRCH"
+    assert line == "run: done"
+    # the mount still answers
+    os.mkdir(fs.mnt / "after")
+    assert "after" in os.listdir(fs.mnt)
+
+
+def test_no_way_back_to_the_host_network(exec_mount, engine):
+    """setns() into its parent's network namespace is refused, and the
+    engine (on the host's loopback) cannot be reached."""
+    port = int(engine.url.split(":")[2].split("/")[0])
+    _, line, obs = experiment(exec_mount, engine, (
+        "import ctypes, os, socket\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = os.open(f'/proc/{os.getppid()}/ns/net', os.O_RDONLY)\n"
+        "print('setns', libc.setns(fd, 0x40000000), ctypes.get_errno())\n"
+        f"try:\n    socket.create_connection(('127.0.0.1', {port}), 2)\n"
+        "    print('network: yes')\nexcept OSError:\n    print('network: no')\n"))
+    assert line == "run: done"
+    assert obs.splitlines() == ["setns -1 1", "network: no"]   # EPERM
+
+
+def sleepers(token):
+    """pids of processes whose command line holds `token`."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if token.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_no_process_outlives_the_run(exec_mount, engine):
+    """fork(); setsid(); fork() and setpgid(0, 0) descendants (their
+    output elsewhere, so nothing waits for them) are gone after run: done;
+    `timeout` stops what it runs (signals are not blocked)."""
+    token = f"{os.getpid() % 1000}.{time.monotonic_ns() % 10**6}"
+    code = (
+        "import os, subprocess\n"
+        "def away(how):\n"
+        "    if os.fork() == 0:\n"
+        "        if how == 'setsid':\n"
+        "            os.setsid()\n"
+        "            if os.fork():\n"
+        "                os._exit(0)\n"
+        "        else:\n"
+        "            os.setpgid(0, 0)\n"
+        "        null = os.open('/dev/null', os.O_RDWR)\n"
+        "        for fd in (0, 1, 2):\n"
+        "            os.dup2(null, fd)\n"
+        f"        os.execvp('sleep', ['sleep', '3{token}'])\n"
+        "away('setsid')\naway('setpgid')\n"
+        "print(subprocess.run(['timeout', '2', 'sleep', '8']).returncode)\n"
+        "print(subprocess.run(['timeout', '--preserve-status', '2', 'sleep', '8'])"
+        ".returncode)\n")
+    try:
+        _, line, obs = experiment(exec_mount, engine, code)
+        assert line == "run: done"
+        # timeout's own status, then sleep's: ended by SIGTERM
+        assert obs.splitlines() == ["124", str(128 + signal.SIGTERM)]
+        wait_until(lambda: not sleepers(token), "the experiment's processes gone",
+                   timeout=10)
+    finally:
+        for pid in sleepers(token):     # the old daemon leaves them
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_process_count_is_capped(exec_mount, engine):
+    _, line, obs = experiment(exec_mount, engine, (
+        "import os, signal\nkids = []\n"
+        "try:\n"
+        "    for _ in range(400):\n"
+        "        pid = os.fork()\n"
+        "        if pid == 0:\n"
+        "            signal.pause()\n"
+        "            os._exit(0)\n"
+        "        kids.append(pid)\n"
+        "except OSError as e:\n    print('stopped', e.errno)\n"
+        "for pid in kids:\n    os.kill(pid, 9)\n    os.waitpid(pid, 0)\n"
+        "print(len(kids))\n"))
+    assert line == "run: done"
+    stopped, count = obs.splitlines()
+    assert stopped == "stopped 11"         # EAGAIN
+    assert int(count) < 256
+
+
+def test_what_is_kept_in_output_is_capped(exec_mount, engine):
+    """Up to 1000 files kept from one run; a FIFO does not hold the run."""
+    s, line, obs = experiment(exec_mount, engine, (
+        "import os\nos.mkfifo('a-fifo')\n"
+        "for i in range(1005):\n    open(f'f{i:04}', 'w').write(str(i))\n"
+        "print('made')\n"))
+    assert line == "run: done" and obs == "made"
+    kept = [n for n in os.listdir(s / "output") if n.startswith(("f", "a-"))]
+    assert len(kept) == 1000 and "a-fifo" not in kept
+    left = [m for p, m in status_of(s)[1] if p == "output"]
+    assert len(left) == 1 and re.fullmatch(
+        r"5 files the experiments made left out \(f\d{4}, …\): over 64 MiB,"
+        r" or past 256 MiB or 1000 files kept from one run", left[0]), left
+
+
+def test_links_in_uploads_that_point_outside_are_left_out(exec_mount, engine,
+                                                            tmp_path):
+    """uploads/evil -> a host file only the user may read, and
+    uploads/output.txt -> a host file the user may write (the README's
+    Titanic experiment writes output.txt): neither is in the sandbox; a
+    link inside uploads/ is."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("only mine")
+    os.chmod(secret, 0o600)
+    host = tmp_path / "host.txt"
+    host.write_text("host file")
+    s, line, obs = experiment(exec_mount, engine, PROBE + (
+        "print('evil', probe('evil'), os.path.lexists('evil'))\n"
+        "open('output.txt', 'w').write('32.20')\n"
+        "print('inside', probe('inside'))\n"
+        "print('up', os.path.lexists('up'))\n"), uploads={
+            "evil": ("link", str(secret)), "output.txt": ("link", str(host)),
+            "inside": ("link", "fares.txt"), "up": ("link", "../t")})
+    assert line == "run: done"
+    assert obs.splitlines() == ["evil ENOENT False", "inside read b'32.20 7.25\\n'",
+                                "up False"]
+    assert host.read_text() == "host file"
+    log = status_of(s)[1]
+    for name in ("evil", "output.txt", "up"):
+        assert (f"uploads/{name}", "not in the experiment's folder: the link"
+                " does not point inside uploads/") in log
+
+
+def test_allow_exec_needs_bubblewrap(tmp_path):
+    """With no bwrap on PATH, --allow-exec refuses to start: one line."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    env = dict(os.environ, PATH=str(empty))
+    proc = subprocess.Popen([str(flowfs_bin()), f"--db={tmp_path / 'x.db'}", "-f",
+                             "--allow-exec", str(mnt)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        subprocess.run(["fusermount3", "-u", str(mnt)], env=dict(os.environ))
+        proc.kill()
+        proc.communicate()
+        pytest.fail("flowfs --allow-exec started without bwrap")
+    assert proc.returncode == 1
+    assert err == ("flowfs: --allow-exec needs bubblewrap, and no bwrap is on PATH:"
+                   " install it (Debian package bubblewrap)\n")
+    assert not os.path.ismount(mnt)
