@@ -15,28 +15,16 @@ import time
 import pytest
 
 from conftest import flowfs_bin, read_bytes, status_of, wait_until
-from fake_engine import FakeEngine
-from test_engine import ROUND1, science, wait_run, write_line
-
-KEY = "sk-test-sandbox-0123456789"
-
-
-@pytest.fixture
-def engine():
-    e = FakeEngine()
-    yield e
-    e.close()
+# engine and run_mount are fixtures: imported, pytest finds them here
+from test_engine import (KEY, ROUND1, engine, run_mount, science,  # noqa: F401
+                         wait_run, write_line)
 
 
 @pytest.fixture
-def exec_mount(make_flowfs, skill_folder, isolated_config, engine, monkeypatch):
+def exec_mount(run_mount):
     """A mount whose experiments run (--allow-exec), with the key in the
     daemon's environment as a user would give it."""
-    monkeypatch.setenv("FLOWFS_ENGINE_KEY", KEY)
-    return make_flowfs(extra_args=[
-        f"--skills={skill_folder.root}", f"--engine-url={engine.url}",
-        "--engine-model=test-model", "--engine-backoff-ms=20",
-        "--engine-timeout=5", "--allow-exec"])
+    return run_mount("--allow-exec")
 
 
 def experiment(fs, engine, code, uploads=None, name="t"):
