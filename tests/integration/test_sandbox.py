@@ -267,6 +267,32 @@ def test_no_process_outlives_the_run(exec_mount, engine):
             os.kill(pid, signal.SIGKILL)
 
 
+def test_cancel_kills_the_whole_sandbox(exec_mount, engine):
+    """echo cancel > ctl while the experiment and a fork(); setsid();
+    fork() descendant of it run: both are gone once the run reads
+    cancelled."""
+    token = f"{os.getpid() % 1000}.{time.monotonic_ns() % 10**6}"
+    fs = exec_mount
+    s = fs.mnt / "t"
+    os.mkdir(s)
+    science(s, 1)
+    engine.reply(content=ROUND1.replace(
+        "print(open('fares.txt').read().split()[0])",
+        "import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        f"        os.execvp('sleep', ['sleep', '4{token}'])\n    os._exit(0)\n"
+        f"os.execvp('sleep', ['sleep', '5{token}'])\n"))
+    try:
+        assert write_line(s / "ctl", "run\n") == 0
+        wait_until(lambda: len(sleepers(token)) == 2, "the experiment running")
+        assert write_line(s / "ctl", "cancel\n") == 0
+        assert wait_run(s) == "run: cancelled"
+        wait_until(lambda: not sleepers(token), "the experiment's processes gone",
+                   timeout=10)
+    finally:
+        for pid in sleepers(token):     # the old daemon leaves them
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_process_count_is_capped(exec_mount, engine):
     _, line, obs = experiment(exec_mount, engine, (
         "import os, signal\nkids = []\n"
