@@ -8,8 +8,9 @@
  * namespaces, uid 65534 inside, every capability dropped, no_new_privs, a
  * read-only view of /usr (and the /bin, /lib* links to it, a few files of
  * /etc python needs), a fresh /proc, a minimal /dev, a tmpfs /tmp, `dir`
- * the one writable place (at its own path), an environment of PATH, HOME
- * and LANG only, signals unblocked and at their defaults.  A daemon
+ * the one writable place (at its own path), no user namespace made
+ * inside, a seccomp filter (exec_seccomp_filter()), an environment of
+ * PATH, HOME and LANG only, signals unblocked and at their defaults.  A daemon
  * running as root starts bwrap as uid/gid 65534 (nobody), so the sandbox
  * is no one's on the host either; exec_prepare_dir() hands `dir` to that
  * uid.  Limits: CPU seconds, address space and file size per process, no
@@ -81,6 +82,17 @@ void exec_args_release(struct exec_args *a);
 /* The bwrap command line exec_python() runs (see above), into `a`. */
 int exec_sandbox_args(const char *dir, const char *file,
 		      const struct exec_limits *limits, struct exec_args *a);
+
+/*
+ * The seccomp filter the sandbox applies before python3 starts, as BPF
+ * in a new memfd (*fd, close-on-exec, at offset 0; bwrap --seccomp reads
+ * it): system calls an experiment has no use for (keys, namespaces,
+ * mounts, ptrace, BPF, io_uring, modules, clocks, ...) and clone() with
+ * a namespace flag fail with EPERM, clone3() with ENOSYS (so that libc
+ * falls back to clone()), other architectures' calls kill the process.
+ * 0 or a negative errno.
+ */
+int exec_seccomp_filter(int *fd);
 
 /*
  * Make the scratch folder `dir` ready for the sandbox: every symbolic

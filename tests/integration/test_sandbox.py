@@ -7,6 +7,7 @@ host.
 """
 import json
 import os
+import platform
 import re
 import signal
 import subprocess
@@ -117,6 +118,30 @@ def test_root_daemon_experiment_is_nobody(exec_mount, engine):
     obs = json.loads(read_bytes(s / "rounds" / "1.json"))["observation"]
     f = status_fields(obs)
     assert f["CapEff"] == "0000000000000000" and f["NoNewPrivs"] == "1"
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86_64's call numbers")
+def test_seccomp_and_no_nested_namespaces(exec_mount, engine):
+    """A seccomp filter is on; a user namespace inside (all of the kernel's
+    namespace code open to it again), keys, ptrace and io_uring are
+    refused."""
+    _, line, obs = experiment(exec_mount, engine, (
+        "import ctypes, errno, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def call(name, *args):\n"
+        "    r = getattr(libc, name)(*args)\n"
+        "    return name + ' ' + (errno.errorcode[ctypes.get_errno()] if r == -1 else 'ok')\n"
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')][0])\n"
+        # forks still work (before ptrace: traced, the old daemon's would stop)
+        "pid = os.fork()\nif pid == 0:\n    os._exit(7)\n"
+        "print('fork', os.waitpid(pid, 0)[1] >> 8)\n"
+        "print(call('unshare', 0x10000000))\n"                 # CLONE_NEWUSER
+        "print(call('syscall', 250, 0, 0, 0, 0))\n"             # keyctl
+        "print(call('ptrace', 0, 0, 0, 0))\n"                   # PTRACE_TRACEME
+        "print(call('syscall', 425, 8, ctypes.create_string_buffer(120)))\n"))  # io_uring_setup
+    assert line == "run: done"
+    assert obs.splitlines() == ["2", "fork 7", "unshare EPERM", "syscall EPERM",
+                                "ptrace EPERM", "syscall EPERM"]
 
 
 def test_environment_is_built_from_scratch(exec_mount, engine):

@@ -1,6 +1,7 @@
 /*
  * Unit tests for exec's sandbox parts: finding bwrap on PATH, the bwrap
- * command line (what it binds, what it keeps out), the scratch folder's
+ * command line (what it binds, what it keeps out), the seccomp filter's
+ * shape (what it refuses: test_sandbox.py), the scratch folder's
  * links (only those resolving inside stay) and which files an
  * experiment made may be copied out.  The sandbox itself, run for real,
  * is tested through the mount in tests/integration/test_sandbox.py;
@@ -84,7 +85,7 @@ static void test_sandbox_args(void **state)
 	assert_null(a.argv[a.n]);
 	assert_string_equal(a.argv[0], "bwrap");
 	for (const char *const *f = (const char *const[]){ "--unshare-all",
-	     "--unshare-user", "--die-with-parent", "--new-session",
+	     "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
 	     "--clearenv", NULL }; *f; f++)
 		assert_true(find(&a, 0, *f) > 0);
 	i = find(&a, 0, "--cap-drop");
@@ -128,6 +129,23 @@ static void test_sandbox_args(void **state)
 	assert_string_equal(a.argv[a.n - 1], "e.py");
 	exec_args_release(&a);
 	assert_null(a.argv);
+}
+
+/* The filter is BPF: whole instructions of 8 bytes, at offset 0. */
+static void test_seccomp_filter(void **state)
+{
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_int_equal(exec_seccomp_filter(&fd), 0);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(st.st_size > 8 * 60);
+	assert_int_equal(st.st_size % 8, 0);
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), 0);
+	assert_int_equal(fcntl(fd, F_GETFD), FD_CLOEXEC);
+	close(fd);
 }
 
 struct dropped {
@@ -254,6 +272,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sandbox_check),
 		cmocka_unit_test(test_sandbox_args),
+		cmocka_unit_test(test_seccomp_filter),
 		cmocka_unit_test(test_prepare_dir),
 		cmocka_unit_test(test_open_made),
 	};
