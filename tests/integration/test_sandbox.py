@@ -318,6 +318,28 @@ def test_cancel_kills_the_whole_sandbox(exec_mount, engine):
             os.kill(pid, signal.SIGKILL)
 
 
+def test_the_sandbox_dies_with_the_daemon(exec_mount, engine):
+    """kill -9 of the daemon while an experiment runs: bwrap dies with it
+    (--die-with-parent), and everything in its PID namespace."""
+    token = f"{os.getpid() % 1000}.{time.monotonic_ns() % 10**6}"
+    fs = exec_mount
+    s = fs.mnt / "t"
+    os.mkdir(s)
+    science(s, 1)
+    engine.reply(content=ROUND1.replace(
+        "print(open('fares.txt').read().split()[0])",
+        f"import os\nos.execvp('sleep', ['sleep', '6{token}'])\n"))
+    try:
+        assert write_line(s / "ctl", "run\n") == 0
+        wait_until(lambda: sleepers(token), "the experiment running")
+        fs.kill9()
+        wait_until(lambda: not sleepers(token), "the experiment's processes gone",
+                   timeout=10)
+    finally:
+        for pid in sleepers(token):     # the old daemon leaves them
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_process_count_is_capped(exec_mount, engine):
     _, line, obs = experiment(exec_mount, engine, (
         "import os, signal\nkids = []\n"
