@@ -5,6 +5,7 @@ to fail now.  What the experiment saw is its observation, read back
 from rounds/1.json; what it could do to the host is looked at on the
 host.
 """
+import contextlib
 import json
 import os
 import platform
@@ -28,10 +29,10 @@ def exec_mount(run_mount):
     return run_mount("--allow-exec")
 
 
-def experiment(fs, engine, code, uploads=None, name="t"):
-    """Run `code` as round 1's experiment in a new session `name` (its
-    uploads/ holding `uploads`: {name: bytes, or ("link", target)}); the
-    run's last line and the observation."""
+def start(fs, engine, code, uploads=None, name="t"):
+    """Start a run whose round 1 experiment is `code`, in a new session
+    `name` (its uploads/ holding `uploads`: {name: bytes, or ("link",
+    target)}); the session."""
     s = fs.mnt / name
     os.mkdir(s)
     science(s, 1)
@@ -43,6 +44,13 @@ def experiment(fs, engine, code, uploads=None, name="t"):
     engine.reply(content=ROUND1.replace(
         "print(open('fares.txt').read().split()[0])", code))
     assert write_line(s / "ctl", "run\n") == 0
+    return s
+
+
+def experiment(fs, engine, code, uploads=None, name="t"):
+    """start() and wait for the run: the session, the run's last line and
+    the observation."""
+    s = start(fs, engine, code, uploads, name)
     line = wait_run(s)
     rounds = os.listdir(s / "rounds")
     observation = (json.loads(read_bytes(s / "rounds" / "1.json")).get("observation")
@@ -96,15 +104,9 @@ def test_root_daemon_experiment_is_nobody(exec_mount, engine):
     """As root, the experiment has no capability, and on the host it runs
     as nobody (uid 65534), not as root: looked at from the host while it
     waits for a file the test puts in its folder."""
-    fs = exec_mount
-    s = fs.mnt / "t"
-    os.mkdir(s)
-    science(s, 1)
-    engine.reply(content=ROUND1.replace(
-        "print(open('fares.txt').read().split()[0])",
+    s = start(exec_mount, engine, (
         "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.02)\n"
         "print(open('/proc/self/status').read())"))
-    assert write_line(s / "ctl", "run\n") == 0
     wait_until(experiment_pids, "the experiment running")
     pid = experiment_pids()[0]
     with open(f"/proc/{pid}/status") as f:
@@ -244,6 +246,27 @@ def test_no_way_back_to_the_host_network(exec_mount, engine):
     assert obs.splitlines() == ["setns -1 1", "network: no"]   # EPERM
 
 
+def new_token():
+    """A number no other process has on its command line."""
+    return f"{os.getpid() % 1000}.{time.monotonic_ns() % 10**6}"
+
+
+@contextlib.contextmanager
+def killed_after(token):
+    """Kill what is left with `token` on its command line (the old daemon
+    leaves them behind)."""
+    try:
+        yield
+    finally:
+        for pid in sleepers(token):
+            os.kill(pid, signal.SIGKILL)
+
+
+def gone(token):
+    wait_until(lambda: not sleepers(token), "the experiment's processes gone",
+               timeout=10)
+
+
 def sleepers(token):
     """pids of processes whose command line holds `token`."""
     found = []
@@ -261,7 +284,7 @@ def test_no_process_outlives_the_run(exec_mount, engine):
     """fork(); setsid(); fork() and setpgid(0, 0) descendants (their
     output elsewhere, so nothing waits for them) are gone after run: done;
     `timeout` stops what it runs (signals are not blocked)."""
-    token = f"{os.getpid() % 1000}.{time.monotonic_ns() % 10**6}"
+    token = new_token()
     code = (
         "import os, subprocess\n"
         "def away(how):\n"
@@ -280,64 +303,39 @@ def test_no_process_outlives_the_run(exec_mount, engine):
         "print(subprocess.run(['timeout', '2', 'sleep', '8']).returncode)\n"
         "print(subprocess.run(['timeout', '--preserve-status', '2', 'sleep', '8'])"
         ".returncode)\n")
-    try:
+    with killed_after(token):
         _, line, obs = experiment(exec_mount, engine, code)
         assert line == "run: done"
         # timeout's own status, then sleep's: ended by SIGTERM
         assert obs.splitlines() == ["124", str(128 + signal.SIGTERM)]
-        wait_until(lambda: not sleepers(token), "the experiment's processes gone",
-                   timeout=10)
-    finally:
-        for pid in sleepers(token):     # the old daemon leaves them
-            os.kill(pid, signal.SIGKILL)
+        gone(token)
 
 
 def test_cancel_kills_the_whole_sandbox(exec_mount, engine):
     """echo cancel > ctl while the experiment and a fork(); setsid();
     fork() descendant of it run: both are gone once the run reads
     cancelled."""
-    token = f"{os.getpid() % 1000}.{time.monotonic_ns() % 10**6}"
-    fs = exec_mount
-    s = fs.mnt / "t"
-    os.mkdir(s)
-    science(s, 1)
-    engine.reply(content=ROUND1.replace(
-        "print(open('fares.txt').read().split()[0])",
-        "import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-        f"        os.execvp('sleep', ['sleep', '4{token}'])\n    os._exit(0)\n"
-        f"os.execvp('sleep', ['sleep', '5{token}'])\n"))
-    try:
-        assert write_line(s / "ctl", "run\n") == 0
+    token = new_token()
+    with killed_after(token):
+        s = start(exec_mount, engine, (
+            "import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+            f"        os.execvp('sleep', ['sleep', '4{token}'])\n    os._exit(0)\n"
+            f"os.execvp('sleep', ['sleep', '5{token}'])\n"))
         wait_until(lambda: len(sleepers(token)) == 2, "the experiment running")
         assert write_line(s / "ctl", "cancel\n") == 0
         assert wait_run(s) == "run: cancelled"
-        wait_until(lambda: not sleepers(token), "the experiment's processes gone",
-                   timeout=10)
-    finally:
-        for pid in sleepers(token):     # the old daemon leaves them
-            os.kill(pid, signal.SIGKILL)
+        gone(token)
 
 
 def test_the_sandbox_dies_with_the_daemon(exec_mount, engine):
     """kill -9 of the daemon while an experiment runs: bwrap dies with it
     (--die-with-parent), and everything in its PID namespace."""
-    token = f"{os.getpid() % 1000}.{time.monotonic_ns() % 10**6}"
-    fs = exec_mount
-    s = fs.mnt / "t"
-    os.mkdir(s)
-    science(s, 1)
-    engine.reply(content=ROUND1.replace(
-        "print(open('fares.txt').read().split()[0])",
-        f"import os\nos.execvp('sleep', ['sleep', '6{token}'])\n"))
-    try:
-        assert write_line(s / "ctl", "run\n") == 0
+    token = new_token()
+    with killed_after(token):
+        start(exec_mount, engine, f"import os\nos.execvp('sleep', ['sleep', '6{token}'])\n")
         wait_until(lambda: sleepers(token), "the experiment running")
-        fs.kill9()
-        wait_until(lambda: not sleepers(token), "the experiment's processes gone",
-                   timeout=10)
-    finally:
-        for pid in sleepers(token):     # the old daemon leaves them
-            os.kill(pid, signal.SIGKILL)
+        exec_mount.kill9()
+        gone(token)
 
 
 def test_process_count_is_capped(exec_mount, engine):
