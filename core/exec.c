@@ -418,8 +418,8 @@ static void child(char *const argv[], const struct exec_limits *lim, int out,
 	     setresuid(EXEC_SANDBOX_ID, EXEC_SANDBOX_ID, EXEC_SANDBOX_ID) < 0))
 		goto fail;
 	/* nothing of the daemon's (the database, /dev/fuse) goes along;
-	 * `report` closes itself at exec */
-	/* sorted, by hand: no qsort() here */
+	 * `report` closes itself at exec.  Sorted by hand: no qsort() in
+	 * here. */
 	for (int i = 0; i < 3; i++)
 		for (int j = i + 1; j < 3; j++)
 			if (keep[j] < keep[i]) {
