@@ -3,12 +3,66 @@
  */
 #include "fetch.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #define GIB ((int64_t)1 << 30)
+
+static const char *ipv4_kind(uint32_t a)
+{
+	if (a >> 24 == 0)
+		return "unspecified";
+	if (a >> 24 == 127)
+		return "loopback";
+	if (a >> 24 == 10 || a >> 20 == 0xac1 || a >> 16 == 0xc0a8 ||
+	    a >> 22 == (100 << 2 | 1))
+		return "private";
+	if (a >> 16 == 0xa9fe)
+		return "link-local";
+	if (a >> 28 == 0xe)
+		return "multicast";
+	if (a >> 28 == 0xf)
+		return "reserved";
+	return NULL;
+}
+
+const char *fetch_private_kind(const struct sockaddr *sa)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	static const uint8_t zero[12];
+	const uint8_t *b;
+
+	if (sa->sa_family == AF_INET)
+		return ipv4_kind(ntohl(((const struct sockaddr_in *)
+					(const void *)sa)->sin_addr.s_addr));
+	if (sa->sa_family != AF_INET6)
+		return "non-IP";
+	b = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
+	if (!memcmp(b, mapped, 12) || !memcmp(b, nat64, 12))
+		return ipv4_kind((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
+				 (uint32_t)b[14] << 8 | b[15]);
+	if (!memcmp(b, zero, 12)) {
+		uint32_t low = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
+			       (uint32_t)b[14] << 8 | b[15];
+
+		/* the rest are the deprecated IPv4-compatible addresses */
+		return low == 0 ? "unspecified" : low == 1 ? "loopback"
+				: "reserved";
+	}
+	if (b[0] == 0xff)
+		return "multicast";
+	if ((b[0] & 0xfe) == 0xfc || (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0))
+		return "private";
+	if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
+		return "link-local";
+	return NULL;
+}
 
 struct sink {
 	int (*put)(void *put_ctx, const char *data, size_t n);
@@ -18,7 +72,45 @@ struct sink {
 	int put_error;		/* what put() returned, when it failed */
 	bool (*progress)(void *ctx, int64_t got, int64_t total);
 	void *ctx;
+	bool allow_private;
+	/* the last address refused, and what kind it is */
+	char refused[64];
+	const char *refused_kind;
 };
+
+/* The numeric form of an IPv4 or IPv6 address, for a message. */
+static void addr_text(const struct sockaddr *sa, char *buf, size_t size)
+{
+	const void *in = NULL;
+
+	if (sa->sa_family == AF_INET)
+		in = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	else if (sa->sa_family == AF_INET6)
+		in = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+	if (!in || !inet_ntop(sa->sa_family, in, buf, (socklen_t)size))
+		snprintf(buf, size, "an address of family %d", sa->sa_family);
+}
+
+/*
+ * libcurl's open-socket hook: every connection, redirects included,
+ * comes here with the address it is for, already resolved.
+ */
+static curl_socket_t open_socket(void *arg, curlsocktype purpose,
+				 struct curl_sockaddr *address)
+{
+	struct sink *s = arg;
+	const char *kind = fetch_private_kind(&address->addr);
+
+	(void)purpose;
+	if (kind && !s->allow_private) {
+		s->refused_kind = kind;
+		addr_text(&address->addr, s->refused, sizeof(s->refused));
+		return CURL_SOCKET_BAD;
+	}
+	/* not inherited by an experiment started meanwhile */
+	return socket(address->family, address->socktype | SOCK_CLOEXEC,
+		      address->protocol);
+}
 
 static size_t on_data(char *data, size_t size, size_t n, void *arg)
 {
@@ -61,8 +153,14 @@ int fetch_url(const char *url, const struct fetch_limits *limits,
 		.put = put, .put_ctx = put_ctx,
 		.max = limits->max_bytes > 0 ? limits->max_bytes : GIB,
 		.progress = progress, .ctx = ctx,
+		.allow_private = limits->allow_private,
 	};
-	long status = 0;
+	long slow_bytes = limits->low_speed_bytes > 0 ? limits->low_speed_bytes
+						      : FETCH_LOW_SPEED_BYTES;
+	long slow_s = limits->low_speed_s > 0 ? limits->low_speed_s
+					      : FETCH_LOW_SPEED_S;
+	char why[CURL_ERROR_SIZE] = "";
+	long status = 0, redirects = 0;
 	CURLcode rc;
 	CURL *curl;
 	int ret = 0;
@@ -85,7 +183,16 @@ int fetch_url(const char *url, const struct fetch_limits *limits,
 						       : 30L);
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT,
 			 limits->timeout_s > 0 ? limits->timeout_s : 3600L);
+	if (limits->low_speed_bytes >= 0) {
+		curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, slow_bytes);
+		curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, slow_s);
+	}
 	curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s.max);
+	/* a proxy would hide where the connection really goes */
+	curl_easy_setopt(curl, CURLOPT_PROXY, "");
+	curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(curl, CURLOPT_OPENSOCKETDATA, &s);
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, why);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -94,6 +201,7 @@ int fetch_url(const char *url, const struct fetch_limits *limits,
 	curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
 	rc = curl_easy_perform(curl);
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(curl, CURLINFO_REDIRECT_COUNT, &redirects);
 	if (rc == CURLE_OK) {
 		*bytes = s.got;
 	} else if (s.too_big || rc == CURLE_FILESIZE_EXCEEDED) {
@@ -106,6 +214,18 @@ int fetch_url(const char *url, const struct fetch_limits *limits,
 			       strerror(-s.put_error));
 	} else if (rc == CURLE_ABORTED_BY_CALLBACK) {
 		ret = ferr_set(err, -ECANCELED, "cancelled");
+	} else if (s.refused_kind && rc == CURLE_COULDNT_CONNECT) {
+		const char *a = s.refused_kind[0] == 'u' ? "an" : "a";
+
+		ret = ferr_set(err, -EACCES, redirects
+			       ? "redirected to %s, %s %s address: refused"
+				 " without --fetch-allow-private"
+			       : "%s is %s %s address: refused without"
+				 " --fetch-allow-private",
+			       s.refused, a, s.refused_kind);
+	} else if (rc == CURLE_OPERATION_TIMEDOUT && strstr(why, "too slow")) {
+		ret = ferr_set(err, -ETIMEDOUT, "slower than %ld bytes/s for"
+			       " %ld s (--fetch-low-speed)", slow_bytes, slow_s);
 	} else if (rc == CURLE_OPERATION_TIMEDOUT) {
 		ret = ferr_set(err, -ETIMEDOUT, "%s", curl_easy_strerror(rc));
 	} else if (rc == CURLE_HTTP_RETURNED_ERROR) {

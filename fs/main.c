@@ -36,6 +36,8 @@ struct options {
 	long exec_timeout_s;
 	char *max_fetch;
 	long fetch_timeout_s;
+	char *fetch_low_speed;
+	int fetch_allow_private;
 	int allow_exec;
 	char *skill_dirs[MAX_SKILL_DIRS];
 	size_t nskill_dirs;
@@ -59,6 +61,8 @@ static const struct fuse_opt option_spec[] = {
 	OPT("--allow-exec", allow_exec),
 	{ "--max-fetch=%s", offsetof(struct options, max_fetch), 0 },
 	{ "--fetch-timeout=%ld", offsetof(struct options, fetch_timeout_s), 0 },
+	{ "--fetch-low-speed=%s", offsetof(struct options, fetch_low_speed), 0 },
+	OPT("--fetch-allow-private", fetch_allow_private),
 	OPT("--help", help),
 	OPT("-h", help),
 	OPT("--version", version),
@@ -135,6 +139,10 @@ static void usage(const char *prog)
 	       "  --exec-timeout=S  seconds an experiment may run (120)\n"
 	       "  --max-fetch=SIZE  the largest URL input fetched (1G; K, M, G)\n"
 	       "  --fetch-timeout=S  seconds a fetch may take (3600)\n"
+	       "  --fetch-low-speed=BYTES:S  a fetch slower than BYTES a second\n"
+	       "              for S seconds fails (1K:30; 0: no such limit)\n"
+	       "  --fetch-allow-private  fetch from loopback, private and\n"
+	       "              link-local addresses too (refused by default)\n"
 	       "  -f          stay in the foreground and print log lines on stderr\n"
 	       "              (else they go to syslog)\n"
 	       "  -d          debug: print every request (implies -f)\n"
@@ -315,6 +323,55 @@ static void host_log(void *ctx, int64_t session, const char *path,
 	fs_notify_session(fs->notifier, session);
 }
 
+/* A size such as 500M or 2G (K, M, G: binary), or -1 when `text` is
+ * not one. */
+static long long parse_size(const char *text)
+{
+	char *end;
+	long long v;
+	int shift;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	shift = !strcasecmp(end, "k") ? 10 : !strcasecmp(end, "m") ? 20
+		: !strcasecmp(end, "g") ? 30 : *end ? -1 : 0;
+	if (end == text || errno || v <= 0 || shift < 0 ||
+	    v > (1LL << (62 - shift)))
+		return -1;
+	return v << shift;
+}
+
+/* --fetch-low-speed=BYTES:SECONDS (BYTES a size), or 0: none. */
+static int parse_low_speed(const char *text, struct fetch_limits *f)
+{
+	const char *colon = strchr(text, ':');
+	char bytes[32], *end;
+	long long v;
+	long secs;
+
+	if (!strcmp(text, "0")) {
+		f->low_speed_bytes = -1;
+		return 0;
+	}
+	if (!colon || (size_t)(colon - text) >= sizeof(bytes))
+		goto bad;
+	memcpy(bytes, text, (size_t)(colon - text));
+	bytes[colon - text] = '\0';
+	v = parse_size(bytes);
+	errno = 0;
+	secs = strtol(colon + 1, &end, 10);
+	if (v <= 0 || v > (1LL << 30) || end == colon + 1 || *end || errno ||
+	    secs < 1 || secs > 86400)
+		goto bad;
+	f->low_speed_bytes = (long)v;
+	f->low_speed_s = secs;
+	return 0;
+bad:
+	fprintf(stderr, "flowfs: --fetch-low-speed takes BYTES:SECONDS such as"
+		" 1K:30 (at most 1G and 86400), or 0\n");
+	return -EINVAL;
+}
+
 /* What runs use: the engine, exec, and the filesystem they write to. */
 static int configure_runs(struct flowfs *fs, const struct options *opts,
 			  char *key)
@@ -347,18 +404,19 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	o->limits.wall_s = opts->exec_timeout_s;
 	o->fetch.timeout_s = opts->fetch_timeout_s;
 	if (opts->max_fetch) {
-		char *end;
-		long long v = strtoll(opts->max_fetch, &end, 10);
-		int shift = !strcasecmp(end, "k") ? 10 : !strcasecmp(end, "m") ? 20
-			    : !strcasecmp(end, "g") ? 30 : *end ? -1 : 0;
+		long long v = parse_size(opts->max_fetch);
 
-		if (v <= 0 || shift < 0 || v > (1LL << (62 - shift))) {
+		if (v < 0) {
 			fprintf(stderr, "flowfs: --max-fetch takes a size such"
 				" as 500M or 2G\n");
 			return -EINVAL;
 		}
-		o->fetch.max_bytes = (int64_t)v << shift;
+		o->fetch.max_bytes = (int64_t)v;
 	}
+	if (opts->fetch_low_speed &&
+	    parse_low_speed(opts->fetch_low_speed, &o->fetch) < 0)
+		return -EINVAL;
+	o->fetch.allow_private = opts->fetch_allow_private;
 	fs->run_host = (struct run_host){ .ctx = fs, .lock = host_lock,
 					  .unlock = host_unlock,
 					  .changed = host_changed,
@@ -582,6 +640,7 @@ out:
 	free(opts.engine_model);
 	free(opts.engine_key_file);
 	free(opts.max_fetch);
+	free(opts.fetch_low_speed);
 	if (!fs.foreground)
 		closelog();
 	if (engine_key)

@@ -120,7 +120,8 @@ def main(argv):
     try:
         flowfs = bu.FlowfsTarget(base, args.flowfs)
         flowfs.command = lambda: [args.flowfs, f"--db={flowfs.db}", "-f",
-                                  f"--skills={skills}", "--max-fetch=4G", flowfs.mnt]
+                                  f"--skills={skills}", "--max-fetch=4G",
+                                  "--fetch-allow-private", flowfs.mnt]
         if "tmpfs" in args.only:
             targets.append(bu.TmpfsTarget(base))
         if "overlayfs" in args.only:

@@ -21,6 +21,7 @@ import select
 import socket
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -173,19 +174,26 @@ class FakeEngine:
 
 
 class FileServer:
-    """A loopback file server for URL inputs: /file/<name> serves
-    files[name]; /redirect/<n>/<name> redirects n times before it;
-    /to-ftp redirects to an ftp:// URL; /slow/<name> sends files[name] in
+    """A file server for URL inputs, on loopback unless `host` says:
+    /file/<name> serves files[name]; /redirect/<n>/<name> redirects n
+    times before it; /to-ftp redirects to an ftp:// URL; /goto/<URL,
+    percent-encoded> redirects there; /slow/<name> sends files[name] in
     small pieces over `slow_seconds`; /chunked/<name> sends it without a
-    Content-Length.  hits counts requests per path; slow_ended maps the
-    path of each /slow/ request whose handler has returned to whether it
-    stopped early because the client went away (broken pipe, reset)."""
+    Content-Length; /trickle/<name> sends it a byte every
+    `trickle_seconds`; /hold/<name> sends 1 KiB pieces of it (over and
+    over) every 0.1 s until `release` is set, then the end of the body
+    (closing the connection).  hits counts requests per path; slow_ended
+    maps the path of each /slow/ request whose handler has returned to
+    whether it stopped early because the client went away (broken pipe,
+    reset)."""
 
-    def __init__(self):
+    def __init__(self, host="127.0.0.1"):
         self.files = {}
         self.hits = {}
         self.slow_ended = {}
         self.slow_seconds = 5.0
+        self.trickle_seconds = 0.5
+        self.release = threading.Event()
         server = self
 
         class Files(Handler):
@@ -199,6 +207,9 @@ class FileServer:
                         return self._redirect(to)
                     if parts[0] == "to-ftp":
                         return self._redirect("ftp://127.0.0.1/x.csv")
+                    if parts[0] == "goto":
+                        return self._redirect(urllib.parse.unquote(
+                            self.path.split("/", 2)[2]))
                     data = server.files[parts[1]]
                 except (KeyError, IndexError, ValueError):
                     return self._send(404, b"no such file")
@@ -212,6 +223,13 @@ class FileServer:
                         piece = data[i:i + 1024]
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                     self.wfile.write(b"0\r\n\r\n")
+                    return
+                if parts[0] in ("trickle", "hold"):
+                    try:
+                        self._drip(parts[0], data)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    self.close_connection = True
                     return
                 if parts[0] == "slow":
                     pieces = 50
@@ -233,17 +251,35 @@ class FileServer:
                     return
                 return self._send(404, b"no such route")
 
+            def _drip(self, how, data):
+                self.send_response(200)
+                if how == "trickle":
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if how == "trickle":
+                    for i in range(len(data)):
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(server.trickle_seconds)
+                    return
+                # no Content-Length: the body ends when the connection does
+                while not server.release.wait(0.1):
+                    self.wfile.write(data[:1024])
+                    self.wfile.flush()
+                self.wfile.write(data)
+
             def _redirect(self, to):
                 self.send_response(302)
                 self.send_header("Location", to)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Files)
+        self.server = ThreadingHTTPServer((host, 0), Files)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.base = f"http://{host}:{self.server.server_address[1]}"
 
     def close(self):
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()

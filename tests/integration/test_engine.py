@@ -36,14 +36,15 @@ def engine():
 
 @pytest.fixture
 def run_mount(make_flowfs, skill_folder, isolated_config, engine, monkeypatch):
-    """Factory: a mount whose runs go to the fake engine."""
+    """Factory: a mount whose runs go to the fake engine (and whose
+    fetches may reach the loopback file server)."""
     monkeypatch.setenv("FLOWFS_ENGINE_KEY", KEY)
 
     def mount(*extra, url=None):
         return make_flowfs(extra_args=[
             f"--skills={skill_folder.root}", f"--engine-url={url or engine.url}",
             "--engine-model=test-model", "--engine-backoff-ms=20",
-            "--engine-timeout=5", *extra])
+            "--engine-timeout=5", "--fetch-allow-private", *extra])
     return mount
 
 
@@ -94,11 +95,12 @@ def status_line(session, prefix):
 
 
 def wait_line(session, prefix, busy, timeout=30):
-    """That line once it no longer says `busy`."""
+    """That line once it no longer says `busy` (one string, or a tuple)."""
+    busy = (busy,) if isinstance(busy, str) else busy
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = status_line(session, prefix)
-        if line and busy not in line:
+        if line and not any(b in line for b in busy):
             return line
         time.sleep(0.05)
     pytest.fail(f"still {busy} after {timeout} s: {status_line(session, prefix)}")
@@ -576,8 +578,8 @@ def fetch_line(session):
     return status_line(session, "fetch ")
 
 
-def wait_fetch(session):
-    return wait_line(session, "fetch ", ": fetching")
+def wait_fetch(session, timeout=30):
+    return wait_line(session, "fetch ", ": fetching", timeout)
 
 
 def test_url_input_is_fetched_into_uploads(run_mount, skill_folder, files):
@@ -615,7 +617,8 @@ def test_fetches_do_not_need_an_engine(make_flowfs, skill_folder, isolated_confi
     csv_skill(skill_folder)
     data = b"name,fare\n" + b"x,7.25\n" * 1000
     files.files["train.csv"] = data
-    fs = make_flowfs(extra_args=[f"--skills={skill_folder.root}"])
+    fs = make_flowfs(extra_args=[f"--skills={skill_folder.root}",
+                                 "--fetch-allow-private"])
     assert json.loads(read_bytes(fs.mnt / ".flowfs" / "config"))["engine"] is None
     s = fs.mnt / "s"
     os.mkdir(s)

@@ -1,0 +1,185 @@
+"""Issue 12, fetches: what a URL input may cost and where it may go.
+
+- A server that trickles a byte now and then fails the fetch at the
+  low-speed limit (--fetch-low-speed), long before --fetch-timeout.
+- Loopback, private, link-local, unspecified and multicast addresses are
+  refused, named directly or reached by a redirect, unless
+  --fetch-allow-private.
+
+Each test fails on the daemon before issue 12 (the options did not exist,
+a fetch waited for the total timeout, any address was fetched).
+"""
+import ipaddress
+import os
+import subprocess
+import urllib.parse
+
+import pytest
+
+from conftest import flowfs_bin, read_bytes, status_of
+from fake_engine import FileServer
+from test_engine import bind_with, csv_skill, files, wait_fetch  # noqa: F401
+
+LINE = "fetch uploads/csv_file.csv: "
+REFUSED = "refused without --fetch-allow-private"
+
+# what flowfs counts as private (core/fetch.h's fetch_private_kind)
+PRIVATE_V4 = [ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
+    "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/4",
+    "240.0.0.0/4")]
+
+
+def fetch_mount(make_flowfs, skill_folder, *extra):
+    """A mount with the csv skill and no engine (fetches need none)."""
+    csv_skill(skill_folder)
+    return make_flowfs(extra_args=[f"--skills={skill_folder.root}", *extra])
+
+
+def fetch_into(mnt, name, url):
+    s = mnt / name
+    os.mkdir(s)
+    bind_with(s, "stats", {"input": {"csv_file": url}})
+    return s
+
+
+def public_local_address():
+    """An IPv4 address of this machine that flowfs does not count as
+    private (192.0.2.2, a documentation address, on the CI machines), or
+    None."""
+    try:
+        out = subprocess.run(["ip", "-o", "-4", "addr", "show"], text=True,
+                             capture_output=True).stdout
+    except FileNotFoundError:
+        return None
+    for field in out.split():
+        if "/" in field and field.count(".") == 3:
+            try:
+                a = ipaddress.ip_address(field.split("/")[0])
+            except ValueError:
+                continue
+            if not any(a in n for n in PRIVATE_V4):
+                return str(a)
+    return None
+
+
+# -- the low-speed limit -------------------------------------------------------------
+
+def test_a_trickling_server_fails_at_the_low_speed_limit(make_flowfs, skill_folder,
+                                                         isolated_config, files):
+    """A byte every half second (the issue's server sent one every 2 s and
+    held the fetch for the hour of --fetch-timeout)."""
+    files.files["a.csv"] = b"a,b\n" * 1000
+    files.trickle_seconds = 0.5
+    fs = fetch_mount(make_flowfs, skill_folder, "--fetch-allow-private",
+                     "--fetch-low-speed=100:2")
+    s = fetch_into(fs.mnt, "s", f"{files.base}/trickle/a.csv")
+    why = "slower than 100 bytes/s for 2 s (--fetch-low-speed)"
+    assert wait_fetch(s, timeout=20) == LINE + "failed: " + why
+    assert status_of(s)[1] == [("uploads/csv_file.csv", "fetch started"),
+                               ("uploads/csv_file.csv", "fetch failed: " + why)]
+    assert os.listdir(s / "uploads") == []
+    assert LINE + "failed: " + why in status_of(s)[0]
+
+
+@pytest.mark.parametrize("option,line", [
+    *[(f"--fetch-low-speed={v}", "flowfs: --fetch-low-speed takes BYTES:SECONDS such"
+       " as 1K:30 (at most 1G and 86400), or 0")
+      for v in ("1K", "0:30", "1K:0", "1K:x", "2G:30", "1K:86401", "-5:30")],
+])
+def test_fetch_options_are_range_checked(tmp_path, option, line):
+    """A bad --fetch-low-speed stops the daemon before it mounts, with one
+    line."""
+    r = subprocess.run([str(flowfs_bin()), f"--db={tmp_path / 'x.db'}", option,
+                        str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and r.stderr.strip() == line, r
+    assert not os.path.ismount(tmp_path)
+
+
+# -- private destinations ----------------------------------------------------------
+
+@pytest.mark.parametrize("host,shown", [
+    ("127.0.0.1", "127.0.0.1 is a loopback address"),
+    ("127.1.2.3", "127.1.2.3 is a loopback address"),
+    ("[::1]", "::1 is a loopback address"),
+    ("[::ffff:127.0.0.1]", "::ffff:127.0.0.1 is a loopback address"),
+    ("0.0.0.0", "0.0.0.0 is an unspecified address"),
+    ("10.11.12.13", "10.11.12.13 is a private address"),
+    ("172.16.0.1", "172.16.0.1 is a private address"),
+    ("192.168.1.1", "192.168.1.1 is a private address"),
+    ("[fd00::1]", "fd00::1 is a private address"),
+    ("169.254.169.254", "169.254.169.254 is a link-local address"),
+    ("[fe80::1]", "fe80::1 is a link-local address"),
+    ("224.0.0.1", "224.0.0.1 is a multicast address"),
+])
+def test_private_destinations_are_refused(make_flowfs, skill_folder, isolated_config,
+                                          files, host, shown):
+    """Without --fetch-allow-private nothing is connected to: not the
+    loopback file server, not the cloud's metadata address."""
+    files.files["a.csv"] = b"a,b\n"
+    fs = fetch_mount(make_flowfs, skill_folder)
+    port = files.server.server_address[1]
+    s = fetch_into(fs.mnt, "s", f"http://{host}:{port}/file/a.csv")
+    assert wait_fetch(s, timeout=10) == f"{LINE}failed: {shown}: {REFUSED}"
+    assert files.hits == {}
+    assert os.listdir(s / "uploads") == []
+
+
+def test_a_name_that_resolves_to_loopback_is_refused(make_flowfs, skill_folder,
+                                                     isolated_config, files):
+    """The check is on the address connected to, after DNS: "localhost"
+    is no way around it."""
+    files.files["a.csv"] = b"a,b\n"
+    fs = fetch_mount(make_flowfs, skill_folder)
+    port = files.server.server_address[1]
+    s = fetch_into(fs.mnt, "s", f"http://localhost:{port}/file/a.csv")
+    line = wait_fetch(s, timeout=10)
+    assert line in (f"{LINE}failed: 127.0.0.1 is a loopback address: {REFUSED}",
+                    f"{LINE}failed: ::1 is a loopback address: {REFUSED}"), line
+    assert files.hits == {}
+
+
+def test_with_fetch_allow_private_loopback_is_fetched(make_flowfs, skill_folder,
+                                                      isolated_config, files):
+    files.files["a.csv"] = b"a,b\n"
+    fs = fetch_mount(make_flowfs, skill_folder, "--fetch-allow-private")
+    s = fetch_into(fs.mnt, "s", f"{files.base}/file/a.csv")
+    assert wait_fetch(s) == LINE + "done: 0.0 MiB"
+    assert read_bytes(s / "uploads" / "csv_file.csv") == b"a,b\n"
+
+
+@pytest.fixture
+def public_files():
+    """A file server on an address of this machine that is not private."""
+    address = public_local_address()
+    if address is None:
+        pytest.skip("this machine has no non-private IPv4 address to serve from"
+                    " (core's unit test of the redirect check skips too)")
+    f = FileServer(host=address)
+    yield f
+    f.close()
+
+
+def test_a_redirect_to_a_private_address_is_refused(make_flowfs, skill_folder,
+                                                    isolated_config, files,
+                                                    public_files):
+    """An allowed server that redirects to loopback: the redirect is
+    checked as the first URL is, and loopback never sees a request."""
+    files.files["a.csv"] = b"a,b\n"
+    public_files.files["b.csv"] = b"b,c\n"
+    target = urllib.parse.quote(f"{files.base}/file/a.csv", safe="")
+    fs = fetch_mount(make_flowfs, skill_folder)
+    # the public server itself is fetched from
+    s = fetch_into(fs.mnt, "direct", f"{public_files.base}/file/b.csv")
+    assert wait_fetch(s) == LINE + "done: 0.0 MiB"
+    s = fetch_into(fs.mnt, "s", f"{public_files.base}/goto/{target}")
+    assert wait_fetch(s, timeout=10) == \
+        f"{LINE}failed: redirected to 127.0.0.1, a loopback address: {REFUSED}"
+    assert public_files.hits == {"/file/b.csv": 1, f"/goto/{target}": 1}
+    assert files.hits == {}
+    assert os.listdir(s / "uploads") == []
+    # allowed, the same redirect is followed
+    fs.remount(fs.extra_args + ["--fetch-allow-private"])
+    s2 = fetch_into(fs.mnt, "s2", f"{public_files.base}/goto/{target}")
+    assert wait_fetch(s2) == LINE + "done: 0.0 MiB"
+    assert files.hits == {"/file/a.csv": 1}
