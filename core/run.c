@@ -175,7 +175,7 @@ int run_recover(struct store *st)
 			  " WHERE run_state = 'running';"
 			  "UPDATE fetches SET state = 'failed',"
 			  " message = 'flowfs stopped during the fetch'"
-			  " WHERE state = 'fetching'");
+			  " WHERE state IN ('fetching', 'queued')");
 }
 
 int run_render_log(struct store *st, int64_t session, struct sbuf *out,
@@ -385,6 +385,8 @@ void *run_thread(void *arg)
 
 	switch (r->flow) {
 	case FLOW_FETCH:
+		/* to tell them from the FUSE loop's in /proc/PID/task */
+		pthread_setname_np(pthread_self(), "flowfs-fetch");
 		/* a fetch keeps its own row (run_fetch.c) */
 		run_flow_fetch(r);
 		atomic_store(&r->finished, true);
@@ -455,11 +457,11 @@ static int blocking_problems(const struct run *r, const struct inputs *in,
 	return 0;
 }
 
-/* Whether a fetch of the session is going on. */
+/* Whether a fetch of the session is queued or going on. */
 bool run_fetching(struct store *st, int64_t session)
 {
 	static const char sql[] = "SELECT 1 FROM fetches WHERE session = ?1"
-		" AND state = 'fetching'";
+		" AND state IN ('fetching', 'queued')";
 	int64_t one;
 
 	return store_int(st, sql, &one, STORE_INT(session)) == 0;
@@ -619,6 +621,8 @@ fail:
 void run_cancel(struct run *r)
 {
 	atomic_store(&r->cancel, true);
+	if (r->queued)
+		run_fetch_drop(r);
 }
 
 bool run_finished(const struct run *r)

@@ -78,6 +78,20 @@ struct run_host {
 	struct tree *tree;
 	struct skill_registry *skills;
 	const char *mountpoint;
+	/* the fetches waiting for a thread (below); the host's, zeroed */
+	struct run_queue *fetches;
+};
+
+/*
+ * The fetches of all sessions: at most run_options.fetch_jobs of them
+ * go on at once, each in a thread of its own; the others wait here,
+ * first come first started, with the state "queued" (status: "fetch
+ * uploads/<name>: queued").  A fetch that ends starts the next.  The
+ * host's lock guards it.
+ */
+struct run_queue {
+	struct run *first, *last;
+	unsigned going;		/* fetch threads started and not ended */
 };
 
 struct run_options {
@@ -85,6 +99,7 @@ struct run_options {
 	bool allow_exec;
 	struct exec_limits limits;
 	struct fetch_limits fetch;
+	unsigned fetch_jobs;	/* fetches going on at once; 0: 4 */
 };
 
 struct run;
@@ -102,17 +117,20 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 /*
  * Start downloading the URL inputs of `request` (just stored as the
  * session's request.json; the lock held): a fetch per file input given
- * as an http(s) URL, unless that URL is being fetched or was fetched
- * into a file that is still there.  Each fetch is a run (run_is_fetch())
- * handed to add(ctx, r) before its thread starts (a failing add starts
- * nothing); it writes uploads/<name> (inputs_urls()) under a scratch
+ * as an http(s) URL, unless that URL is being fetched (or queued) or was
+ * fetched into a file that is still there.  Each fetch is a run
+ * (run_is_fetch()) handed to add(ctx, r) before its thread starts (a
+ * failing add starts nothing), at once when fewer than
+ * opt->fetch_jobs fetches go on, else queued (struct run_queue).  It
+ * writes uploads/<name> (inputs_urls()) under a scratch
  * name and renames it when the download is complete, so a failed fetch
  * leaves nothing half-written.  A URL the request no longer names (the
  * key now names another, or none) is forgotten: its fetch, if still
  * going on, stops and stores nothing.  status shows a line per URL
- * input: "fetch uploads/<name>: fetching: 3.0 of 40.0 MiB", "... done:
- * 40.0 MiB", "... failed: HTTP 404", "... cancelled".  A run does not
- * start while a fetch of its session is going on.
+ * input: "fetch uploads/<name>: queued", "... fetching: 3.0 of 40.0
+ * MiB", "... done: 40.0 MiB", "... failed: HTTP 404", "... cancelled".
+ * A run does not start while a fetch of its session is queued or going
+ * on.
  */
 int run_fetch_start(const struct run_host *host, const struct run_options *opt,
 		    const struct session_info *s, const struct skill *sk,
@@ -122,7 +140,8 @@ int run_fetch_start(const struct run_host *host, const struct run_options *opt,
 bool run_is_fetch(const struct run *r);
 
 
-/* Ask the run to stop (any thread; returns at once). */
+/* Ask the run to stop (the host's lock held; returns at once).  A
+ * queued fetch leaves the queue at once, cancelled: it never starts. */
 void run_cancel(struct run *r);
 
 /* Whether the thread has ended (then run_free() does not wait). */

@@ -13,6 +13,9 @@
 
 /* ---- URL inputs ------------------------------------------------------------- */
 
+/* Fetches going on at once when run_options.fetch_jobs does not say. */
+#define FETCH_JOBS 4
+
 /* This fetch's row, while it is still the fetch of its key (a newer
  * request.json may have named another URL, or none): -ESTALE when not. */
 static int fetch_state(struct run *r, const char *state, const char *message)
@@ -64,6 +67,100 @@ static bool fetch_current(struct run *r)
 			 STORE_TEXT(r->key), STORE_TEXT(r->url)) == 0;
 }
 
+/* ---- the queue (run.h's struct run_queue; the lock held) ---------------- */
+
+static unsigned fetch_jobs(const struct run_options *opt)
+{
+	return opt->fetch_jobs ? opt->fetch_jobs : FETCH_JOBS;
+}
+
+static void enqueue(struct run_queue *q, struct run *r)
+{
+	r->queue_prev = q->last;
+	r->queue_next = NULL;
+	if (q->last)
+		q->last->queue_next = r;
+	else
+		q->first = r;
+	q->last = r;
+	r->queued = true;
+}
+
+static void unqueue(struct run_queue *q, struct run *r)
+{
+	if (r->queue_prev)
+		r->queue_prev->queue_next = r->queue_next;
+	else
+		q->first = r->queue_next;
+	if (r->queue_next)
+		r->queue_next->queue_prev = r->queue_prev;
+	else
+		q->last = r->queue_prev;
+	r->queue_prev = r->queue_next = NULL;
+	r->queued = false;
+}
+
+/* The thread of fetch `r`, which is kept (run.h's add hook) and whose
+ * row says "fetching". */
+static int start_thread(struct run *r)
+{
+	int ret = -pthread_create(&r->thread, NULL, run_thread, r);
+
+	r->started = !ret;
+	if (ret < 0) {
+		/* kept, so it is reaped; its row must not stay "fetching" */
+		atomic_store(&r->finished, true);
+		if (fetch_state(r, "failed", "cannot start a thread") == 0)
+			run_log_fetch(r, "fetch failed: cannot start a thread");
+	} else {
+		r->host->fetches->going++;
+		run_log_fetch(r, "fetch started");
+	}
+	return ret;
+}
+
+/*
+ * Start queued fetches while there is room.  One whose row no longer
+ * waits for it (its session removed, its key now another URL) is
+ * dropped instead: finished, reaped with the others.
+ */
+static void start_queued(const struct run_host *host,
+			 const struct run_options *opt)
+{
+	static const char sql[] = "UPDATE fetches SET state = 'fetching',"
+		" message = 'starting', time_ns = ?4 WHERE session = ?1"
+		" AND key = ?2 AND url = ?3 AND state = 'queued'";
+	struct run_queue *q = host->fetches;
+
+	while (q->first && q->going < fetch_jobs(opt)) {
+		struct run *r = q->first;
+		int ret;
+
+		unqueue(q, r);
+		ret = store_run(host->st, sql, STORE_INT(r->session),
+				STORE_TEXT(r->key), STORE_TEXT(r->url),
+				STORE_INT(store_now_ns()));
+		if (!ret && store_changes(host->st)) {
+			start_thread(r);
+			continue;
+		}
+		/* a row left "queued" would wait for nothing */
+		if (ret < 0 && fetch_state(r, "failed", strerror(-ret)) == 0)
+			run_log_fetch(r, "fetch failed: %s", strerror(-ret));
+		atomic_store(&r->finished, true);
+	}
+}
+
+void run_fetch_drop(struct run *r)
+{
+	unqueue(r->host->fetches, r);
+	if (fetch_state(r, "cancelled", "") == 0)
+		run_log_fetch(r, "fetch cancelled");
+	atomic_store(&r->finished, true);
+}
+
+/* ---- a fetch's thread ---------------------------------------------------- */
+
 void run_flow_fetch(struct run *r)
 {
 	struct ferr err = FERR_INIT;
@@ -94,6 +191,9 @@ void run_flow_fetch(struct run *r)
 	} else if (fetch_state(r, "done", size) == 0) {
 		run_log_fetch(r, "fetched %s", size);
 	}
+	/* this thread ends: the next waiting fetch may start */
+	r->host->fetches->going--;
+	start_queued(r->host, r->opt);
 	run_unlock(r);
 }
 
@@ -118,13 +218,13 @@ static int fetched(const struct fetch_start *f, const char *key,
 {
 	static const char sql[] = "SELECT state = 'done' FROM fetches"
 		" WHERE session = ?1 AND key = ?2 AND url = ?3 AND name = ?4"
-		" AND state IN ('fetching', 'done')";
+		" AND state IN ('queued', 'fetching', 'done')";
 	struct tree_attr a;
 	int64_t done = 0;
 	int ret = store_int(f->host->st, sql, &done, STORE_INT(f->s->id),
 			    STORE_TEXT(key), STORE_TEXT(url), STORE_TEXT(name));
 
-	/* being fetched, or fetched and still there */
+	/* queued, being fetched, or fetched and still there */
 	*yes = !ret && (!done || tree_lookup(f->host->tree, f->s->uploads_ino,
 					     name, &a) == 0);
 	return ret == -ENOENT ? 0 : ret;
@@ -185,8 +285,9 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 {
 	static const char sql[] = "INSERT OR REPLACE INTO fetches(session, key,"
 		" url, name, state, message, time_ns) VALUES (?1, ?2, ?3, ?4,"
-		" 'fetching', 'starting', ?5)";
+		" ?5, ?6, ?7)";
 	struct fetch_start *f = ctx;
+	bool now = f->host->fetches->going < fetch_jobs(f->opt);
 	struct run *r;
 	bool yes;
 	int ret = fetched(f, key, url, name, &yes);
@@ -210,6 +311,8 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 	}
 	ret = store_run(f->host->st, sql, STORE_INT(f->s->id), STORE_TEXT(key),
 			STORE_TEXT(url), STORE_TEXT(name),
+			STORE_TEXT(now ? "fetching" : "queued"),
+			STORE_TEXT(now ? "starting" : ""),
 			STORE_INT(store_now_ns()));
 	/* kept before its thread starts: once started, it is never lost */
 	if (!ret) {
@@ -222,16 +325,11 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 		run_release(r);
 		return ret;
 	}
-	ret = -pthread_create(&r->thread, NULL, run_thread, r);
-	r->started = !ret;
-	if (ret < 0) {
-		/* kept, so it is reaped; its row must not stay "fetching" */
-		atomic_store(&r->finished, true);
-		fetch_state(r, "failed", "cannot start a thread");
-	} else {
-		run_log_fetch(r, "fetch started");
-	}
-	return ret;
+	if (now)
+		return start_thread(r);
+	enqueue(f->host->fetches, r);
+	run_log_fetch(r, "fetch queued");
+	return 0;
 }
 
 int run_fetch_start(const struct run_host *host, const struct run_options *opt,

@@ -42,6 +42,9 @@ struct run {
 	/* a fetch: request.json's input `key` from `url` to uploads/<name> */
 	char *key, *url, *name;
 	int64_t reported_ms;
+	/* a fetch waiting in host->fetches (the host's lock guards these) */
+	bool queued;
+	struct run *queue_prev, *queue_next;
 };
 
 /* The host's lock, for the store and the tree. */
@@ -117,8 +120,13 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 /* A fetch, its end state stored in its row too. */
 void run_flow_fetch(struct run *r);
 
-/* Whether a fetch of the session is going on (the lock held). */
+/* Whether a fetch of the session is queued or going on (the lock
+ * held). */
 bool run_fetching(struct store *st, int64_t session);
+
+/* A queued fetch cancelled: out of the queue, its row "cancelled", and
+ * finished (the lock held). */
+void run_fetch_drop(struct run *r);
 
 /* The thread of a run or fetch, and freeing what a run holds. */
 void *run_thread(void *arg);

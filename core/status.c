@@ -132,5 +132,9 @@ int status_text(const json_t *doc, struct sbuf *out)
 	if (!ret)
 		ret = fetch_lines(out, json_object_get(doc, "fetches"),
 				  "fetching");
+	/* waiting for another session's (or this one's) fetches to end */
+	if (!ret)
+		ret = fetch_lines(out, json_object_get(doc, "fetches"),
+				  "queued");
 	return ret;
 }

@@ -14,7 +14,8 @@
  *
  * `status` is that document for people and for scripts that wait: exactly
  * "ready\n" when there is no problem, else the problems, one line each;
- * then one line for a run or a fetch going on.  A run's end is history
+ * then one line for a run or a fetch going on, and for a fetch queued
+ * (run.h's struct run_queue).  A run's end is history
  * (the session's log has it), so `status` never shows it and a script can
  * wait for "ready".
  *

@@ -494,8 +494,12 @@ static int command_cancel(struct flowfs *fs, const struct session_info *s,
 
 void fs_stop_runs(struct flowfs *fs)
 {
+	/* under the lock: a queued fetch leaves the queue now, so no fetch
+	 * ending below starts it */
+	pthread_mutex_lock(&fs->lock);
 	for (size_t i = 0; i < fs->nruns; i++)
 		run_cancel(fs->runs[i]);
+	pthread_mutex_unlock(&fs->lock);
 	for (size_t i = 0; i < fs->nruns; i++)
 		run_free(fs->runs[i]);
 	free(fs->runs);

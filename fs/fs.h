@@ -98,6 +98,7 @@ struct flowfs {
 	struct run_options run_opt;
 	struct run **runs;
 	size_t nruns;
+	struct run_queue fetch_queue;	/* run_host.fetches */
 	/* The last contents rendered of entries with a version (below),
 	 * least recently used first out: `cat` asks for one three times
 	 * (lookup, getattr, open), `ls -l output/` for two side by side,

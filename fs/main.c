@@ -37,6 +37,7 @@ struct options {
 	char *max_fetch;
 	long fetch_timeout_s;
 	char *fetch_low_speed;
+	long fetch_jobs;
 	int fetch_allow_private;
 	int allow_exec;
 	char *skill_dirs[MAX_SKILL_DIRS];
@@ -62,6 +63,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "--max-fetch=%s", offsetof(struct options, max_fetch), 0 },
 	{ "--fetch-timeout=%ld", offsetof(struct options, fetch_timeout_s), 0 },
 	{ "--fetch-low-speed=%s", offsetof(struct options, fetch_low_speed), 0 },
+	{ "--fetch-jobs=%ld", offsetof(struct options, fetch_jobs), 0 },
 	OPT("--fetch-allow-private", fetch_allow_private),
 	OPT("--help", help),
 	OPT("-h", help),
@@ -141,6 +143,7 @@ static void usage(const char *prog)
 	       "  --fetch-timeout=S  seconds a fetch may take (3600)\n"
 	       "  --fetch-low-speed=BYTES:S  a fetch slower than BYTES a second\n"
 	       "              for S seconds fails (1K:30; 0: no such limit)\n"
+	       "  --fetch-jobs=N  fetches going on at once, the rest wait (4)\n"
 	       "  --fetch-allow-private  fetch from loopback, private and\n"
 	       "              link-local addresses too (refused by default)\n"
 	       "  -f          stay in the foreground and print log lines on stderr\n"
@@ -416,12 +419,21 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	if (opts->fetch_low_speed &&
 	    parse_low_speed(opts->fetch_low_speed, &o->fetch) < 0)
 		return -EINVAL;
+	/* LONG_MIN: not given */
+	if (opts->fetch_jobs != LONG_MIN &&
+	    (opts->fetch_jobs < 1 || opts->fetch_jobs > 64)) {
+		fprintf(stderr, "flowfs: --fetch-jobs takes a number from 1"
+			" to 64\n");
+		return -EINVAL;
+	}
+	o->fetch_jobs = opts->fetch_jobs > 0 ? (unsigned)opts->fetch_jobs : 0;
 	o->fetch.allow_private = opts->fetch_allow_private;
 	fs->run_host = (struct run_host){ .ctx = fs, .lock = host_lock,
 					  .unlock = host_unlock,
 					  .changed = host_changed,
 					  .settle = host_settle,
-					  .log = host_log };
+					  .log = host_log,
+					  .fetches = &fs->fetch_queue };
 	return 0;
 }
 
@@ -445,7 +457,7 @@ int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
-	struct options opts = { .engine_retries = -1 };
+	struct options opts = { .engine_retries = -1, .fetch_jobs = LONG_MIN };
 	char *engine_key = NULL;
 	struct flowfs fs = { .refresher_fd = -1 };
 	struct fuse_session *se = NULL;

@@ -80,7 +80,7 @@ def state_lines(session):
         assert set(state) >= {"state", "message", "time"}, state
         line = f"{label}: {state['state']}" + \
             (f": {state['message']}" if state["message"] else "")
-        shown = state["state"] in ("running", "fetching", "failed") and \
+        shown = state["state"] in ("running", "fetching", "queued", "failed") and \
             not (label == "run" and state["state"] == "failed")
         assert (line in text) == shown, (line, text)
         lines.append(line)
@@ -579,7 +579,7 @@ def fetch_line(session):
 
 
 def wait_fetch(session, timeout=30):
-    return wait_line(session, "fetch ", ": fetching", timeout)
+    return wait_line(session, "fetch ", (": fetching", ": queued"), timeout)
 
 
 def test_url_input_is_fetched_into_uploads(run_mount, skill_folder, files):

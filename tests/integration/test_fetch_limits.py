@@ -2,23 +2,30 @@
 
 - A server that trickles a byte now and then fails the fetch at the
   low-speed limit (--fetch-low-speed), long before --fetch-timeout.
+- At most --fetch-jobs fetches go on at once, daemon-wide; the others
+  wait ("queued" in status and status.json) and cancel, removing the
+  session or another URL drops them; the daemon's threads stay bounded.
 - Loopback, private, link-local, unspecified and multicast addresses are
   refused, named directly or reached by a redirect, unless
   --fetch-allow-private.
 
 Each test fails on the daemon before issue 12 (the options did not exist,
-a fetch waited for the total timeout, any address was fetched).
+a fetch waited for the total timeout, every fetch had a thread, any
+address was fetched).
 """
 import ipaddress
+import json
 import os
+import shutil
 import subprocess
 import urllib.parse
 
 import pytest
 
-from conftest import flowfs_bin, read_bytes, status_of
+from conftest import flowfs_bin, put_json, read_bytes, status_of, wait_until
 from fake_engine import FileServer
-from test_engine import bind_with, csv_skill, files, wait_fetch  # noqa: F401
+from test_engine import (bind_with, csv_skill, files,  # noqa: F401
+                         state_lines, wait_fetch, write_line)
 
 LINE = "fetch uploads/csv_file.csv: "
 REFUSED = "refused without --fetch-allow-private"
@@ -41,6 +48,13 @@ def fetch_into(mnt, name, url):
     os.mkdir(s)
     bind_with(s, "stats", {"input": {"csv_file": url}})
     return s
+
+
+def daemon_threads(fs, name=None):
+    """How many threads the daemon has (named `name`, when given)."""
+    tasks = f"/proc/{fs.proc.pid}/task"
+    return sum(1 for t in os.listdir(tasks)
+               if name is None or read_bytes(f"{tasks}/{t}/comm").strip() == name)
 
 
 def public_local_address():
@@ -86,14 +100,99 @@ def test_a_trickling_server_fails_at_the_low_speed_limit(make_flowfs, skill_fold
     *[(f"--fetch-low-speed={v}", "flowfs: --fetch-low-speed takes BYTES:SECONDS such"
        " as 1K:30 (at most 1G and 86400), or 0")
       for v in ("1K", "0:30", "1K:0", "1K:x", "2G:30", "1K:86401", "-5:30")],
+    *[(f"--fetch-jobs={v}", "flowfs: --fetch-jobs takes a number from 1 to 64")
+      for v in ("0", "65", "-1")],
 ])
 def test_fetch_options_are_range_checked(tmp_path, option, line):
-    """A bad --fetch-low-speed stops the daemon before it mounts, with one
-    line."""
+    """A bad --fetch-low-speed or --fetch-jobs stops the daemon before it
+    mounts, with one line."""
     r = subprocess.run([str(flowfs_bin()), f"--db={tmp_path / 'x.db'}", option,
                         str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and r.stderr.strip() == line, r
     assert not os.path.ismount(tmp_path)
+
+
+# -- the pool of fetches -----------------------------------------------------------
+
+def test_fetches_beyond_the_pool_wait_in_a_queue(make_flowfs, skill_folder,
+                                                 isolated_config, files):
+    """30 fetches that do not end, with --fetch-jobs=2: two go on, the
+    rest wait, and the daemon does not grow a thread per fetch (1000 slow
+    fetches made 1007 threads)."""
+    skill_folder.add("notes", input={"type": "object", "properties": {
+        "csv_file": {"type": "string", "x-input-source": "inline"}}})
+    files.files.update({f"{i}.csv": b"a,b\n" * 300 for i in range(30)})
+    files.files["a.csv"] = b"a,b\n" * 300
+    fs = fetch_mount(make_flowfs, skill_folder, "--fetch-allow-private",
+                     "--fetch-jobs=2")
+    idle = daemon_threads(fs)
+    sessions = [fetch_into(fs.mnt, f"s{i:02}", f"{files.base}/hold/{i}.csv")
+                for i in range(30)]
+    wait_until(lambda: len(files.hits) == 2, "two fetches reach the server")
+    lines = [state_lines(s) for s in sessions]
+    assert all(len(l) == 1 and l[0].startswith(LINE + "fetching")
+               for l in lines[:2]), lines
+    assert lines[2:] == [[LINE + "queued"]] * 28
+    assert json.loads(read_bytes(sessions[2] / "status.json"))["fetches"][0]["state"] \
+        == "queued"
+    assert "fetch uploads/csv_file.csv: queued" in \
+        read_bytes(sessions[2] / "status").decode().splitlines()
+    assert status_of(sessions[2])[1] == [("uploads/csv_file.csv", "fetch queued")]
+    # a fetch going on is a thread; the FUSE loop may have started up to
+    # 8 threads of its own meanwhile
+    assert daemon_threads(fs, b"flowfs-fetch") == 2
+    threads = daemon_threads(fs)
+    assert threads <= idle + 8 + 2, (idle, threads)
+    # cancel, removing the session and another URL drop queued fetches
+    assert write_line(sessions[2] / "ctl", "cancel\n") == 0
+    assert state_lines(sessions[2]) == [LINE + "cancelled"]
+    assert status_of(sessions[2])[1][-1] == ("uploads/csv_file.csv", "fetch cancelled")
+    shutil.rmtree(sessions[3])
+    bind_with(sessions[4], "notes")
+    assert state_lines(sessions[4]) == []
+    assert put_json(sessions[5] / "request.json",
+                    {"input": {"csv_file": f"{files.base}/file/a.csv"}}) == 0
+    assert state_lines(sessions[5]) == [LINE + "queued"]
+    assert len(files.hits) == 2
+    # the two going on end; the rest follow, two at a time
+    files.release.set()
+    for s in sessions[:2] + sessions[5:]:
+        assert wait_fetch(s).startswith(LINE + "done: "), s.name
+    assert status_of(sessions[6])[1] == [("uploads/csv_file.csv", "fetch queued"),
+                                         ("uploads/csv_file.csv", "fetch started"),
+                                         ("uploads/csv_file.csv", "fetched 0.0 MiB")]
+    assert state_lines(sessions[2]) == [LINE + "cancelled"]
+    assert sorted(files.hits) == sorted(
+        [f"/hold/{i}.csv" for i in range(30) if i not in (2, 3, 4, 5)] + ["/file/a.csv"])
+    assert set(files.hits.values()) == {1}
+    assert read_bytes(sessions[5] / "uploads" / "csv_file.csv") == files.files["a.csv"]
+
+
+def test_stopping_with_fetches_queued(make_flowfs, skill_folder, isolated_config,
+                                      files):
+    """An unmount cancels a queued fetch with the one going on, and never
+    starts it; a daemon killed leaves both failed after the next mount."""
+    files.files.update({f"{c}.csv": b"a,b\n" for c in "abcd"})
+    fs = fetch_mount(make_flowfs, skill_folder, "--fetch-allow-private",
+                     "--fetch-jobs=1")
+    held = fetch_into(fs.mnt, "a", f"{files.base}/hold/a.csv")
+    queued = fetch_into(fs.mnt, "b", f"{files.base}/hold/b.csv")
+    wait_until(lambda: files.hits, "the first fetch reaches the server")
+    assert state_lines(queued) == [LINE + "queued"]
+    fs.remount()
+    assert state_lines(held) == [LINE + "cancelled"]
+    assert state_lines(queued) == [LINE + "cancelled"]
+    assert status_of(queued)[1] == [("uploads/csv_file.csv", "fetch queued"),
+                                    ("uploads/csv_file.csv", "fetch cancelled")]
+    assert list(files.hits) == ["/hold/a.csv"]
+    held = fetch_into(fs.mnt, "c", f"{files.base}/hold/c.csv")
+    queued = fetch_into(fs.mnt, "d", f"{files.base}/hold/d.csv")
+    wait_until(lambda: "/hold/c.csv" in files.hits, "the fetch reaches the server")
+    assert state_lines(queued) == [LINE + "queued"]
+    fs.kill9_remount()
+    for s in (held, queued):
+        assert state_lines(s) == [LINE + "failed: flowfs stopped during the fetch"]
+    assert "/hold/d.csv" not in files.hits
 
 
 # -- private destinations ----------------------------------------------------------
@@ -158,6 +257,26 @@ def public_files():
     f = FileServer(host=address)
     yield f
     f.close()
+
+
+def test_the_default_pool_bounds_the_daemons_threads(make_flowfs, skill_folder,
+                                                    isolated_config, public_files):
+    """With no option at all (so that the daemon before issue 12 runs it
+    too): 16 fetches that do not end make 4 threads, not 16."""
+    public_files.files.update({f"{i}.csv": b"a,b\n" for i in range(16)})
+    fs = fetch_mount(make_flowfs, skill_folder)
+    idle = daemon_threads(fs)
+    sessions = [fetch_into(fs.mnt, f"s{i:02}", f"{public_files.base}/hold/{i}.csv")
+                for i in range(16)]
+    wait_until(lambda: len(public_files.hits) >= 4, "four fetches reach the server")
+    threads = daemon_threads(fs)
+    assert threads <= idle + 8 + 4, (idle, threads)
+    assert daemon_threads(fs, b"flowfs-fetch") == 4
+    assert sum(state_lines(s) == [LINE + "queued"] for s in sessions) == 12
+    public_files.release.set()
+    for s in sessions:
+        assert wait_fetch(s).startswith(LINE + "done: "), s.name
+    assert len(public_files.hits) == 16
 
 
 def test_a_redirect_to_a_private_address_is_refused(make_flowfs, skill_folder,

@@ -198,17 +198,21 @@ static void test_problems_of_every_part(void **state)
 	       " node \"b\", which do not exist\n");
 }
 
-/* What status shows of runs and fetches: only what is going on, and a
- * failed fetch as a problem (status_doc puts it there). */
+/* What status shows of runs and fetches: only what is going on or
+ * waiting (the fetches going on first), and a failed fetch as a problem
+ * (status_doc puts it there). */
 static void test_text_of_runs_and_fetches(void **state)
 {
 	json_t *doc = json_pack(
-		"{sbs[s]s[]s{ssssss}s[{ssssssss}{ssssssss}{ssssssss}]}",
+		"{sbs[s]s[]s{ssssss}s[{ssssssss}{ssssssss}{ssssssss}"
+		"{ssssssss}]}",
 		"ready", 0, "problems", "fetch uploads/a.csv: failed: HTTP 404",
 		"notes", "run", "state", "running", "message", "asking the"
 		" engine", "time", "2026-11-25T17:40:02Z", "fetches",
 		"path", "uploads/a.csv", "state", "failed", "message",
 		"HTTP 404", "time", "2026-11-25T17:39:58Z",
+		"path", "uploads/a2.csv", "state", "queued", "message", "",
+		"time", "2026-11-25T17:39:58Z",
 		"path", "uploads/b.csv", "state", "fetching", "message",
 		"3.0 MiB", "time", "2026-11-25T17:39:59Z",
 		"path", "uploads/c.csv", "state", "done", "message", "",
@@ -220,7 +224,8 @@ static void test_text_of_runs_and_fetches(void **state)
 	assert_int_equal(status_text(doc, &out), 0);
 	assert_string_equal(out.buf, "fetch uploads/a.csv: failed: HTTP 404\n"
 			    "run: running: asking the engine\n"
-			    "fetch uploads/b.csv: fetching: 3.0 MiB\n");
+			    "fetch uploads/b.csv: fetching: 3.0 MiB\n"
+			    "fetch uploads/a2.csv: queued\n");
 	json_decref(doc);
 	sbuf_release(&out);
 	/* a run that ended is history: not in status */
