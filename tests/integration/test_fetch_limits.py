@@ -13,6 +13,7 @@ Each test fails on the daemon before issue 12 (the options did not exist,
 a fetch waited for the total timeout, every fetch had a thread, any
 address was fetched).
 """
+import errno
 import ipaddress
 import json
 import os
@@ -166,6 +167,27 @@ def test_fetches_beyond_the_pool_wait_in_a_queue(make_flowfs, skill_folder,
         [f"/hold/{i}.csv" for i in range(30) if i not in (2, 3, 4, 5)] + ["/file/a.csv"])
     assert set(files.hits.values()) == {1}
     assert read_bytes(sessions[5] / "uploads" / "csv_file.csv") == files.files["a.csv"]
+
+
+def test_a_run_waits_for_a_queued_fetch(make_flowfs, skill_folder, isolated_config,
+                                        files):
+    """As for a fetch going on: `echo run > ctl` is refused with the reason."""
+    skill_folder.add("optional", input={"type": "object", "properties": {
+        "csv_file": {"type": "string", "extensions": [".csv"]}}})
+    files.files.update({"a.csv": b"a,b\n", "b.csv": b"b,c\n"})
+    fs = fetch_mount(make_flowfs, skill_folder, "--fetch-allow-private",
+                     "--fetch-jobs=1", "--engine-url=http://127.0.0.1:9/v1")
+    fetch_into(fs.mnt, "a", f"{files.base}/hold/a.csv")
+    wait_until(lambda: files.hits, "the first fetch reaches the server")
+    s = fs.mnt / "b"
+    os.mkdir(s)
+    bind_with(s, "optional", {"input": {"csv_file": f"{files.base}/file/b.csv"}})
+    assert state_lines(s) == [LINE + "queued"]
+    assert write_line(s / "ctl", "run\n") == errno.EINVAL
+    assert status_of(s)[1][-1] == (
+        "ctl", "cannot run: a URL input is still being fetched (see the fetch lines)")
+    files.release.set()
+    assert wait_fetch(s) == LINE + "done: 0.0 MiB"
 
 
 def test_stopping_with_fetches_queued(make_flowfs, skill_folder, isolated_config,
