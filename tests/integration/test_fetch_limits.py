@@ -14,10 +14,13 @@ a fetch waited for the total timeout, every fetch had a thread, any
 address was fetched).
 """
 import errno
+import fcntl
 import ipaddress
 import json
 import os
 import shutil
+import socket
+import struct
 import subprocess
 import urllib.parse
 
@@ -62,17 +65,15 @@ def public_local_address():
     """An IPv4 address of this machine that flowfs does not count as
     private (192.0.2.2, a documentation address, on the CI machines), or
     None."""
-    try:
-        out = subprocess.run(["ip", "-o", "-4", "addr", "show"], text=True,
-                             capture_output=True).stdout
-    except FileNotFoundError:
-        return None
-    for field in out.split():
-        if "/" in field and field.count(".") == 3:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _, name in socket.if_nameindex():
             try:
-                a = ipaddress.ip_address(field.split("/")[0])
-            except ValueError:
+                # SIOCGIFADDR: the interface's IPv4 address
+                raw = fcntl.ioctl(sock.fileno(), 0x8915,
+                                  struct.pack("256s", name.encode()[:15]))
+            except OSError:
                 continue
+            a = ipaddress.ip_address(raw[20:24])
             if not any(a in n for n in PRIVATE_V4):
                 return str(a)
     return None
