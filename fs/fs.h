@@ -156,7 +156,7 @@ void fs_release_open_handles(struct flowfs *fs);
 void fs_stop_runs(struct flowfs *fs);
 
 /* Cancel the run and the fetches of a session (the lock held; they end
- * on their own); how many there were. */
+ * on their own, a queued fetch at once); how many there were. */
 size_t fs_cancel_runs(struct flowfs *fs, int64_t session);
 
 /* The current tool map (never NULL: empty when the file is missing or
