@@ -98,6 +98,19 @@ def test_a_trickling_server_fails_at_the_low_speed_limit(make_flowfs, skill_fold
     assert LINE + "failed: " + why in status_of(s)[0]
 
 
+def test_fetch_low_speed_0_lifts_the_limit(make_flowfs, skill_folder, isolated_config,
+                                           files):
+    """The same trickle under --fetch-low-speed=0 comes in whole (and under
+    a limit of 2 s it would have failed: above)."""
+    files.files["a.csv"] = b"a,b,c,d,e\n"
+    files.trickle_seconds = 0.3
+    fs = fetch_mount(make_flowfs, skill_folder, "--fetch-allow-private",
+                     "--fetch-low-speed=0")
+    s = fetch_into(fs.mnt, "s", f"{files.base}/trickle/a.csv")
+    assert wait_fetch(s, timeout=20) == LINE + "done: 0.0 MiB"
+    assert read_bytes(s / "uploads" / "csv_file.csv") == b"a,b,c,d,e\n"
+
+
 @pytest.mark.parametrize("option,line", [
     *[(f"--fetch-low-speed={v}", "flowfs: --fetch-low-speed takes BYTES:SECONDS such"
        " as 1K:30 (at most 1G and 86400), or 0")
