@@ -4,7 +4,8 @@
  * byte-identical, the second parse must find nothing to report (numbers
  * beyond a Fortran REAL excepted: their spelling is carried through), and
  * the text must pass the independent card-rule checker of
- * tests/deck_rules.h.  Any disagreement aborts.
+ * tests/deck_rules.h (an input without a card writes nothing, and
+ * nothing is checked).  Any disagreement aborts.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	if (deck_write(d1, &w1) < 0)
 		abort();
+	/* no card at all (the empty input libFuzzer starts with, blanks):
+	 * an empty text, which the card rules rightly call no deck */
+	if (w1.len == 0)
+		goto out;
 	if (deck_rules_check(w1.buf, w1.len, why, sizeof(why)) < 0) {
 		fprintf(stderr, "%s\n%s", why, w1.buf);
 		abort();
