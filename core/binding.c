@@ -9,6 +9,7 @@
 #include "datcom.h"
 #include "deck.h"
 #include "fjson.h"
+#include "fname.h"
 #include "rounds.h"
 #include "roundstore.h"
 #include "schema.h"
@@ -226,18 +227,18 @@ static int import_upload(const struct binding_ctx *c, const struct artifact *a,
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : ret;
 	if (!S_ISREG(up.mode))
-		return sbuf_addf(problems, "uploads/%s: a folder, not a file\n",
-				 name);
+		return fname_line(problems, "uploads/%s: a folder, not a file",
+				  name);
 	ret = tree_read_all(c->tree, &up, &text);
 	if (ret == -EFBIG)
-		ret = sbuf_addf(problems, "uploads/%s: too large to read\n",
-				name);
+		ret = fname_line(problems, "uploads/%s: too large to read",
+				 name);
 	if (ret < 0 || text.len == 0)
 		goto out;
 	ret = a->import(text.buf, text.len, base, im, &err);
 	if (ret == -EINVAL) {
-		ret = sbuf_addf(problems, "uploads/%s: %s\n", name,
-				ferr_format(&err, msg, sizeof(msg)));
+		ret = fname_line(problems, "uploads/%s: %s", name,
+				 ferr_format(&err, msg, sizeof(msg)));
 	} else if (!ret && im->notes.len) {
 		/* prefix each remark with the file it is about */
 		struct sbuf prefixed = SBUF_INIT;
@@ -246,8 +247,8 @@ static int import_upload(const struct binding_ctx *c, const struct artifact *a,
 			nl = strchr(l, '\n');
 			if (!nl)
 				nl = l + strlen(l) - 1;
-			ret = sbuf_addf(&prefixed, "uploads/%s: %.*s\n", name,
-					(int)(nl - l + (*nl != '\n')), l);
+			ret = fname_line(&prefixed, "uploads/%s: %.*s", name,
+					 (int)(nl - l + (*nl != '\n')), l);
 		}
 		sbuf_release(&im->notes);
 		im->notes = prefixed;
@@ -519,10 +520,10 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out,
 		const struct skill *broken = skill_find(c->skills, c->s->skill);
 
 		if (broken)
-			return sbuf_addf(out, "skill %s did not load: %s\n",
-					 broken->id, broken->error);
-		return sbuf_addf(out, "skill %s is not installed (any more)\n",
-				 c->s->skill);
+			return fname_line(out, "skill %s did not load: %s",
+					  broken->id, broken->error);
+		return fname_line(out, "skill %s is not installed (any more)",
+				  c->s->skill);
 	}
 	ret = resolve_imported(c, &sk, &in, &im);
 	if (!ret)

@@ -1,6 +1,10 @@
 #include "fname.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "utf8.h"
@@ -40,4 +44,72 @@ int fname_check_session(const char *name, struct ferr *err)
 		return ferr_set(err, -EINVAL,
 				"session names must be valid UTF-8");
 	return 0;
+}
+
+int fname_escape(struct sbuf *out, const char *s, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t used = 0, left = strlen(s);
+
+	while (left) {
+		char esc[8];
+		const char *piece = esc;
+		uint32_t cp;
+		size_t take = 1, plen;
+
+		if (*p < 0x20 || *p == 0x7f) {
+			const char *named = *p == '\n' ? "\\n" : *p == '\r' ? "\\r"
+					    : *p == '\t' ? "\\t" : *p == '\b' ? "\\b"
+					    : *p == '\f' ? "\\f" : NULL;
+
+			if (named)
+				strcpy(esc, named);
+			else
+				snprintf(esc, sizeof(esc), "\\u%04x", *p);
+			plen = strlen(esc);
+		} else {
+			/* a character whole; a byte that starts none alone */
+			take = utf8_decode(p, left, &cp);
+			if (!take)
+				take = 1;
+			piece = (const char *)p;
+			plen = take;
+		}
+		if (plen > max - used)
+			break;
+		if (sbuf_add(out, piece, plen) < 0)
+			return -ENOMEM;
+		used += plen;
+		p += take;
+		left -= take;
+	}
+	return 0;
+}
+
+char *fname_shown(const char *s)
+{
+	struct sbuf out = SBUF_INIT;
+
+	if (fname_escape(&out, s, SIZE_MAX) < 0) {
+		sbuf_release(&out);
+		return NULL;
+	}
+	return sbuf_detach(&out, NULL);
+}
+
+int fname_line(struct sbuf *out, const char *fmt, ...)
+{
+	struct sbuf raw = SBUF_INIT;
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = sbuf_vaddf(&raw, fmt, ap);
+	va_end(ap);
+	if (!ret)
+		ret = fname_escape(out, raw.buf, SIZE_MAX);
+	if (!ret)
+		ret = sbuf_addch(out, '\n');
+	sbuf_release(&raw);
+	return ret;
 }

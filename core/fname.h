@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "ferr.h"
+#include "sbuf.h"
 
 /* The longest name any directory of flowfs accepts (statfs f_namemax). */
 #define FNAME_MAX 255
@@ -33,5 +34,22 @@ int fname_check_session(const char *name, struct ferr *err);
 
 /* Whether `s[0..len)` is well-formed UTF-8 (no overlongs, no surrogates). */
 bool fname_valid_utf8(const char *s, size_t len);
+
+/*
+ * How a name (or any text a caller, an archive or a model chose) is shown
+ * in `status` and the logs: control characters become JSON escapes
+ * (\n, \r, \t, \b, \f, else \u001b and the like, DEL \u007f), so
+ * it never makes a line of its own nor reaches a terminal as an escape;
+ * every other byte stays as it is.  fname_escape() appends at most `max`
+ * bytes to `out`, never cutting an escape or a UTF-8 character (0 or
+ * -ENOMEM); fname_shown() gives the whole text, malloc'd (NULL: no
+ * memory).
+ */
+int fname_escape(struct sbuf *out, const char *s, size_t max);
+char *fname_shown(const char *s);
+/* One line of `status` (a problem, a note): the text printf() makes of
+ * `fmt`, escaped as above, then '\n'.  0 or -ENOMEM. */
+int fname_line(struct sbuf *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

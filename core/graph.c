@@ -2650,9 +2650,9 @@ int graph_problems(struct store *st, int64_t session, struct sbuf *out)
 		return -EIO;
 	sqlite3_bind_int64(q, 1, session);
 	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
-		ret = sbuf_addf(out, "edges/%s.json: %s\n",
-				(const char *)sqlite3_column_text(q, 0),
-				(const char *)sqlite3_column_text(q, 1));
+		ret = fname_line(out, "edges/%s.json: %s",
+				 (const char *)sqlite3_column_text(q, 0),
+				 (const char *)sqlite3_column_text(q, 1));
 	store_done(q);
 	if (!ret && rc != SQLITE_DONE)
 		ret = store_errno(rc);

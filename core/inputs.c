@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "fjson.h"
+#include "fname.h"
 #include "schema.h"
 #include "template.h"
 
@@ -278,7 +279,7 @@ static int bind_file(const char *key, const json_t *prop,
 {
 	const json_t *exts = json_object_get(prop, "extensions");
 	int first = -1, count = 0, ret = 0;
-	struct sbuf names = SBUF_INIT;
+	struct sbuf names = SBUF_INIT, allowed = SBUF_INIT;
 
 	if (!json_is_array(exts) || !json_array_size(exts))
 		exts = NULL;
@@ -297,9 +298,9 @@ static int bind_file(const char *key, const json_t *prop,
 	if (count == 1) {
 		*found = first;
 	} else if (count > 1) {
-		ret |= sbuf_addf(problems,
-				 "uploads/: %d files could be input %s (%s); keep one\n",
-				 count, key, names.buf);
+		ret |= fname_line(problems,
+				  "uploads/: %d files could be input %s (%s); keep one",
+				  count, key, names.buf);
 	} else if (exts) {
 		/* only candidates with extensions the skill refuses */
 		for (size_t i = 0; i < n; i++) {
@@ -307,14 +308,15 @@ static int bind_file(const char *key, const json_t *prop,
 
 			if (!ext)
 				continue;
-			ret |= sbuf_addf(problems,
-					 "uploads/%s: extension %s not allowed for %s (allowed: ",
-					 ups[i].name, ext, key);
-			ret |= add_list(problems, exts);
-			ret |= sbuf_addstr(problems, ")\n");
+			sbuf_reset(&allowed);
+			ret |= add_list(&allowed, exts);
+			ret |= fname_line(problems,
+					  "uploads/%s: extension %s not allowed for %s (allowed: %s)",
+					  ups[i].name, ext, key, allowed.buf);
 		}
 	}
 	sbuf_release(&names);
+	sbuf_release(&allowed);
 	return ret ? -ENOMEM : 0;
 }
 
@@ -334,8 +336,8 @@ static int add_missing(struct sbuf *problems, const char *what,
 {
 	if (!missing->len)
 		return 0;
-	return sbuf_addf(problems, "missing required %s: %s\n", what,
-			 missing->buf);
+	return fname_line(problems, "missing required %s: %s", what,
+			  missing->buf);
 }
 
 static int resolve_inputs(const struct skill *sk, const json_t *req_input,
@@ -488,8 +490,8 @@ int inputs_resolve_base(const struct skill *sk, const json_t *request,
 					 out);
 	/* A request stored for another skill (or before the skill changed). */
 	if (!ret && request && inputs_check_request(sk, request, &err) < 0)
-		ret = sbuf_addf(&out->problems, "request.json: %s\n",
-				err.message);
+		ret = fname_line(&out->problems, "request.json: %s",
+				 err.message);
 	return ret;
 }
 

@@ -882,13 +882,13 @@ static const char *const log_read[2] = {
 
 char *session_log_text(const char *text)
 {
-	char *line = strndup(text, utf8_cut(text, strlen(text),
-					    SESSION_LOG_MESSAGE_MAX));
+	struct sbuf line = SBUF_INIT;
 
-	for (char *p = line; p && *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
-	return line;
+	if (fname_escape(&line, text, SESSION_LOG_MESSAGE_MAX) < 0) {
+		sbuf_release(&line);
+		return NULL;
+	}
+	return sbuf_detach(&line, NULL);
 }
 
 int session_log(struct store *st, int64_t id, const char *path,

@@ -184,9 +184,9 @@ int session_render_context_text(struct store *st, const struct session_info *s,
  * session_log_text() gives them.
  */
 /* `text` as a log keeps it (malloc'd; NULL: no memory): control
- * characters (line breaks, a terminal's escapes) become blanks, so one
- * event is one line and says nothing to a terminal, and it is cut at
- * SESSION_LOG_MESSAGE_MAX bytes, at a character. */
+ * characters (line breaks, a terminal's escapes) escaped as fname_escape()
+ * does, so one event is one line and says nothing to a terminal, and cut
+ * at SESSION_LOG_MESSAGE_MAX bytes, at a character or escape. */
 char *session_log_text(const char *text);
 
 int session_log(struct store *st, int64_t id, const char *path,

@@ -1,8 +1,11 @@
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "fname.h"
 #include "graph.h"
 #include "roundstore.h"
 #include "run.h"
@@ -13,29 +16,50 @@ static int64_t later(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
-/* The lines of `text` (each ending in '\n') appended to `array`. */
+/*
+ * The lines of `text` (each ending in '\n') appended to `array`, escaped
+ * (fname_escape()): whoever built a line escaped the names in it, so that
+ * none breaks it in two; a terminal's escapes from anywhere else (a
+ * deck's text) go here.
+ */
 static int add_lines(json_t *array, const struct sbuf *text)
 {
-	for (size_t at = 0; at < text->len;) {
+	struct sbuf line = SBUF_INIT;
+	int ret = 0;
+
+	for (size_t at = 0; !ret && at < text->len;) {
 		const char *nl = memchr(text->buf + at, '\n', text->len - at);
 		size_t end = nl ? (size_t)(nl - text->buf) : text->len;
+		char *raw = strndup(text->buf + at, end - at);
 
-		if (json_array_append_new(array, json_stringn(text->buf + at,
-							      end - at)) < 0)
-			return -ENOMEM;
+		sbuf_reset(&line);
+		if (!raw || fname_escape(&line, raw, SIZE_MAX) < 0 ||
+		    json_array_append_new(array, json_stringn(line.buf,
+							      line.len)) < 0)
+			ret = -ENOMEM;
+		free(raw);
 		at = end + 1;
 	}
-	return 0;
+	sbuf_release(&line);
+	return ret;
 }
 
-/* "<label>: <state>[: <message>]" of one of run_report()'s states. */
+/* "<label>: <state>[: <message>]" of one of run_report()'s states; the
+ * message may quote an engine's or a server's answer: escaped. */
 static int state_line(struct sbuf *out, const char *label, const json_t *o)
 {
 	const char *msg = json_string_value(json_object_get(o, "message"));
+	char *shown_label = fname_shown(label);
+	char *shown = fname_shown(msg ? msg : "");
+	int ret = -ENOMEM;
 
-	return sbuf_addf(out, "%s: %s%s%s\n", label,
-			 json_string_value(json_object_get(o, "state")),
-			 msg && *msg ? ": " : "", msg ? msg : "");
+	if (shown_label && shown)
+		ret = sbuf_addf(out, "%s: %s%s%s\n", shown_label,
+				json_string_value(json_object_get(o, "state")),
+				*shown ? ": " : "", shown);
+	free(shown_label);
+	free(shown);
+	return ret;
 }
 
 static bool state_is(const json_t *o, const char *state)

@@ -26,6 +26,7 @@
 #include <strings.h>
 
 #include "fjson.h"
+#include "fname.h"
 #include "inputs.h"
 #include "skill.h"
 
@@ -366,10 +367,14 @@ static void check_resolved(const struct skill *sk, const json_t *req,
 	if (in->problems.len && in->problems.buf[in->problems.len - 1] != '\n')
 		abort();
 	if (check_ret == -EINVAL) {
-		char line[FERR_MESSAGE_MAX + 32];
+		/* as status shows it: a key may hold a line break */
+		char *shown = fname_shown(check_err->message);
+		char line[6 * FERR_MESSAGE_MAX + 32];
 
-		snprintf(line, sizeof(line), "request.json: %s\n",
-			 check_err->message);
+		if (!shown)
+			abort();
+		snprintf(line, sizeof(line), "request.json: %s\n", shown);
+		free(shown);
 		if (!strstr(in->problems.buf, line))
 			abort();
 	} else if (line_starts(in->problems.buf, "request.json: ")) {

@@ -60,7 +60,7 @@ def test_the_daemon_echoes_no_escapes(flowfs):
     os.unlink(s / "skill")
     os.symlink("evil\n\x1b[2Jnext", s / "skill")
     want = ("flowfs makes this link (to ../.flowfs/skills/scientific-workflow):"
-            " the link to evil  [2Jnext was dropped")
+            " the link to evil\\n\\u001b[2Jnext was dropped")
     assert status_of(s)[1][-1] == ("skill", want)
     err = flowfs.stderr()
     assert "\x1b" not in err, repr(err)

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fname.h"
@@ -201,6 +202,42 @@ static void test_valid_utf8_exhaustive(void **state)
 			}
 }
 
+/* Issue 12: a name with a line break forged a status line; one with a
+ * terminal's escapes reached the terminal. */
+static void test_escape(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+	char *p;
+
+	(void)state;
+	p = fname_shown("a\nready\r\t\b\f\x1b[2J\x01\x7f \\ \xc3\xa9 \xff");
+	assert_non_null(p);
+	assert_string_equal(p, "a\\nready\\r\\t\\b\\f\\u001b[2J\\u0001"
+			       "\\u007f \\ \xc3\xa9 \xff");
+	free(p);
+	p = fname_shown("");
+	assert_non_null(p);
+	assert_string_equal(p, "");
+	free(p);
+	/* a limit cuts before an escape or a character, never inside */
+	assert_int_equal(fname_escape(&out, "ab\ncd", 3), 0);
+	assert_string_equal(out.buf, "ab");
+	sbuf_reset(&out);
+	assert_int_equal(fname_escape(&out, "a\xc3\xa9", 2), 0);
+	assert_string_equal(out.buf, "a");
+	sbuf_reset(&out);
+	assert_int_equal(fname_escape(&out, "a\x1b", 6), 0);
+	assert_string_equal(out.buf, "a");
+	sbuf_reset(&out);
+	assert_int_equal(fname_escape(&out, "a\x1b", 7), 0);
+	assert_string_equal(out.buf, "a\\u001b");
+	sbuf_reset(&out);
+	/* a status line stays one line, whatever a name holds */
+	assert_int_equal(fname_line(&out, "uploads/%s: %d", "x\nready", 3), 0);
+	assert_string_equal(out.buf, "uploads/x\\nready: 3\n");
+	sbuf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +246,7 @@ int main(void)
 		cmocka_unit_test(test_session_name_long),
 		cmocka_unit_test(test_valid_utf8_table),
 		cmocka_unit_test(test_valid_utf8_exhaustive),
+		cmocka_unit_test(test_escape),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -800,7 +800,7 @@ static void test_log(void **state)
 			snprintf(tail, sizeof(tail),
 				 " session.json: line 1, column %d: m%d", i + 1, i);
 		else
-			snprintf(tail, sizeof(tail), " uploads/a b: two lines !");
+			snprintf(tail, sizeof(tail), " uploads/a b: two\\nlines\\r!");
 		if ((size_t)(nl - p) != 20 + strlen(tail) ||
 		    strncmp(p + 20, tail, strlen(tail)))
 			fail_msg("line for m%d: '%.*s', want '<time>%s'", i,
@@ -828,10 +828,19 @@ static void test_log(void **state)
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM mount_log"), 1);
 
 	/* a terminal's escapes and tabs, as a model or an archive may name a
-	 * file, are blanks: the echo to stderr and syslog shows this text */
-	p = session_log_text("x\x1b[2Jy\tz\x7f\xc3\xa9");
+	 * file, are JSON escapes: the echo to stderr and syslog shows this
+	 * text */
+	p = session_log_text("x\x1b[2Jy\tz\x7f\xc3\xa9\nready");
 	assert_non_null(p);
-	assert_string_equal(p, "x [2Jy z \xc3\xa9");
+	assert_string_equal(p, "x\\u001b[2Jy\\tz\\u007f\xc3\xa9\\nready");
+	free((char *)p);
+	/* cut before an escape that does not fit, never inside it */
+	memset(big, 'a', sizeof(big));
+	big[SESSION_LOG_MESSAGE_MAX - 3] = '\x1b';
+	big[sizeof(big) - 1] = '\0';
+	p = session_log_text(big);
+	assert_non_null(p);
+	assert_int_equal(strlen(p), SESSION_LOG_MESSAGE_MAX - 3);
 	free((char *)p);
 }
 
