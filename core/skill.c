@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fjson.h"
+#include "fname.h"
 #include "sbuf.h"
 #include "schema.h"
 
@@ -273,6 +274,34 @@ static json_t *load_schema(struct skill *s, const json_t *schemas,
 	return schema;
 }
 
+/*
+ * A file input <key> becomes uploads/<key>[.ext] (inputs.h): a key that
+ * is no file name ("", ".", "..", "a/b", too long) would put an entry no
+ * folder may hold into uploads/, so the skill is refused, naming it.
+ * Inline keys are checked too: a skill may turn one into a file input.
+ */
+static void check_input_keys(struct skill *s, const char *path)
+{
+	const json_t *props = json_object_get(
+		schema_deref(s->input_schema, NULL), "properties");
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)props, key, v) {
+		struct ferr err = FERR_INIT;
+
+		if (strchr(key, '/'))
+			ferr_set(&err, -EINVAL, "it holds a '/'");
+		else
+			fname_check_entry(key, &err);
+		if (err.message[0]) {
+			fail(s, "%s: input key \"%s\" cannot name a file in"
+			     " uploads/: %s", path, key, err.message);
+			return;
+		}
+	}
+}
+
 static void check_runner(struct skill *s, const char *folder_id)
 {
 	const json_t *id = json_object_get(s->runner, "id");
@@ -312,6 +341,9 @@ static void check_runner(struct skill *s, const char *folder_id)
 	if (s->error || !schemas)
 		return;
 	s->input_schema = load_schema(s, schemas, "input");
+	if (s->input_schema)
+		check_input_keys(s, json_string_value(json_object_get(schemas,
+								      "input")));
 	s->parameter_schema = load_schema(s, schemas, "parameter");
 	s->output_schema = load_schema(s, schemas, "output");
 }

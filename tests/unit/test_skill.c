@@ -542,6 +542,46 @@ static void test_schema_invalid(void **state)
 	expect_prefix(load(fx->dir, "c"), "assets/input.schema.json: #/properties/x/$ref");
 }
 
+/* Issue 12: a key "", ".", ".." or "a/b" put entries of those names into
+ * uploads/ (ls: EIO; ASan: an abort in tree_readdir). */
+static void test_input_keys_are_file_names(void **state)
+{
+	struct fixture *fx = *state;
+	const char *runner =
+		"{\"engines\": [\"g\"], \"schemas\": {\"input\": \"assets/input.schema.json\"}}";
+	static const char *const cases[][2] = {
+		{ "\"\"", "input key \"\" cannot name a file in uploads/: empty name" },
+		{ "\".\"", "input key \".\" cannot name a file in uploads/: '.' cannot be used as a name" },
+		{ "\"..\"", "input key \"..\" cannot name a file in uploads/: '..' cannot be used as a name" },
+		{ "\"a/b\"", "input key \"a/b\" cannot name a file in uploads/: it holds a '/'" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char id[8], path[64], schema[128], want[160];
+
+		snprintf(id, sizeof(id), "k%zu", i);
+		snprintf(path, sizeof(path), "%s/assets/input.schema.json", id);
+		snprintf(schema, sizeof(schema), "{\"properties\": {\"ok\": {},"
+			 " %s: {\"type\": \"string\"}}}", cases[i][0]);
+		snprintf(want, sizeof(want), "assets/input.schema.json: %s",
+			 cases[i][1]);
+		mk_skill(fx->dir, id, runner);
+		put(fx->dir, path, schema);
+		expect_error(load(fx->dir, id), want);
+	}
+	/* any other bytes are a name, as in any folder */
+	mk_skill(fx->dir, "fine", runner);
+	put(fx->dir, "fine/assets/input.schema.json",
+	    "{\"properties\": {\"...\": {}, \"a b\\u00e9\": {}}}");
+	{
+		struct skill *s = load(fx->dir, "fine");
+
+		if (s->error)
+			fail_msg("did not load: %s", s->error);
+		skill_free(s);
+	}
+}
+
 static void test_prompts_malformed(void **state)
 {
 	struct fixture *fx = *state;
@@ -773,6 +813,7 @@ int main(void)
 		T(test_schema_paths),
 		T(test_schema_path_dots_in_name),
 		T(test_schema_invalid),
+		T(test_input_keys_are_file_names),
 		T(test_prompts_malformed),
 		T(test_registry_order),
 		T(test_registry_rescan_and_serials),
