@@ -1,11 +1,13 @@
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -694,10 +696,37 @@ static int open_errno(const char *path)
 	return ret;
 }
 
+int store_check_private(const char *path, struct ferr *warn)
+{
+	static const char *const suffixes[] = { "", "-wal", "-shm" };
+	char file[PATH_MAX];
+	struct stat sb;
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(*suffixes); i++) {
+		if (snprintf(file, sizeof(file), "%s%s", path, suffixes[i]) >=
+		    (int)sizeof(file))
+			return -ENAMETOOLONG;
+		if (stat(file, &sb) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return -errno;
+		}
+		if (!(sb.st_mode & 077))
+			continue;
+		ferr_set(warn, 0, "warning: other users may %s the database"
+			 " %s (mode %04o): chmod 600 %s%s", sb.st_mode & 022
+			 ? "read and write" : "read", file,
+			 (unsigned)(sb.st_mode & 07777), path,
+			 i ? "*" : "");
+		return 1;
+	}
+	return 0;
+}
+
 int store_open(struct store **out, const char *path, struct ferr *err)
 {
 	struct store *st;
-	int rc, ret;
+	int rc, ret, fd;
 
 	*out = NULL;
 	st = calloc(1, sizeof(*st));
@@ -705,6 +734,10 @@ int store_open(struct store **out, const char *path, struct ferr *err)
 		free(st);
 		return ferr_set(err, -ENOMEM, "out of memory");
 	}
+	/* created here, not by SQLite, which would create it 0644 */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
 	rc = sqlite3_open_v2(path, &st->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 			     SQLITE_OPEN_NOMUTEX, NULL);

@@ -58,9 +58,20 @@ struct store;
 
 /*
  * Open (creating if missing) the database at `path`.  The parent folder
- * must exist.  On failure returns a negative errno and a one-line reason.
+ * must exist.  A database it creates is mode 0600 (SQLite gives its -wal
+ * and -shm the database's mode): it holds every session, uploads that
+ * are 0600 in the mount too.  On failure returns a negative errno and a
+ * one-line reason.
  */
 int store_open(struct store **out, const char *path, struct ferr *err);
+
+/*
+ * Whether other users may read or write the database at `path` (or the
+ * -wal, -shm beside it): 1 with a line for a person in `warn` (which file,
+ * its mode, the chmod that fixes it), 0 when only its owner may, or a
+ * negative errno when it cannot be looked at.
+ */
+int store_check_private(const char *path, struct ferr *warn);
 void store_close(struct store *st);
 
 /*

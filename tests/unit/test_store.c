@@ -127,6 +127,49 @@ static void test_create_new(void **state)
 	store_close(st);
 }
 
+/* Issue 12: other users read a 0644 database (uploads that are 0600 in
+ * the mount); a new one and its -wal, -shm are 0600 whatever the umask,
+ * and one others may read is reported. */
+static void test_private_files(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT, warn = FERR_INIT;
+	struct store *st = NULL;
+	char file[400];
+	struct stat sb;
+	mode_t old = umask(022);
+
+	assert_int_equal(store_open(&st, fx->path, &err), 0);
+	umask(old);
+	/* a write: the -wal and -shm exist */
+	assert_int_equal(sqlite3_exec(store_db(st), "CREATE TABLE t(x)",
+				      NULL, NULL, NULL), SQLITE_OK);
+	for (int i = 0; i < 3; i++) {
+		snprintf(file, sizeof(file), "%s%s", fx->path,
+			 (const char *[]){ "", "-wal", "-shm" }[i]);
+		assert_int_equal(stat(file, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0600);
+	}
+	assert_int_equal(store_check_private(fx->path, &warn), 0);
+	assert_string_equal(warn.message, "");
+	store_close(st);
+
+	assert_int_equal(chmod(fx->path, 0644), 0);
+	assert_int_equal(store_check_private(fx->path, &warn), 1);
+	snprintf(file, sizeof(file), "warning: other users may read the"
+		 " database %s (mode 0644): chmod 600 %s", fx->path, fx->path);
+	assert_string_equal(warn.message, file);
+	assert_int_equal(chmod(fx->path, 0606), 0);
+	assert_int_equal(store_check_private(fx->path, &warn), 1);
+	assert_non_null(strstr(warn.message, "read and write"));
+	assert_int_equal(chmod(fx->path, 0600), 0);
+	snprintf(file, sizeof(file), "%s-shm", fx->path);
+	write_file(file, "", 0);
+	assert_int_equal(chmod(file, 0640), 0);
+	assert_int_equal(store_check_private(fx->path, &warn), 1);
+	assert_non_null(strstr(warn.message, "-shm (mode 0640)"));
+}
+
 static void test_empty_file_is_new(void **state)
 {
 	struct fixture *fx = *state;
@@ -773,6 +816,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_create_new),
+		T(test_private_files),
 		T(test_empty_file_is_new),
 		T(test_reopen),
 		T(test_refuses_newer_schema),
