@@ -74,6 +74,10 @@ struct run_host {
 	 * Called with the lock held.  NULL: not logged. */
 	void (*log)(void *ctx, int64_t session, const char *path,
 		    const char *message);
+	/* Whether output/<name> is a file flowfs makes itself
+	 * (.manifest.json, summary.json, ...): one written there would be
+	 * hidden behind it.  NULL: none is. */
+	bool (*generated)(void *ctx, const char *name);
 	struct store *st;
 	struct tree *tree;
 	struct skill_registry *skills;

@@ -65,6 +65,14 @@ static void write_artifact(struct run *r, const json_t *call, json_t *written,
 			    " {\"name\": string, \"content\": string}");
 		return;
 	}
+	/* the run's own files, and those flowfs shows in their place */
+	if (!strcmp(name, "response.md") || !strcmp(name, "result.json") ||
+	    (r->host->generated && r->host->generated(r->host->ctx, name))) {
+		sbuf_addf(answer, "refused: output/%s is a name flowfs keeps"
+			  " for its own file; write the artifact under"
+			  " another name", name);
+		return;
+	}
 	if (!declared(r->manifest, name)) {
 		sbuf_addf(answer, "refused: %s is not an artifact of this"
 			  " skill", name);
