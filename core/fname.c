@@ -86,11 +86,11 @@ int fname_escape(struct sbuf *out, const char *s, size_t max)
 	return 0;
 }
 
-char *fname_shown(const char *s)
+char *fname_shown(const char *s, size_t max)
 {
 	struct sbuf out = SBUF_INIT;
 
-	if (fname_escape(&out, s, SIZE_MAX) < 0) {
+	if (fname_escape(&out, s, max) < 0) {
 		sbuf_release(&out);
 		return NULL;
 	}

@@ -41,12 +41,12 @@ bool fname_valid_utf8(const char *s, size_t len);
  * (\n, \r, \t, \b, \f, else \u001b and the like, DEL \u007f), so
  * it never makes a line of its own nor reaches a terminal as an escape;
  * every other byte stays as it is.  fname_escape() appends at most `max`
- * bytes to `out`, never cutting an escape or a UTF-8 character (0 or
- * -ENOMEM); fname_shown() gives the whole text, malloc'd (NULL: no
- * memory).
+ * bytes to `out` (SIZE_MAX: all), never cutting an escape or a UTF-8
+ * character (0 or -ENOMEM); fname_shown() gives the same text, malloc'd
+ * (NULL: no memory).
  */
 int fname_escape(struct sbuf *out, const char *s, size_t max);
-char *fname_shown(const char *s);
+char *fname_shown(const char *s, size_t max);
 /* One line of `status` (a problem, a note): the text printf() makes of
  * `fmt`, escaped as above, then '\n'.  0 or -ENOMEM. */
 int fname_line(struct sbuf *out, const char *fmt, ...)

@@ -882,13 +882,7 @@ static const char *const log_read[2] = {
 
 char *session_log_text(const char *text)
 {
-	struct sbuf line = SBUF_INIT;
-
-	if (fname_escape(&line, text, SESSION_LOG_MESSAGE_MAX) < 0) {
-		sbuf_release(&line);
-		return NULL;
-	}
-	return sbuf_detach(&line, NULL);
+	return fname_shown(text, SESSION_LOG_MESSAGE_MAX);
 }
 
 int session_log(struct store *st, int64_t id, const char *path,

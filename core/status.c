@@ -49,8 +49,8 @@ static int add_lines(json_t *array, const struct sbuf *text)
 static int state_line(struct sbuf *out, const char *label, const json_t *o)
 {
 	const char *msg = json_string_value(json_object_get(o, "message"));
-	char *shown_label = fname_shown(label);
-	char *shown = fname_shown(msg ? msg : "");
+	char *shown_label = fname_shown(label, SIZE_MAX);
+	char *shown = fname_shown(msg ? msg : "", SIZE_MAX);
 	int ret = -ENOMEM;
 
 	if (shown_label && shown)

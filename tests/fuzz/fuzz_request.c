@@ -368,7 +368,7 @@ static void check_resolved(const struct skill *sk, const json_t *req,
 		abort();
 	if (check_ret == -EINVAL) {
 		/* as status shows it: a key may hold a line break */
-		char *shown = fname_shown(check_err->message);
+		char *shown = fname_shown(check_err->message, SIZE_MAX);
 		char line[6 * FERR_MESSAGE_MAX + 32];
 
 		if (!shown)

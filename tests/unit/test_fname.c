@@ -206,32 +206,27 @@ static void test_valid_utf8_exhaustive(void **state)
  * terminal's escapes reached the terminal. */
 static void test_escape(void **state)
 {
+	/* a limit cuts before an escape or a character, never inside */
+	static const struct { const char *in; size_t max; const char *want; }
+	cases[] = {
+		{ "a\nready\r\t\b\f\x1b[2J\x01\x7f \\ \xc3\xa9 \xff", SIZE_MAX,
+		  "a\\nready\\r\\t\\b\\f\\u001b[2J\\u0001\\u007f \\ \xc3\xa9 \xff" },
+		{ "", SIZE_MAX, "" },
+		{ "ab\ncd", 3, "ab" },
+		{ "a\xc3\xa9", 2, "a" },
+		{ "a\x1b", 6, "a" },
+		{ "a\x1b", 7, "a\\u001b" },
+	};
 	struct sbuf out = SBUF_INIT;
-	char *p;
 
 	(void)state;
-	p = fname_shown("a\nready\r\t\b\f\x1b[2J\x01\x7f \\ \xc3\xa9 \xff");
-	assert_non_null(p);
-	assert_string_equal(p, "a\\nready\\r\\t\\b\\f\\u001b[2J\\u0001"
-			       "\\u007f \\ \xc3\xa9 \xff");
-	free(p);
-	p = fname_shown("");
-	assert_non_null(p);
-	assert_string_equal(p, "");
-	free(p);
-	/* a limit cuts before an escape or a character, never inside */
-	assert_int_equal(fname_escape(&out, "ab\ncd", 3), 0);
-	assert_string_equal(out.buf, "ab");
-	sbuf_reset(&out);
-	assert_int_equal(fname_escape(&out, "a\xc3\xa9", 2), 0);
-	assert_string_equal(out.buf, "a");
-	sbuf_reset(&out);
-	assert_int_equal(fname_escape(&out, "a\x1b", 6), 0);
-	assert_string_equal(out.buf, "a");
-	sbuf_reset(&out);
-	assert_int_equal(fname_escape(&out, "a\x1b", 7), 0);
-	assert_string_equal(out.buf, "a\\u001b");
-	sbuf_reset(&out);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char *p = fname_shown(cases[i].in, cases[i].max);
+
+		assert_non_null(p);
+		assert_string_equal(p, cases[i].want);
+		free(p);
+	}
 	/* a status line stays one line, whatever a name holds */
 	assert_int_equal(fname_line(&out, "uploads/%s: %d", "x\nready", 3), 0);
 	assert_string_equal(out.buf, "uploads/x\\nready: 3\n");
