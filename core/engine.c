@@ -93,6 +93,49 @@ static bool sleep_unless_cancelled(const struct engine_hooks *hooks, long ms)
 	return cancelled(hooks);
 }
 
+char *engine_url_shown(const char *url)
+{
+	CURLU *u = curl_url();
+	char *user = NULL, *password = NULL, *shown = NULL;
+
+	if (!u)
+		return NULL;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+		/* nothing libcurl would send to either: say so, show nothing */
+		shown = strdup("(not a URL)");
+		goto out;
+	}
+	curl_url_get(u, CURLUPART_USER, &user, 0);
+	curl_url_get(u, CURLUPART_PASSWORD, &password, 0);
+	/* unchanged when there is nothing to hide: libcurl's rebuilt URL
+	 * is spelled differently (a '/' added, case) */
+	if (!user && !password) {
+		shown = strdup(url);
+		goto out;
+	}
+	if (curl_url_set(u, CURLUPART_USER, "***", 0) != CURLUE_OK ||
+	    curl_url_set(u, CURLUPART_PASSWORD, NULL, 0) != CURLUE_OK ||
+	    curl_url_set(u, CURLUPART_OPTIONS, NULL, 0) != CURLUE_OK) {
+		shown = strdup("(not a URL)");
+		goto out;
+	}
+	{
+		char *rebuilt = NULL;
+
+		if (curl_url_get(u, CURLUPART_URL, &rebuilt, 0) == CURLUE_OK) {
+			shown = strdup(rebuilt);
+			curl_free(rebuilt);
+		}
+	}
+out:
+	if (password)
+		explicit_bzero(password, strlen(password));
+	curl_free(user);
+	curl_free(password);
+	curl_url_cleanup(u);
+	return shown;
+}
+
 static void audit(const struct engine_hooks *hooks,
 		  const struct engine_config *cfg, const char *purpose,
 		  int64_t started_ms, const json_t *usage, long status,
@@ -243,6 +286,17 @@ static int curl_errno(CURLcode rc)
 	}
 }
 
+/* The wait before attempt `attempt` + 2: `first` doubled `attempt` times,
+ * at most ENGINE_BACKOFF_MAX_MS (no shift past a long's width). */
+static long backoff_after(long first, int attempt)
+{
+	long wait = first < ENGINE_BACKOFF_MAX_MS ? first : ENGINE_BACKOFF_MAX_MS;
+
+	for (int i = 0; i < attempt && wait < ENGINE_BACKOFF_MAX_MS; i++)
+		wait *= 2;
+	return wait < ENGINE_BACKOFF_MAX_MS ? wait : ENGINE_BACKOFF_MAX_MS;
+}
+
 int engine_chat(const struct engine_config *cfg,
 		const struct engine_hooks *hooks, const char *purpose,
 		const json_t *messages, const json_t *tools,
@@ -253,14 +307,16 @@ int engine_chat(const struct engine_config *cfg,
 	long timeout = cfg->timeout_ms > 0 ? cfg->timeout_ms : 300000;
 	long backoff = cfg->backoff_ms > 0 ? cfg->backoff_ms : 1000;
 	int retries = cfg->retries >= 0 ? cfg->retries : 3;
-	char *body = NULL, *url = NULL, *auth = NULL;
+	char *body = NULL, *url = NULL, *auth = NULL, *shown = NULL;
 	CURL *curl = NULL;
 	int ret = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
 	body = request_body(cfg, messages, tools);
 	curl = curl_easy_init();
-	if (!body || !curl ||
+	/* errors reach status, the log and engine.log: no credentials */
+	shown = engine_url_shown(cfg->url);
+	if (!body || !curl || !shown ||
 	    asprintf(&url, "%s%schat/completions", cfg->url,
 		     cfg->url[0] && cfg->url[strlen(cfg->url) - 1] == '/' ? ""
 									   : "/") < 0) {
@@ -307,7 +363,7 @@ int engine_chat(const struct engine_config *cfg,
 			if (rc == CURLE_OPERATION_TIMEDOUT)
 				ret = ferr_set(err, -ETIMEDOUT, "the engine did not"
 					       " answer within %ld s (%s)",
-					       timeout / 1000, cfg->url);
+					       timeout / 1000, shown);
 			else if (rc == CURLE_ABORTED_BY_CALLBACK)
 				ret = ferr_set(err, -ECANCELED, "cancelled");
 			else if (t.too_big)
@@ -316,7 +372,7 @@ int engine_chat(const struct engine_config *cfg,
 					       REPLY_MAX >> 20);
 			else
 				ret = ferr_set(err, curl_errno(rc), "%s: %s",
-					       cfg->url, curl_easy_strerror(rc));
+					       shown, curl_easy_strerror(rc));
 			again = retryable_curl(rc);
 		} else if (status < 200 || status > 299) {
 			ret = ferr_set(err, -EPROTO, "the engine answered HTTP"
@@ -333,7 +389,7 @@ int engine_chat(const struct engine_config *cfg,
 		if (!ret || !again || attempt >= retries || ret == -ECANCELED)
 			break;
 		{
-			long wait = backoff << attempt;
+			long wait = backoff_after(backoff, attempt);
 
 			if (t.retry_after_s >= 0 && t.retry_after_s < 30)
 				wait = t.retry_after_s * 1000;
@@ -352,6 +408,7 @@ out:
 	curl_easy_cleanup(curl);
 	free(auth);
 	free(url);
+	free(shown);
 	free(body);
 	sbuf_release(&t.body);
 	return ret;

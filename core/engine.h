@@ -16,10 +16,12 @@
  * "completion_tokens", "http_status", "error"} (tokens and status null
  * when unknown, error null on success).  An attempt that fails with 429,
  * a 5xx status, a timeout or a refused/dropped connection is tried
- * again after a backoff (backoff_ms, doubled each time, or the server's
- * Retry-After when it says less than 30 s), at most `retries` times.
+ * again after a backoff (backoff_ms, doubled each time up to
+ * ENGINE_BACKOFF_MAX_MS, or the server's Retry-After when it says less
+ * than 30 s), at most `retries` times.
  * The key goes in an Authorization header only: it is never put in a
- * record, a message or an error.
+ * record, a message or an error; neither are credentials in the URL
+ * (engine_url_shown()).
  *
  * Thread-safe as long as each thread uses its own configuration copy;
  * engine_global_init() must have run once (libcurl's global state).
@@ -32,6 +34,9 @@
 #include <stdint.h>
 
 #include "ferr.h"
+
+/* No wait between two attempts is longer (a doubled backoff stops here). */
+#define ENGINE_BACKOFF_MAX_MS 60000L
 
 struct engine_config {
 	const char *url;	/* the base, e.g. http://127.0.0.1:8080/v1 */
@@ -61,6 +66,15 @@ struct engine_reply {
 };
 
 int engine_global_init(void);
+
+/*
+ * `url` as flowfs shows or keeps it anywhere (status, the logs,
+ * engine.log, .flowfs/config): a user name and password in it (the
+ * userinfo before '@') become the three characters "***"; a URL without
+ * them is returned as it is, one libcurl cannot parse as "(not a URL)".
+ * malloc'd; NULL: no memory.
+ */
+char *engine_url_shown(const char *url);
 
 /*
  * Send `messages` (an array of {"role", "content", ...}) with `tools`

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -62,13 +63,18 @@ static int render_config(struct flowfs *fs, const struct session_info *s,
 		if (err.message[0])
 			json_object_set_new(doc, "tool_map_error",
 					    json_string(err.message));
-		/* where runs go; never the key */
-		json_object_set_new(doc, "engine", fs->run_opt.engine.url
-			? json_pack("{ss ss sb sb}", "url", fs->run_opt.engine.url,
+		/* where runs go; never the key, nor the URL's credentials */
+		char *url = fs->run_opt.engine.url
+				    ? engine_url_shown(fs->run_opt.engine.url)
+				    : NULL;
+
+		json_object_set_new(doc, "engine", url
+			? json_pack("{ss ss sb sb}", "url", url,
 				    "model", fs->run_opt.engine.model, "key",
 				    fs->run_opt.engine.key != NULL, "allow_exec",
 				    fs->run_opt.allow_exec)
 			: json_null());
+		free(url);
 	}
 	if (doc) {
 		ret = fjson_dump(out, doc);

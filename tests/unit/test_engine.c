@@ -175,10 +175,38 @@ static void test_experiment_that_cannot_start(void **state)
 	exec_result_release(&res);
 }
 
+/* Issue 12: credentials in --engine-url showed in status, engine.log,
+ * .flowfs/config and the database. */
+static void test_url_shown(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "http://user:pass@host/v1", "http://***@host/v1" },
+		{ "https://user@host:8443/v1/", "https://***@host:8443/v1/" },
+		{ "http://:pw@127.0.0.1:8080/v1", "http://***@127.0.0.1:8080/v1" },
+		{ "http://us%40er:p%3Ass@host/v1?x=1", "http://***@host/v1?x=1" },
+		/* nothing to hide: as given, not as libcurl spells it */
+		{ "http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1" },
+		{ "HTTP://Host", "HTTP://Host" },
+		{ "http://", "(not a URL)" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char *got = engine_url_shown(cases[i][0]);
+
+		assert_non_null(got);
+		if (strcmp(got, cases[i][1]))
+			fail_msg("%s: '%s', want '%s'", cases[i][0], got,
+				 cases[i][1]);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extract_json),
+		cmocka_unit_test(test_url_shown),
 		cmocka_unit_test(test_parse_tags),
 		cmocka_unit_test(test_fold),
 		cmocka_unit_test(test_observation),
