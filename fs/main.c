@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -24,6 +25,10 @@
 #define MAX_SKILL_DIRS 32
 /* fuse_opt key of --skills=DIR, handed to take_mountpoint() */
 #define KEY_SKILLS 1
+/* fuse_opt key of a whole-number option (numeric_opts[]) */
+#define KEY_NUMBER 2
+/* the exit status of a command line flowfs cannot take */
+#define EXIT_USAGE 2
 
 struct options {
 	char *db;
@@ -44,6 +49,7 @@ struct options {
 	size_t nskill_dirs;
 	char *mountpoint;
 	int extra_args;
+	int bad_number;
 	int help;
 	int version;
 };
@@ -55,15 +61,15 @@ static const struct fuse_opt option_spec[] = {
 	{ "--engine-url=%s", offsetof(struct options, engine_url), 0 },
 	{ "--engine-model=%s", offsetof(struct options, engine_model), 0 },
 	{ "--engine-key-file=%s", offsetof(struct options, engine_key_file), 0 },
-	{ "--engine-timeout=%ld", offsetof(struct options, engine_timeout_s), 0 },
-	{ "--engine-retries=%ld", offsetof(struct options, engine_retries), 0 },
-	{ "--engine-backoff-ms=%ld", offsetof(struct options, engine_backoff_ms), 0 },
-	{ "--exec-timeout=%ld", offsetof(struct options, exec_timeout_s), 0 },
+	{ "--engine-timeout=", -1U, KEY_NUMBER },
+	{ "--engine-retries=", -1U, KEY_NUMBER },
+	{ "--engine-backoff-ms=", -1U, KEY_NUMBER },
+	{ "--exec-timeout=", -1U, KEY_NUMBER },
 	OPT("--allow-exec", allow_exec),
 	{ "--max-fetch=%s", offsetof(struct options, max_fetch), 0 },
-	{ "--fetch-timeout=%ld", offsetof(struct options, fetch_timeout_s), 0 },
+	{ "--fetch-timeout=", -1U, KEY_NUMBER },
 	{ "--fetch-low-speed=%s", offsetof(struct options, fetch_low_speed), 0 },
-	{ "--fetch-jobs=%ld", offsetof(struct options, fetch_jobs), 0 },
+	{ "--fetch-jobs=", -1U, KEY_NUMBER },
 	OPT("--fetch-allow-private", fetch_allow_private),
 	OPT("--help", help),
 	OPT("-h", help),
@@ -71,6 +77,57 @@ static const struct fuse_opt option_spec[] = {
 	OPT("-V", version),
 	FUSE_OPT_END
 };
+
+/*
+ * The whole-number options and the values each takes (README, -h): a
+ * value outside them (or a number too large for a long) would overflow
+ * the milliseconds computed from it.
+ */
+static const struct numeric_opt {
+	const char *name;
+	size_t offset;
+	long min, max;
+} numeric_opts[] = {
+	{ "--engine-timeout", offsetof(struct options, engine_timeout_s),
+	  1, 86400 },
+	{ "--engine-retries", offsetof(struct options, engine_retries), 0, 100 },
+	{ "--engine-backoff-ms", offsetof(struct options, engine_backoff_ms),
+	  1, ENGINE_BACKOFF_MAX_MS },
+	{ "--exec-timeout", offsetof(struct options, exec_timeout_s), 1, 86400 },
+	{ "--fetch-timeout", offsetof(struct options, fetch_timeout_s),
+	  1, 7 * 86400 },
+	{ "--fetch-jobs", offsetof(struct options, fetch_jobs), 1, 64 },
+};
+
+/* --NAME=VALUE of numeric_opts[] into its field; one line and -1 when
+ * VALUE is not a whole number in its range. */
+static int take_number(struct options *opts, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+
+	for (size_t i = 0; eq && i < sizeof(numeric_opts) / sizeof(*numeric_opts);
+	     i++) {
+		const struct numeric_opt *o = &numeric_opts[i];
+		char *end;
+		long v;
+
+		if (strlen(o->name) != (size_t)(eq - arg) ||
+		    strncmp(arg, o->name, (size_t)(eq - arg)))
+			continue;
+		errno = 0;
+		v = strtol(eq + 1, &end, 10);
+		if (errno || end == eq + 1 || *end || v < o->min || v > o->max) {
+			fprintf(stderr, "flowfs: %s takes a whole number from"
+				" %ld to %ld, not \"%s\"\n", o->name, o->min,
+				o->max, eq + 1);
+			opts->bad_number = 1;
+			return -1;
+		}
+		*(long *)((char *)opts + o->offset) = v;
+		return 0;
+	}
+	return -1;
+}
 
 /* An absolute path for `path`, so the daemon's chdir("/") changes nothing. */
 static char *absolute_path(const char *path)
@@ -98,6 +155,8 @@ static int take_mountpoint(void *data, const char *arg, int key,
 	struct options *opts = data;
 
 	(void)outargs;
+	if (key == KEY_NUMBER)
+		return take_number(opts, arg);
 	if (key == KEY_SKILLS) {
 		if (opts->nskill_dirs == MAX_SKILL_DIRS) {
 			fprintf(stderr, "flowfs: at most %d --skills folders\n",
@@ -133,17 +192,19 @@ static void usage(const char *prog)
 	       "              session X against it.  Nothing is sent anywhere without it.\n"
 	       "  --engine-model=NAME  the model to ask for (default \"default\")\n"
 	       "  --engine-key-file=FILE  the API key (else $FLOWFS_ENGINE_KEY)\n"
-	       "  --engine-timeout=S  seconds one engine call may take (300)\n"
-	       "  --engine-retries=N  retries on 429, 5xx and timeouts (3)\n"
-	       "  --engine-backoff-ms=MS  the first wait before a retry (1000)\n"
+	       "  --engine-timeout=S  seconds one engine call may take (300;\n"
+	       "              1 to 86400)\n"
+	       "  --engine-retries=N  retries on 429, 5xx and timeouts (3; 0 to 100)\n"
+	       "  --engine-backoff-ms=MS  the first wait before a retry (1000;\n"
+	       "              1 to 60000); it doubles, up to 60 s\n"
 	       "  --allow-exec  let scientific-workflow runs execute experiments,\n"
 	       "                in a bubblewrap sandbox (bwrap must be on PATH)\n"
-	       "  --exec-timeout=S  seconds an experiment may run (120)\n"
+	       "  --exec-timeout=S  seconds an experiment may run (120; 1 to 86400)\n"
 	       "  --max-fetch=SIZE  the largest URL input fetched (1G; K, M, G)\n"
-	       "  --fetch-timeout=S  seconds a fetch may take (3600)\n"
+	       "  --fetch-timeout=S  seconds a fetch may take (3600; 1 to 604800)\n"
 	       "  --fetch-low-speed=BYTES:S  a fetch slower than BYTES a second\n"
 	       "              for S seconds fails (1K:30; 0: no such limit)\n"
-	       "  --fetch-jobs=N  fetches going on at once, the rest wait (4)\n"
+	       "  --fetch-jobs=N  fetches going on at once, the rest wait (4; 1 to 64)\n"
 	       "  --fetch-allow-private  fetch from loopback, private and\n"
 	       "              link-local addresses too (refused by default)\n"
 	       "  -f          stay in the foreground and print log lines on stderr\n"
@@ -252,20 +313,61 @@ static int open_store(const char *db, struct store **out)
 	return ret;
 }
 
-/* The engine key: --engine-key-file's first line, else
- * $FLOWFS_ENGINE_KEY, else none.  Never printed. */
-static int read_engine_key(const struct options *opts, char **key)
+/*
+ * $FLOWFS_ENGINE_KEY, taken out of the environment (NULL when unset or
+ * out of memory): whatever the daemon starts (the refresher, an
+ * experiment, libcurl's helpers) must not inherit it, and
+ * /proc/<pid>/environ shows the environment the process started with,
+ * so the value is wiped there too.  Called before any thread exists.
+ */
+static char *take_env_key(void)
 {
-	const char *env = getenv("FLOWFS_ENGINE_KEY");
+	char *env = getenv("FLOWFS_ENGINE_KEY");
+	char *key = env && *env ? strdup(env) : NULL;
+
+	if (env)
+		explicit_bzero(env, strlen(env));
+	unsetenv("FLOWFS_ENGINE_KEY");
+	return key;
+}
+
+/*
+ * Credentials in --engine-url (user:password@) out of the command line
+ * other users read in /proc/<pid>/cmdline and ps(1): the option's text
+ * was copied by fuse_opt_parse(), argv's own bytes are overwritten.
+ */
+static void hide_url_credentials(int argc, char *argv[])
+{
+	for (int i = 1; i < argc; i++) {
+		char *url = argv[i], *at, *rest;
+
+		if (strncmp(url, "--engine-url=", 13))
+			continue;
+		rest = strstr(url, "://");
+		at = rest ? strpbrk(rest + 3, "@/?#") : NULL;
+		if (!at || *at != '@')
+			continue;
+		for (char *p = rest + 3; p < at; p++)
+			*p = '*';
+	}
+}
+
+/* The engine key: --engine-key-file's first line, else
+ * $FLOWFS_ENGINE_KEY (`env`, taken over), else none.  Never printed. */
+static int read_engine_key(const struct options *opts, char *env, char **key)
+{
 	char line[4096];
 	FILE *f;
 	size_t len;
 
 	*key = NULL;
 	if (!opts->engine_key_file) {
-		*key = env && *env ? strdup(env) : NULL;
-		return env && *env && !*key ? -ENOMEM : 0;
+		*key = env;
+		return 0;
 	}
+	if (env)
+		explicit_bzero(env, strlen(env));
+	free(env);
 	f = fopen(opts->engine_key_file, "r");
 	if (!f) {
 		fprintf(stderr, "flowfs: cannot read the engine key file %s: %s\n",
@@ -372,7 +474,13 @@ static int parse_low_speed(const char *text, struct fetch_limits *f)
 bad:
 	fprintf(stderr, "flowfs: --fetch-low-speed takes BYTES:SECONDS such as"
 		" 1K:30 (at most 1G and 86400), or 0\n");
-	return -EINVAL;
+	/* a bad number: main() exits EXIT_USAGE */
+	return -ERANGE;
+}
+
+static bool host_generated(void *ctx, const char *name)
+{
+	return fs_entry_find(ctx, NULL, SCOPE_OUTPUT, name) >= 0;
 }
 
 /* What runs use: the engine, exec, and the filesystem they write to. */
@@ -386,6 +494,16 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 		fprintf(stderr, "flowfs: --engine-url must be an http:// or"
 			" https:// URL\n");
 		return -EINVAL;
+	}
+	if (opts->engine_url) {
+		char *shown = engine_url_shown(opts->engine_url);
+
+		if (!shown || !strcmp(shown, "(not a URL)")) {
+			fprintf(stderr, "flowfs: --engine-url is not a URL\n");
+			free(shown);
+			return -EINVAL;
+		}
+		free(shown);
 	}
 	o->engine.url = opts->engine_url;
 	o->engine.model = opts->engine_model ? opts->engine_model : "default";
@@ -412,20 +530,15 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 		if (v < 0) {
 			fprintf(stderr, "flowfs: --max-fetch takes a size such"
 				" as 500M or 2G\n");
-			return -EINVAL;
+			/* a bad number: main() exits EXIT_USAGE */
+			return -ERANGE;
 		}
 		o->fetch.max_bytes = (int64_t)v;
 	}
 	if (opts->fetch_low_speed &&
 	    parse_low_speed(opts->fetch_low_speed, &o->fetch) < 0)
-		return -EINVAL;
-	/* LONG_MIN: not given */
-	if (opts->fetch_jobs != LONG_MIN &&
-	    (opts->fetch_jobs < 1 || opts->fetch_jobs > 64)) {
-		fprintf(stderr, "flowfs: --fetch-jobs takes a number from 1"
-			" to 64\n");
-		return -EINVAL;
-	}
+		return -ERANGE;
+	/* LONG_MIN: not given (numeric_opts[] checked its range) */
 	o->fetch_jobs = opts->fetch_jobs > 0 ? (unsigned)opts->fetch_jobs : 0;
 	o->fetch.allow_private = opts->fetch_allow_private;
 	fs->run_host = (struct run_host){ .ctx = fs, .lock = host_lock,
@@ -433,7 +546,8 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 					  .changed = host_changed,
 					  .settle = host_settle,
 					  .log = host_log,
-					  .fetches = &fs->fetch_queue };
+					  .fetches = &fs->fetch_queue,
+					  .generated = host_generated };
 	return 0;
 }
 
@@ -458,14 +572,22 @@ int main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct options opts = { .engine_retries = -1, .fetch_jobs = LONG_MIN };
-	char *engine_key = NULL;
+	char *engine_key = NULL, *env_key;
 	struct flowfs fs = { .refresher_fd = -1 };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
-	struct ferr err = FERR_INIT;
+	struct ferr err = FERR_INIT, exposed = FERR_INIT;
 	char *db = NULL;
 	int ret = 1;
 
+	/*
+	 * No core dump and no ptrace or /proc/<pid>/mem by another process
+	 * of the same user (an experiment, a fetched script): the daemon
+	 * holds the engine key and every session's data.  It also makes
+	 * /proc/<pid>/ root's; nothing of flowfs reads its own from outside.
+	 */
+	prctl(PR_SET_DUMPABLE, 0);
+	env_key = take_env_key();
 	/*
 	 * One request runs at a time (one lock), so per-thread malloc arenas
 	 * buy nothing, and large transient buffers (a rendered
@@ -480,10 +602,15 @@ int main(int argc, char *argv[])
 	 * the heap from shrinking and growing again around every request */
 	mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
 	/* the refresher, a process the daemon starts (refresh.c) */
-	if (argc > 1 && !strcmp(argv[1], "--refresh-helper"))
+	if (argc > 1 && !strcmp(argv[1], "--refresh-helper")) {
+		free(env_key);
 		return fs_refresher_main(argc, argv);
-	if (fuse_opt_parse(&args, &opts, option_spec, take_mountpoint) < 0)
-		return 1;
+	}
+	if (fuse_opt_parse(&args, &opts, option_spec, take_mountpoint) < 0) {
+		ret = opts.bad_number ? EXIT_USAGE : 1;
+		goto out;
+	}
+	hide_url_credentials(argc, argv);
 	if (opts.help) {
 		usage(argv[0]);
 		ret = 0;
@@ -513,9 +640,15 @@ int main(int argc, char *argv[])
 			strerror(errno));
 		goto out;
 	}
-	if (read_engine_key(&opts, &engine_key) < 0 ||
-	    configure_runs(&fs, &opts, engine_key) < 0)
+	ret = read_engine_key(&opts, env_key, &engine_key);
+	env_key = NULL;
+	if (!ret)
+		ret = configure_runs(&fs, &opts, engine_key);
+	if (ret < 0) {
+		ret = ret == -ERANGE ? EXIT_USAGE : 1;
 		goto out;
+	}
+	ret = 1;
 	if (engine_global_init() < 0) {
 		fprintf(stderr, "flowfs: cannot start libcurl\n");
 		goto out;
@@ -534,6 +667,11 @@ int main(int argc, char *argv[])
 		goto out;
 	store_close(fs.st);
 	fs.st = NULL;
+	/* one line where the caller sees it: stderr now when detaching
+	 * (syslog after), else the foreground log line below; and the
+	 * mount's .flowfs/log */
+	if (store_check_private(db, &exposed) == 1 && !cmd.foreground)
+		fprintf(stderr, "flowfs: %s\n", exposed.message);
 
 	fuse_opt_add_arg(&args, "-odefault_permissions,subtype=flowfs,fsname=flowfs");
 	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
@@ -601,6 +739,8 @@ int main(int argc, char *argv[])
 			 FLOWFS_VERSION);
 		fs_log(&fs, 0, "", fs.mountpoint, line);
 	}
+	if (exposed.message[0])
+		fs_log(&fs, 0, "", db, exposed.message);
 
 	loop = fuse_loop_cfg_create();
 	if (!loop)
@@ -658,6 +798,9 @@ out:
 	if (engine_key)
 		explicit_bzero(engine_key, strlen(engine_key));
 	free(engine_key);
+	if (env_key)
+		explicit_bzero(env_key, strlen(env_key));
+	free(env_key);
 	for (size_t i = 0; i < opts.nskill_dirs; i++)
 		free(opts.skill_dirs[i]);
 	fuse_opt_free_args(&args);

@@ -703,20 +703,22 @@ def test_key_file(make_flowfs, skill_folder, isolated_config, engine, tmp_path, 
     assert engine.requests[0]["model"] == "default"
 
 
-@pytest.mark.parametrize("args,message", [
+@pytest.mark.parametrize("args,message,status", [
     (["--engine-key-file=/nonexistent/key"],
-     "flowfs: cannot read the engine key file /nonexistent/key: No such file or directory"),
+     "flowfs: cannot read the engine key file /nonexistent/key: No such file or directory", 1),
     (["--engine-url=ftp://127.0.0.1/"],
-     "flowfs: --engine-url must be an http:// or https:// URL"),
-    (["--max-fetch=lots"], "flowfs: --max-fetch takes a size such as 500M or 2G"),
+     "flowfs: --engine-url must be an http:// or https:// URL", 1),
+    (["--engine-url=http://[::1/v1"], "flowfs: --engine-url is not a URL", 1),
+    # a number out of range: a usage error (test_security.py)
+    (["--max-fetch=lots"], "flowfs: --max-fetch takes a size such as 500M or 2G", 2),
 ])
-def test_bad_engine_options_fail_before_mounting(tmp_path, args, message):
+def test_bad_engine_options_fail_before_mounting(tmp_path, args, message, status):
     from conftest import flowfs_bin
     mnt = tmp_path / "m"
     mnt.mkdir()
     r = subprocess.run([str(flowfs_bin()), f"--db={tmp_path}/x.db", *args, str(mnt)],
                        capture_output=True, text=True, timeout=30)
-    assert r.returncode == 1
+    assert r.returncode == status
     assert r.stderr.strip() == message
     assert not os.path.ismount(mnt)
 
