@@ -93,6 +93,22 @@ def test_daemon_memory_is_not_readable(run_mount, skill_folder, engine, tmp_path
     assert engine.headers[0]["Authorization"] == "Bearer sk-test-from-a-file"
 
 
+@pytest.mark.root
+def test_the_key_is_wiped_from_the_environment_block(run_mount, skill_folder, engine):
+    """/proc/<pid>/environ shows the environment the process started with:
+    unsetenv() alone leaves the key there for root (and, were the daemon
+    dumpable, for the user's other processes)."""
+    fs, s = report_session(run_mount, skill_folder)
+    with open(f"/proc/{fs.proc.pid}/environ", "rb") as f:
+        env = f.read()
+    assert b"sk-test-0123" not in env
+    # and it is still the key runs send
+    engine.reply(content='{"answer": 1}')
+    assert write_line(s / "ctl", "run\n") == 0
+    assert wait_run(s) == "run: done"
+    assert engine.headers[0]["Authorization"] == f"Bearer {KEY}"
+
+
 def test_url_credentials_are_never_shown(run_mount, skill_folder):
     """--engine-url=http://user:pass@host/v1 showed in status, engine.log,
     .flowfs/config and the database."""
