@@ -267,12 +267,12 @@ SESSION_JSON_KEYS = "(session.json has id, created, skill, engine, title)"
 
 def test_a_log_line_is_one_line(session):
     """Line breaks in what a message quotes (a key of a refused document)
-    become blanks: the log keeps one line per event."""
+    become JSON escapes: the log keeps one line per event."""
     assert put_json(session / "session.json", {"one\ntwo\rthree": 1}) == \
         errno.EINVAL
     assert read_bytes(session / "log").count(b"\n") == 1
     assert status_of(session)[1] == [
-        ("session.json", f'unknown field "one two three" {SESSION_JSON_KEYS}')]
+        ("session.json", f'unknown field "one\\ntwo\\rthree" {SESSION_JSON_KEYS}')]
 
 
 def test_the_daemon_prints_a_log_line_as_one_line(flowfs):
@@ -283,7 +283,7 @@ def test_the_daemon_prints_a_log_line_as_one_line(flowfs):
     assert put_json(s / "session.json", {"one\ntwo\rthree": 1}) == \
         errno.EINVAL
     assert re.search(rf"^flowfs: {STATUS_TIME_RE} s/session.json: unknown"
-                     rf' field "one two three" {re.escape(SESSION_JSON_KEYS)}$',
+                     rf' field "one\\ntwo\\rthree" {re.escape(SESSION_JSON_KEYS)}$',
                      flowfs.stderr(), re.M), flowfs.stderr()
 
 
