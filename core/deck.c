@@ -853,6 +853,7 @@ struct parser {
 	const char *s;			/* current line, columns 1-80 */
 	size_t len;
 	bool skip_bare;			/* second half of a decimal comma */
+	size_t namelists;		/* so far, over all cases */
 };
 
 __attribute__((format(printf, 6, 7)))
@@ -896,6 +897,9 @@ static int ensure_case(struct parser *p)
 {
 	if (p->cur)
 		return 0;
+	if (p->d->nr >= DECK_MAX_CASES)
+		return FATAL(p, 0, "more than %d cases: a deck holds at most %d",
+			     DECK_MAX_CASES, DECK_MAX_CASES);
 	return deck_add_case(p->d, &p->cur);
 }
 
@@ -1320,6 +1324,9 @@ static int start_namelist(struct parser *p, size_t i, unsigned col)
 	if (e == i || !isalpha((unsigned char)p->s[i]))
 		return FATAL(p, i, "namelist name expected after `$`");
 	ret = take_name(p, i, e, name);
+	if (!ret && ++p->namelists > DECK_MAX_NAMELISTS)
+		ret = FATAL(p, i, "more than %d namelists: a deck holds at most %d",
+			    DECK_MAX_NAMELISTS, DECK_MAX_NAMELISTS);
 	if (!ret)
 		ret = ensure_case(p);
 	if (!ret)
@@ -1445,6 +1452,12 @@ int deck_parse(const char *text, size_t len, struct deck **out,
 	p.loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 	if (!p.d || !p.loc) {
 		ret = -ENOMEM;
+		goto out;
+	}
+	if (len > DECK_MAX_SIZE) {
+		ret = problem(&p, DECK_P_SYNTAX, DECK_FATAL, 1, 0,
+			      "the deck is %zu bytes: at most %d are read",
+			      len, DECK_MAX_SIZE);
 		goto out;
 	}
 	while (pos < len) {

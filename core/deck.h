@@ -73,6 +73,15 @@ struct sbuf;
 #define DECK_VALUE_MAX 64
 /* Longest CASEID text: columns 8-80 after `CASEID `. */
 #define DECK_CASEID_MAX (DECK_COLUMNS - 7)
+/*
+ * The largest deck read, and the most cases and namelists (over all its
+ * cases) in it.  Real decks are a few KiB with tens of namelists; the
+ * limits keep one upload from making every read of status parse megabytes
+ * (the daemon serves all sessions meanwhile).
+ */
+#define DECK_MAX_SIZE (1024 * 1024)
+#define DECK_MAX_CASES 300
+#define DECK_MAX_NAMELISTS 3000
 
 enum deck_value_type {
 	DECK_NUMBER,
@@ -320,8 +329,9 @@ size_t deck_problems_count(const struct deck_problems *p,
  * Fatal syntax (a value without a variable, `=` missing, an unclosed
  * quote, an empty value between commas, a malformed number, a name longer
  * than 6 characters, an index or repeat count out of range, a value longer
- * than DECK_VALUE_MAX) returns -EINVAL, *out NULL, and the last problem is
- * DECK_FATAL with the position.  -ENOMEM likewise leaves *out NULL.
+ * than DECK_VALUE_MAX, more than DECK_MAX_CASES cases or DECK_MAX_NAMELISTS
+ * namelists, a text longer than DECK_MAX_SIZE) returns -EINVAL, *out NULL,
+ * and the last problem is DECK_FATAL with the position.  -ENOMEM likewise leaves *out NULL.
  */
 int deck_parse(const char *text, size_t len, struct deck **out,
 	       struct deck_problems *problems);

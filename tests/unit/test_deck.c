@@ -1010,6 +1010,50 @@ static void test_example_danalex(void **state)
 	free(buf);
 }
 
+/* Repeat `unit` `n` times, then `tail`. */
+static char *repeat(const char *unit, size_t n, const char *tail)
+{
+	struct sbuf sb = SBUF_INIT;
+
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(sbuf_addstr(&sb, unit), 0);
+	assert_int_equal(sbuf_addstr(&sb, tail), 0);
+	return sbuf_detach(&sb, NULL);
+}
+
+/* The limits: size, cases, namelists; at the limits a deck parses. */
+static void test_parse_limits(void **state)
+{
+	struct deck_problems pr = DECK_PROBLEMS_INIT;
+	struct deck *d = NULL;
+	char *text;
+
+	(void)state;
+	text = repeat(" $FLTCON WT=1.0$\nNEXT CASE\n", DECK_MAX_CASES, "");
+	assert_int_equal(deck_parse(text, strlen(text), &d, NULL), 0);
+	assert_int_equal(d->nr, DECK_MAX_CASES);
+	deck_free(d);
+	free(text);
+	text = repeat(" $FLTCON WT=1.0$\nNEXT CASE\n", DECK_MAX_CASES,
+		      " $FLTCON WT=2.0$\n");
+	expect_fatal(text, 2 * DECK_MAX_CASES + 1, 1);
+	free(text);
+	text = repeat(" $FLTCON WT=1.0$\n", DECK_MAX_NAMELISTS, "");
+	assert_int_equal(deck_parse(text, strlen(text), &d, NULL), 0);
+	deck_free(d);
+	free(text);
+	text = repeat(" $FLTCON WT=1.0$\n", DECK_MAX_NAMELISTS + 1, "");
+	expect_fatal(text, DECK_MAX_NAMELISTS + 1, 3);
+	free(text);
+	text = repeat(" ", DECK_MAX_SIZE + 1, "");
+	assert_int_equal(deck_parse(text, strlen(text), &d, &pr), -EINVAL);
+	assert_int_equal(pr.nr, 1);
+	assert_string_equal(pr.v[0].message,
+			    "the deck is 1048577 bytes: at most 1048576 are read");
+	deck_problems_release(&pr);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1024,6 +1068,7 @@ int main(void)
 		cmocka_unit_test(test_parse_grammar),
 		cmocka_unit_test(test_parse_problems),
 		cmocka_unit_test(test_parse_fatal),
+		cmocka_unit_test(test_parse_limits),
 		cmocka_unit_test(test_examples_run),
 		cmocka_unit_test(test_example_sprob),
 		cmocka_unit_test(test_examples_pydatcom),
