@@ -1,6 +1,7 @@
 #include "binding.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
  */
 struct imported {
 	struct deck *rest;
+	const struct deck *cached_rest;	/* a cache slot's: not ours */
 	struct sbuf notes;
 };
 
@@ -27,7 +29,13 @@ static void imported_release(struct imported *im)
 {
 	deck_free(im->rest);
 	im->rest = NULL;
+	im->cached_rest = NULL;
 	sbuf_release(&im->notes);
+}
+
+static const struct deck *imported_rest(const struct imported *im)
+{
+	return im->rest ? im->rest : im->cached_rest;
 }
 
 /*
@@ -75,7 +83,8 @@ static int render_for005(const struct binding_ctx *c,
 			 struct sbuf *out)
 {
 	(void)c;
-	return datcom_render_with(in->parameter, im->rest, out, NULL);
+	return datcom_render_with(in->parameter, imported_rest(im), out,
+				  NULL);
 }
 
 /* The rounds of a session and its task, for the transcripts. */
@@ -145,13 +154,14 @@ static const struct artifact {
 	const char *import_input;
 	int (*import)(const char *text, size_t len, json_t **params,
 		      struct imported *im, struct ferr *err);
+	int64_t import_max;	/* the largest upload read for it */
 } artifacts[] = {
 	{ "datcom", "for005.dat", render_for005, NULL, datcom_check, "deck",
-	  import_deck },
+	  import_deck, DECK_MAX_SIZE },
 	{ "scientific-workflow", "summary.json", render_summary,
-	  transcript_exists, NULL, NULL, NULL },
+	  transcript_exists, NULL, NULL, NULL, 0 },
 	{ "scientific-workflow", "summary_readable.txt",
-	  render_summary_readable, transcript_exists, NULL, NULL, NULL },
+	  render_summary_readable, transcript_exists, NULL, NULL, NULL, 0 },
 };
 
 #define ARTIFACT_COUNT (sizeof(artifacts) / sizeof(artifacts[0]))
@@ -201,35 +211,107 @@ const struct skill *binding_skill(const struct binding_ctx *c)
 	return sk && !sk->error ? sk : NULL;
 }
 
-/*
- * The parameters an uploaded file gives (a DATCOM deck bound to input
- * "deck"): *base, or NULL when none is bound; what it cannot be read
- * for goes to `problems`.
- */
-static int import_upload(const struct binding_ctx *c, const struct artifact *a,
-			 const struct inputs *in, json_t **base,
-			 struct imported *im, struct sbuf *problems)
+/* ---- the import cache (binding.h) ----------------------------------- */
+
+static void cached_clear(struct binding_cached *e)
 {
-	const char *path = json_string_value(json_object_get(in->input,
-							     a->import_input));
-	const char *name = path ? strrchr(path, '/') : NULL;
+	json_decref(e->base);
+	deck_free(e->rest);
+	sbuf_release(&e->notes);
+	sbuf_release(&e->problems);
+	memset(e, 0, sizeof(*e));
+}
+
+void binding_cache_release(struct binding_cache *bc)
+{
+	for (int i = 0; i < BINDING_CACHE_SLOTS; i++)
+		cached_clear(&bc->slot[i]);
+}
+
+static bool cached_is(const struct binding_cached *e,
+		      const struct binding_ctx *c, const struct artifact *a,
+		      const struct tree_attr *up)
+{
+	return e->valid && e->import == (const void *)a->import &&
+	       e->session == c->s->id && e->ino == up->ino &&
+	       e->size == up->size && e->mtime_ns == up->mtime_ns &&
+	       e->ctime_ns == up->ctime_ns;
+}
+
+/* What a slot holds, as import_file() would give it. */
+static int cached_use(struct binding_cache *bc, struct binding_cached *e,
+		      json_t **base, struct imported *im,
+		      struct sbuf *problems)
+{
+	e->used = ++bc->clock;
+	bc->hits++;
+	if (e->base) {
+		*base = json_deep_copy(e->base);
+		if (!*base)
+			return -ENOMEM;
+	}
+	im->cached_rest = e->rest;
+	if (sbuf_add(&im->notes, e->notes.buf, e->notes.len) < 0 ||
+	    sbuf_add(problems, e->problems.buf, e->problems.len) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Keep what import_file() gave (the slot takes the rest of the deck). */
+static int cached_keep(struct binding_cache *bc, const struct binding_ctx *c,
+		       const struct artifact *a, const struct tree_attr *up,
+		       const json_t *base, struct imported *im,
+		       const char *problems, size_t len)
+{
+	struct binding_cached *e = &bc->slot[0];
+
+	for (int i = 1; i < BINDING_CACHE_SLOTS; i++)
+		if (!bc->slot[i].valid ||
+		    (e->valid && bc->slot[i].used < e->used))
+			e = &bc->slot[i];
+	cached_clear(e);
+	if (base) {
+		e->base = json_deep_copy(base);
+		if (!e->base)
+			return -ENOMEM;
+	}
+	if (sbuf_add(&e->notes, im->notes.buf, im->notes.len) < 0 ||
+	    sbuf_add(&e->problems, problems, len) < 0) {
+		cached_clear(e);
+		return -ENOMEM;
+	}
+	e->rest = im->rest;
+	im->cached_rest = im->rest;
+	im->rest = NULL;
+	e->valid = true;
+	e->import = (const void *)a->import;
+	e->session = c->s->id;
+	e->ino = up->ino;
+	e->size = up->size;
+	e->mtime_ns = up->mtime_ns;
+	e->ctime_ns = up->ctime_ns;
+	e->used = ++bc->clock;
+	bc->misses++;
+	return 0;
+}
+
+/* Read and import the regular file `up` (named `name` in uploads/). */
+static int import_file(const struct binding_ctx *c, const struct artifact *a,
+		       const char *name, const struct tree_attr *up,
+		       json_t **base, struct imported *im,
+		       struct sbuf *problems)
+{
 	char msg[FERR_MESSAGE_MAX + 64];
 	struct sbuf text = SBUF_INIT;
 	struct ferr err = FERR_INIT;
-	struct tree_attr up;
 	int ret;
 
-	*base = NULL;
-	if (!name)
-		return 0;
-	name++;
-	ret = tree_lookup(c->tree, c->s->uploads_ino, name, &up);
-	if (ret < 0)
-		return ret == -ENOENT ? 0 : ret;
-	if (!S_ISREG(up.mode))
-		return fname_line(problems, "uploads/%s: a folder, not a file",
-				  name);
-	ret = tree_read_all(c->tree, &up, &text);
+	/* refused before it is read: status reads it on every look */
+	if (up->size > a->import_max)
+		return fname_line(problems, "uploads/%s: %" PRId64 " bytes: at"
+				  " most %" PRId64 " are read", name, up->size,
+				  a->import_max);
+	ret = tree_read_all(c->tree, up, &text);
 	if (ret == -EFBIG)
 		ret = fname_line(problems, "uploads/%s: too large to read",
 				 name);
@@ -255,6 +337,45 @@ static int import_upload(const struct binding_ctx *c, const struct artifact *a,
 	}
 out:
 	sbuf_release(&text);
+	return ret;
+}
+
+/*
+ * The parameters an uploaded file gives (a DATCOM deck bound to input
+ * "deck"): *base, or NULL when none is bound; what it cannot be read
+ * for goes to `problems`.  From the cache when the file is unchanged.
+ */
+static int import_upload(const struct binding_ctx *c, const struct artifact *a,
+			 const struct inputs *in, json_t **base,
+			 struct imported *im, struct sbuf *problems)
+{
+	const char *path = json_string_value(json_object_get(in->input,
+							     a->import_input));
+	const char *name = path ? strrchr(path, '/') : NULL;
+	struct binding_cache *bc = c->cache;
+	size_t before = problems->len;
+	struct tree_attr up;
+	int ret;
+
+	*base = NULL;
+	if (!name)
+		return 0;
+	name++;
+	ret = tree_lookup(c->tree, c->s->uploads_ino, name, &up);
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	if (!S_ISREG(up.mode))
+		return fname_line(problems, "uploads/%s: a folder, not a file",
+				  name);
+	for (int i = 0; bc && i < BINDING_CACHE_SLOTS; i++)
+		if (cached_is(&bc->slot[i], c, a, &up))
+			return cached_use(bc, &bc->slot[i], base, im,
+					  problems);
+	ret = import_file(c, a, name, &up, base, im, problems);
+	if (!ret && bc)
+		ret = cached_keep(bc, c, a, &up, *base, im,
+				  problems->buf + before,
+				  problems->len - before);
 	return ret;
 }
 
@@ -322,7 +443,7 @@ out:
 int binding_resolve(const struct binding_ctx *c, const struct skill **skill,
 		    struct inputs *out)
 {
-	struct imported im = { NULL, SBUF_INIT };
+	struct imported im = { NULL, NULL, SBUF_INIT };
 	int ret = resolve_imported(c, skill, out, &im);
 
 	imported_release(&im);
@@ -407,7 +528,7 @@ int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out)
 static int artifact(const struct binding_ctx *c, const char *name,
 		    struct sbuf *out)
 {
-	struct imported im = { NULL, SBUF_INIT };
+	struct imported im = { NULL, NULL, SBUF_INIT };
 	struct sbuf scratch = SBUF_INIT;
 	const struct artifact *a;
 	const struct skill *sk;
@@ -508,7 +629,7 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 int binding_problems(const struct binding_ctx *c, struct sbuf *out,
 		     struct sbuf *notes)
 {
-	struct imported im = { NULL, SBUF_INIT };
+	struct imported im = { NULL, NULL, SBUF_INIT };
 	const struct skill *sk;
 	struct sbuf prompt = SBUF_INIT;
 	struct ferr err = FERR_INIT;

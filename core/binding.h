@@ -26,12 +26,48 @@
 #include "store.h"
 #include "tree.h"
 
+struct deck;
+
+/*
+ * What imported uploads gave (a DATCOM deck's parameters, the rest of
+ * it, its remarks and problems), kept between calls: parsing the deck is
+ * the costliest part of resolving a session, and status, status.json,
+ * input.json, parameter.json, prompt.txt and for005.dat all resolve it,
+ * on every read and stat.  A slot is keyed by the session, the import
+ * and the upload's inode, size, mtime and ctime (every write of the file
+ * moves its mtime, a rename over it its inode), so a hit is what a parse
+ * would give.  BINDING_CACHE_SLOTS slots, the least recently used out, at
+ * most DECK_MAX_SIZE of text parsed each.  The owner (the filesystem
+ * context) zero-fills it, serializes its users, and calls
+ * binding_cache_release() at the end.
+ */
+#define BINDING_CACHE_SLOTS 4
+
+struct binding_cache {
+	struct binding_cached {
+		bool valid;
+		const void *import;
+		int64_t session;
+		uint64_t ino;
+		int64_t size, mtime_ns, ctime_ns;
+		json_t *base;		/* NULL: it gave no parameters */
+		struct deck *rest;
+		struct sbuf notes, problems;
+		uint64_t used;
+	} slot[BINDING_CACHE_SLOTS];
+	uint64_t clock;
+	uint64_t hits, misses;	/* for tests and benches */
+};
+
+void binding_cache_release(struct binding_cache *bc);
+
 struct binding_ctx {
 	struct store *st;
 	struct tree *tree;
 	const struct skill_registry *skills;
 	const struct session_info *s;
 	const char *session_path;
+	struct binding_cache *cache;	/* NULL: parse every time */
 };
 
 /* The bound skill, NULL when none is bound or it is gone/broken. */

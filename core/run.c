@@ -516,7 +516,8 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 	r->session = s->id;
 	r->output_ino = s->output_ino;
 	r->uploads_ino = s->uploads_ino;
-	ctx = (struct binding_ctx){ host->st, host->tree, host->skills, s, path };
+	ctx = (struct binding_ctx){ host->st, host->tree, host->skills, s, path,
+				    NULL };
 	/* fills `in` whatever it returns */
 	ret = binding_resolve(&ctx, &sk, &in);
 	if (!ret && !sk)

@@ -20,7 +20,7 @@ void fs_binding_init(struct flowfs *fs, const struct session_info *s,
 	snprintf(b->path, sizeof(b->path), "%s/%s", fs->mountpoint, s->name);
 	b->ctx = (struct binding_ctx){
 		.st = fs->st, .tree = fs->tree, .skills = fs->skills,
-		.s = s, .session_path = b->path,
+		.s = s, .session_path = b->path, .cache = &fs->binding_cache,
 	};
 }
 

@@ -116,6 +116,8 @@ struct flowfs {
 		uint64_t used;	/* fs->render_clock when last used */
 	} rendered[FS_RENDERED_SLOTS];
 	uint64_t render_clock;
+	/* parsed decks (binding.h), for every session's binding */
+	struct binding_cache binding_cache;
 	/* each process's own view of the reserved names it removed or made
 	 * (ops.c), the lock held */
 	struct fs_seen seen[FS_SEEN_SLOTS];

@@ -777,6 +777,7 @@ out:
 	free(fs.tools_path);
 	for (int i = 0; i < FS_RENDERED_SLOTS; i++)
 		sbuf_release(&fs.rendered[i].content);
+	binding_cache_release(&fs.binding_cache);
 	skill_registry_free(fs.skills);
 	store_close(fs.st);
 	if (fs.tree) {

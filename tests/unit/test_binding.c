@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 
 #include "binding.h"
+#include "deck.h"
+#include "flowfs-config.h"
 #include "unit.h"
 
 #define SESSION_PATH "/mnt/flow/s1"
@@ -102,6 +104,21 @@ static int setup(void **state)
 			   &err) < 0)
 		return -1;
 	return 0;
+}
+
+/* The fixture with the built-in skills (datcom) known too. */
+static int setup_builtin(void **state)
+{
+	struct fixture *fx;
+	const char *dirs[2];
+
+	if (setup(state) < 0)
+		return -1;
+	fx = *state;
+	skill_registry_free(fx->reg);
+	dirs[0] = fx->skills;
+	dirs[1] = FLOWFS_SOURCE_SKILLS;
+	return skill_registry_new(&fx->reg, dirs, 2) < 0 ? -1 : 0;
 }
 
 static int teardown(void **state)
@@ -299,6 +316,81 @@ static void test_skill_broken(void **state)
 	expect_render(fx, binding_render_input, "{}");
 }
 
+/* What the session's problems and notes say, from `cache` (or none). */
+static void problems_with(struct fixture *fx, struct binding_cache *cache,
+			  struct sbuf *out)
+{
+	struct binding_ctx c = ctx(fx);
+	struct sbuf notes = SBUF_INIT;
+
+	c.cache = cache;
+	sbuf_reset(out);
+	assert_int_equal(binding_problems(&c, out, &notes), 0);
+	assert_int_equal(sbuf_add(out, notes.buf, notes.len), 0);
+	sbuf_release(&notes);
+}
+
+static void put_deck(struct fixture *fx, const char *text, size_t len)
+{
+	assert_int_equal(tree_put_file(fx->t, fx->s.uploads_ino, "deck.dat",
+				       text, len, NULL), 0);
+}
+
+/* A parsed deck is kept until its file changes, and what is kept reads
+ * as a parse would. */
+static void test_deck_cache(void **state)
+{
+	static const char good[] = " $FLTCON WT=4960.0$\nNEXT CASE\n"
+				   " $FLTCON WT=1.0$\n";
+	static const char bad[] = " $FLTCON WT=49.0,,$\nNEXT CASE\n";
+	struct fixture *fx = *state;
+	struct binding_cache cache;
+	struct sbuf want = SBUF_INIT, got = SBUF_INIT;
+
+	memset(&cache, 0, sizeof(cache));
+	bind(fx, "{\"skill\": \"datcom\"}");
+	put_deck(fx, good, strlen(good));
+	problems_with(fx, NULL, &want);
+	assert_non_null(strstr(want.buf, "uploads/deck.dat: "));
+	problems_with(fx, &cache, &got);
+	assert_string_equal(got.buf, want.buf);
+	problems_with(fx, &cache, &got);
+	assert_string_equal(got.buf, want.buf);
+	assert_int_equal(cache.misses, 1);
+	assert_int_equal(cache.hits, 1);
+	/* a new version of the file: parsed again */
+	put_deck(fx, bad, strlen(bad));
+	problems_with(fx, NULL, &want);
+	assert_non_null(strstr(want.buf, "uploads/deck.dat: line 1, column"));
+	problems_with(fx, &cache, &got);
+	assert_string_equal(got.buf, want.buf);
+	assert_int_equal(cache.misses, 2);
+	binding_cache_release(&cache);
+	sbuf_release(&want);
+	sbuf_release(&got);
+}
+
+/* A deck past DECK_MAX_SIZE is a problem, not read. */
+static void test_deck_too_big(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = DECK_MAX_SIZE + 1;
+	char *text = malloc(len), want[128];
+	struct sbuf got = SBUF_INIT;
+
+	assert_non_null(text);
+	memset(text, ' ', len);
+	bind(fx, "{\"skill\": \"datcom\"}");
+	put_deck(fx, text, len);
+	problems_with(fx, NULL, &got);
+	snprintf(want, sizeof(want),
+		 "uploads/deck.dat: %zu bytes: at most %d are read\n", len,
+		 DECK_MAX_SIZE);
+	assert_non_null(strstr(got.buf, want));
+	free(text);
+	sbuf_release(&got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +399,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mtime, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_skill_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_skill_broken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deck_cache, setup_builtin,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_deck_too_big, setup_builtin,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
