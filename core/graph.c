@@ -1,6 +1,7 @@
 #include "graph.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1765,6 +1766,40 @@ static int check_edges_into(struct store *st, int64_t session, const char *id,
 	return ret;
 }
 
+/*
+ * Whether `id` may be stored: it replaces a stored one, or the session
+ * holds fewer than the limit of its kind besides its own draft (drafts
+ * count: each is an open file that may become one).
+ */
+static int room_for(struct store *st, int64_t session, enum graph_kind kind,
+		    const char *id, struct ferr *err)
+{
+	/* a replace takes no room (0); a draft of its own is no other */
+#define ROOM_SQL(table, stored)						\
+	"SELECT CASE WHEN EXISTS (SELECT 1 FROM " table " WHERE"	\
+	" session = ?1 AND id = ?2 AND " stored ") THEN 0"		\
+	" ELSE (SELECT count(*) FROM " table " WHERE session = ?1)"	\
+	" - EXISTS (SELECT 1 FROM " table " WHERE session = ?1"		\
+	" AND id = ?2) END"
+	static const char nodes_sql[] = ROOM_SQL("graph_nodes",
+						 "doc IS NOT NULL");
+	static const char edges_sql[] = ROOM_SQL("graph_edges",
+						 "source IS NOT NULL");
+#undef ROOM_SQL
+	int64_t count = 0;
+	long max = kind == GRAPH_NODE ? GRAPH_MAX_NODES : GRAPH_MAX_EDGES;
+	int ret;
+
+	ret = store_int(st, kind == GRAPH_NODE ? nodes_sql : edges_sql,
+			&count, STORE_INT(session), STORE_TEXT(id));
+	if (!ret && count >= max)
+		ret = ferr_set(err, -EINVAL,
+			       "the graph has %" PRId64 " %s: a graph holds at most %ld",
+			       count, kind == GRAPH_NODE ? "nodes" : "edges",
+			       max);
+	return ret;
+}
+
 static int commit_node(struct store *st, const struct graph_tools *tools,
 		       int64_t session, const char *id, const json_t *v,
 		       struct ferr *err)
@@ -1786,6 +1821,8 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 		goto out;
 	}
 	ret = session_exists(st, session);
+	if (!ret)
+		ret = room_for(st, session, GRAPH_NODE, id, err);
 	if (!ret)
 		ret = load_node(st, session, id, &seq, &old);
 	if (ret < 0)
@@ -1848,6 +1885,8 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 		goto out;
 	}
 	ret = session_exists(st, session);
+	if (!ret)
+		ret = room_for(st, session, GRAPH_EDGE, e.f[0], err);
 	if (ret < 0)
 		goto rollback;
 	ret = place_edge(st, session, &e, &sp, now, &was, &why);
@@ -2546,6 +2585,15 @@ static int check_top(const json_t *doc, const json_t **nodes,
 			     "meta has template_uuid", err);
 	if (ret < 0)
 		return ret;
+	/* before anything in them is checked: that is the work it bounds */
+	if (json_array_size(*nodes) > GRAPH_MAX_NODES)
+		return ferr_set(err, -EINVAL,
+				"\"nodes\": %zu nodes: a graph holds at most %d",
+				json_array_size(*nodes), GRAPH_MAX_NODES);
+	if (json_array_size(*edges) > GRAPH_MAX_EDGES)
+		return ferr_set(err, -EINVAL,
+				"\"edges\": %zu edges: a graph holds at most %d",
+				json_array_size(*edges), GRAPH_MAX_EDGES);
 	*uuid = json_object_get(meta, "template_uuid");
 	if (*uuid && !json_is_null(*uuid) &&
 	    (!json_is_string(*uuid) ||
@@ -2673,7 +2721,7 @@ int graph_infer_edges(struct store *st, int64_t session, size_t *added,
 	struct sbuf eid = SBUF_INIT;
 	char **ids = NULL;
 	json_t **docs = NULL;
-	size_t n = 0, alloc = 0, next_n = 1;
+	size_t n = 0, alloc = 0, next_n = 1, edges = 0;
 	int64_t now = store_now_ns();
 	sqlite3_stmt *q;
 	int rc, ret;
@@ -2726,9 +2774,11 @@ int graph_infer_edges(struct store *st, int64_t session, size_t *added,
 		goto rollback;
 	}
 	sqlite3_bind_int64(q, 1, session);
-	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		ret = smap_put(&taken, (const char *)sqlite3_column_text(q, 0),
 			       (size_t)sqlite3_column_bytes(q, 0), 0, NULL);
+		edges++;
+	}
 	store_done(q);
 	if (!ret && rc != SQLITE_DONE)
 		ret = store_errno(rc);
@@ -2764,6 +2814,13 @@ int graph_infer_edges(struct store *st, int64_t session, size_t *added,
 		}
 		if (ret < 0)
 			goto rollback;
+		if (edges + *added >= GRAPH_MAX_EDGES) {
+			ret = sbuf_addf(report, "stopped before %s -> %s: a graph holds at most %d edges\n",
+					f[1], f[3], GRAPH_MAX_EDGES);
+			if (ret < 0)
+				goto rollback;
+			break;
+		}
 		for (;;) {
 			sbuf_reset(&eid);
 			ret = sbuf_addf(&eid, "edge-$id%zu", next_n);

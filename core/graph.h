@@ -127,6 +127,18 @@
 
 /* Bounds of the pending edges of a session (see above). */
 #define GRAPH_PENDING_MAX 1000
+/*
+ * The most nodes and edges (pending ones and drafts included) a
+ * session's graph holds: twice the 10,000 of tests/bench/bench_graph.py
+ * (a 16 MiB parameters.json of 20,000 nodes takes about a second to
+ * store, and every session waits meanwhile).  A write that would pass one
+ * is refused (-EINVAL, "the graph has 20000 nodes: a graph holds at most
+ * 20000"): parameters.json before anything in it is checked, a new node
+ * or edge file before it is stored; infer-edges adds what fits and says
+ * where it stopped.
+ */
+#define GRAPH_MAX_NODES 20000
+#define GRAPH_MAX_EDGES 20000
 #define GRAPH_PENDING_SIZE 4096
 
 enum graph_kind { GRAPH_NODE, GRAPH_EDGE };

@@ -2196,6 +2196,36 @@ static void test_chain(void **state)
 	}
 }
 
+/* parameters.json past GRAPH_MAX_NODES or GRAPH_MAX_EDGES is refused
+ * before any of its items is looked at (these are not even valid). */
+static void test_params_counts(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf sb = SBUF_INIT;
+	char want[128];
+
+	for (int kind = 0; kind < 2; kind++) {
+		long max = kind ? GRAPH_MAX_EDGES : GRAPH_MAX_NODES;
+
+		sbuf_reset(&sb);
+		assert_int_equal(sbuf_addstr(&sb, kind ? "{\"nodes\": [],"
+					     " \"edges\": [" : "{\"nodes\": ["),
+				 0);
+		for (long i = 0; i <= max; i++)
+			assert_int_equal(sbuf_addstr(&sb, i ? ", 0" : "0"), 0);
+		assert_int_equal(sbuf_addstr(&sb, kind ? "], \"meta\": {}}"
+					     : "], \"edges\": [], \"meta\": {}}"),
+				 0);
+		assert_int_equal(commit_params(fx, sb.buf), -EINVAL);
+		snprintf(want, sizeof(want),
+			 "\"%s\": %ld %s: a graph holds at most %ld",
+			 kind ? "edges" : "nodes", max + 1,
+			 kind ? "edges" : "nodes", max);
+		assert_string_equal(fx->err.message, want);
+	}
+	sbuf_release(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2239,6 +2269,8 @@ int main(void)
 		cmocka_unit_test(test_output_name),
 		cmocka_unit_test_setup_teardown(test_tools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_params_counts, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
