@@ -324,6 +324,29 @@ static int may_be(struct store *st, int64_t session, int64_t number,
 	return check_in_place(st, session, number, doc, err);
 }
 
+/* Whether a round of `size` bytes fits as round `number`. */
+static int room_for(struct store *st, int64_t session, int64_t number,
+		    size_t size, struct ferr *err)
+{
+	static const char sql[] = "SELECT coalesce(sum(size), 0) FROM rounds"
+		" WHERE session = ?1 AND n != ?2";
+	char file[48];
+	int64_t others = 0;
+	int ret;
+
+	if (size > ROUNDSTORE_ROUND_MAX)
+		return ferr_refuse(err, -EINVAL, round_file(file, number),
+				   "%zu bytes: a round holds at most %d",
+				   size, ROUNDSTORE_ROUND_MAX);
+	ret = store_int(st, sql, &others, STORE_INT(session),
+			STORE_INT(number));
+	if (!ret && others + (int64_t)size > ROUNDSTORE_TOTAL_MAX)
+		ret = ferr_refuse(err, -EINVAL, round_file(file, number),
+				  "%zu bytes after %" PRId64 " in the other rounds: a session's rounds hold at most %d together",
+				  size, others, ROUNDSTORE_TOTAL_MAX);
+	return ret;
+}
+
 /* Store `doc` as round `number` when it may be (the caller's
  * transaction is open). */
 static int store_round(struct store *st, int64_t session, int64_t number,
@@ -348,6 +371,8 @@ static int store_round(struct store *st, int64_t session, int64_t number,
 	ret = may_be(st, session, number, doc, err);
 	if (!ret)
 		ret = fjson_dump(&canon, doc);
+	if (!ret)
+		ret = room_for(st, session, number, canon.len, err);
 	if (ret < 0)
 		goto out;
 	q = round_stmt(st, sql, session, number);

@@ -43,6 +43,15 @@
 /* The most rounds a session holds (seed 004 runs at most 50 iterations;
  * the bound keeps one write's check linear and small). */
 #define ROUNDSTORE_MAX 1000
+/*
+ * The largest round (its stored document) and the most all of a
+ * session's rounds hold together: output/summary.json is built from
+ * all of them on a read, so they bound what one read builds.  A write
+ * past either is refused (-EINVAL, "rounds/3.json: 2000000 bytes: a
+ * round holds at most 1048576").
+ */
+#define ROUNDSTORE_ROUND_MAX (1024 * 1024)
+#define ROUNDSTORE_TOTAL_MAX (16 * 1024 * 1024)
 
 /* A stored round as a folder lists it. */
 struct roundstore_item {

@@ -534,6 +534,50 @@ static void test_migration_from_version_5(void **state)
 	sbuf_release(&content);
 }
 
+/* A round of `fill` bytes of observation (round 1, or a later one). */
+static char *big_round(int64_t n, size_t fill)
+{
+	struct sbuf sb = SBUF_INIT;
+
+	assert_int_equal(sbuf_addstr(&sb, n == 1
+			 ? "{\"phenomenon\": \"P\", \"hypothesis\": \"H\", \"model\": \"M\", \"experiment\": \"E\", \"observation\": \""
+			 : "{\"inference\": \"I\", \"hypothesis\": \"H\", \"model\": \"M\", \"experiment\": \"E\", \"observation\": \""), 0);
+	for (size_t i = 0; i < fill; i++)
+		assert_int_equal(sbuf_addch(&sb, 'x'), 0);
+	assert_int_equal(sbuf_addstr(&sb, "\"}"), 0);
+	return sbuf_detach(&sb, NULL);
+}
+
+/* A round past ROUNDSTORE_ROUND_MAX, and rounds past
+ * ROUNDSTORE_TOTAL_MAX together, are refused; a replace counts once. */
+static void test_size_limits(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	const size_t fill = ROUNDSTORE_ROUND_MAX - 200;
+	int64_t n;
+	char *doc;
+
+	doc = big_round(1, ROUNDSTORE_ROUND_MAX);
+	assert_int_equal(put(fx, 1, doc, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "a round holds at most 1048576"));
+	free(doc);
+	for (n = 1; n <= ROUNDSTORE_TOTAL_MAX / ROUNDSTORE_ROUND_MAX; n++) {
+		doc = big_round(n, fill);
+		put_ok(fx, n, doc);
+		free(doc);
+	}
+	doc = big_round(n, fill);
+	assert_int_equal(put(fx, n, doc, &err), -EINVAL);
+	assert_non_null(strstr(err.message,
+			       "a session's rounds hold at most 16777216 together"));
+	free(doc);
+	doc = big_round(n - 1, fill);
+	put_ok(fx, n - 1, doc);
+	free(doc);
+	assert_int_equal(count(fx), (size_t)(n - 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -556,6 +600,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drafts_are_not_rounds,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_size_limits, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_mtime_follows_every_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_from_version_5,
