@@ -98,6 +98,9 @@
 
 #define CONTEXT_MAX_PHASES 3
 #define CONTEXT_MAX_TASKS 8
+/* The largest context.json, as written and as stored (indented): every
+ * read of context.txt renders it again. */
+#define CONTEXT_MAX_SIZE (1024 * 1024)
 
 /*
  * Check a parsed context.json (converting a legacy message first).  0 and

@@ -839,6 +839,10 @@ int session_commit_context(struct store *st, const struct session_info *s,
 	json_t *doc = NULL, *checked = NULL;
 	int ret;
 
+	if (len > CONTEXT_MAX_SIZE)
+		return ferr_refuse(err, -EINVAL, "context.json",
+				   "%zu bytes: a context holds at most %d",
+				   len, CONTEXT_MAX_SIZE);
 	ret = fjson_parse(&doc, text, len, err);
 	if (ret < 0)
 		return ret;
@@ -847,6 +851,10 @@ int session_commit_context(struct store *st, const struct session_info *s,
 		ret = context_check(doc, &checked, err);
 		if (!ret)
 			ret = fjson_dump(&canon, checked);
+		if (!ret && canon.len > CONTEXT_MAX_SIZE)
+			ret = ferr_refuse(err, -EINVAL, "context.json",
+					  "%zu bytes as stored (indented): a context holds at most %d",
+					  canon.len, CONTEXT_MAX_SIZE);
 		if (ret < 0)
 			goto out;
 	}

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "session.h"
+#include "context.h"
 #include "unit.h"
 
 /* 1795250759 s is 2026-11-21T08:45:59Z (Python, see above) */
@@ -858,6 +859,45 @@ static void test_format_time(void **state)
 			    "2000-01-01T00:00:00Z");
 }
 
+/* context.json past CONTEXT_MAX_SIZE, as written or as stored
+ * (indented), is refused; the stored context stays. */
+static void test_context_size(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "ctx");
+	struct ferr err = FERR_INIT;
+	size_t len = CONTEXT_MAX_SIZE + 1;
+	struct sbuf out = SBUF_INIT;
+	int64_t mtime;
+	char *text = malloc(len);
+
+	assert_non_null(text);
+	memset(text, ' ', len);
+	memcpy(text, "null", 4);
+	assert_int_equal(session_commit_context(fx->st, &s, text, len, &err),
+			 -EINVAL);
+	assert_string_equal(err.message,
+			    "context.json: 1048577 bytes: a context holds at most 1048576");
+	/* small as written, past the limit once indented: a legacy
+	 * message whose call's arguments are an array of empty arrays */
+	len = (size_t)sprintf(text, "{\"role\": \"assistant\", \"content\":"
+			      " \"c\", \"tool_calls\": [{\"id\": \"1\", \"type\":"
+			      " \"function\", \"function\": {\"name\":"
+			      " \"run_terminal\", \"arguments\": \"[");
+	while (len < CONTEXT_MAX_SIZE / 2 - 8)
+		len += (size_t)sprintf(text + len, "[],");
+	len += (size_t)sprintf(text + len, "[]]\"}}]}");
+	ferr_clear(&err);
+	assert_int_equal(session_commit_context(fx->st, &s, text, len, &err),
+			 -EINVAL);
+	if (!strstr(err.message, "bytes as stored (indented): a context holds at most"))
+		fail_msg("%s", err.message);
+	assert_int_equal(session_render_context(fx->st, &s, &out, &mtime), 0);
+	assert_string_equal(out.buf, "null");
+	sbuf_release(&out);
+	free(text);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -879,6 +919,7 @@ int main(void)
 		T(test_has_data),
 		T(test_renew_uploads),
 		T(test_log),
+		T(test_context_size),
 		cmocka_unit_test(test_format_time),
 	};
 
