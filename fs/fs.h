@@ -118,6 +118,9 @@ struct flowfs {
 	uint64_t render_clock;
 	/* parsed decks (binding.h), for every session's binding */
 	struct binding_cache binding_cache;
+	/* the bytes held by documents being written (H_DOC buffers), all
+	 * sessions together: ops.c bounds it and each session's share */
+	size_t doc_bytes;
 	/* each process's own view of the reserved names it removed or made
 	 * (ops.c), the lock held */
 	struct fs_seen seen[FS_SEEN_SLOTS];

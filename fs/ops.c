@@ -21,6 +21,15 @@
  * attributes (the size!) are never cached. */
 #define LONG_TIMEOUT 3600.0
 #define DOC_MAX_SIZE (16 * 1024 * 1024)
+/*
+ * A document being written is held whole in memory until it is
+ * committed, so what those buffers hold together is bounded, for each
+ * session and for the mount: a write, truncate or open that would pass
+ * it fails with ENOSPC (EFBIG would say the file is too big; it is the
+ * drafts together that are) and the session's log says so.
+ */
+#define DOC_SESSION_BUDGET ((size_t)64 * 1024 * 1024)
+#define DOC_MOUNT_BUDGET ((size_t)256 * 1024 * 1024)
 /* A path in a session as its log names it: "parameters_output/" + a
  * 255-byte name. */
 #define STATUS_PATH_MAX 280
@@ -56,6 +65,10 @@ struct handle {
 	bool dirty;		/* H_DOC: written since the last commit; H_FILE,
 				 * H_SINK: since the last flush */
 	bool refused;		/* H_DOC: this draft was refused already */
+	/* H_DOC: the bytes of content counted in fs->doc_bytes, and
+	 * whether the log said a write passed the budget */
+	size_t budgeted;
+	bool budget_logged;
 	/* H_DOC: it created the collection item's draft and has not stored
 	 * a version since: its last close drops the draft.  Only the creator:
 	 * a late release of an earlier handle on the same name (the kernel
@@ -76,6 +89,8 @@ struct handle {
 };
 
 static void release_handle(struct flowfs *fs, struct handle *h);
+struct doc_target;
+static void target_path(const struct doc_target *t, char *buf, size_t size);
 struct node;
 static bool node_is_dir(const struct node *n);
 
@@ -173,6 +188,7 @@ static void handle_free(struct flowfs *fs, struct handle *h)
 	if (!h)
 		return;
 	pthread_mutex_lock(&fs->handles_lock);
+	fs->doc_bytes -= h->budgeted;
 	if (h->prev)
 		h->prev->next = h->next;
 	else
@@ -1179,8 +1195,68 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
 
 /* The handle's buffer (a document's draft) made `size` bytes long: cut,
  * or grown with zeros. */
-static int buffer_resize(struct handle *h, size_t size)
+/*
+ * Count `len` bytes for h's buffer when the budgets (above) allow.  The
+ * handle list is what the session's share is summed from: a handful of
+ * handles, walked only when a buffer grows.
+ */
+static int doc_budget(struct flowfs *fs, struct handle *h, size_t len)
 {
+	size_t session = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&fs->handles_lock);
+	if (len > h->budgeted) {
+		for (const struct handle *o = fs->open_handles; o; o = o->next)
+			if (o->session == h->session)
+				session += o->budgeted;
+		if (session - h->budgeted + len > DOC_SESSION_BUDGET ||
+		    fs->doc_bytes - h->budgeted + len > DOC_MOUNT_BUDGET)
+			ret = -ENOSPC;
+	}
+	if (!ret) {
+		fs->doc_bytes = fs->doc_bytes - h->budgeted + len;
+		h->budgeted = len;
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	return ret;
+}
+
+/* The log's line for a document refused room (once per descriptor),
+ * the lock held. */
+static void log_budget(struct flowfs *fs, struct handle *h, size_t len)
+{
+	struct session_info s;
+	char path[STATUS_PATH_MAX], line[FERR_MESSAGE_MAX];
+
+	if (h->budget_logged || session_get(fs->st, h->session, &s) < 0)
+		return;
+	h->budget_logged = true;
+	target_path(&h->target, path, sizeof(path));
+	snprintf(line, sizeof(line),
+		 "no room to hold %zu bytes: documents being written hold at most %zu MiB per session and %zu MiB in all until they are closed",
+		 len, DOC_SESSION_BUDGET >> 20, DOC_MOUNT_BUDGET >> 20);
+	fs_log(fs, s.id, s.name, path, line);
+}
+
+/* A document opened for writing holds what it read in its buffer. */
+static int open_budget(struct flowfs *fs, struct handle *h)
+{
+	int ret = h->kind == H_DOC ? doc_budget(fs, h, h->content.len) : 0;
+
+	if (ret < 0)
+		log_budget(fs, h, h->content.len);
+	return ret;
+}
+
+static int buffer_resize(struct flowfs *fs, struct handle *h, size_t size)
+{
+	int ret = doc_budget(fs, h, size);
+
+	if (ret < 0) {
+		log_budget(fs, h, size);
+		return ret;
+	}
 	if (size > h->content.len) {
 		size_t old = h->content.len;
 		int ret = sbuf_grow(&h->content, size - old);
@@ -1259,7 +1335,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		goto out;
 	}
 	ret = attr->st_size > DOC_MAX_SIZE
-		      ? -EFBIG : buffer_resize(h, (size_t)attr->st_size);
+		      ? -EFBIG : buffer_resize(fs, h, (size_t)attr->st_size);
 	if (ret < 0)
 		goto out;
 	h->dirty = true;
@@ -2263,6 +2339,9 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 			if (ret < 0)
 				goto fail;
 		}
+		ret = open_budget(fs, h);
+		if (ret < 0)
+			goto fail;
 		*out = h;
 		return 0;
 	}
@@ -2306,6 +2385,9 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 		if (ret < 0)
 			goto fail;
 	}
+	ret = open_budget(fs, h);
+	if (ret < 0)
+		goto fail;
 	/*
 	 * O_TRUNC alone is no new version: shells open, dup2 and close the
 	 * file before the first write, and that close must not commit an
@@ -2501,11 +2583,11 @@ static int run_control(struct flowfs *fs, struct handle *h, const char *buf,
 }
 
 /* `size` bytes at `off` into a document's draft. */
-static int buffer_write(struct handle *h, const char *buf, size_t size,
-			size_t off)
+static int buffer_write(struct flowfs *fs, struct handle *h, const char *buf,
+			size_t size, size_t off)
 {
-	int ret = off + size > h->content.len ? buffer_resize(h, off + size)
-					      : 0;
+	int ret = off + size > h->content.len
+			  ? buffer_resize(fs, h, off + size) : 0;
 
 	if (!ret)
 		memcpy(h->content.buf + off, buf, size);
@@ -2553,7 +2635,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		}
 		/* a flush of a dup'ed descriptor may read it meanwhile */
 		lock(fs);
-		ret = buffer_write(h, buf, size, (size_t)off);
+		ret = buffer_write(fs, h, buf, size, (size_t)off);
 		if (!ret) {
 			h->dirty = true;
 			h->refused = false;
