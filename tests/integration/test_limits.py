@@ -1,0 +1,269 @@
+"""Bounded work (issue 12, "One writer stalls or bloats the daemon"): a
+DATCOM deck, a job graph, a transcript, a context and the documents being
+written each have a limit (README, Security); past it the writer gets an
+errno and the session's status or log a line that says which limit.
+
+Each test is an attack of the issue, cut down to just past the limit, so
+that it runs in seconds: on a daemon without the limits every write here
+is accepted (and the deck parsed on every read of status).
+"""
+
+import errno
+import json
+import os
+
+import pytest
+
+from conftest import (bind, log_entries, put, put_json, status_of,
+                      write_bytes)
+
+MiB = 1024 * 1024
+DECK_MAX_SIZE = MiB
+DECK_MAX_CASES = 300
+DECK_MAX_NAMELISTS = 3000
+GRAPH_MAX_NODES = 20000
+GRAPH_MAX_EDGES = 20000
+ROUND_MAX = MiB
+ROUNDS_TOTAL_MAX = 16 * MiB
+CONTEXT_MAX = MiB
+DOC_MAX = 16 * MiB
+DOC_SESSION_BUDGET = 64 * MiB
+DOC_MOUNT_BUDGET = 256 * MiB
+
+
+@pytest.fixture
+def dsession(make_flowfs, isolated_config):
+    """A session bound to datcom."""
+    s = make_flowfs().mnt / "s"
+    os.mkdir(s)
+    assert bind(s, "datcom") == 0
+    return s
+
+
+def deck_problems(session):
+    return [p for p in status_of(session)[0]
+            if p.startswith("uploads/deck.dat: ")]
+
+
+# -- the deck ---------------------------------------------------------------
+
+def test_deck_past_its_size_is_not_read(dsession):
+    """The issue's 54 MiB deck, cut to just past 1 MiB: status says it is
+    too big (it is never parsed), and a deck within it reads again."""
+    card = b" $FLTCON WT=4960.0$\n"
+    deck = card * (DECK_MAX_SIZE // len(card) + 1)
+    assert len(deck) > DECK_MAX_SIZE
+    write_bytes(dsession / "uploads" / "deck.dat", deck)
+    assert deck_problems(dsession) == [
+        f"uploads/deck.dat: {len(deck)} bytes: at most {DECK_MAX_SIZE}"
+        " are read"]
+    assert json.loads((dsession / "status.json").read_bytes())["ready"] \
+        is False
+    write_bytes(dsession / "uploads" / "deck.dat", card + b"NEXT CASE\n")
+    assert deck_problems(dsession) == []
+
+
+@pytest.mark.parametrize("deck, line, column, what, limit", [
+    # namelists, well within the size
+    (b" $FLTCON WT=1.0$\n" * (DECK_MAX_NAMELISTS + 1),
+     DECK_MAX_NAMELISTS + 1, 3, "namelists", DECK_MAX_NAMELISTS),
+    (b" $FLTCON WT=1.0$\nNEXT CASE\n" * DECK_MAX_CASES
+     + b" $FLTCON WT=2.0$\n", 2 * DECK_MAX_CASES + 1, 1, "cases",
+     DECK_MAX_CASES),
+], ids=["namelists", "cases"])
+def test_deck_counts(dsession, deck, line, column, what, limit):
+    """More namelists or cases than a deck holds: a problem in status
+    naming the line where the limit was passed."""
+    assert len(deck) < DECK_MAX_SIZE
+    write_bytes(dsession / "uploads" / "deck.dat", deck)
+    assert deck_problems(dsession) == [
+        f"uploads/deck.dat: line {line}, column {column}: more than"
+        f" {limit} {what}: a deck holds at most {limit}"]
+
+
+def test_deck_rewritten_in_place_is_read_again(dsession):
+    """Status keeps a parsed deck until the file changes: a rewrite of
+    the same size (same inode) shows at once."""
+    good = b" $FLTCON WT=4960.0$\nNEXT CASE\n"
+    bad = b" $FLTCON WT=49.0,,$\nNEXT CASE\n"
+    assert len(bad) == len(good)
+    path = dsession / "uploads" / "deck.dat"
+    write_bytes(path, good)
+    assert deck_problems(dsession) == []
+    ino = os.stat(path).st_ino
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        assert os.pwrite(fd, bad, 0) == len(bad)
+    finally:
+        os.close(fd)
+    assert os.stat(path).st_ino == ino
+    problems = deck_problems(dsession)
+    assert len(problems) == 1 and "line 1, column" in problems[0], problems
+    write_bytes(path, good)
+    assert deck_problems(dsession) == []
+
+
+# -- the job graph ----------------------------------------------------------
+
+def graph_doc(nodes, edges=()):
+    return {"nodes": [{"id": f"n{i}", "label": "relax"}
+                      for i in range(nodes)],
+            "edges": list(edges), "meta": {}}
+
+
+def last_log(session):
+    return [(p, m) for _, p, m in log_entries(session / "log")][-1]
+
+
+def test_graph_node_and_edge_counts(session):
+    """parameters.json past the node or edge limit is refused before its
+    nodes are checked; a graph at the limit takes no new node file, but a
+    node rewritten in place is no new node."""
+    assert put_json(session / "parameters.json",
+                    graph_doc(GRAPH_MAX_NODES + 1)) == errno.EINVAL
+    assert last_log(session) == (
+        "parameters.json",
+        f'"nodes": {GRAPH_MAX_NODES + 1} nodes: a graph holds at most'
+        f" {GRAPH_MAX_NODES}")
+    edge = {"source_node_id": "n0", "target_node_id": "n1"}
+    edges = [dict(edge, id=f"e{i}") for i in range(GRAPH_MAX_EDGES + 1)]
+    assert put_json(session / "parameters.json",
+                    graph_doc(2, edges)) == errno.EINVAL
+    assert last_log(session) == (
+        "parameters.json",
+        f'"edges": {GRAPH_MAX_EDGES + 1} edges: a graph holds at most'
+        f" {GRAPH_MAX_EDGES}")
+    assert put_json(session / "parameters.json",
+                    graph_doc(GRAPH_MAX_NODES)) == 0
+    assert put_json(session / "nodes" / "extra.json",
+                    {"label": "relax"}) == errno.EINVAL
+    assert last_log(session) == (
+        "nodes/extra.json",
+        f"the graph has {GRAPH_MAX_NODES} nodes: a graph holds at most"
+        f" {GRAPH_MAX_NODES}")
+    assert not os.path.exists(session / "nodes" / "extra.json")
+    assert put_json(session / "nodes" / "n7.json",
+                    {"label": "scf"}) == 0
+
+
+# -- the transcript ---------------------------------------------------------
+
+FIRST = {"phenomenon": "P", "hypothesis": "H", "model": "M",
+         "experiment": "print(1)", "observation": "1"}
+NEXT = {"inference": "I", "hypothesis": "H", "model": "M",
+        "experiment": "print(2)", "observation": "2"}
+
+
+@pytest.fixture
+def sw(session):
+    assert bind(session, "scientific-workflow") == 0
+    return session
+
+
+def test_round_size(sw):
+    big = dict(FIRST, observation="x" * ROUND_MAX)
+    assert put_json(sw / "rounds" / "1.json", big) == errno.EINVAL
+    path, message = last_log(sw)
+    assert path == "rounds/1.json" and message.endswith(
+        f" bytes: a round holds at most {ROUND_MAX}"), message
+    assert not os.path.exists(sw / "rounds" / "1.json")
+
+
+def test_rounds_total(sw):
+    """Rounds just under the size of one, until together they would pass
+    the total: that round is refused, and the transcript has the others."""
+    fill = "x" * (ROUND_MAX - 4096)
+    n, err = 1, 0
+    while n <= ROUNDS_TOTAL_MAX // ROUND_MAX + 2:
+        doc = dict(FIRST if n == 1 else NEXT, observation=fill)
+        err = put_json(sw / "rounds" / f"{n}.json", doc)
+        if err:
+            break
+        n += 1
+    assert err == errno.EINVAL and n == ROUNDS_TOTAL_MAX // ROUND_MAX + 1, n
+    path, message = last_log(sw)
+    assert path == f"rounds/{n}.json" and message.endswith(
+        f"a session's rounds hold at most {ROUNDS_TOTAL_MAX} together"), \
+        message
+    assert sorted(os.listdir(sw / "rounds")) == sorted(
+        f"{i}.json" for i in range(1, n))
+
+
+# -- the context ------------------------------------------------------------
+
+def test_context_size(session):
+    doc = {"role": "assistant", "content": "x" * CONTEXT_MAX,
+           "tool_calls": []}
+    assert put_json(session / "context.json", doc) == errno.EINVAL
+    path, message = last_log(session)
+    assert path == "context.json" and message == (
+        f"{len(json.dumps(doc))} bytes: a context holds at most"
+        f" {CONTEXT_MAX}"), message
+    assert (session / "context.json").read_bytes() == b"null"
+
+
+# -- documents being written ------------------------------------------------
+
+def open_drafts(folder, count, name="session.json"):
+    """Open `name` in `folder` up to `count` times, a 1-byte write at its
+    largest offset each: the descriptors, how many took their byte, and
+    the errno of the open or write refused (0: none)."""
+    fds, wrote = [], 0
+    try:
+        for _ in range(count):
+            fds.append(os.open(folder / name, os.O_WRONLY))
+            os.pwrite(fds[-1], b"x", DOC_MAX - 1)
+            wrote += 1
+    except OSError as e:
+        return fds, wrote, e.errno
+    return fds, wrote, 0
+
+
+def close_all(fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError as e:
+            # what each holds is no document: refused, as any would be
+            assert e.errno == errno.EINVAL
+
+
+def test_open_documents_bounded_per_session(session):
+    """The issue's 200 descriptors on session.json, each with one byte
+    written at 16 MiB: the fifth passes the session's 64 MiB."""
+    per = DOC_SESSION_BUDGET // DOC_MAX
+    fds, wrote, err = open_drafts(session, per + 1)
+    try:
+        assert (wrote, err) == (per, errno.ENOSPC)
+        lines = [m for _, p, m in log_entries(session / "log")
+                 if p == "session.json" and m.startswith("no room")]
+        assert len(lines) == 1 and lines[0].endswith(
+            " bytes: documents being written hold at most"
+            f" {DOC_SESSION_BUDGET // MiB} MiB per session and"
+            f" {DOC_MOUNT_BUDGET // MiB} MiB in all until they are closed"), \
+            lines
+    finally:
+        close_all(fds)
+    # closed, they hold nothing: room again
+    fds, wrote, err = open_drafts(session, per)
+    close_all(fds)
+    assert (wrote, err) == (per, 0)
+
+
+def test_open_documents_bounded_per_mount(flowfs):
+    sessions = DOC_MOUNT_BUDGET // DOC_SESSION_BUDGET
+    per = DOC_SESSION_BUDGET // DOC_MAX
+    held = []
+    try:
+        for i in range(sessions):
+            os.mkdir(flowfs.mnt / f"s{i}")
+            fds, wrote, err = open_drafts(flowfs.mnt / f"s{i}", per)
+            held += fds
+            assert (wrote, err) == (per, 0)
+        os.mkdir(flowfs.mnt / "last")
+        fds, wrote, err = open_drafts(flowfs.mnt / "last", 1)
+        held += fds
+        assert (wrote, err) == (0, errno.ENOSPC)
+    finally:
+        close_all(held)
+    assert put(flowfs.mnt / "last" / "request.json", b"{}") == 0
