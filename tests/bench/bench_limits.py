@@ -29,16 +29,12 @@ import bench_uploads as bu  # noqa: E402  (same folder; shared machinery)
 from bench_rounds import write_file  # noqa: E402
 from bench_uploads import log  # noqa: E402
 
-MiB = 1024 * 1024
-DECK_MAX_SIZE = MiB
-DECK_MAX_NAMELISTS = 3000
-GRAPH_MAX_NODES = 20000
-ROUND_MAX = MiB
-ROUNDS_TOTAL_MAX = 16 * MiB
-CONTEXT_MAX = MiB
-DOC_MAX = 16 * MiB
-DOC_SESSION_BUDGET = 64 * MiB
-DOC_MOUNT_BUDGET = 256 * MiB
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+from limits import (DECK_MAX_NAMELISTS, DECK_MAX_SIZE, DOC_MAX,  # noqa: E402
+                    DOC_MOUNT_BUDGET, DOC_SESSION_BUDGET, GRAPH_MAX_NODES,
+                    MiB, ROUND_MAX, ROUNDS_TOTAL_MAX)
+
 
 
 def read_file(path):

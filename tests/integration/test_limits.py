@@ -16,19 +16,10 @@ import pytest
 
 from conftest import (bind, log_entries, put, put_json, status_of,
                       write_bytes)
-
-MiB = 1024 * 1024
-DECK_MAX_SIZE = MiB
-DECK_MAX_CASES = 300
-DECK_MAX_NAMELISTS = 3000
-GRAPH_MAX_NODES = 20000
-GRAPH_MAX_EDGES = 20000
-ROUND_MAX = MiB
-ROUNDS_TOTAL_MAX = 16 * MiB
-CONTEXT_MAX = MiB
-DOC_MAX = 16 * MiB
-DOC_SESSION_BUDGET = 64 * MiB
-DOC_MOUNT_BUDGET = 256 * MiB
+from limits import (CONTEXT_MAX, DECK_MAX_CASES, DECK_MAX_NAMELISTS,
+                    DECK_MAX_SIZE, DOC_MAX, DOC_MOUNT_BUDGET,
+                    DOC_SESSION_BUDGET, GRAPH_MAX_EDGES, GRAPH_MAX_NODES, MiB,
+                    ROUND_MAX, ROUNDS_TOTAL_MAX)
 
 
 @pytest.fixture

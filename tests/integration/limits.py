@@ -1,0 +1,17 @@
+"""The input limits README's "Bounded work" table states (core/deck.h,
+core/graph.h, core/roundstore.h, core/context.h, fs/ops.c), for the
+tests that go just past them (test_limits.py) and the bench that goes
+right up to them (tests/bench/bench_limits.py)."""
+
+MiB = 1024 * 1024
+DECK_MAX_SIZE = MiB
+DECK_MAX_CASES = 300
+DECK_MAX_NAMELISTS = 3000
+GRAPH_MAX_NODES = 20000
+GRAPH_MAX_EDGES = 20000
+ROUND_MAX = MiB
+ROUNDS_TOTAL_MAX = 16 * MiB
+CONTEXT_MAX = MiB
+DOC_MAX = 16 * MiB
+DOC_SESSION_BUDGET = 64 * MiB
+DOC_MOUNT_BUDGET = 256 * MiB
