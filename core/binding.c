@@ -23,6 +23,10 @@ struct imported {
 	struct deck *rest;
 	const struct deck *cached_rest;	/* a cache slot's: not ours */
 	struct sbuf notes;
+	/* the upload it was read from (read: there was one) */
+	bool read;
+	char name[FNAME_MAX + 1];
+	struct tree_attr attr;
 };
 
 static void imported_release(struct imported *im)
@@ -222,10 +226,21 @@ static void cached_clear(struct binding_cached *e)
 	memset(e, 0, sizeof(*e));
 }
 
+static void solved_clear(struct binding_solved *e)
+{
+	free(e->session_path);
+	free(e->import_name);
+	sbuf_release(&e->problems);
+	sbuf_release(&e->notes);
+	memset(e, 0, sizeof(*e));
+}
+
 void binding_cache_release(struct binding_cache *bc)
 {
-	for (int i = 0; i < BINDING_CACHE_SLOTS; i++)
+	for (int i = 0; i < BINDING_CACHE_SLOTS; i++) {
 		cached_clear(&bc->slot[i]);
+		solved_clear(&bc->solved[i]);
+	}
 }
 
 static bool cached_is(const struct binding_cached *e,
@@ -364,6 +379,9 @@ static int import_upload(const struct binding_ctx *c, const struct artifact *a,
 	ret = tree_lookup(c->tree, c->s->uploads_ino, name, &up);
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : ret;
+	im->read = true;
+	snprintf(im->name, sizeof(im->name), "%s", name);
+	im->attr = up;
 	if (!S_ISREG(up.mode))
 		return fname_line(problems, "uploads/%s: a folder, not a file",
 				  name);
@@ -443,7 +461,7 @@ out:
 int binding_resolve(const struct binding_ctx *c, const struct skill **skill,
 		    struct inputs *out)
 {
-	struct imported im = { NULL, NULL, SBUF_INIT };
+	struct imported im = { .notes = SBUF_INIT };
 	int ret = resolve_imported(c, skill, out, &im);
 
 	imported_release(&im);
@@ -528,7 +546,7 @@ int binding_render_manifest(const struct binding_ctx *c, struct sbuf *out)
 static int artifact(const struct binding_ctx *c, const char *name,
 		    struct sbuf *out)
 {
-	struct imported im = { NULL, NULL, SBUF_INIT };
+	struct imported im = { .notes = SBUF_INIT };
 	struct sbuf scratch = SBUF_INIT;
 	const struct artifact *a;
 	const struct skill *sk;
@@ -626,10 +644,10 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 	return ret;
 }
 
-int binding_problems(const struct binding_ctx *c, struct sbuf *out,
-		     struct sbuf *notes)
+/* binding_problems() without the cache; *im says what was imported. */
+static int solve(const struct binding_ctx *c, struct sbuf *out,
+		 struct sbuf *notes, struct imported *im)
 {
-	struct imported im = { NULL, NULL, SBUF_INIT };
 	const struct skill *sk;
 	struct sbuf prompt = SBUF_INIT;
 	struct ferr err = FERR_INIT;
@@ -646,7 +664,7 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out,
 		return fname_line(out, "skill %s is not installed (any more)",
 				  c->s->skill);
 	}
-	ret = resolve_imported(c, &sk, &in, &im);
+	ret = resolve_imported(c, &sk, &in, im);
 	if (!ret)
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
 	if (!ret && sk)
@@ -660,9 +678,109 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out,
 					ferr_format(&err, msg, sizeof(msg)));
 	}
 	inputs_release(&in);
+	if (!ret)
+		ret = sbuf_add(notes, im->notes.buf, im->notes.len);
+	return ret;
+}
+
+/* The slot of `c`'s problems that still holds, or NULL. */
+static struct binding_solved *solved_find(struct binding_cache *bc,
+					  const struct binding_ctx *c,
+					  const struct skill *sk,
+					  const struct tree_attr *dir)
+{
+	for (int i = 0; i < BINDING_CACHE_SLOTS; i++) {
+		struct binding_solved *e = &bc->solved[i];
+		struct tree_attr up;
+
+		if (!e->valid || e->session != c->s->id || e->skill != sk ||
+		    e->doc_mtime_ns != c->s->doc_mtime_ns ||
+		    e->request_mtime_ns != c->s->request_mtime_ns ||
+		    e->dir_mtime_ns != dir->mtime_ns ||
+		    e->dir_ctime_ns != dir->ctime_ns ||
+		    strcmp(e->session_path, c->session_path))
+			continue;
+		if (!e->import_name)
+			return e;
+		if (tree_lookup(c->tree, c->s->uploads_ino, e->import_name,
+				&up) == 0 &&
+		    up.ino == e->ino && up.size == e->size &&
+		    up.mtime_ns == e->mtime_ns && up.ctime_ns == e->ctime_ns)
+			return e;
+	}
+	return NULL;
+}
+
+/* Keep what solve() gave, in the least recently used slot. */
+static int solved_keep(struct binding_cache *bc, const struct binding_ctx *c,
+		       const struct skill *sk, const struct tree_attr *dir,
+		       const struct imported *im, const struct sbuf *problems,
+		       const struct sbuf *notes)
+{
+	struct binding_solved *e = &bc->solved[0];
+
+	for (int i = 1; i < BINDING_CACHE_SLOTS; i++)
+		if (!bc->solved[i].valid ||
+		    (e->valid && bc->solved[i].used < e->used))
+			e = &bc->solved[i];
+	solved_clear(e);
+	e->session_path = strdup(c->session_path);
+	e->import_name = im->read ? strdup(im->name) : NULL;
+	if (!e->session_path || (im->read && !e->import_name) ||
+	    sbuf_add(&e->problems, problems->buf, problems->len) < 0 ||
+	    sbuf_add(&e->notes, notes->buf, notes->len) < 0) {
+		solved_clear(e);
+		return -ENOMEM;
+	}
+	e->valid = true;
+	e->session = c->s->id;
+	e->skill = sk;
+	e->doc_mtime_ns = c->s->doc_mtime_ns;
+	e->request_mtime_ns = c->s->request_mtime_ns;
+	e->dir_mtime_ns = dir->mtime_ns;
+	e->dir_ctime_ns = dir->ctime_ns;
+	e->ino = im->attr.ino;
+	e->size = im->attr.size;
+	e->mtime_ns = im->attr.mtime_ns;
+	e->ctime_ns = im->attr.ctime_ns;
+	e->used = ++bc->clock;
+	return 0;
+}
+
+int binding_problems(const struct binding_ctx *c, struct sbuf *out,
+		     struct sbuf *notes)
+{
+	struct imported im = { .notes = SBUF_INIT };
+	struct sbuf p = SBUF_INIT, n = SBUF_INIT;
+	const struct skill *sk = binding_skill(c);
+	struct binding_solved *e = NULL;
+	struct tree_attr dir;
+	bool keep = false;
+	int ret;
+
+	if (c->cache && sk &&
+	    tree_getattr(c->tree, c->s->uploads_ino, &dir) == 0) {
+		keep = true;
+		e = solved_find(c->cache, c, sk, &dir);
+	}
+	if (e) {
+		e->used = ++c->cache->clock;
+		c->cache->solved_hits++;
+		ret = sbuf_add(out, e->problems.buf, e->problems.len);
+		if (!ret && notes)
+			ret = sbuf_add(notes, e->notes.buf, e->notes.len);
+		return ret;
+	}
+	ret = solve(c, &p, &n, &im);
+	if (!ret && keep)
+		ret = solved_keep(c->cache, c, sk, &dir, &im, &p, &n);
+	if (!ret)
+		ret = sbuf_add(out, p.buf, p.len);
 	if (!ret && notes)
-		ret = sbuf_add(notes, im.notes.buf, im.notes.len);
+		ret = sbuf_add(notes, n.buf, n.len);
 	imported_release(&im);
+	sbuf_release(&p);
+	sbuf_release(&n);
 	return ret;
 }
 

@@ -4,7 +4,8 @@
  * problems at the top of status.  It gathers the session's state (the
  * bound skill, the stored request, the names in uploads/) and hands it
  * to the input protocol (inputs.h); everything is computed on each call,
- * so what is shown is never stale.
+ * so what is shown is never stale — but for what a binding_cache (below)
+ * keeps, which is keyed by everything it is computed from.
  *
  * `session_path` is the session folder's absolute path as programs see
  * it (<mountpoint>/<session>): input.json holds paths below it.
@@ -37,7 +38,8 @@ struct deck;
  * and the upload's inode, size, mtime and ctime (every write of the file
  * moves its mtime, a rename over it its inode), so a hit is what a parse
  * would give.  BINDING_CACHE_SLOTS slots, the least recently used out, at
- * most DECK_MAX_SIZE of text parsed each.  The owner (the filesystem
+ * most DECK_MAX_SIZE of text parsed each; the problems of status built on
+ * them likewise (below).  The owner (the filesystem
  * context) zero-fills it, serializes its users, and calls
  * binding_cache_release() at the end.
  */
@@ -55,8 +57,30 @@ struct binding_cache {
 		struct sbuf notes, problems;
 		uint64_t used;
 	} slot[BINDING_CACHE_SLOTS];
+	/*
+	 * binding_problems() of a session, kept while what it depends on
+	 * holds still: the skill, session.json and request.json (their
+	 * change times), the names in uploads/ (the folder's mtime and
+	 * ctime), the session's path, and the imported upload (its name,
+	 * looked up again, and its inode, size and times).  A hit costs
+	 * two lookups instead of a listing of uploads/ and a resolution.
+	 */
+	struct binding_solved {
+		bool valid;
+		int64_t session;
+		const struct skill *skill;
+		int64_t doc_mtime_ns, request_mtime_ns;
+		int64_t dir_mtime_ns, dir_ctime_ns;
+		char *session_path;
+		char *import_name;	/* NULL: nothing imported */
+		uint64_t ino;
+		int64_t size, mtime_ns, ctime_ns;
+		struct sbuf problems, notes;
+		uint64_t used;
+	} solved[BINDING_CACHE_SLOTS];
 	uint64_t clock;
 	uint64_t hits, misses;	/* for tests and benches */
+	uint64_t solved_hits;
 };
 
 void binding_cache_release(struct binding_cache *bc);

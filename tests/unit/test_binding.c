@@ -357,6 +357,13 @@ static void test_deck_cache(void **state)
 	problems_with(fx, &cache, &got);
 	assert_string_equal(got.buf, want.buf);
 	assert_int_equal(cache.misses, 1);
+	assert_int_equal(cache.solved_hits, 1);
+	/* another request: resolved again, the deck as it was parsed */
+	request(fx, "{\"parameter\": {\"case_id\": \"x\"}}");
+	problems_with(fx, NULL, &want);
+	problems_with(fx, &cache, &got);
+	assert_string_equal(got.buf, want.buf);
+	assert_int_equal(cache.misses, 1);
 	assert_int_equal(cache.hits, 1);
 	/* a new version of the file: parsed again */
 	put_deck(fx, bad, strlen(bad));
@@ -365,6 +372,23 @@ static void test_deck_cache(void **state)
 	problems_with(fx, &cache, &got);
 	assert_string_equal(got.buf, want.buf);
 	assert_int_equal(cache.misses, 2);
+	/* the same file written in place, same size: read again */
+	{
+		struct tree_attr a;
+
+		assert_int_equal(tree_lookup(fx->t, fx->s.uploads_ino,
+					     "deck.dat", &a), 0);
+		assert_int_equal(tree_open(fx->t, a.ino), 0);
+		assert_int_equal(tree_write(fx->t, a.ino, good, strlen(bad), 0),
+				 0);
+		assert_int_equal(tree_release(fx->t, a.ino), 0);
+	}
+	problems_with(fx, NULL, &want);
+	assert_null(strstr(want.buf, "uploads/deck.dat: line 1, column"));
+	problems_with(fx, &cache, &got);
+	assert_string_equal(got.buf, want.buf);
+	assert_int_equal(cache.misses, 3);
+	assert_int_equal(cache.solved_hits, 1);
 	binding_cache_release(&cache);
 	sbuf_release(&want);
 	sbuf_release(&got);
