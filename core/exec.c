@@ -20,6 +20,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +28,13 @@
 #include "utf8.h"
 
 #define CAPTURE_MAX (64u << 20)
+/* how long bwrap may take to say its init's pid, and how long the
+ * sandbox's processes may take to be gone once it ended */
+#define SANDBOX_SAY_MS 10000
+/* the sizes of the sandbox's /dev/shm and /tmp (64 and 256 MiB) */
+#define EXEC_SHM_BYTES "67108864"
+#define EXEC_TMP_BYTES "268435456"
+#define SANDBOX_END_MS 30000
 #define FOLD_AT 3
 #define CUT_OVER 16000
 #define CUT_KEEP 8000
@@ -177,8 +185,12 @@ static int sandbox_args(const char *dir, const char *file,
 	if (!ret)
 		ret = add_system(a);
 	if (!ret)
-		ret = add_args(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs",
-			       "/tmp", "--bind", dir, dir, "--chdir", dir,
+		/* memory the sandbox writes as files counts against no
+		 * rlimit: /tmp and /dev/shm are sized, /dev is read-only */
+		ret = add_args(a, "--proc", "/proc", "--dev", "/dev", "--size",
+			       EXEC_SHM_BYTES, "--tmpfs", "/dev/shm",
+			       "--remount-ro", "/dev", "--size", EXEC_TMP_BYTES,
+			       "--tmpfs", "/tmp", "--bind", dir, dir, "--chdir", dir,
 			       "--clearenv", "--setenv", "PATH",
 			       "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME",
 			       "/tmp", "--setenv", "LANG", "C.UTF-8", NULL);
@@ -460,6 +472,70 @@ static int first_line(const struct sbuf *text)
 	return (int)(n > 200 ? 200 : n);
 }
 
+/*
+ * bwrap's first status object, {"child-pid": N}: the sandbox's init as
+ * the daemon sees it, read into status[*n..] (the rest of bwrap's
+ * status is appended there later).  A pidfd of it, or -1 when bwrap
+ * ends or says nothing for SANDBOX_SAY_MS (it could not make the
+ * sandbox).  Opened while bwrap still waits for that init, so the pid
+ * cannot have been reused.
+ */
+static int sandbox_init(int statfd, char *status, size_t size, size_t *n)
+{
+	int64_t until = now_ms() + SANDBOX_SAY_MS;
+	const char *at;
+	long pid;
+
+	while (!(at = strstr(status, "\"child-pid\"")) || !strchr(at, '}')) {
+		struct pollfd p = { statfd, POLLIN, 0 };
+		int64_t left = until - now_ms();
+		ssize_t got;
+
+		if (left <= 0 || *n + 1 >= size ||
+		    poll(&p, 1, (int)left) <= 0)
+			return -1;
+		got = read(statfd, status + *n, size - 1 - *n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return -1;
+		*n += (size_t)got;
+		status[*n] = 0;
+	}
+	at = strchr(at, ':');
+	pid = at ? strtol(at + 1, NULL, 10) : 0;
+	return pid > 0 ? (int)syscall(SYS_pidfd_open, (pid_t)pid, 0) : -1;
+}
+
+/*
+ * The end of the sandbox's PID namespace: its init is killed (when the
+ * program ended, it is on its way out already) and its end waited for;
+ * the kernel ends an init only once every process of its namespace is
+ * gone, and bwrap itself may be gone before that.  False when they are
+ * not gone after SANDBOX_END_MS (a process stuck in the kernel).
+ */
+static bool sandbox_end(int init)
+{
+	struct pollfd p = { init, POLLIN, 0 };
+	int64_t until = now_ms() + SANDBOX_END_MS;
+
+	if (init < 0)
+		return true;
+	syscall(SYS_pidfd_send_signal, init, SIGKILL, NULL, 0);
+	for (;;) {
+		int64_t left = until - now_ms();
+		int got;
+
+		if (left <= 0)
+			return false;
+		got = poll(&p, 1, (int)left);
+		if (got > 0)
+			return true;
+		if (got < 0 && errno != EINTR)
+			return false;
+	}
+}
+
 int exec_python(const char *dir, const char *file,
 		const struct exec_limits *limits, bool (*cancelled)(void *ctx),
 		void *ctx, struct exec_result *res, struct ferr *err)
@@ -470,9 +546,10 @@ int exec_python(const char *dir, const char *file,
 	bool open_out = true, open_err = true, cancel = false, reaped = false;
 	struct exec_args args = { 0 };
 	char report[32] = "", status[1024] = "";
+	size_t said = 0;
 	ssize_t got;
 	pid_t pid;
-	int ret = 0;
+	int init = -1, ret = 0;
 
 	memset(res, 0, sizeof(*res));
 	sbuf_init(&res->out);
@@ -523,6 +600,7 @@ int exec_python(const char *dir, const char *file,
 			       " (bwrap): %s", strerror(atoi(report + 1)));
 		goto out;
 	}
+	init = sandbox_init(statp[0], status, sizeof(status), &said);
 	while (open_out || open_err) {
 		/* a closed pipe is left out (poll skips negative fds) */
 		struct pollfd p[2] = { { open_out ? outp[0] : -1, POLLIN, 0 },
@@ -571,13 +649,18 @@ int exec_python(const char *dir, const char *file,
 	 * without it, what is on stderr is bwrap's own complaint (the
 	 * sandbox could not be made) */
 	fcntl(statp[0], F_SETFL, O_NONBLOCK);
-	for (size_t n = 0; n < sizeof(status) - 1; n += (size_t)got) {
+	for (size_t n = said; n < sizeof(status) - 1; n += (size_t)got) {
 		got = read(statp[0], status + n, sizeof(status) - 1 - n);
 		status[got > 0 ? n + (size_t)got : n] = 0;
 		if (got <= 0)
 			break;
 	}
-	if (cancel)
+	/* nothing of the experiment may run on while its files are read
+	 * and its folder removed */
+	if (!sandbox_end(init))
+		ret = ferr_set(err, -EIO, "the experiment's processes did not"
+			       " end within %d s of its end", SANDBOX_END_MS / 1000);
+	else if (cancel)
 		ret = ferr_set(err, -ECANCELED, "cancelled");
 	else if (!res->timed_out && !strstr(status, "\"exit-code\""))
 		ret = ferr_set(err, -EIO, "cannot start the experiment's sandbox"
@@ -596,6 +679,8 @@ out:
 	}
 	if (filter >= 0)
 		close(filter);
+	if (init >= 0)
+		close(init);
 	exec_args_release(&args);
 	if (ret < 0)
 		exec_result_release(res);

@@ -335,7 +335,7 @@ int run_file_close(struct run_file *f, const char *name, int ret,
 }
 
 int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
-		 struct ferr *err)
+		 size_t max, struct ferr *err)
 {
 	struct run_file f;
 	ssize_t n = 0;
@@ -344,8 +344,11 @@ int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
 	if (!ret && lseek(fd, 0, SEEK_SET) < 0)
 		ret = -errno;
 	/* straight into the slice buffer */
-	while (!ret && (n = read(fd, f.buf + f.len, RUN_FILE_SLICE - f.len)) > 0) {
+	while (!ret && max &&
+	       (n = read(fd, f.buf + f.len, RUN_FILE_SLICE - f.len < max ?
+				RUN_FILE_SLICE - f.len : max)) > 0) {
 		f.len += (size_t)n;
+		max -= (size_t)n;
 		if (f.len == RUN_FILE_SLICE)
 			ret = put_slice(&f);
 	}

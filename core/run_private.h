@@ -100,9 +100,11 @@ int run_file_write(void *ctx, const char *data, size_t n);
 int run_file_close(struct run_file *f, const char *name, int ret,
 		   bool (*current)(struct run *r), struct ferr *err);
 
-/* The file open at `fd`, from its start, as `name` in `parent` (above). */
+/* The file open at `fd`, from its start and at most `max` bytes of it
+ * (the size it was checked at: it may still grow), as `name` in `parent`
+ * (above). */
 int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
-		 struct ferr *err);
+		 size_t max, struct ferr *err);
 
 /* Chat messages and tools. */
 json_t *run_message(const char *role, const char *content);

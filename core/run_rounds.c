@@ -165,10 +165,28 @@ static int remove_one(const char *path, const struct stat *st, int type,
 	return 0;
 }
 
+/* Every folder below made the owner's to list and enter (an
+ * experiment may leave one mode 000 so that it stays behind); one
+ * that could not be read is opened up and then walked. */
+static int open_up(const char *path, const struct stat *st, int type,
+		   struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((type == FTW_D || type == FTW_DNR) && chmod(path, 0700) == 0 &&
+	    type == FTW_DNR)
+		nftw(path, open_up, 16, FTW_PHYS);
+	return 0;
+}
+
 /* rm -rf of the scratch folder (not through a shell: the daemon has
- * threads, and system() would block signals for the whole process). */
+ * threads, and system() would block signals for the whole process).
+ * Nothing of the experiment runs any more (exec_python() waited for
+ * its PID namespace to end), so no folder is swapped for a link while
+ * this walks. */
 static void remove_tree(const char *dir)
 {
+	nftw(dir, open_up, 16, FTW_PHYS);
 	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -216,7 +234,8 @@ static int keep_made_files(struct run *r, const char *dir)
 		} else {
 			/* in slices, like a fetch: the lock is let go between
 			 * them */
-			ret = run_store_fd(r, fd, r->output_ino, e->d_name, NULL);
+			ret = run_store_fd(r, fd, r->output_ino, e->d_name,
+					   (size_t)st.st_size, NULL);
 			kept += st.st_size;
 			files++;
 		}

@@ -311,6 +311,76 @@ def test_no_process_outlives_the_run(exec_mount, engine):
         gone(token)
 
 
+def test_nothing_runs_on_once_the_run_says_done(exec_mount, engine):
+    """150 fork(); setsid(); fork() descendants that sleep on: none is
+    left the moment status says run: done (no waiting), since the
+    experiment's files are kept and its folder removed after that.  bwrap
+    itself ends before the kernel has killed its PID namespace."""
+    token = new_token()
+    code = (
+        "import os\n"
+        "for _ in range(150):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            null = os.open('/dev/null', os.O_RDWR)\n"
+        "            for fd in (0, 1, 2):\n"
+        "                os.dup2(null, fd)\n"
+        f"            os.execvp('sleep', ['sleep', '7{token}'])\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
+        "print('left')\n")
+    with killed_after(token):
+        _, line, obs = experiment(exec_mount, engine, code)
+        left = sleepers(token)
+        assert line == "run: done"
+        assert obs == "left"
+        assert left == []
+
+
+def test_memory_in_files_is_bounded(exec_mount, engine):
+    """/tmp (256 MiB) and /dev/shm (64 MiB) are sized tmpfs, /dev is
+    read-only: files in memory, which no rlimit counts, are bounded."""
+    code = (
+        "import errno, os\n"
+        "def fill(path, mib):\n"
+        "    try:\n"
+        "        with open(path, 'wb') as f:\n"
+        "            for _ in range(mib):\n"
+        "                f.write(b'x' * (1 << 20))\n"
+        "        return 'ok'\n"
+        "    except OSError as e:\n"
+        "        return errno.errorcode[e.errno]\n"
+        "print(fill('/tmp/a', 200), fill('/tmp/b', 200),\n"
+        "      (os.path.getsize('/tmp/a') + os.path.getsize('/tmp/b')) >> 20)\n"
+        "os.unlink('/tmp/a')\nos.unlink('/tmp/b')\n"
+        "print(fill('/dev/shm/big', 100), os.path.getsize('/dev/shm/big') >> 20)\n"
+        "print(fill('/dev/new', 1))\n")
+    _, line, obs = experiment(exec_mount, engine, code)
+    assert line == "run: done"
+    assert obs.splitlines() == ["ok ENOSPC 256", "ENOSPC 64", "EROFS"]
+
+
+def test_the_scratch_folder_goes_whatever_its_modes(exec_mount, engine):
+    """An experiment that leaves folders it cannot be removed from (mode
+    000, and 0400: listable, not enterable) does not keep its scratch
+    folder, the copy of uploads/, on the host."""
+    code = (
+        "import os\n"
+        "for d, mode in (('shut', 0), ('peek', 0o400)):\n"
+        "    os.makedirs(d + '/deeper')\n"
+        "    open(d + '/deeper/f', 'w').write('x')\n"
+        "    os.chmod(d + '/deeper', mode)\n"
+        "    os.chmod(d, mode)\n"
+        "print(os.getcwd())\n")
+    _, line, obs = experiment(exec_mount, engine, code)
+    assert line == "run: done"
+    assert obs.startswith("/tmp/flowfs-experiment-")
+    wait_until(lambda: not os.path.lexists(obs), "the scratch folder removed",
+               timeout=10)
+
+
 def test_cancel_kills_the_whole_sandbox(exec_mount, engine):
     """echo cancel > ctl while the experiment and a fork(); setsid();
     fork() descendant of it run: both are gone once the run reads

@@ -97,7 +97,17 @@ static void test_sandbox_args(void **state)
 	assert_string_equal(a.argv[i + 1], "/tmp/flowfs-experiment-x");
 	assert_string_equal(a.argv[i + 2], "/tmp/flowfs-experiment-x");
 	assert_int_equal(find(&a, (size_t)i + 1, "--bind"), -1);
+	/* memory in files is bounded: a sized /dev/shm and /tmp, /dev
+	 * read-only after /dev/shm is made */
 	i = find(&a, 0, "--tmpfs");
+	assert_string_equal(a.argv[i - 2], "--size");
+	assert_string_equal(a.argv[i - 1], "67108864");
+	assert_string_equal(a.argv[i + 1], "/dev/shm");
+	assert_true(find(&a, 0, "--remount-ro") > i);
+	assert_string_equal(a.argv[find(&a, 0, "--remount-ro") + 1], "/dev");
+	i = find(&a, (size_t)i + 1, "--tmpfs");
+	assert_string_equal(a.argv[i - 2], "--size");
+	assert_string_equal(a.argv[i - 1], "268435456");
 	assert_string_equal(a.argv[i + 1], "/tmp");
 	/* what is bound read-only: /usr and system paths, a few of /etc */
 	for (i = find(&a, 0, "--ro-bind"); i > 0;
