@@ -334,6 +334,12 @@ int run_file_close(struct run_file *f, const char *name, int ret,
 	return ret;
 }
 
+bool run_reserved_output(const struct run *r, const char *name)
+{
+	return !strcmp(name, "response.md") || !strcmp(name, "result.json") ||
+	       (r->host->generated && r->host->generated(r->host->ctx, name));
+}
+
 int run_store_fd(struct run *r, int fd, uint64_t parent, const char *name,
 		 size_t max, struct ferr *err)
 {

@@ -66,8 +66,7 @@ static void write_artifact(struct run *r, const json_t *call, json_t *written,
 		return;
 	}
 	/* the run's own files, and those flowfs shows in their place */
-	if (!strcmp(name, "response.md") || !strcmp(name, "result.json") ||
-	    (r->host->generated && r->host->generated(r->host->ctx, name))) {
+	if (run_reserved_output(r, name)) {
 		sbuf_addf(answer, "refused: output/%s is a name flowfs keeps"
 			  " for its own file; write the artifact under"
 			  " another name", name);

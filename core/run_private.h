@@ -100,6 +100,11 @@ int run_file_write(void *ctx, const char *data, size_t n);
 int run_file_close(struct run_file *f, const char *name, int ret,
 		   bool (*current)(struct run *r), struct ferr *err);
 
+/* Whether output/`name` is a name flowfs keeps: a run's own file
+ * (response.md, result.json) or one flowfs shows there in its place
+ * (run_host.generated): what is stored under it would be hidden. */
+bool run_reserved_output(const struct run *r, const char *name);
+
 /* The file open at `fd`, from its start and at most `max` bytes of it
  * (the size it was checked at: it may still grow), as `name` in `parent`
  * (above). */

@@ -200,7 +200,8 @@ static void remove_tree(const char *dir)
  * The regular files the experiments made at the top of the scratch
  * folder (not there in uploads/, not hidden, not links of any kind) into
  * output/, copied by content, the lock taken for each.  What is left
- * behind over the limits is said in the log.
+ * behind over the limits, or under a name flowfs keeps, is said in the
+ * log.
  */
 static int keep_made_files(struct run *r, const char *dir)
 {
@@ -228,7 +229,8 @@ static int keep_made_files(struct run *r, const char *dir)
 		if (fd < 0)
 			continue;
 		if (st.st_size > MADE_FILE_MAX || files >= OUTPUT_FILES ||
-		    kept + st.st_size > OUTPUT_MAX) {
+		    kept + st.st_size > OUTPUT_MAX ||
+		    run_reserved_output(r, e->d_name)) {
 			if (!left++)
 				ret = sbuf_addstr(&first, e->d_name);
 		} else {
@@ -246,8 +248,9 @@ static int keep_made_files(struct run *r, const char *dir)
 	if (left) {
 		run_lock(r);
 		run_log(r, "output", "%d file%s the experiments made left out"
-			" (%s%s): over 64 MiB, or past 256 MiB or 1000 files kept"
-			" from one run", left, left > 1 ? "s" : "", first.buf,
+			" (%s%s): over 64 MiB, past 256 MiB or 1000 files kept"
+			" from one run, or a name flowfs keeps", left,
+			left > 1 ? "s" : "", first.buf,
 			left > 1 ? ", …" : "");
 		run_unlock(r);
 	}

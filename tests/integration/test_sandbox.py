@@ -439,7 +439,24 @@ def test_what_is_kept_in_output_is_capped(exec_mount, engine):
     left = [m for p, m in status_of(s)[1] if p == "output"]
     assert len(left) == 1 and re.fullmatch(
         r"5 files the experiments made left out \(f\d{4}, …\): over 64 MiB,"
-        r" or past 256 MiB or 1000 files kept from one run", left[0]), left
+        r" past 256 MiB or 1000 files kept from one run, or a name flowfs"
+        r" keeps", left[0]), left
+
+
+def test_a_made_file_named_as_flowfs_keeps_is_left_out(exec_mount, engine):
+    """A file the experiment names summary.json (flowfs shows its own
+    output/summary.json) stays behind, as write_artifact refuses it: kept,
+    it would be hidden under flowfs's file."""
+    s, line, obs = experiment(exec_mount, engine, (
+        "open('summary.json', 'w').write('forged')\n"
+        "open('mine.txt', 'w').write('kept')\nprint('made')\n"))
+    assert line == "run: done" and obs == "made"
+    assert read_bytes(s / "output" / "mine.txt") == b"kept"
+    assert read_bytes(s / "output" / "summary.json") != b"forged"
+    left = [m for p, m in status_of(s)[1] if p == "output"]
+    assert left == ["1 file the experiments made left out (summary.json):"
+                    " over 64 MiB, past 256 MiB or 1000 files kept from one"
+                    " run, or a name flowfs keeps"], left
 
 
 def test_links_in_uploads_that_point_outside_are_left_out(exec_mount, engine,
