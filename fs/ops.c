@@ -1264,6 +1264,17 @@ static int buffer_resize(struct flowfs *fs, struct handle *h, size_t size)
 		if (ret < 0)
 			return ret;
 		memset(h->content.buf + old, 0, size - old);
+	} else if (h->content.alloc > 2 * size + 65536) {
+		/* the budget counts what is held: a cut buffer gives its
+		 * memory back too (write 1 byte at 16 MiB, truncate to 0,
+		 * again on another descriptor...) */
+		struct sbuf cut = SBUF_INIT;
+
+		if (sbuf_add(&cut, h->content.buf, size) < 0)
+			return -ENOMEM;
+		sbuf_release(&h->content);
+		h->content = cut;
+		return 0;
 	}
 	sbuf_setlen(&h->content, size);
 	return 0;
@@ -1854,6 +1865,15 @@ static int commit_target(struct flowfs *fs, const struct doc_target *t,
 	ret = session_get(fs->st, t->session, &s);
 	if (ret < 0)
 		return ret;
+	/* a write or truncate never gets a draft past this; a file renamed
+	 * onto a document could */
+	if (len > DOC_MAX_SIZE) {
+		ferr_set(&err, -EFBIG, "%zu bytes: a document holds at most %d"
+			 " MiB", len, DOC_MAX_SIZE >> 20);
+		target_path(t, path, sizeof(path));
+		log_refusal(fs, &s, path, &err);
+		return -EFBIG;
+	}
 	if (t->in_collection)
 		ret = fs_collections[t->coll].commit(fs, t->session, t->id, text,
 						    len, &err);
@@ -1908,6 +1928,11 @@ static int rename_onto_doc(struct flowfs *fs, const struct node *p,
 		goto out;
 	if (!S_ISREG(src.mode)) {
 		ret = S_ISDIR(src.mode) ? -EISDIR : -EINVAL;
+		goto out;
+	}
+	/* commit_target() refuses it; not read in whole to learn that */
+	if (src.size > DOC_MAX_SIZE) {
+		ret = commit_target(fs, t, NULL, (size_t)src.size);
 		goto out;
 	}
 	ret = tree_read_all(fs->tree, &src, &text);

@@ -258,3 +258,21 @@ def test_open_documents_bounded_per_mount(flowfs):
     finally:
         close_all(held)
     assert put(flowfs.mnt / "last" / "request.json", b"{}") == 0
+
+
+def test_a_file_renamed_onto_a_document_is_held_to_its_size(session):
+    """rsync's way (a temporary file renamed onto the name) is held to
+    the 16 MiB a write is: refused with EFBIG before it is read, a log
+    line says why, and parameters.json is as it was."""
+    before = (session / "parameters.json").read_bytes()
+    doc = json.dumps({"nodes": [], "edges": [],
+                      "meta": {"pad": "x" * (DOC_MAX + 1)}}).encode()
+    tmp = session / ".parameters.json.XXXXXX"
+    write_bytes(tmp, doc)
+    with pytest.raises(OSError) as e:
+        os.rename(tmp, session / "parameters.json")
+    assert e.value.errno == errno.EFBIG
+    assert last_log(session) == (
+        "parameters.json", f"{len(doc)} bytes: a document holds at most"
+        f" {DOC_MAX // MiB} MiB")
+    assert (session / "parameters.json").read_bytes() == before
