@@ -694,6 +694,7 @@ static struct binding_solved *solved_find(struct binding_cache *bc,
 		struct tree_attr up;
 
 		if (!e->valid || e->session != c->s->id || e->skill != sk ||
+		    e->skill_scans != skill_registry_scans(c->skills) ||
 		    e->doc_mtime_ns != c->s->doc_mtime_ns ||
 		    e->request_mtime_ns != c->s->request_mtime_ns ||
 		    e->dir_mtime_ns != dir->mtime_ns ||
@@ -735,6 +736,7 @@ static int solved_keep(struct binding_cache *bc, const struct binding_ctx *c,
 	e->valid = true;
 	e->session = c->s->id;
 	e->skill = sk;
+	e->skill_scans = skill_registry_scans(c->skills);
 	e->doc_mtime_ns = c->s->doc_mtime_ns;
 	e->request_mtime_ns = c->s->request_mtime_ns;
 	e->dir_mtime_ns = dir->mtime_ns;

@@ -69,6 +69,7 @@ struct binding_cache {
 		bool valid;
 		int64_t session;
 		const struct skill *skill;
+		unsigned long skill_scans;	/* skill_registry_scans() */
 		int64_t doc_mtime_ns, request_mtime_ns;
 		int64_t dir_mtime_ns, dir_ctime_ns;
 		char *session_path;

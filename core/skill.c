@@ -30,6 +30,7 @@ struct skill_registry {
 	/* id -> serial, kept across scans */
 	struct serial_name *serials;
 	size_t nserials;
+	unsigned long scans;
 };
 
 void skill_free(struct skill *s)
@@ -574,7 +575,13 @@ int skill_registry_scan(struct skill_registry *r)
 	drop_skills(r->skills, r->nskills);
 	r->skills = list;
 	r->nskills = n;
+	r->scans++;
 	return 0;
+}
+
+unsigned long skill_registry_scans(const struct skill_registry *r)
+{
+	return r->scans;
 }
 
 int skill_registry_new(struct skill_registry **out, const char *const *dirs,

@@ -82,6 +82,10 @@ int skill_registry_new(struct skill_registry **out, const char *const *dirs,
 		       size_t ndirs);
 void skill_registry_free(struct skill_registry *r);
 
+/* How many scans the registry has made: a skill pointer is the same
+ * skill only while this holds (a freed one's memory may be reused). */
+unsigned long skill_registry_scans(const struct skill_registry *r);
+
 /* Read every search folder again. */
 int skill_registry_scan(struct skill_registry *r);
 

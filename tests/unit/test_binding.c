@@ -389,6 +389,14 @@ static void test_deck_cache(void **state)
 	assert_string_equal(got.buf, want.buf);
 	assert_int_equal(cache.misses, 3);
 	assert_int_equal(cache.solved_hits, 1);
+	problems_with(fx, &cache, &got);
+	assert_int_equal(cache.solved_hits, 2);
+	/* a rescan of the skills: the problems are worked out again (the
+	 * skill's memory may be another skill's now) */
+	assert_int_equal(skill_registry_scan(fx->reg), 0);
+	problems_with(fx, &cache, &got);
+	assert_string_equal(got.buf, want.buf);
+	assert_int_equal(cache.solved_hits, 2);
 	binding_cache_release(&cache);
 	sbuf_release(&want);
 	sbuf_release(&got);
