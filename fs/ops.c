@@ -23,10 +23,12 @@
 #define DOC_MAX_SIZE (16 * 1024 * 1024)
 /*
  * A document being written is held whole in memory until it is
- * committed, so what those buffers hold together is bounded, for each
- * session and for the mount: a write, truncate or open that would pass
- * it fails with ENOSPC (EFBIG would say the file is too big; it is the
- * drafts together that are) and the session's log says so.
+ * committed, and a generated file open for reading holds the copy it
+ * was rendered into, so what those buffers hold together is bounded,
+ * each kind on its own, for each session and for the mount: a write,
+ * truncate or open that would pass it fails with ENOSPC (EFBIG would say
+ * the file is too big; it is the open files together that are) and the
+ * session's log says so.
  */
 #define DOC_SESSION_BUDGET ((size_t)64 * 1024 * 1024)
 #define DOC_MOUNT_BUDGET ((size_t)256 * 1024 * 1024)
@@ -65,8 +67,8 @@ struct handle {
 	bool dirty;		/* H_DOC: written since the last commit; H_FILE,
 				 * H_SINK: since the last flush */
 	bool refused;		/* H_DOC: this draft was refused already */
-	/* H_DOC: the bytes of content counted in fs->doc_bytes, and
-	 * whether the log said a write passed the budget */
+	/* H_DOC, H_GENERATED: the bytes of content counted in
+	 * fs->doc_bytes, and whether the log said it passed the budget */
 	size_t budgeted;
 	bool budget_logged;
 	/* H_DOC: it created the collection item's draft and has not stored
@@ -183,12 +185,18 @@ static struct handle *handle_new(struct flowfs *fs, enum handle_kind kind)
 	return h;
 }
 
+/* The mount's total that h's buffer counts in (doc_budget()). */
+static size_t *budget_total(struct flowfs *fs, const struct handle *h)
+{
+	return h->kind == H_DOC ? &fs->doc_bytes : &fs->copy_bytes;
+}
+
 static void handle_free(struct flowfs *fs, struct handle *h)
 {
 	if (!h)
 		return;
 	pthread_mutex_lock(&fs->handles_lock);
-	fs->doc_bytes -= h->budgeted;
+	*budget_total(fs, h) -= h->budgeted;
 	if (h->prev)
 		h->prev->next = h->next;
 	else
@@ -1196,34 +1204,38 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
 /* The handle's buffer (a document's draft) made `size` bytes long: cut,
  * or grown with zeros. */
 /*
- * Count `len` bytes for h's buffer when the budgets (above) allow.  The
- * handle list is what the session's share is summed from: a handful of
+ * Count `len` bytes for h's buffer when the budgets (above) allow:
+ * documents being written and generated files open for reading each
+ * have their own, so that readers (of the log that says why a write
+ * was refused, say) are not refused for a writer's drafts.  The handle
+ * list is what the session's share is summed from: a handful of
  * handles, walked only when a buffer grows.
  */
 static int doc_budget(struct flowfs *fs, struct handle *h, size_t len)
 {
-	size_t session = 0;
+	size_t session = 0, *total;
 	int ret = 0;
 
 	pthread_mutex_lock(&fs->handles_lock);
+	total = budget_total(fs, h);
 	if (len > h->budgeted) {
 		for (const struct handle *o = fs->open_handles; o; o = o->next)
-			if (o->session == h->session)
+			if (o->session == h->session && o->kind == h->kind)
 				session += o->budgeted;
 		if (session - h->budgeted + len > DOC_SESSION_BUDGET ||
-		    fs->doc_bytes - h->budgeted + len > DOC_MOUNT_BUDGET)
+		    *total - h->budgeted + len > DOC_MOUNT_BUDGET)
 			ret = -ENOSPC;
 	}
 	if (!ret) {
-		fs->doc_bytes = fs->doc_bytes - h->budgeted + len;
+		*total = *total - h->budgeted + len;
 		h->budgeted = len;
 	}
 	pthread_mutex_unlock(&fs->handles_lock);
 	return ret;
 }
 
-/* The log's line for a document refused room (once per descriptor),
- * the lock held. */
+/* The log's line for a buffer refused room (once per descriptor), the
+ * lock held. */
 static void log_budget(struct flowfs *fs, struct handle *h, size_t len)
 {
 	struct session_info s;
@@ -1234,15 +1246,19 @@ static void log_budget(struct flowfs *fs, struct handle *h, size_t len)
 	h->budget_logged = true;
 	target_path(&h->target, path, sizeof(path));
 	snprintf(line, sizeof(line),
-		 "no room to hold %zu bytes: documents being written hold at most %zu MiB per session and %zu MiB in all until they are closed",
-		 len, DOC_SESSION_BUDGET >> 20, DOC_MOUNT_BUDGET >> 20);
+		 "no room to hold %zu bytes: %s hold at most %zu MiB per session and %zu MiB in all until they are closed",
+		 len, h->kind == H_DOC ? "documents being written"
+				       : "generated files open for reading",
+		 DOC_SESSION_BUDGET >> 20, DOC_MOUNT_BUDGET >> 20);
 	fs_log(fs, s.id, s.name, path, line);
 }
 
-/* A document opened for writing holds what it read in its buffer. */
+/* A document opened for writing, or a generated file for reading,
+ * holds what it read in its buffer. */
 static int open_budget(struct flowfs *fs, struct handle *h)
 {
-	int ret = h->kind == H_DOC ? doc_budget(fs, h, h->content.len) : 0;
+	int ret = h->kind == H_DOC || h->kind == H_GENERATED
+			  ? doc_budget(fs, h, h->content.len) : 0;
 
 	if (ret < 0)
 		log_budget(fs, h, h->content.len);
@@ -1850,7 +1866,9 @@ static void target_path(const struct doc_target *t, char *buf, size_t size)
 		snprintf(buf, size, "%s/%s.json", fs_collections[t->coll].folder,
 			 t->id);
 	else
-		snprintf(buf, size, "%s", fs_entries[t->row].name);
+		snprintf(buf, size, "%s%s",
+			 fs_scope_folder(fs_entries[t->row].scope),
+			 fs_entries[t->row].name);
 }
 
 /* Validate and store a whole document; a refusal goes to status. */

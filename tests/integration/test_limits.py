@@ -276,3 +276,38 @@ def test_a_file_renamed_onto_a_document_is_held_to_its_size(session):
         "parameters.json", f"{len(doc)} bytes: a document holds at most"
         f" {DOC_MAX // MiB} MiB")
     assert (session / "parameters.json").read_bytes() == before
+
+
+def test_generated_copies_open_for_reading_count_too(sw):
+    """A generated file open for reading holds the copy it was rendered
+    into (30 readers of a 15 MiB summary.json took 464 MiB): those have a
+    budget of their own, so the fifth open of a 15 MiB summary.json in one
+    session is refused, the log can still be read, and closing gives the
+    room back."""
+    assert put_json(sw / "request.json", {"input": {
+        "description": "d", "io_instructions": "i"}}) == 0
+    fill = "x" * (ROUND_MAX - 4096)
+    for n in range(1, 16):
+        doc = dict(FIRST if n == 1 else NEXT, observation=fill)
+        assert put_json(sw / "rounds" / f"{n}.json", doc) == 0
+    summary = sw / "output" / "summary.json"
+    size = summary.stat().st_size
+    per = DOC_SESSION_BUDGET // size
+    assert per == 4, size
+    fds = []
+    try:
+        with pytest.raises(OSError) as e:
+            for _ in range(per + 1):
+                fds.append(os.open(summary, os.O_RDONLY))
+        assert e.value.errno == errno.ENOSPC
+        assert len(fds) == per
+        assert last_log(sw) == (
+            "output/summary.json", f"no room to hold {size} bytes:"
+            " generated files open for reading hold at most"
+            f" {DOC_SESSION_BUDGET // MiB} MiB per session and"
+            f" {DOC_MOUNT_BUDGET // MiB} MiB in all until they are closed")
+    finally:
+        for fd in fds:
+            os.close(fd)
+    fd = os.open(summary, os.O_RDONLY)
+    os.close(fd)
