@@ -6,7 +6,9 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -64,6 +66,113 @@ const char *fetch_private_kind(const struct sockaddr *sa)
 	return NULL;
 }
 
+/* The address bytes of `sa` and their family, an IPv4-mapped IPv6
+ * address as the IPv4 address it carries; 0 for another family. */
+static int addr_bytes(const struct sockaddr *sa, const uint8_t **bytes)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (sa->sa_family == AF_INET) {
+		*bytes = (const uint8_t *)&((const struct sockaddr_in *)
+					    (const void *)sa)->sin_addr;
+		return AF_INET;
+	}
+	if (sa->sa_family != AF_INET6)
+		return 0;
+	*bytes = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
+	if (!memcmp(*bytes, mapped, 12)) {
+		*bytes += 12;
+		return AF_INET;
+	}
+	return AF_INET6;
+}
+
+static bool in_net(const struct fetch_net *n, int family, const uint8_t *b)
+{
+	unsigned whole = n->prefix / 8, rest = n->prefix % 8;
+
+	return n->family == family && !memcmp(n->addr, b, whole) &&
+	       (!rest || ((n->addr[whole] ^ b[whole]) & (0xff00 >> rest)) == 0);
+}
+
+static bool allowed(const struct fetch_limits *l, const struct sockaddr *sa)
+{
+	const uint8_t *b;
+	int family = addr_bytes(sa, &b);
+
+	for (size_t i = 0; family && i < l->nallow; i++)
+		if (in_net(&l->allow[i], family, b))
+			return true;
+	return false;
+}
+
+/* Whether `sa` is an address of one of this machine's interfaces: a
+ * service listening on all of them answers there, as on loopback. */
+static bool is_local(const struct sockaddr *sa)
+{
+	struct ifaddrs *all, *i;
+	const uint8_t *b, *ib;
+	int family = addr_bytes(sa, &b);
+	bool local = false;
+
+	if (!family || getifaddrs(&all) < 0)
+		return false;
+	for (i = all; i && !local; i = i->ifa_next)
+		local = i->ifa_addr && addr_bytes(i->ifa_addr, &ib) == family &&
+			!memcmp(b, ib, family == AF_INET ? 4 : 16);
+	freeifaddrs(all);
+	return local;
+}
+
+int fetch_parse_allow(const char *text, struct fetch_limits *limits,
+		      struct ferr *err)
+{
+	const char *at = text;
+
+	limits->nallow = 0;
+	for (;;) {
+		const char *end = strchrnul(at, ',');
+		char part[64], *slash, *stop;
+		struct fetch_net n = { 0 };
+		unsigned long bits;
+
+		if ((size_t)(end - at) >= sizeof(part) ||
+		    limits->nallow == FETCH_ALLOW_MAX)
+			goto bad;
+		memcpy(part, at, (size_t)(end - at));
+		part[end - at] = 0;
+		slash = strchr(part, '/');
+		if (slash)
+			*slash = 0;
+		if (inet_pton(AF_INET, part, n.addr) == 1)
+			n.family = AF_INET;
+		else if (inet_pton(AF_INET6, part, n.addr) == 1)
+			n.family = AF_INET6;
+		else
+			goto bad;
+		bits = n.family == AF_INET ? 32 : 128;
+		if (slash) {
+			unsigned long max = bits;
+
+			errno = 0;
+			bits = strtoul(slash + 1, &stop, 10);
+			if (errno || stop == slash + 1 || *stop || bits > max)
+				goto bad;
+		}
+		n.prefix = (unsigned)bits;
+		limits->allow[limits->nallow++] = n;
+		if (!*end)
+			return 0;
+		at = end + 1;
+		continue;
+bad:
+		return ferr_set(err, -EINVAL, "--fetch-allow takes addresses"
+				" or ranges such as 192.168.1.10 or 10.1.0.0/16,"
+				" comma-separated (at most %d), not \"%.*s\"",
+				FETCH_ALLOW_MAX, (int)(end - at), at);
+	}
+}
+
 struct sink {
 	int (*put)(void *put_ctx, const char *data, size_t n);
 	void *put_ctx;
@@ -73,6 +182,7 @@ struct sink {
 	bool (*progress)(void *ctx, int64_t got, int64_t total);
 	void *ctx;
 	bool allow_private;
+	const struct fetch_limits *limits;
 	/* the last address refused, and what kind it is */
 	char refused[64];
 	const char *refused_kind;
@@ -99,10 +209,15 @@ static curl_socket_t open_socket(void *arg, curlsocktype purpose,
 				 struct curl_sockaddr *address)
 {
 	struct sink *s = arg;
-	const char *kind = fetch_private_kind(&address->addr);
+	const char *kind = NULL;
 
 	(void)purpose;
-	if (kind && !s->allow_private) {
+	if (!s->allow_private && !allowed(s->limits, &address->addr)) {
+		kind = fetch_private_kind(&address->addr);
+		if (!kind && is_local(&address->addr))
+			kind = "local";
+	}
+	if (kind) {
 		s->refused_kind = kind;
 		addr_text(&address->addr, s->refused, sizeof(s->refused));
 		return CURL_SOCKET_BAD;
@@ -153,7 +268,7 @@ int fetch_url(const char *url, const struct fetch_limits *limits,
 		.put = put, .put_ctx = put_ctx,
 		.max = limits->max_bytes > 0 ? limits->max_bytes : GIB,
 		.progress = progress, .ctx = ctx,
-		.allow_private = limits->allow_private,
+		.allow_private = limits->allow_private, .limits = limits,
 	};
 	long slow_bytes = limits->low_speed_bytes > 0 ? limits->low_speed_bytes
 						      : FETCH_LOW_SPEED_BYTES;

@@ -11,8 +11,10 @@
  * is used: through one, flowfs could not see where a connection goes.
  *
  * Unless limits->allow_private, every connection, the first and each
- * redirect's, is checked against fetch_private_kind() on the address
- * it is about to connect to (libcurl's open-socket hook, after DNS
+ * redirect's, is checked against fetch_private_kind() and this
+ * machine's own addresses (a service listening on all interfaces is
+ * this machine's too) on the address it is about to connect to, unless
+ * the address is in limits->allow (libcurl's open-socket hook, after DNS
  * resolution: a name that resolves to a private address is refused
  * whatever it is called, and no re-resolution can slip in between the
  * check and the connection).  A refused address is never connected to.
@@ -34,6 +36,16 @@
 #define FETCH_LOW_SPEED_BYTES 1024
 #define FETCH_LOW_SPEED_S 30
 
+/* One range of --fetch-allow: `prefix` leading bits of `addr` (4 bytes
+ * for AF_INET, 16 for AF_INET6). */
+struct fetch_net {
+	int family;
+	uint8_t addr[16];
+	unsigned prefix;
+};
+
+#define FETCH_ALLOW_MAX 32
+
 struct fetch_limits {
 	int64_t max_bytes;	/* 0: 1 GiB */
 	long connect_timeout_s;	/* 0: 30 */
@@ -44,7 +56,18 @@ struct fetch_limits {
 	long low_speed_bytes;
 	long low_speed_s;
 	bool allow_private;	/* connect to the addresses below too */
+	/* connect to these, whatever kind they are (--fetch-allow) */
+	struct fetch_net allow[FETCH_ALLOW_MAX];
+	size_t nallow;
 };
+
+/*
+ * --fetch-allow's text, "ADDRESS[/BITS][,ADDRESS[/BITS]...]" (IPv4 or
+ * IPv6; no BITS: that address alone), into limits->allow.  0, or
+ * -EINVAL with err naming the part it cannot take.
+ */
+int fetch_parse_allow(const char *text, struct fetch_limits *limits,
+		      struct ferr *err);
 
 /*
  * What kind of address not to fetch from `sa` is, or NULL for a public

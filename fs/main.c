@@ -44,6 +44,7 @@ struct options {
 	char *fetch_low_speed;
 	long fetch_jobs;
 	int fetch_allow_private;
+	char *fetch_allow;
 	int allow_exec;
 	char *skill_dirs[MAX_SKILL_DIRS];
 	size_t nskill_dirs;
@@ -71,6 +72,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "--fetch-low-speed=%s", offsetof(struct options, fetch_low_speed), 0 },
 	{ "--fetch-jobs=", -1U, KEY_NUMBER },
 	OPT("--fetch-allow-private", fetch_allow_private),
+	{ "--fetch-allow=%s", offsetof(struct options, fetch_allow), 0 },
 	OPT("--help", help),
 	OPT("-h", help),
 	OPT("--version", version),
@@ -205,8 +207,10 @@ static void usage(const char *prog)
 	       "  --fetch-low-speed=BYTES:S  a fetch slower than BYTES a second\n"
 	       "              for S seconds fails (1K:30; 0: no such limit)\n"
 	       "  --fetch-jobs=N  fetches going on at once, the rest wait (4; 1 to 64)\n"
-	       "  --fetch-allow-private  fetch from loopback, private and\n"
-	       "              link-local addresses too (refused by default)\n"
+	       "  --fetch-allow-private  fetch from loopback, private, link-local\n"
+	       "              and this machine's addresses too (refused by default)\n"
+	       "  --fetch-allow=ADDR[/BITS],...  fetch from these addresses and\n"
+	       "              ranges whatever they are (e.g. a NAS: 192.168.1.10)\n"
 	       "  -f          stay in the foreground and print log lines on stderr\n"
 	       "              (else they go to syslog)\n"
 	       "  -d          debug: print every request (implies -f)\n"
@@ -541,6 +545,15 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	/* LONG_MIN: not given (numeric_opts[] checked its range) */
 	o->fetch_jobs = opts->fetch_jobs > 0 ? (unsigned)opts->fetch_jobs : 0;
 	o->fetch.allow_private = opts->fetch_allow_private;
+	if (opts->fetch_allow) {
+		struct ferr err = FERR_INIT;
+
+		if (fetch_parse_allow(opts->fetch_allow, &o->fetch, &err) < 0) {
+			fprintf(stderr, "flowfs: %s\n", err.message);
+			/* a bad value: main() exits EXIT_USAGE */
+			return -ERANGE;
+		}
+	}
 	fs->run_host = (struct run_host){ .ctx = fs, .lock = host_lock,
 					  .unlock = host_unlock,
 					  .changed = host_changed,
@@ -794,6 +807,7 @@ out:
 	free(opts.engine_key_file);
 	free(opts.max_fetch);
 	free(opts.fetch_low_speed);
+	free(opts.fetch_allow);
 	if (!fs.foreground)
 		closelog();
 	if (engine_key)

@@ -283,58 +283,95 @@ def test_with_fetch_allow_private_loopback_is_fetched(make_flowfs, skill_folder,
     assert read_bytes(s / "uploads" / "csv_file.csv") == b"a,b\n"
 
 
+ALLOWED = "127.0.0.2"
+
+
 @pytest.fixture
-def public_files():
-    """A file server on an address of this machine that is not private."""
-    address = public_local_address()
-    if address is None:
-        pytest.skip("this machine has no non-private IPv4 address to serve from"
-                    " (core's unit test of the redirect check skips too)")
-    f = FileServer(host=address)
+def allowed_files():
+    """A file server on 127.0.0.2, which the mounts below allow with
+    --fetch-allow (loopback as any, allowed by name)."""
+    f = FileServer(host=ALLOWED)
     yield f
     f.close()
 
 
 def test_the_default_pool_bounds_the_daemons_threads(make_flowfs, skill_folder,
-                                                    isolated_config, public_files):
-    """With no option at all (so that the daemon before issue 12 runs it
-    too): 16 fetches that do not end make 4 threads, not 16."""
-    public_files.files.update({f"{i}.csv": b"a,b\n" for i in range(16)})
-    fs = fetch_mount(make_flowfs, skill_folder)
+                                                    isolated_config, allowed_files):
+    """With no option but the allowed address: 16 fetches that do not end
+    make 4 threads, not 16."""
+    allowed_files.files.update({f"{i}.csv": b"a,b\n" for i in range(16)})
+    fs = fetch_mount(make_flowfs, skill_folder, f"--fetch-allow={ALLOWED}")
     idle = daemon_threads(fs)
-    sessions = [fetch_into(fs.mnt, f"s{i:02}", f"{public_files.base}/hold/{i}.csv")
+    sessions = [fetch_into(fs.mnt, f"s{i:02}", f"{allowed_files.base}/hold/{i}.csv")
                 for i in range(16)]
-    wait_until(lambda: len(public_files.hits) >= 4, "four fetches reach the server")
+    wait_until(lambda: len(allowed_files.hits) >= 4, "four fetches reach the server")
     threads = daemon_threads(fs)
     assert threads <= idle + 8 + 4, (idle, threads)
     assert daemon_threads(fs, b"flowfs-fetch") == 4
     assert sum(state_lines(s) == [LINE + "queued"] for s in sessions) == 12
-    public_files.release.set()
+    allowed_files.release.set()
     for s in sessions:
         assert wait_fetch(s).startswith(LINE + "done: "), s.name
-    assert len(public_files.hits) == 16
+    assert len(allowed_files.hits) == 16
 
 
 def test_a_redirect_to_a_private_address_is_refused(make_flowfs, skill_folder,
                                                     isolated_config, files,
-                                                    public_files):
+                                                    allowed_files):
     """An allowed server that redirects to loopback: the redirect is
     checked as the first URL is, and loopback never sees a request."""
     files.files["a.csv"] = b"a,b\n"
-    public_files.files["b.csv"] = b"b,c\n"
+    allowed_files.files["b.csv"] = b"b,c\n"
     target = urllib.parse.quote(f"{files.base}/file/a.csv", safe="")
-    fs = fetch_mount(make_flowfs, skill_folder)
-    # the public server itself is fetched from
-    s = fetch_into(fs.mnt, "direct", f"{public_files.base}/file/b.csv")
+    fs = fetch_mount(make_flowfs, skill_folder, f"--fetch-allow={ALLOWED}/32")
+    # the allowed server itself is fetched from
+    s = fetch_into(fs.mnt, "direct", f"{allowed_files.base}/file/b.csv")
     assert wait_fetch(s) == LINE + "done: 0.0 MiB"
-    s = fetch_into(fs.mnt, "s", f"{public_files.base}/goto/{target}")
+    s = fetch_into(fs.mnt, "s", f"{allowed_files.base}/goto/{target}")
     assert wait_fetch(s, timeout=10) == \
         f"{LINE}failed: redirected to 127.0.0.1, a loopback address: {REFUSED}"
-    assert public_files.hits == {"/file/b.csv": 1, f"/goto/{target}": 1}
+    assert allowed_files.hits == {"/file/b.csv": 1, f"/goto/{target}": 1}
     assert files.hits == {}
     assert os.listdir(s / "uploads") == []
     # allowed, the same redirect is followed
     fs.remount(fs.extra_args + ["--fetch-allow-private"])
-    s2 = fetch_into(fs.mnt, "s2", f"{public_files.base}/goto/{target}")
+    s2 = fetch_into(fs.mnt, "s2", f"{allowed_files.base}/goto/{target}")
     assert wait_fetch(s2) == LINE + "done: 0.0 MiB"
     assert files.hits == {"/file/a.csv": 1}
+
+
+def test_this_machines_own_address_is_refused(make_flowfs, skill_folder,
+                                              isolated_config):
+    """A service listening on all interfaces answers on this machine's
+    own addresses too, whatever range they are in: refused like
+    loopback, unless allowed."""
+    address = public_local_address()
+    if address is None:
+        pytest.skip("this machine has no address outside the private ranges")
+    server = FileServer(host="0.0.0.0")
+    try:
+        server.files["a.csv"] = b"a,b\n"
+        port = server.server.server_address[1]
+        fs = fetch_mount(make_flowfs, skill_folder)
+        s = fetch_into(fs.mnt, "s", f"http://{address}:{port}/file/a.csv")
+        assert wait_fetch(s, timeout=10) == \
+            f"{LINE}failed: {address} is a local address: {REFUSED}"
+        assert server.hits == {}
+        fs.remount(fs.extra_args + [f"--fetch-allow={address}"])
+        s2 = fetch_into(fs.mnt, "s2", f"http://{address}:{port}/file/a.csv")
+        assert wait_fetch(s2) == LINE + "done: 0.0 MiB"
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("value", ["x", "10.0.0.0/33", "::1/129", "1.2.3.4,",
+                                   ",".join(["10.0.0.1"] * 33)])
+def test_fetch_allow_takes_addresses_and_ranges(tmp_path, value):
+    r = subprocess.run([str(flowfs_bin()), f"--db={tmp_path / 'x.db'}",
+                        f"--fetch-allow={value}", str(tmp_path)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r
+    assert r.stderr.startswith("flowfs: --fetch-allow takes addresses or"
+                               " ranges such as 192.168.1.10 or 10.1.0.0/16,"
+                               " comma-separated (at most 32), not "), r.stderr
+    assert not os.path.ismount(tmp_path)

@@ -245,17 +245,19 @@ static bool public_address(char *buf, size_t size)
 	return found;
 }
 
+/* A server allowed by --fetch-allow (127.0.0.2, loopback as any) that
+ * redirects to another loopback address: the redirect is checked as
+ * the first URL is, and never connected to. */
 static void test_redirect_to_loopback_refused(void **state)
 {
 	struct fetch_limits limits = { .timeout_s = 10 };
 	struct ferr err = FERR_INIT;
 	struct server pub, lo;
-	char address[64], reply[256], url[96];
+	char reply[256], url[96];
 
 	(void)state;
-	if (!public_address(address, sizeof(address)))
-		skip();
-	assert_int_equal(listen_on(&pub, address), 0);
+	assert_int_equal(fetch_parse_allow("127.0.0.2", &limits, &err), 0);
+	assert_int_equal(listen_on(&pub, "127.0.0.2"), 0);
 	assert_int_equal(listen_on(&lo, "127.0.0.1"), 0);
 	snprintf(reply, sizeof(reply), "HTTP/1.1 302 Found\r\nLocation:"
 		 " %s/secret\r\nContent-Length: 0\r\n\r\n", lo.base);
@@ -289,12 +291,59 @@ static void test_low_speed_limit(void **state)
 	stop(&s, true);
 }
 
+/* This machine's own address, outside the private ranges (a service
+ * listening on all interfaces answers there): refused, unless allowed. */
+static void test_own_address_refused(void **state)
+{
+	struct fetch_limits limits = { .timeout_s = 10 };
+	struct ferr err = FERR_INIT;
+	struct server own;
+	char address[64], url[96], want[160];
+
+	(void)state;
+	if (!public_address(address, sizeof(address)))
+		skip();
+	assert_int_equal(listen_on(&own, address), 0);
+	snprintf(url, sizeof(url), "%s/a.csv", own.base);
+	assert_int_equal(fetch(url, &limits, &err), -EACCES);
+	snprintf(want, sizeof(want), "%s is a local address: refused without"
+		 " --fetch-allow-private", address);
+	assert_string_equal(err.message, want);
+	assert_false(connected(&own));
+	stop(&own, false);
+}
+
+static void test_parse_allow(void **state)
+{
+	static const char *const bad[] = { "", "x", "1.2.3.4,", ",1.2.3.4",
+		"10.0.0.0/33", "::1/129", "10.0.0.0/", "10.0.0.0/x",
+		"1.2.3.4/-1" };
+	struct fetch_limits l = { 0 };
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		err = (struct ferr)FERR_INIT;
+		assert_int_equal(fetch_parse_allow(bad[i], &l, &err), -EINVAL);
+		assert_non_null(strstr(err.message, "--fetch-allow takes"));
+	}
+	assert_int_equal(fetch_parse_allow("192.168.1.10,10.1.0.0/16,fd00::/8",
+					   &l, &err), 0);
+	assert_int_equal(l.nallow, 3);
+	assert_int_equal(l.allow[0].prefix, 32);
+	assert_int_equal(l.allow[1].prefix, 16);
+	assert_int_equal(l.allow[2].family, AF_INET6);
+	assert_int_equal(l.allow[2].prefix, 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_private_kinds),
 		cmocka_unit_test(test_loopback_refused_before_connecting),
 		cmocka_unit_test(test_redirect_to_loopback_refused),
+		cmocka_unit_test(test_own_address_refused),
+		cmocka_unit_test(test_parse_allow),
 		cmocka_unit_test(test_low_speed_limit),
 	};
 
