@@ -88,14 +88,23 @@ struct run_host {
 
 /*
  * The fetches of all sessions: at most run_options.fetch_jobs of them
- * go on at once, each in a thread of its own; the others wait here,
- * first come first started, with the state "queued" (status: "fetch
- * uploads/<name>: queued").  A fetch that ends starts the next.  The
+ * go on at once, each in a thread of its own, and at most half of them
+ * (rounded up) for one session, so that one request.json of slow URLs
+ * cannot hold every slot; the others wait here with the state "queued"
+ * (status: "fetch uploads/<name>: queued").  A fetch that ends starts the
+ * next: the first queued of the session with the fewest going.  The
  * host's lock guards it.
  */
+#define RUN_FETCH_JOBS_MAX 64
+
 struct run_queue {
 	struct run *first, *last;
 	unsigned going;		/* fetch threads started and not ended */
+	/* how many of those each session has (going > 0 rows only) */
+	struct run_queue_share {
+		int64_t session;
+		unsigned going;
+	} share[RUN_FETCH_JOBS_MAX];
 };
 
 struct run_options {

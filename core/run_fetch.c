@@ -74,6 +74,53 @@ static unsigned fetch_jobs(const struct run_options *opt)
 	return opt->fetch_jobs ? opt->fetch_jobs : FETCH_JOBS;
 }
 
+/* At most this many of a session's fetches go on at once. */
+static unsigned session_jobs(const struct run_options *opt)
+{
+	return (fetch_jobs(opt) + 1) / 2;
+}
+
+/* The share of `session` (its row made when `add`), or NULL. */
+static struct run_queue_share *share_of(struct run_queue *q, int64_t session,
+					bool add)
+{
+	struct run_queue_share *free_row = NULL;
+
+	for (int i = 0; i < RUN_FETCH_JOBS_MAX; i++) {
+		if (q->share[i].going && q->share[i].session == session)
+			return &q->share[i];
+		if (!q->share[i].going && !free_row)
+			free_row = &q->share[i];
+	}
+	if (add && free_row)
+		free_row->session = session;
+	return add ? free_row : NULL;
+}
+
+static unsigned going_of(struct run_queue *q, int64_t session)
+{
+	const struct run_queue_share *sh = share_of(q, session, false);
+
+	return sh ? sh->going : 0;
+}
+
+static void fetch_ended(struct run_queue *q, int64_t session)
+{
+	struct run_queue_share *sh = share_of(q, session, false);
+
+	q->going--;
+	if (sh)
+		sh->going--;
+}
+
+/* Whether a fetch of `session` may start now. */
+static bool room_for(struct run_queue *q, const struct run_options *opt,
+		     int64_t session)
+{
+	return q->going < fetch_jobs(opt) &&
+	       going_of(q, session) < session_jobs(opt);
+}
+
 static void enqueue(struct run_queue *q, struct run *r)
 {
 	r->queue_prev = q->last;
@@ -113,7 +160,13 @@ static int start_thread(struct run *r)
 		if (fetch_state(r, "failed", "cannot start a thread") == 0)
 			run_log_fetch(r, "fetch failed: cannot start a thread");
 	} else {
-		r->host->fetches->going++;
+		struct run_queue *q = r->host->fetches;
+		/* fetch_jobs <= RUN_FETCH_JOBS_MAX: a row is always free */
+		struct run_queue_share *sh = share_of(q, r->session, true);
+
+		q->going++;
+		if (sh)
+			sh->going++;
 		run_log_fetch(r, "fetch started");
 	}
 	return ret;
@@ -132,9 +185,22 @@ static void start_queued(const struct run_host *host,
 		" AND key = ?2 AND url = ?3 AND state = 'queued'";
 	struct run_queue *q = host->fetches;
 
-	while (q->first && q->going < fetch_jobs(opt)) {
-		struct run *r = q->first;
+	while (q->going < fetch_jobs(opt)) {
+		struct run *r = NULL;
+		unsigned fewest = ~0u;
 		int ret;
+
+		/* the first queued of the session with the fewest going */
+		for (struct run *o = q->first; o && fewest; o = o->queue_next) {
+			unsigned n = going_of(q, o->session);
+
+			if (n < fewest && n < session_jobs(opt)) {
+				r = o;
+				fewest = n;
+			}
+		}
+		if (!r)
+			break;
 
 		unqueue(q, r);
 		ret = store_run(host->st, sql, STORE_INT(r->session),
@@ -192,7 +258,7 @@ void run_flow_fetch(struct run *r)
 		run_log_fetch(r, "fetched %s", size);
 	}
 	/* this thread ends: the next waiting fetch may start */
-	r->host->fetches->going--;
+	fetch_ended(r->host->fetches, r->session);
 	start_queued(r->host, r->opt);
 	run_unlock(r);
 }
@@ -287,7 +353,7 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 		" url, name, state, message, time_ns) VALUES (?1, ?2, ?3, ?4,"
 		" ?5, ?6, ?7)";
 	struct fetch_start *f = ctx;
-	bool now = f->host->fetches->going < fetch_jobs(f->opt);
+	bool now = room_for(f->host->fetches, f->opt, f->s->id);
 	struct run *r;
 	bool yes;
 	int ret = fetched(f, key, url, name, &yes);

@@ -375,3 +375,29 @@ def test_fetch_allow_takes_addresses_and_ranges(tmp_path, value):
                                " ranges such as 192.168.1.10 or 10.1.0.0/16,"
                                " comma-separated (at most 32), not "), r.stderr
     assert not os.path.ismount(tmp_path)
+
+
+def test_one_session_holds_at_most_half_the_pool(make_flowfs, skill_folder,
+                                                 isolated_config, files):
+    """One request.json of four URLs that do not end (slow enough, they
+    pass the low-speed limit for an hour) takes two of the four slots;
+    another session's fetch starts at once, and the queued two start as
+    slots free."""
+    skill_folder.add("four", input={"type": "object", "properties": {
+        f"f{i}": {"type": "string", "extensions": [".csv"]} for i in range(4)}})
+    files.files.update({f"{i}.csv": b"a,b\n" for i in range(5)})
+    fs = fetch_mount(make_flowfs, skill_folder, "--fetch-allow-private")
+    hog = fs.mnt / "hog"
+    os.mkdir(hog)
+    bind_with(hog, "four", {"input": {
+        f"f{i}": f"{files.base}/hold/{i}.csv" for i in range(4)}})
+    wait_until(lambda: len(files.hits) == 2, "two of its fetches start")
+    lines = state_lines(hog)
+    assert sorted(l.split(": ")[1] for l in lines) == \
+        ["fetching", "fetching", "queued", "queued"], lines
+    other = fetch_into(fs.mnt, "other", f"{files.base}/hold/4.csv")
+    wait_until(lambda: len(files.hits) == 3, "the other session's fetch starts")
+    assert state_lines(other)[0].startswith(LINE + "fetching")
+    files.release.set()
+    assert wait_fetch(other).startswith(LINE + "done: ")
+    wait_until(lambda: len(files.hits) == 5, "the queued two start")
