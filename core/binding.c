@@ -68,10 +68,10 @@ static int import_deck(const char *text, size_t len, json_t **params,
 	rejected = deck_problems_count(&problems, DECK_ERROR);
 	for (size_t i = 0; rejected && i < problems.nr; i++)
 		if (problems.v[i].severity >= DECK_ERROR) {
-			ret = sbuf_addf(&im->notes,
-					"%zu line%s DATCOM would reject (line %u: %s); the generated deck is clean\n",
-					rejected, rejected == 1 ? "" : "s",
-					problems.v[i].line, problems.v[i].message);
+			ret = fname_line(&im->notes,
+					 "%zu line%s DATCOM would reject (line %u: %s); the generated deck is clean",
+					 rejected, rejected == 1 ? "" : "s",
+					 problems.v[i].line, problems.v[i].message);
 			break;
 		}
 	if (!ret)
@@ -633,11 +633,11 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 		if (a->check(in->parameter, &err) == 0)
 			continue;
 		if (err.path[0])
-			ret = sbuf_addf(out, "output/%s: %s: %s\n", a->name,
-					err.path, err.message);
+			ret = fname_line(out, "output/%s: %s: %s", a->name,
+					 err.path, err.message);
 		else
-			ret = sbuf_addf(out, "output/%s: %s\n", a->name,
-					ferr_format(&err, msg, sizeof(msg)));
+			ret = fname_line(out, "output/%s: %s", a->name,
+					 ferr_format(&err, msg, sizeof(msg)));
 		if (ret < 0)
 			break;
 	}
@@ -674,8 +674,8 @@ static int solve(const struct binding_ctx *c, struct sbuf *out,
 		ret = binding_prompt_from(c, sk, &in, &prompt, &err);
 		sbuf_release(&prompt);
 		if (ret == -EINVAL)
-			ret = sbuf_addf(out, "prompt.txt: %s\n",
-					ferr_format(&err, msg, sizeof(msg)));
+			ret = fname_line(out, "prompt.txt: %s",
+					 ferr_format(&err, msg, sizeof(msg)));
 	}
 	inputs_release(&in);
 	if (!ret)

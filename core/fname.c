@@ -67,11 +67,21 @@ int fname_escape(struct sbuf *out, const char *s, size_t max)
 			else
 				snprintf(esc, sizeof(esc), "\\u%04x", *p);
 			plen = strlen(esc);
+		} else if (!(take = utf8_decode(p, left, &cp))) {
+			/* a byte that starts no character: the replacement
+			 * character, so that what is shown is UTF-8 (and no
+			 * lone 0x9b reads as CSI on a Latin-1 terminal) */
+			take = 1;
+			piece = "\xef\xbf\xbd";
+			plen = 3;
+		} else if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x200e ||
+			   cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+			   (cp >= 0x2066 && cp <= 0x2069)) {
+			/* C1 controls, and the marks that reorder a line's
+			 * text ("Trojan Source") */
+			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
+			plen = strlen(esc);
 		} else {
-			/* a character whole; a byte that starts none alone */
-			take = utf8_decode(p, left, &cp);
-			if (!take)
-				take = 1;
 			piece = (const char *)p;
 			plen = take;
 		}

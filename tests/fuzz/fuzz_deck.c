@@ -18,6 +18,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct deck_problems p1 = DECK_PROBLEMS_INIT, p2 = DECK_PROBLEMS_INIT;
@@ -39,10 +40,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	if (deck_write(d1, &w1) < 0)
 		abort();
-	/* no card at all (the empty input libFuzzer starts with, blanks):
-	 * an empty text, which the card rules rightly call no deck */
-	if (w1.len == 0)
+	/* no case at all (the empty input libFuzzer starts with, blanks):
+	 * an empty text, which the card rules rightly call no deck; a deck
+	 * with a case (even an empty one: NEXT CASE) is never written as
+	 * nothing */
+	if (d1->nr == 0) {
+		if (w1.len)
+			abort();
 		goto out;
+	}
+	if (w1.len == 0)
+		abort();
 	if (deck_rules_check(w1.buf, w1.len, why, sizeof(why)) < 0) {
 		fprintf(stderr, "%s\n%s", why, w1.buf);
 		abort();

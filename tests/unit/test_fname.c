@@ -210,7 +210,12 @@ static void test_escape(void **state)
 	static const struct { const char *in; size_t max; const char *want; }
 	cases[] = {
 		{ "a\nready\r\t\b\f\x1b[2J\x01\x7f \\ \xc3\xa9 \xff", SIZE_MAX,
-		  "a\\nready\\r\\t\\b\\f\\u001b[2J\\u0001\\u007f \\ \xc3\xa9 \xff" },
+		  "a\\nready\\r\\t\\b\\f\\u001b[2J\\u0001\\u007f \\ \xc3\xa9 \xef\xbf\xbd" },
+		/* C1 controls (U+009B is CSI), the bidi marks that reorder a
+		 * line; a lone 0x9b byte is no character */
+		{ "a\xc2\x9b[2Jb\xe2\x80\xae" "c\xe2\x81\xa6" "d\xe2\x80\x8f" "e\x9b",
+		  SIZE_MAX,
+		  "a\\u009b[2Jb\\u202ec\\u2066d\\u200fe\xef\xbf\xbd" },
 		{ "", SIZE_MAX, "" },
 		{ "ab\ncd", 3, "ab" },
 		{ "a\xc3\xa9", 2, "a" },
