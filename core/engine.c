@@ -96,7 +96,7 @@ static bool sleep_unless_cancelled(const struct engine_hooks *hooks, long ms)
 char *engine_url_shown(const char *url)
 {
 	CURLU *u = curl_url();
-	char *user = NULL, *password = NULL, *shown = NULL;
+	char *user = NULL, *password = NULL, *query = NULL, *shown = NULL;
 
 	if (!u)
 		return NULL;
@@ -107,15 +107,19 @@ char *engine_url_shown(const char *url)
 	}
 	curl_url_get(u, CURLUPART_USER, &user, 0);
 	curl_url_get(u, CURLUPART_PASSWORD, &password, 0);
+	curl_url_get(u, CURLUPART_QUERY, &query, 0);
 	/* unchanged when there is nothing to hide: libcurl's rebuilt URL
 	 * is spelled differently (a '/' added, case) */
-	if (!user && !password) {
+	if (!user && !password && !query) {
 		shown = strdup(url);
 		goto out;
 	}
-	if (curl_url_set(u, CURLUPART_USER, "***", 0) != CURLUE_OK ||
+	/* a key may be in the query too (?api-key=..., Azure's way) */
+	if ((user && curl_url_set(u, CURLUPART_USER, "***", 0) != CURLUE_OK) ||
 	    curl_url_set(u, CURLUPART_PASSWORD, NULL, 0) != CURLUE_OK ||
-	    curl_url_set(u, CURLUPART_OPTIONS, NULL, 0) != CURLUE_OK) {
+	    curl_url_set(u, CURLUPART_OPTIONS, NULL, 0) != CURLUE_OK ||
+	    (query && curl_url_set(u, CURLUPART_QUERY, "***", 0) != CURLUE_OK) ||
+	    curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0) != CURLUE_OK) {
 		shown = strdup("(not a URL)");
 		goto out;
 	}
@@ -132,6 +136,7 @@ out:
 		explicit_bzero(password, strlen(password));
 	curl_free(user);
 	curl_free(password);
+	curl_free(query);
 	curl_url_cleanup(u);
 	return shown;
 }

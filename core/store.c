@@ -699,8 +699,9 @@ static int open_errno(const char *path)
 int store_check_private(const char *path, struct ferr *warn)
 {
 	static const char *const suffixes[] = { "", "-wal", "-shm" };
-	char file[PATH_MAX];
+	char file[PATH_MAX], first[PATH_MAX], files[3 * PATH_MAX + 3] = "";
 	struct stat sb;
+	mode_t mode = 0;
 
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(*suffixes); i++) {
 		if (snprintf(file, sizeof(file), "%s%s", path, suffixes[i]) >=
@@ -713,14 +714,21 @@ int store_check_private(const char *path, struct ferr *warn)
 		}
 		if (!(sb.st_mode & 077))
 			continue;
-		ferr_set(warn, 0, "warning: other users may %s the database"
-			 " %s (mode %04o): chmod 600 %s%s", sb.st_mode & 022
-			 ? "read and write" : "read", file,
-			 (unsigned)(sb.st_mode & 07777), path,
-			 i ? "*" : "");
-		return 1;
+		if (!mode) {
+			mode = sb.st_mode;
+			memcpy(first, file, sizeof(first));
+		}
+		/* the advice names each file, no glob (a .bak beside it is
+		 * not flowfs's to change) */
+		strcat(files, " ");
+		strcat(files, file);
 	}
-	return 0;
+	if (!mode)
+		return 0;
+	ferr_set(warn, 0, "warning: other users may %s the database %s (mode"
+		 " %04o): chmod 600%s", mode & 022 ? "read and write" : "read",
+		 first, (unsigned)(mode & 07777), files);
+	return 1;
 }
 
 int store_open(struct store **out, const char *path, struct ferr *err)

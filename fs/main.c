@@ -326,11 +326,16 @@ static int open_store(const char *db, struct store **out)
  */
 static char *take_env_key(void)
 {
+	static const char name[] = "FLOWFS_ENGINE_KEY=";
 	char *env = getenv("FLOWFS_ENGINE_KEY");
 	char *key = env && *env ? strdup(env) : NULL;
 
-	if (env)
-		explicit_bzero(env, strlen(env));
+	/* every entry: execve() may pass the name twice, and getenv()
+	 * finds the first only */
+	for (char **e = environ; *e; e++)
+		if (!strncmp(*e, name, sizeof(name) - 1))
+			explicit_bzero(*e + sizeof(name) - 1,
+				       strlen(*e + sizeof(name) - 1));
 	unsetenv("FLOWFS_ENGINE_KEY");
 	return key;
 }
@@ -343,15 +348,25 @@ static char *take_env_key(void)
 static void hide_url_credentials(int argc, char *argv[])
 {
 	for (int i = 1; i < argc; i++) {
-		char *url = argv[i], *at, *rest;
+		char *url = argv[i], *rest, *end, *at = NULL, *query;
 
 		if (strncmp(url, "--engine-url=", 13))
 			continue;
 		rest = strstr(url, "://");
-		at = rest ? strpbrk(rest + 3, "@/?#") : NULL;
-		if (!at || *at != '@')
+		if (!rest)
 			continue;
-		for (char *p = rest + 3; p < at; p++)
+		rest += 3;
+		/* the authority ends at the first '/', '?' or '#'; its
+		 * userinfo at the last '@' in it (a raw '@' in a password) */
+		end = rest + strcspn(rest, "/?#");
+		for (char *p = rest; p < end; p++)
+			if (*p == '@')
+				at = p;
+		for (char *p = rest; at && p < at; p++)
+			*p = '*';
+		/* a key may be in the query too (engine_url_shown()) */
+		query = strchr(end, '?');
+		for (char *p = query ? query + 1 : NULL; p && *p && *p != '#'; p++)
 			*p = '*';
 	}
 }

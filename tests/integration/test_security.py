@@ -109,14 +109,15 @@ def test_the_key_is_wiped_from_the_environment_block(run_mount, skill_folder, en
     assert engine.headers[0]["Authorization"] == f"Bearer {KEY}"
 
 
-def test_url_credentials_are_never_shown(run_mount, skill_folder):
+@pytest.mark.parametrize("query", ["", "?api-key=s3cretpw"])
+def test_url_credentials_are_never_shown(run_mount, skill_folder, query):
     """--engine-url=http://user:pass@host/v1 showed in status, engine.log,
-    .flowfs/config and the database."""
+    .flowfs/config and the database; so would a key in the query."""
     report_skill(skill_folder)
     port = closed_port()
     fs = run_mount("--engine-retries=0",
-                   url=f"http://flowuser:s3cretpw@127.0.0.1:{port}/v1")
-    shown = f"http://***@127.0.0.1:{port}/v1"
+                   url=f"http://flowuser:s3cretpw@127.0.0.1:{port}/v1{query}")
+    shown = f"http://***@127.0.0.1:{port}/v1" + ("?***" if query else "")
     config = json.loads(read_bytes(fs.mnt / ".flowfs" / "config"))
     assert config["engine"]["url"] == shown
     s = fs.mnt / "s"

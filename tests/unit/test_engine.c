@@ -183,7 +183,10 @@ static void test_url_shown(void **state)
 		{ "http://user:pass@host/v1", "http://***@host/v1" },
 		{ "https://user@host:8443/v1/", "https://***@host:8443/v1/" },
 		{ "http://:pw@127.0.0.1:8080/v1", "http://***@127.0.0.1:8080/v1" },
-		{ "http://us%40er:p%3Ass@host/v1?x=1", "http://***@host/v1?x=1" },
+		{ "http://us%40er:p%3Ass@host/v1?x=1", "http://***@host/v1?***" },
+		/* a key in the query (Azure's api-key=) */
+		{ "https://host/openai/v1?api-key=SECRET#f",
+		  "https://host/openai/v1?***" },
 		/* nothing to hide: as given, not as libcurl spells it */
 		{ "http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1" },
 		{ "HTTP://Host", "HTTP://Host" },

@@ -168,6 +168,13 @@ static void test_private_files(void **state)
 	assert_int_equal(chmod(file, 0640), 0);
 	assert_int_equal(store_check_private(fx->path, &warn), 1);
 	assert_non_null(strstr(warn.message, "-shm (mode 0640)"));
+	/* each exposed file is named in the advice, no other */
+	assert_int_equal(chmod(fx->path, 0644), 0);
+	assert_int_equal(store_check_private(fx->path, &warn), 1);
+	snprintf(file, sizeof(file), ": chmod 600 %s %s-shm", fx->path,
+		 fx->path);
+	assert_non_null(strstr(warn.message, file));
+	assert_null(strstr(warn.message, "*"));
 }
 
 static void test_empty_file_is_new(void **state)
