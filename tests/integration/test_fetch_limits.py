@@ -55,10 +55,17 @@ def fetch_into(mnt, name, url):
 
 
 def daemon_threads(fs, name=None):
-    """How many threads the daemon has (named `name`, when given)."""
+    """How many threads the daemon has (named `name`, when given); one
+    that ends while they are counted is not."""
     tasks = f"/proc/{fs.proc.pid}/task"
-    return sum(1 for t in os.listdir(tasks)
-               if name is None or read_bytes(f"{tasks}/{t}/comm").strip() == name)
+    count = 0
+    for t in os.listdir(tasks):
+        try:
+            comm = read_bytes(f"{tasks}/{t}/comm").strip()
+        except FileNotFoundError:
+            continue
+        count += name is None or comm == name
+    return count
 
 
 def public_local_address():
