@@ -34,26 +34,6 @@ struct fixture {
 	struct session_info s;
 };
 
-static void put(const char *base, const char *rel, const char *text)
-{
-	char path[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	f = fopen(path, "w");
-	if (!f)
-		fail_msg("write %s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* skill "csvstat": a required csv file, an inline query, a required
  * parameter and a defaulted one, one artifact */
 static void mk_csvstat(const char *skills)
@@ -61,24 +41,24 @@ static void mk_csvstat(const char *skills)
 	char root[256];
 
 	snprintf(root, sizeof(root), "%s/csvstat", skills);
-	put(root, "SKILL.md", "# csvstat\n");
-	put(root, "assets/runner.json",
+	unit_put(root, "SKILL.md", "# csvstat\n");
+	unit_put(root, "assets/runner.json",
 	    "{\"id\": \"csvstat\", \"engines\": [\"gemini\", \"codex\"],"
 	    " \"entrypoint\": {\"prompts\": {\"gemini\": \"Plain prompt.\\n\"}},"
 	    " \"schemas\": {\"input\": \"assets/input.json\","
 	    " \"parameter\": \"assets/parameter.json\","
 	    " \"output\": \"assets/output.json\"}}");
-	put(root, "assets/input.json",
+	unit_put(root, "assets/input.json",
 	    "{\"type\": \"object\", \"properties\": {"
 	    "\"csv_file\": {\"type\": \"string\", \"extensions\": [\".csv\"]},"
 	    "\"query\": {\"type\": \"string\", \"x-input-source\": \"inline\"}},"
 	    " \"required\": [\"csv_file\"]}");
-	put(root, "assets/parameter.json",
+	unit_put(root, "assets/parameter.json",
 	    "{\"type\": \"object\", \"properties\": {"
 	    "\"column\": {\"type\": \"string\"},"
 	    "\"n\": {\"type\": \"integer\", \"default\": 3}},"
 	    " \"required\": [\"column\"]}");
-	put(root, "assets/output.json",
+	unit_put(root, "assets/output.json",
 	    "{\"type\": \"object\", \"properties\": {"
 	    "\"report\": {\"x-type\": \"artifact\", \"x-filename\": \"report.md\"}},"
 	    " \"required\": [\"report\"]}");
@@ -306,7 +286,7 @@ static void test_skill_broken(void **state)
 	char want[FERR_MESSAGE_MAX + 64];
 
 	bind(fx, "{\"skill\": \"csvstat\"}");
-	put(fx->skills, "csvstat/assets/runner.json", "{\"engines\": []}");
+	unit_put(fx->skills, "csvstat/assets/runner.json", "{\"engines\": []}");
 	assert_int_equal(skill_registry_scan(fx->reg), 0);
 	c = ctx(fx);
 	assert_null(binding_skill(&c));

@@ -69,22 +69,6 @@ static void mkparents(const char *path)
 	}
 }
 
-/* Write `text` to <base>/<rel>, creating folders. */
-static void put(const char *base, const char *rel, const char *text)
-{
-	char path[1024];
-	FILE *f;
-
-	if (snprintf(path, sizeof(path), "%s/%s", base, rel) >= (int)sizeof(path))
-		fail_msg("path too long: %s/%s", base, rel);
-	mkparents(path);
-	f = fopen(path, "w");
-	if (!f)
-		fail_msg("write %s: %s", path, strerror(errno));
-	fputs(text, f);
-	fclose(f);
-}
-
 static void mkdir_in(const char *base, const char *rel)
 {
 	char path[1024];
@@ -126,12 +110,12 @@ static void mk_skill(const char *base, const char *id, const char *runner)
 	char root[1024];
 
 	snprintf(root, sizeof(root), "%s/%s", base, id);
-	put(root, "SKILL.md", "# A skill\n");
-	put(root, "assets/input.schema.json", INPUT_SCHEMA);
-	put(root, "assets/parameter.schema.json", PARAM_SCHEMA);
-	put(root, "assets/output.schema.json", OUTPUT_SCHEMA);
+	unit_put(root, "SKILL.md", "# A skill\n");
+	unit_put(root, "assets/input.schema.json", INPUT_SCHEMA);
+	unit_put(root, "assets/parameter.schema.json", PARAM_SCHEMA);
+	unit_put(root, "assets/output.schema.json", OUTPUT_SCHEMA);
 	if (runner)
-		put(root, "assets/runner.json", runner);
+		unit_put(root, "assets/runner.json", runner);
 }
 
 static void mk_good(const char *base, const char *id)
@@ -205,8 +189,8 @@ static void test_load_good(void **state)
 	size_t idx = 99;
 
 	mk_good(fx->dir, "good");
-	put(root, "scripts/lib/util.py", "def f():\n    return 1\n");
-	put(root, "scripts/a b.py", "print('x')\n");
+	unit_put(root, "scripts/lib/util.py", "def f():\n    return 1\n");
+	unit_put(root, "scripts/a b.py", "print('x')\n");
 	mkdir_in(root, "data");
 	s = load(fx->dir, "good");
 	if (s->error)
@@ -370,14 +354,14 @@ static void test_too_many_files(void **state)
 	/* the good skill has 6 files and folders; fill up to the limit */
 	for (int i = 0; i < SKILL_MAX_FILES - 7; i++) {
 		snprintf(rel, sizeof(rel), "many/data/f%04d", i);
-		put(fx->dir, rel, "x");
+		unit_put(fx->dir, rel, "x");
 	}
 	s = load(fx->dir, "many");
 	if (s->error)
 		fail_msg("%d files did not load: %s", SKILL_MAX_FILES, s->error);
 	assert_int_equal(s->nfiles, SKILL_MAX_FILES);
 	skill_free(s);
-	put(fx->dir, "many/data/one-more", "x");
+	unit_put(fx->dir, "many/data/one-more", "x");
 	s = load(fx->dir, "many");
 	assert_non_null(s->error);
 	assert_non_null(strstr(s->error, "512"));
@@ -507,7 +491,7 @@ static void test_schema_path_dots_in_name(void **state)
 
 	mk_skill(fx->dir, "a",
 		"{\"engines\": [\"g\"], \"schemas\": {\"input\": \"assets/v1..2.json\"}}");
-	put(fx->dir, "a/assets/v1..2.json", INPUT_SCHEMA);
+	unit_put(fx->dir, "a/assets/v1..2.json", INPUT_SCHEMA);
 	s = load(fx->dir, "a");
 	if (s->error)
 		fail_msg("did not load: %s", s->error);
@@ -523,21 +507,21 @@ static void test_schema_invalid(void **state)
 		" \"parameter\": \"assets/parameter.schema.json\"}}";
 
 	mk_skill(fx->dir, "a", runner);
-	put(fx->dir, "a/assets/parameter.schema.json",
+	unit_put(fx->dir, "a/assets/parameter.schema.json",
 	    "{\"type\": \"object\", \"properties\": {\"n\": {\"minimum\": \"1\"}}}");
 	/* the message of schema.h's example for the same fault */
 	expect_error(load(fx->dir, "a"),
 		     "assets/parameter.schema.json: #/properties/n/minimum: must be a number");
 
 	mk_skill(fx->dir, "b", runner);
-	put(fx->dir, "b/assets/input.schema.json", "{\"type\": \"object\",}");
+	unit_put(fx->dir, "b/assets/input.schema.json", "{\"type\": \"object\",}");
 	/* json.loads: "Expecting property name enclosed in double quotes:
 	 * line 1 column 19" */
 	expect_prefix(load(fx->dir, "b"),
 		      "assets/input.schema.json: line 1, column 19: ");
 
 	mk_skill(fx->dir, "c", runner);
-	put(fx->dir, "c/assets/input.schema.json",
+	unit_put(fx->dir, "c/assets/input.schema.json",
 	    "{\"properties\": {\"x\": {\"$ref\": \"http://example.com/s.json\"}}}");
 	expect_prefix(load(fx->dir, "c"), "assets/input.schema.json: #/properties/x/$ref");
 }
@@ -566,12 +550,12 @@ static void test_input_keys_are_file_names(void **state)
 		snprintf(want, sizeof(want), "assets/input.schema.json: %s",
 			 cases[i][1]);
 		mk_skill(fx->dir, id, runner);
-		put(fx->dir, path, schema);
+		unit_put(fx->dir, path, schema);
 		expect_error(load(fx->dir, id), want);
 	}
 	/* any other bytes are a name, as in any folder */
 	mk_skill(fx->dir, "fine", runner);
-	put(fx->dir, "fine/assets/input.schema.json",
+	unit_put(fx->dir, "fine/assets/input.schema.json",
 	    "{\"properties\": {\"...\": {}, \"a b\\u00e9\": {}}}");
 	{
 		struct skill *s = load(fx->dir, "fine");
@@ -616,7 +600,7 @@ static void test_registry_order(void **state)
 	mk_good(b, "beta");
 	mk_good(a, "gamma");
 	mkdir_in(a, ".hidden");
-	put(a, "README", "not a skill\n");
+	unit_put(a, "README", "not a skill\n");
 	assert_int_equal(skill_registry_new(&r, dirs, 3), 0);
 	assert_int_equal(skill_dir_count(r), 3);
 	assert_string_equal(skill_dir_at(r, 0), a);
@@ -699,7 +683,7 @@ static void test_registry_rescan_and_serials(void **state)
 	assert_ptr_equal(skill_by_serial(r, s_beta), skill_find(r, "beta"));
 
 	/* a skill that starts failing keeps its serial and stays listed */
-	put(b, "alpha/assets/runner.json", "{");
+	unit_put(b, "alpha/assets/runner.json", "{");
 	assert_int_equal(skill_registry_scan(r), 0);
 	assert_non_null(skill_find(r, "alpha"));
 	assert_non_null(skill_find(r, "alpha")->error);

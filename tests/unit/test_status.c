@@ -38,35 +38,17 @@ struct fixture {
 	struct session_info s;
 };
 
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		fail_msg("write %s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* skill "one": a required parameter "n" */
 static void mk_skill(const char *skills)
 {
-	char path[256];
-
-	mkdir(skills, 0755);
-	snprintf(path, sizeof(path), "%s/one", skills);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/one/SKILL.md", skills);
-	put(path, "# one\n");
-	snprintf(path, sizeof(path), "%s/one/assets", skills);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/one/assets/runner.json", skills);
-	put(path, "{\"id\": \"one\", \"engines\": [\"gemini\"],"
-	    " \"entrypoint\": {\"prompts\": {\"gemini\": \"P.\\n\"}},"
-	    " \"schemas\": {\"parameter\": \"assets/parameter.json\"}}");
-	snprintf(path, sizeof(path), "%s/one/assets/parameter.json", skills);
-	put(path, "{\"type\": \"object\", \"properties\": {"
-	    "\"n\": {\"type\": \"integer\"}}, \"required\": [\"n\"]}");
+	unit_put(skills, "one/SKILL.md", "# one\n");
+	unit_put(skills, "one/assets/runner.json",
+		 "{\"id\": \"one\", \"engines\": [\"gemini\"],"
+		 " \"entrypoint\": {\"prompts\": {\"gemini\": \"P.\\n\"}},"
+		 " \"schemas\": {\"parameter\": \"assets/parameter.json\"}}");
+	unit_put(skills, "one/assets/parameter.json",
+		 "{\"type\": \"object\", \"properties\": {"
+		 "\"n\": {\"type\": \"integer\"}}, \"required\": [\"n\"]}");
 }
 
 static int setup(void **state)

@@ -8,6 +8,8 @@
 #include <ftw.h>
 #include <cmocka.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #include "flowfs-config.h"
 
@@ -98,4 +100,26 @@ void unit_db_close(const char *dir, struct store *st, struct tree *t)
 	tree_free(t);
 	store_close(st);
 	unit_rmtree(dir);
+}
+
+void unit_put(const char *base, const char *rel, const char *text)
+{
+	char path[1024];
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/%s", base, rel) >= (int)sizeof(path))
+		fail_msg("path too long: %s/%s", base, rel);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			fail_msg("mkdir %s: %s", path, strerror(errno));
+		*p = '/';
+	}
+	f = fopen(path, "w");
+	if (!f)
+		fail_msg("write %s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
 }

@@ -15,6 +15,10 @@
 /* Make /tmp/flowfs-unit-<what>-XXXXXX into `dir`; 0, or -1 on failure. */
 int unit_tmpdir(char *dir, size_t size, const char *what);
 
+/* Write `text` to <base>/<rel>, making the folders on the way; fails
+ * the running test when it cannot. */
+void unit_put(const char *base, const char *rel, const char *text);
+
 /* Remove `dir` and everything below it (errors ignored: it is /tmp). */
 void unit_rmtree(const char *dir);
 
