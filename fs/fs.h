@@ -121,7 +121,7 @@ struct flowfs {
 	/* the bytes held by documents being written (H_DOC buffers), all
 	 * sessions together: ops.c bounds it and each session's share */
 	size_t doc_bytes;
-	/* the same of generated files open for reading (H_GENERATED:
+	/* the same of generated files open (H_GENERATED, H_SINK:
 	 * each holds the copy it was rendered into) */
 	size_t copy_bytes;
 	/* each process's own view of the reserved names it removed or made

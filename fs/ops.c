@@ -67,7 +67,7 @@ struct handle {
 	bool dirty;		/* H_DOC: written since the last commit; H_FILE,
 				 * H_SINK: since the last flush */
 	bool refused;		/* H_DOC: this draft was refused already */
-	/* H_DOC, H_GENERATED: the bytes of content counted in
+	/* H_DOC, H_GENERATED, H_SINK: the bytes of content counted in
 	 * fs->doc_bytes, and whether the log said it passed the budget */
 	size_t budgeted;
 	bool budget_logged;
@@ -1201,15 +1201,13 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_attr(req, &st, LONG_TIMEOUT);
 }
 
-/* The handle's buffer (a document's draft) made `size` bytes long: cut,
- * or grown with zeros. */
 /*
  * Count `len` bytes for h's buffer when the budgets (above) allow:
- * documents being written and generated files open for reading each
- * have their own, so that readers (of the log that says why a write
- * was refused, say) are not refused for a writer's drafts.  The handle
- * list is what the session's share is summed from: a handful of
- * handles, walked only when a buffer grows.
+ * documents being written and generated files open (each holds the
+ * copy it was rendered into) each have their own, so that readers (of
+ * the log that says why a write was refused, say) are not refused for a
+ * writer's drafts.  The handle list is what a session's share is summed
+ * from, walked only when the mount's total could let one pass its own.
  */
 static int doc_budget(struct flowfs *fs, struct handle *h, size_t len)
 {
@@ -1218,12 +1216,16 @@ static int doc_budget(struct flowfs *fs, struct handle *h, size_t len)
 
 	pthread_mutex_lock(&fs->handles_lock);
 	total = budget_total(fs, h);
-	if (len > h->budgeted) {
+	if (*total - h->budgeted + len > DOC_MOUNT_BUDGET) {
+		ret = -ENOSPC;
+	} else if (len > h->budgeted &&
+		   *total - h->budgeted + len > DOC_SESSION_BUDGET) {
+		/* only now can one session's share pass its budget */
 		for (const struct handle *o = fs->open_handles; o; o = o->next)
-			if (o->session == h->session && o->kind == h->kind)
+			if (o->session == h->session &&
+			    budget_total(fs, o) == total)
 				session += o->budgeted;
-		if (session - h->budgeted + len > DOC_SESSION_BUDGET ||
-		    *total - h->budgeted + len > DOC_MOUNT_BUDGET)
+		if (session - h->budgeted + len > DOC_SESSION_BUDGET)
 			ret = -ENOSPC;
 	}
 	if (!ret) {
@@ -1248,16 +1250,17 @@ static void log_budget(struct flowfs *fs, struct handle *h, size_t len)
 	snprintf(line, sizeof(line),
 		 "no room to hold %zu bytes: %s hold at most %zu MiB per session and %zu MiB in all until they are closed",
 		 len, h->kind == H_DOC ? "documents being written"
-				       : "generated files open for reading",
+				       : "generated files open",
 		 DOC_SESSION_BUDGET >> 20, DOC_MOUNT_BUDGET >> 20);
 	fs_log(fs, s.id, s.name, path, line);
 }
 
-/* A document opened for writing, or a generated file for reading,
+/* A document opened for writing, or a generated file opened at all,
  * holds what it read in its buffer. */
 static int open_budget(struct flowfs *fs, struct handle *h)
 {
-	int ret = h->kind == H_DOC || h->kind == H_GENERATED
+	int ret = h->kind == H_DOC || h->kind == H_GENERATED ||
+			  h->kind == H_SINK
 			  ? doc_budget(fs, h, h->content.len) : 0;
 
 	if (ret < 0)
@@ -1265,6 +1268,8 @@ static int open_budget(struct flowfs *fs, struct handle *h)
 	return ret;
 }
 
+/* The handle's buffer (a document's draft) made `size` bytes long: cut,
+ * or grown with zeros. */
 static int buffer_resize(struct flowfs *fs, struct handle *h, size_t size)
 {
 	int ret = doc_budget(fs, h, size);
@@ -1871,6 +1876,26 @@ static void target_path(const struct doc_target *t, char *buf, size_t size)
 			 fs_entries[t->row].name);
 }
 
+/* A document of `len` bytes for `t` refused: too big (EFBIG and the
+ * log's line).  A write or truncate never gets a draft past it; a file
+ * renamed onto a document could. */
+static int refuse_too_big(struct flowfs *fs, const struct doc_target *t,
+			  size_t len)
+{
+	struct ferr err = FERR_INIT;
+	struct session_info s;
+	char path[STATUS_PATH_MAX];
+	int ret = session_get(fs->st, t->session, &s);
+
+	if (ret < 0)
+		return ret;
+	ferr_set(&err, -EFBIG, "%zu bytes: a document holds at most %d MiB",
+		 len, DOC_MAX_SIZE >> 20);
+	target_path(t, path, sizeof(path));
+	log_refusal(fs, &s, path, &err);
+	return -EFBIG;
+}
+
 /* Validate and store a whole document; a refusal goes to status. */
 static int commit_target(struct flowfs *fs, const struct doc_target *t,
 			 const char *text, size_t len)
@@ -1880,18 +1905,11 @@ static int commit_target(struct flowfs *fs, const struct doc_target *t,
 	char path[STATUS_PATH_MAX];
 	int ret;
 
+	if (len > DOC_MAX_SIZE)
+		return refuse_too_big(fs, t, len);
 	ret = session_get(fs->st, t->session, &s);
 	if (ret < 0)
 		return ret;
-	/* a write or truncate never gets a draft past this; a file renamed
-	 * onto a document could */
-	if (len > DOC_MAX_SIZE) {
-		ferr_set(&err, -EFBIG, "%zu bytes: a document holds at most %d"
-			 " MiB", len, DOC_MAX_SIZE >> 20);
-		target_path(t, path, sizeof(path));
-		log_refusal(fs, &s, path, &err);
-		return -EFBIG;
-	}
 	if (t->in_collection)
 		ret = fs_collections[t->coll].commit(fs, t->session, t->id, text,
 						    len, &err);
@@ -1948,9 +1966,9 @@ static int rename_onto_doc(struct flowfs *fs, const struct node *p,
 		ret = S_ISDIR(src.mode) ? -EISDIR : -EINVAL;
 		goto out;
 	}
-	/* commit_target() refuses it; not read in whole to learn that */
+	/* not read in whole to learn that it is too big */
 	if (src.size > DOC_MAX_SIZE) {
-		ret = commit_target(fs, t, NULL, (size_t)src.size);
+		ret = refuse_too_big(fs, t, (size_t)src.size);
 		goto out;
 	}
 	ret = tree_read_all(fs->tree, &src, &text);

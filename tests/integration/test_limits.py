@@ -303,7 +303,7 @@ def test_generated_copies_open_for_reading_count_too(sw):
         assert len(fds) == per
         assert last_log(sw) == (
             "output/summary.json", f"no room to hold {size} bytes:"
-            " generated files open for reading hold at most"
+            " generated files open hold at most"
             f" {DOC_SESSION_BUDGET // MiB} MiB per session and"
             f" {DOC_MOUNT_BUDGET // MiB} MiB in all until they are closed")
     finally:
@@ -311,3 +311,13 @@ def test_generated_copies_open_for_reading_count_too(sw):
             os.close(fd)
     fd = os.open(summary, os.O_RDONLY)
     os.close(fd)
+    # opened for writing (a copy dropped on close), it holds its copy too
+    fds = []
+    try:
+        with pytest.raises(OSError) as e:
+            for _ in range(per + 1):
+                fds.append(os.open(summary, os.O_WRONLY))
+        assert e.value.errno == errno.ENOSPC and len(fds) == per
+    finally:
+        for fd in fds:
+            os.close(fd)
