@@ -44,22 +44,18 @@ static int add_lines(json_t *array, const struct sbuf *text)
 	return ret;
 }
 
-/* "<label>: <state>[: <message>]" of one of run_report()'s states; the
- * message may quote an engine's or a server's answer: escaped. */
-static int state_line(struct sbuf *out, const char *label, const json_t *o)
+/* "<what><name>: <state>[: <message>]" of one of run_report()'s states;
+ * the name (a path) and the message (an engine's or a server's answer)
+ * are not flowfs's: the whole line is escaped. */
+static int state_line(struct sbuf *out, const char *what, const char *name,
+		      const json_t *o)
 {
 	const char *msg = json_string_value(json_object_get(o, "message"));
-	char *shown_label = fname_shown(label, SIZE_MAX);
-	char *shown = fname_shown(msg ? msg : "", SIZE_MAX);
-	int ret = -ENOMEM;
+	const char *state = json_string_value(json_object_get(o, "state"));
 
-	if (shown_label && shown)
-		ret = sbuf_addf(out, "%s: %s%s%s\n", shown_label,
-				json_string_value(json_object_get(o, "state")),
-				*shown ? ": " : "", shown);
-	free(shown_label);
-	free(shown);
-	return ret;
+	return fname_line(out, "%s%s: %s%s%s", what, name ? name : "",
+			  state ? state : "", msg && *msg ? ": " : "",
+			  msg ? msg : "");
 }
 
 static bool state_is(const json_t *o, const char *state)
@@ -78,13 +74,10 @@ static int fetch_lines(struct sbuf *out, const json_t *fetches,
 	int ret = 0;
 
 	json_array_foreach(fetches, i, f) {
-		char label[300];
-
 		if (!state_is(f, state))
 			continue;
-		snprintf(label, sizeof(label), "fetch %s",
-			 json_string_value(json_object_get(f, "path")));
-		ret = state_line(out, label, f);
+		ret = state_line(out, "fetch ", json_string_value(
+					 json_object_get(f, "path")), f);
 		if (ret < 0)
 			break;
 	}
@@ -152,7 +145,7 @@ int status_text(const json_t *doc, struct sbuf *out)
 		if (!ret)
 			ret = sbuf_addf(out, "%s\n", json_string_value(p));
 	if (!ret && state_is(run, "running"))
-		ret = state_line(out, "run", run);
+		ret = state_line(out, "run", NULL, run);
 	if (!ret)
 		ret = fetch_lines(out, json_object_get(doc, "fetches"),
 				  "fetching");
