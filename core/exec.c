@@ -368,7 +368,13 @@ int exec_open_made(int dirfd, const char *name, struct stat *st)
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1) {
+	if (fstat(fd, st) < 0) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	if (!S_ISREG(st->st_mode) || st->st_nlink != 1) {
 		close(fd);
 		return S_ISREG(st->st_mode) ? -EMLINK : -EINVAL;
 	}
@@ -658,7 +664,7 @@ int exec_python(const char *dir, const char *file,
 	/* nothing of the experiment may run on while its files are read
 	 * and its folder removed */
 	if (!sandbox_end(init))
-		ret = ferr_set(err, -EIO, "the experiment's processes did not"
+		ret = ferr_set(err, -EBUSY, "the experiment's processes did not"
 			       " end within %d s of its end", SANDBOX_END_MS / 1000);
 	else if (cancel)
 		ret = ferr_set(err, -ECANCELED, "cancelled");

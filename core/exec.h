@@ -58,8 +58,9 @@ void exec_result_release(struct exec_result *r);
 /*
  * Run `python3 -I file` in `dir`.  0 and *res (whatever the program's
  * own exit status), -ECANCELED when cancelled(ctx) said so (the process
- * group is killed), or a negative errno when it could not be started
- * (err says why).
+ * group is killed), -EBUSY when the sandbox's processes did not end
+ * after it (`dir` may still be changing: leave it alone), or a negative
+ * errno when it could not be started (err says why).
  */
 int exec_python(const char *dir, const char *file,
 		const struct exec_limits *limits, bool (*cancelled)(void *ctx),

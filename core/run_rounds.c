@@ -450,7 +450,15 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 		}
 	}
 out:
-	if (have_dir) {
+	/* experiment processes that did not end may still change the
+	 * folder (swap one of its folders for a link): it is neither read
+	 * nor removed, only named in the log */
+	if (have_dir && ret == -EBUSY) {
+		run_lock(r);
+		run_log(r, "output", "the experiments' folder %s is left as it"
+			" is: its processes did not end", dir);
+		run_unlock(r);
+	} else if (have_dir) {
 		/* what the experiments made is the run's result too (the
 		 * seed's example writes output.txt), even when it failed */
 		int kept = keep_made_files(r, dir);
