@@ -28,7 +28,10 @@ static const char *ipv4_kind(uint32_t a)
 		return "link-local";
 	if (a >> 28 == 0xe)
 		return "multicast";
-	if (a >> 28 == 0xf)
+	/* 240/4 and the broadcast address; 192.0.0/24 (the IETF's
+	 * protocol assignments) and 198.18/15 (benchmarking, which clouds
+	 * and VPNs use inside) */
+	if (a >> 28 == 0xf || a >> 8 == 0xc00000 || a >> 17 == (198 << 7 | 9))
 		return "reserved";
 	return NULL;
 }
@@ -37,6 +40,8 @@ const char *fetch_private_kind(const struct sockaddr *sa)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	/* 64:ff9b:1::/48, the local-use NAT64 prefix */
+	static const uint8_t nat64_local[6] = { 0, 0x64, 0xff, 0x9b, 0, 1 };
 	static const uint8_t zero[12];
 	const uint8_t *b;
 
@@ -46,9 +51,14 @@ const char *fetch_private_kind(const struct sockaddr *sa)
 	if (sa->sa_family != AF_INET6)
 		return "non-IP";
 	b = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
-	if (!memcmp(b, mapped, 12) || !memcmp(b, nat64, 12))
+	if (!memcmp(b, mapped, 12) || !memcmp(b, nat64, 12) ||
+	    !memcmp(b, nat64_local, 6))
 		return ipv4_kind((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
 				 (uint32_t)b[14] << 8 | b[15]);
+	/* 6to4: the IPv4 address is in bytes 2 to 5 */
+	if (b[0] == 0x20 && b[1] == 0x02)
+		return ipv4_kind((uint32_t)b[2] << 24 | (uint32_t)b[3] << 16 |
+				 (uint32_t)b[4] << 8 | b[5]);
 	if (!memcmp(b, zero, 12)) {
 		uint32_t low = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
 			       (uint32_t)b[14] << 8 | b[15];

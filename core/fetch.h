@@ -74,10 +74,10 @@ int fetch_parse_allow(const char *text, struct fetch_limits *limits,
  * one: "loopback" (127/8, ::1), "private" (10/8, 172.16/12, 192.168/16,
  * 100.64/10, fc00::/7, fec0::/10), "link-local" (169.254/16, fe80::/10),
  * "unspecified" (0/8, ::), "multicast" (224/4, ff00::/8), "reserved"
- * (240/4 with the broadcast address, the rest of ::/96), and for an
- * address that is neither IPv4 nor IPv6, "non-IP".  An IPv4-mapped
- * (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) address is judged by its
- * IPv4 address.
+ * (240/4 with the broadcast address, 192.0.0/24, 198.18/15, the rest of
+ * ::/96), and for an address that is neither IPv4 nor IPv6, "non-IP".
+ * An IPv4-mapped (::ffff:a.b.c.d), NAT64 (64:ff9b::a.b.c.d, 64:ff9b:1::/48)
+ * or 6to4 (2002:AABB:CCDD::) address is judged by its IPv4 address.
  */
 const char *fetch_private_kind(const struct sockaddr *sa);
 

@@ -37,8 +37,8 @@ REFUSED = "refused without --fetch-allow-private"
 # what flowfs counts as private (core/fetch.h's fetch_private_kind)
 PRIVATE_V4 = [ipaddress.ip_network(n) for n in (
     "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
-    "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/4",
-    "240.0.0.0/4")]
+    "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16",
+    "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4")]
 
 
 def fetch_mount(make_flowfs, skill_folder, *extra):

@@ -79,7 +79,18 @@ static void test_private_kinds(void **state)
 	kind("240.0.0.1", "reserved");
 	kind("255.255.255.255", "reserved");
 	kind("::7f00:1", "reserved");
+	kind("192.0.0.8", "reserved");
+	kind("198.18.0.1", "reserved");
+	kind("198.19.255.255", "reserved");
+	/* 6to4 and the local-use NAT64 prefix carry an IPv4 address */
+	kind("2002:a00:1::", "private");
+	kind("2002:7f00:1::1", "loopback");
+	kind("64:ff9b:1::a9fe:a9fe", "link-local");
+	kind("2002:808:808::", NULL);
 	/* the edges just outside */
+	kind("192.0.1.0", NULL);
+	kind("198.17.255.255", NULL);
+	kind("198.20.0.0", NULL);
 	kind("9.255.255.255", NULL);
 	kind("11.0.0.0", NULL);
 	kind("172.15.255.255", NULL);
