@@ -1280,8 +1280,8 @@ static int buffer_resize(struct flowfs *fs, struct handle *h, size_t size)
 	}
 	if (size > h->content.len) {
 		size_t old = h->content.len;
-		int ret = sbuf_grow(&h->content, size - old);
 
+		ret = sbuf_grow(&h->content, size - old);
 		if (ret < 0)
 			return ret;
 		memset(h->content.buf + old, 0, size - old);
