@@ -389,9 +389,11 @@ static int read_engine_key(const struct options *opts, char *env, char **key)
 	free(env);
 	f = fopen(opts->engine_key_file, "r");
 	if (!f) {
+		int saved = errno;
+
 		fprintf(stderr, "flowfs: cannot read the engine key file %s: %s\n",
-			opts->engine_key_file, strerror(errno));
-		return -errno;
+			opts->engine_key_file, strerror(saved));
+		return -saved;
 	}
 	if (!fgets(line, sizeof(line), f))
 		line[0] = '\0';
@@ -493,8 +495,7 @@ static int parse_low_speed(const char *text, struct fetch_limits *f)
 bad:
 	fprintf(stderr, "flowfs: --fetch-low-speed takes BYTES:SECONDS such as"
 		" 1K:30 (at most 1G and 86400), or 0\n");
-	/* a bad number: main() exits EXIT_USAGE */
-	return -ERANGE;
+	return -EINVAL;
 }
 
 static bool host_generated(void *ctx, const char *name)
@@ -549,24 +550,22 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 		if (v < 0) {
 			fprintf(stderr, "flowfs: --max-fetch takes a size such"
 				" as 500M or 2G\n");
-			/* a bad number: main() exits EXIT_USAGE */
-			return -ERANGE;
+			return -EINVAL;
 		}
 		o->fetch.max_bytes = (int64_t)v;
 	}
 	if (opts->fetch_low_speed &&
 	    parse_low_speed(opts->fetch_low_speed, &o->fetch) < 0)
-		return -ERANGE;
-	/* LONG_MIN: not given (numeric_opts[] checked its range) */
-	o->fetch_jobs = opts->fetch_jobs > 0 ? (unsigned)opts->fetch_jobs : 0;
+		return -EINVAL;
+	/* 0: not given (numeric_opts[] checked its range, from 1) */
+	o->fetch_jobs = (unsigned)opts->fetch_jobs;
 	o->fetch.allow_private = opts->fetch_allow_private;
 	if (opts->fetch_allow) {
 		struct ferr err = FERR_INIT;
 
 		if (fetch_parse_allow(opts->fetch_allow, &o->fetch, &err) < 0) {
 			fprintf(stderr, "flowfs: %s\n", err.message);
-			/* a bad value: main() exits EXIT_USAGE */
-			return -ERANGE;
+			return -EINVAL;
 		}
 	}
 	fs->run_host = (struct run_host){ .ctx = fs, .lock = host_lock,
@@ -599,7 +598,7 @@ int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
-	struct options opts = { .engine_retries = -1, .fetch_jobs = LONG_MIN };
+	struct options opts = { .engine_retries = -1 };
 	char *engine_key = NULL, *env_key;
 	struct flowfs fs = { .refresher_fd = -1 };
 	struct fuse_session *se = NULL;
@@ -670,10 +669,13 @@ int main(int argc, char *argv[])
 	}
 	ret = read_engine_key(&opts, env_key, &engine_key);
 	env_key = NULL;
-	if (!ret)
-		ret = configure_runs(&fs, &opts, engine_key);
 	if (ret < 0) {
-		ret = ret == -ERANGE ? EXIT_USAGE : 1;
+		ret = 1;
+		goto out;
+	}
+	ret = configure_runs(&fs, &opts, engine_key);
+	if (ret < 0) {
+		ret = ret == -EINVAL ? EXIT_USAGE : 1;
 		goto out;
 	}
 	ret = 1;

@@ -246,6 +246,38 @@ def test_max_fetch_out_of_range_exits_2(tmp_path):
         2, "flowfs: --max-fetch takes a size such as 500M or 2G\n")
 
 
+@pytest.mark.parametrize("args,status,line", [
+    # a value flowfs cannot take: a usage error, as a bad number is
+    (["--engine-url=ftp://example.org/v1"], 2,
+     "flowfs: --engine-url must be an http:// or https:// URL\n"),
+    (["--fetch-low-speed=fast"], 2,
+     "flowfs: --fetch-low-speed takes BYTES:SECONDS such as 1K:30"
+     " (at most 1G and 86400), or 0\n"),
+    (["--fetch-allow=not-an-address"], 2, None),
+    # a file the option names is missing: not a usage error
+    (["--engine-key-file=/nonexistent/key"], 1,
+     "flowfs: cannot read the engine key file /nonexistent/key:"
+     " No such file or directory\n"),
+])
+def test_bad_option_values_exit_2_and_missing_files_1(tmp_path, args, status, line):
+    from conftest import flowfs_bin
+    mnt = tmp_path / "m"
+    mnt.mkdir()
+    try:
+        r = subprocess.run([str(flowfs_bin()), f"--db={tmp_path}/x.db", *args,
+                            str(mnt)], capture_output=True, text=True, timeout=30)
+    finally:
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", str(mnt)])
+            pytest.fail(f"{args} mounted")
+    assert r.returncode == status, r
+    if line is None:
+        assert r.stderr.startswith("flowfs: --fetch-allow") and \
+            r.stderr.count("\n") == 1, r
+    else:
+        assert r.stderr == line
+
+
 def test_many_retries_do_not_overflow_the_backoff(run_mount, skill_folder, engine):
     """--engine-retries >= 54 with a server that only answers 429 shifted
     1000 << 54 (UBSan: the daemon aborted)."""
