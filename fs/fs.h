@@ -127,16 +127,26 @@ struct flowfs {
 	/* each process's own view of the reserved names it removed or made
 	 * (ops.c), the lock held */
 	struct fs_seen seen[FS_SEEN_SLOTS];
-	/* the refresher: its pid, and the pipe's end that sends it paths */
+	/* The refresher: its pid, the pipe's end that sends it paths, the
+	 * mount's device it was started for, how many times it was started
+	 * again after it ended, and whether the daemon is stopping it.
+	 * refresher_lock guards these; it is taken last, never held while
+	 * taking `lock`. */
+	pthread_mutex_t refresher_lock;
 	pid_t refresher_pid;
 	int refresher_fd;
+	dev_t refresher_dev;
+	unsigned refresher_restarts;
+	bool refresher_stopped;
 };
 
 /*
  * The refresher (refresh.c): a process of its own that touches a
  * session's folders and generated names through the mount, for inotify
  * watchers.  fs_refresher_start() once mounted (before the loop runs);
- * fs_refresh_session() from the notifier's thread, never waiting;
+ * fs_refresh_session() from the notifier's thread, never waiting (a
+ * refresher that ended is started again, a few times, while the mount is
+ * still at the mountpoint; each time is logged);
  * fs_refresher_stop() as soon as the loop has ended (the refresher may be
  * waiting for an answer); fs_refresher_is(): whether a request comes
  * from it (ops.c takes those as no-ops); fs_refresher_main(): main() of
@@ -145,7 +155,7 @@ struct flowfs {
 int fs_refresher_start(struct flowfs *fs);
 void fs_refresh_session(void *ctx, int64_t session);
 void fs_refresher_stop(struct flowfs *fs);
-bool fs_refresher_is(const struct flowfs *fs, pid_t pid);
+bool fs_refresher_is(struct flowfs *fs, pid_t pid);
 int fs_refresher_main(int argc, char **argv);
 
 /*

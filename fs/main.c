@@ -600,7 +600,9 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct options opts = { .engine_retries = -1 };
 	char *engine_key = NULL, *env_key;
-	struct flowfs fs = { .refresher_fd = -1 };
+	/* the refresher's lock is taken on every way out (out_unmount) */
+	struct flowfs fs = { .refresher_fd = -1,
+			     .refresher_lock = PTHREAD_MUTEX_INITIALIZER };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	struct ferr err = FERR_INIT, exposed = FERR_INIT;

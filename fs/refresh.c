@@ -40,9 +40,12 @@
 
 #define HELPER_ARG "--refresh-helper"
 
-/* One path, with its NUL: a record the pipe takes whole or not at all. */
-static void send_path(struct flowfs *fs, const char *session,
-		      const char *name)
+#define HELPER_RESTARTS 5
+
+/* One path, with its NUL, added to `out`: a record the pipe takes whole
+ * or not at all. */
+static void add_path(struct sbuf *out, const struct flowfs *fs,
+		     const char *session, const char *name)
 {
 	char path[PIPE_BUF];
 	int len = snprintf(path, sizeof(path), "%s/%s%s%s", fs->mountpoint,
@@ -51,9 +54,7 @@ static void send_path(struct flowfs *fs, const char *session,
 	/* a path cut short could name something outside the mount */
 	if (len < 0 || (size_t)len >= sizeof(path))
 		return;
-	/* a full pipe (the refresher is behind): this one goes without */
-	if (write(fs->refresher_fd, path, (size_t)len + 1) < 0)
-		return;
+	sbuf_add(out, path, (size_t)len + 1);
 }
 
 /* Whether a refresh touches row `e`: the folders that hold what flowfs
@@ -65,43 +66,6 @@ static bool touched(const struct entry *e)
 		return false;
 	return !S_ISDIR(e->mode) || e->kind == ENTRY_DIR ||
 	       (e->kind == ENTRY_FOLDER && e->folder == SESSION_OUTPUT);
-}
-
-void fs_refresh_session(void *ctx, int64_t session)
-{
-	struct flowfs *fs = ctx;
-	struct session_info s;
-	struct sbuf buf = SBUF_INIT;
-	uid_t me = geteuid();
-
-	pthread_mutex_lock(&fs->lock);
-	/*
-	 * Others' folders are not the daemon's to touch unless it is root
-	 * (with allow_other): the kernel refuses before flowfs sees it.
-	 */
-	if (fs->refresher_fd < 0 || session_get(fs->st, session, &s) < 0 ||
-	    (me != 0 && s.uid != me))
-		goto out;
-	send_path(fs, s.name, "");
-	/* the folders first: a file manager reads them again */
-	for (int dirs = 1; dirs >= 0; dirs--)
-		for (unsigned row = 1; row < fs_entry_count; row++) {
-			const struct entry *e = &fs_entries[row];
-			bool dir = S_ISDIR(e->mode);
-			char path[FS_PATH_MAX];
-			const char *shown;
-
-			if (!touched(e) || dir != (dirs == 1))
-				continue;
-			shown = fs_entry_name(fs, &s, row, &buf);
-			if (shown && (size_t)snprintf(path, sizeof(path), "%s%s",
-					fs_scope_folder(e->scope), shown) <
-					     sizeof(path))
-				send_path(fs, s.name, path);
-		}
-out:
-	pthread_mutex_unlock(&fs->lock);
-	sbuf_release(&buf);
 }
 
 /* The device of the mount at `mountpoint`, asked without a request to it
@@ -118,21 +82,21 @@ static int mount_dev(const char *mountpoint, dev_t *dev)
 	return 0;
 }
 
-int fs_refresher_start(struct flowfs *fs)
+/* Start the refresher for the mount of device `dev` (refresher_lock
+ * held, or no other thread yet). */
+static int spawn_refresher(struct flowfs *fs, dev_t dev)
 {
 	static char *const env[] = { "LC_ALL=C", NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, dflt;
-	char dev[64];
-	char *argv[] = { "flowfs", HELPER_ARG, fs->mountpoint, dev, NULL };
-	dev_t mounted;
+	char devtext[64];
+	char *argv[] = { "flowfs", HELPER_ARG, fs->mountpoint, devtext, NULL };
 	int p[2], ret = -1;
 
 	fs->refresher_fd = -1;
-	if (mount_dev(fs->mountpoint, &mounted) < 0)
-		return -1;
-	snprintf(dev, sizeof(dev), "%u:%u", major(mounted), minor(mounted));
+	fs->refresher_pid = 0;
+	snprintf(devtext, sizeof(devtext), "%u:%u", major(dev), minor(dev));
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
 	sigemptyset(&none);
@@ -170,19 +134,141 @@ int fs_refresher_start(struct flowfs *fs)
 	return ret;
 }
 
-void fs_refresher_stop(struct flowfs *fs)
+/*
+ * The refresher ended (its pipe has no reader): reap it, and start it
+ * again while the mount is still at the mountpoint (after a lazy unmount
+ * another file system may be there: the refresher ends for that) and it
+ * was started again fewer than HELPER_RESTARTS times.  What happened goes
+ * into `said` for the log.  refresher_lock held.
+ */
+static void refresher_ended(struct flowfs *fs, char *said, size_t size)
 {
-	if (fs->refresher_pid <= 0)
-		return;
-	/* the notifier's thread may be sending it a path */
-	pthread_mutex_lock(&fs->lock);
+	int status = 0;
+	dev_t now;
+	const char *again;
+
+	if (waitpid(fs->refresher_pid, &status, WNOHANG) <= 0)
+		status = 0;
 	close(fs->refresher_fd);
 	fs->refresher_fd = -1;
-	pthread_mutex_unlock(&fs->lock);
-	/* it may be waiting for an answer that will not come */
-	kill(fs->refresher_pid, SIGKILL);
-	waitpid(fs->refresher_pid, NULL, 0);
 	fs->refresher_pid = 0;
+	if (mount_dev(fs->mountpoint, &now) < 0 || now != fs->refresher_dev)
+		again = "the mountpoint is not this mount any more";
+	else if (fs->refresher_restarts >= HELPER_RESTARTS)
+		again = "it ended too often to be started again: file managers"
+			" will not see generated files change";
+	else if (fs->refresher_restarts++, spawn_refresher(fs, now) < 0)
+		again = "it cannot be started again: file managers will not"
+			" see generated files change";
+	else
+		again = "started again";
+	if (WIFSIGNALED(status))
+		snprintf(said, size, "the refresher was killed by signal %d: %s",
+			 WTERMSIG(status), again);
+	else
+		snprintf(said, size, "the refresher ended: %s", again);
+}
+
+/* Send the records of `paths`; a refresher that ended is dealt with
+ * (refresher_ended()) and `said` filled. */
+static void send_paths(struct flowfs *fs, const struct sbuf *paths,
+		       char *said, size_t size)
+{
+	size_t at = 0;
+
+	pthread_mutex_lock(&fs->refresher_lock);
+	while (!fs->refresher_stopped && fs->refresher_fd >= 0 &&
+	       at < paths->len) {
+		size_t len = strlen(paths->buf + at) + 1;
+
+		if (write(fs->refresher_fd, paths->buf + at, len) < 0 &&
+		    errno == EPIPE) {
+			refresher_ended(fs, said, size);
+			continue;
+		}
+		/* else sent, or a full pipe (the refresher is behind): this
+		 * one goes without */
+		at += len;
+	}
+	pthread_mutex_unlock(&fs->refresher_lock);
+}
+
+void fs_refresh_session(void *ctx, int64_t session)
+{
+	struct flowfs *fs = ctx;
+	struct session_info s;
+	struct sbuf buf = SBUF_INIT, paths = SBUF_INIT;
+	uid_t me = geteuid();
+	char said[256] = "";
+
+	pthread_mutex_lock(&fs->lock);
+	/*
+	 * Others' folders are not the daemon's to touch unless it is root
+	 * (with allow_other): the kernel refuses before flowfs sees it.
+	 */
+	if (session_get(fs->st, session, &s) < 0 || (me != 0 && s.uid != me)) {
+		pthread_mutex_unlock(&fs->lock);
+		goto out;
+	}
+	add_path(&paths, fs, s.name, "");
+	/* the folders first: a file manager reads them again */
+	for (int dirs = 1; dirs >= 0; dirs--)
+		for (unsigned row = 1; row < fs_entry_count; row++) {
+			const struct entry *e = &fs_entries[row];
+			bool dir = S_ISDIR(e->mode);
+			char path[FS_PATH_MAX];
+			const char *shown;
+
+			if (!touched(e) || dir != (dirs == 1))
+				continue;
+			shown = fs_entry_name(fs, &s, row, &buf);
+			if (shown && (size_t)snprintf(path, sizeof(path), "%s%s",
+					fs_scope_folder(e->scope), shown) <
+					     sizeof(path))
+				add_path(&paths, fs, s.name, path);
+		}
+	pthread_mutex_unlock(&fs->lock);
+	/* no I/O under the filesystem's lock */
+	send_paths(fs, &paths, said, sizeof(said));
+	if (said[0]) {
+		pthread_mutex_lock(&fs->lock);
+		fs_log(fs, 0, "", fs->mountpoint, said);
+		pthread_mutex_unlock(&fs->lock);
+	}
+out:
+	sbuf_release(&paths);
+	sbuf_release(&buf);
+}
+
+int fs_refresher_start(struct flowfs *fs)
+{
+	fs->refresher_fd = -1;
+	if (mount_dev(fs->mountpoint, &fs->refresher_dev) < 0)
+		return -1;
+	return spawn_refresher(fs, fs->refresher_dev);
+}
+
+void fs_refresher_stop(struct flowfs *fs)
+{
+	pid_t pid;
+
+	/* the notifier's thread may be sending it a path, or starting it
+	 * again */
+	pthread_mutex_lock(&fs->refresher_lock);
+	fs->refresher_stopped = true;
+	pid = fs->refresher_pid;
+	if (fs->refresher_fd >= 0)
+		close(fs->refresher_fd);
+	fs->refresher_fd = -1;
+	pthread_mutex_unlock(&fs->refresher_lock);
+	if (pid <= 0)
+		return;
+	/* it may be waiting for an answer that will not come */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	pthread_mutex_lock(&fs->refresher_lock);
+	fs->refresher_pid = 0;
+	pthread_mutex_unlock(&fs->refresher_lock);
 }
 
 int fs_refresher_main(int argc, char **argv)
@@ -225,7 +311,12 @@ int fs_refresher_main(int argc, char **argv)
 	}
 }
 
-bool fs_refresher_is(const struct flowfs *fs, pid_t pid)
+bool fs_refresher_is(struct flowfs *fs, pid_t pid)
 {
-	return pid && pid == fs->refresher_pid;
+	bool is;
+
+	pthread_mutex_lock(&fs->refresher_lock);
+	is = pid && pid == fs->refresher_pid;
+	pthread_mutex_unlock(&fs->refresher_lock);
+	return is;
 }

@@ -117,3 +117,27 @@ def test_a_refresh_after_a_lazy_unmount_touches_no_other_mount(make_flowfs,
         inside.kill()
         inside.wait()
     assert not os.path.ismount(old.mnt)
+
+
+def test_a_refresher_that_ended_is_started_again(flowfs):
+    """The refresher killed (an OOM kill, a user's kill -9): the next
+    refresh starts it again, says so in .flowfs/log, and file managers
+    see generated files change as before (its death once went unnoticed,
+    and no refresh came again for the mount's life)."""
+    s = flowfs.mnt / "s"
+    os.mkdir(s)
+    [old] = refresher_of(flowfs.proc.pid)
+    os.kill(old, signal.SIGKILL)
+    wait_until(lambda: old not in refresher_of(flowfs.proc.pid),
+               "the refresher gone")
+    w = Watch(s)
+    try:
+        assert put_json(s / "session.json", {"title": "after"}) == 0
+        wait_until(lambda: w.seen("ATTRIB,ISDIR output"),
+                   "a refresh touched output/")
+    finally:
+        w.close()
+    new = refresher_of(flowfs.proc.pid)
+    assert len(new) == 1 and new != [old], new
+    log = (flowfs.mnt / ".flowfs" / "log").read_text()
+    assert "the refresher was killed by signal 9: started again" in log, log
