@@ -275,11 +275,33 @@ static json_t *load_schema(struct skill *s, const json_t *schemas,
 	return schema;
 }
 
+/* Whether <key><ext> (ext with or without its dot) is a name uploads/
+ * may hold; 0, or err says why. */
+static int check_upload_name(const char *key, const char *ext,
+			     struct ferr *err)
+{
+	char name[FNAME_MAX + 2];
+	int len;
+
+	if (strchr(key, '/') || strchr(ext, '/'))
+		return ferr_set(err, -EINVAL, "it holds a '/'");
+	len = snprintf(name, sizeof(name), "%s%s%s", key,
+		       *ext && *ext != '.' ? "." : "", ext);
+	if (len > FNAME_MAX)
+		return ferr_set(err, -ENAMETOOLONG,
+				"name is %d bytes long (at most %d)", len,
+				FNAME_MAX);
+	return fname_check_entry(name, err);
+}
+
 /*
- * A file input <key> becomes uploads/<key>[.ext] (inputs.h): a key that
- * is no file name ("", ".", "..", "a/b", too long) would put an entry no
- * folder may hold into uploads/, so the skill is refused, naming it.
- * Inline keys are checked too: a skill may turn one into a file input.
+ * A file input <key> becomes uploads/<key>[.ext] (inputs.h), the
+ * extension one the skill lists: a key, or a key and one of its
+ * extensions, that is no file name ("", ".", "..", "a/b", over
+ * FNAME_MAX bytes together) would put an entry no folder may hold into
+ * uploads/, or make a fetched file nowhere to go, so the skill is
+ * refused, naming it.  Inline keys are checked too: a skill may turn one
+ * into a file input.
  */
 static void check_input_keys(struct skill *s, const char *path)
 {
@@ -289,15 +311,23 @@ static void check_input_keys(struct skill *s, const char *path)
 	json_t *v;
 
 	json_object_foreach((json_t *)props, key, v) {
+		const json_t *exts = json_object_get(v, "extensions"), *ext;
 		struct ferr err = FERR_INIT;
+		size_t i;
 
-		if (strchr(key, '/'))
-			ferr_set(&err, -EINVAL, "it holds a '/'");
-		else
-			fname_check_entry(key, &err);
-		if (err.message[0]) {
+		if (check_upload_name(key, "", &err) < 0) {
 			fail(s, "%s: input key \"%s\" cannot name a file in"
 			     " uploads/: %s", path, key, err.message);
+			return;
+		}
+		json_array_foreach(exts, i, ext) {
+			if (!json_is_string(ext) ||
+			    check_upload_name(key, json_string_value(ext),
+					      &err) == 0)
+				continue;
+			fail(s, "%s: input key \"%s\" with extension \"%s\""
+			     " cannot name a file in uploads/: %s", path, key,
+			     json_string_value(ext), err.message);
 			return;
 		}
 	}

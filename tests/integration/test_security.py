@@ -317,6 +317,33 @@ def test_skill_input_keys_must_be_file_names(run_mount, skill_folder, files, key
     assert files.hits == {}
 
 
+@pytest.mark.parametrize("key,ext,why", [
+    ("k" * 250, ".toolong", "name is 258 bytes long (at most 255)"),
+    ("k" * 250, "toolong", "name is 258 bytes long (at most 255)"),
+    ("data", "csv/../../x", "it holds a '/'"),
+])
+def test_skill_input_key_and_extension_must_make_a_file_name(
+        run_mount, skill_folder, files, key, ext, why):
+    """A file input <key> with extensions is fetched into uploads/<key><ext>:
+    a key of 250 bytes with a listed extension of 8 made a name of 258,
+    one no folder may hold, and an extension could hold a '/'."""
+    files.files["a.csv"] = b"x,y\n1,2\n"
+    skill_folder.add("badext", input={"type": "object", "properties": {
+        key: {"type": "string", "extensions": [ext]}}})
+    fs = run_mount()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    bound = put_json(s / "session.json", {"skill": "badext"})
+    put_json(s / "request.json", {"input": {key: f"{files.base}/file/a.csv"}})
+    wait_until(lambda: b"fetching" not in read_bytes(s / "status"), "no fetch going on")
+    assert os.listdir(s / "uploads") == []
+    assert bound == errno.EINVAL
+    assert ("session.json", f'skill "badext" did not load: assets/input.schema.json:'
+            f' input key "{key}" with extension "{ext}" cannot name a file in'
+            f' uploads/: {why}') in status_of(s)[1]
+    assert files.hits == {}
+
+
 def test_names_cannot_forge_status_lines(run_mount, skill_folder):
     """A file name with a line break forged a status line; one with a
     terminal's escape codes went into status as they were."""
