@@ -32,6 +32,14 @@
  */
 #define DOC_SESSION_BUDGET ((size_t)64 * 1024 * 1024)
 #define DOC_MOUNT_BUDGET ((size_t)256 * 1024 * 1024)
+/*
+ * On a mount shared with -o allow_other, users other than the one who
+ * mounted it hold at most a session's budget each and half the mount's
+ * together, so that they can neither take it all from the owner nor one
+ * of them from the others.
+ */
+#define DOC_USER_BUDGET DOC_SESSION_BUDGET
+#define DOC_OTHERS_BUDGET (DOC_MOUNT_BUDGET / 2)
 /* A path in a session as its log names it: "parameters_output/" + a
  * 255-byte name. */
 #define STATUS_PATH_MAX 280
@@ -64,6 +72,7 @@ struct handle {
 	int64_t session;
 	struct doc_target target;	/* H_DOC */
 	int64_t item_key;		/* H_DOC of a collection: its key */
+	uid_t uid;		/* who opened it (budgets, below) */
 	bool dirty;		/* H_DOC: written since the last commit; H_FILE,
 				 * H_SINK: since the last flush */
 	bool refused;		/* H_DOC: this draft was refused already */
@@ -1206,12 +1215,14 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
  * documents being written and generated files open (each holds the
  * copy it was rendered into) each have their own, so that readers (of
  * the log that says why a write was refused, say) are not refused for a
- * writer's drafts.  The handle list is what a session's share is summed
- * from, walked only when the mount's total could let one pass its own.
+ * writer's drafts.  The handle list is what a session's and a user's
+ * shares are summed from, walked only when the mount's total could let
+ * one pass its own (the smallest, DOC_SESSION_BUDGET).
  */
 static int doc_budget(struct flowfs *fs, struct handle *h, size_t len)
 {
-	size_t session = 0, *total;
+	size_t session = 0, user = 0, others = 0, *total;
+	bool other = h->uid != fs->uid;
 	int ret = 0;
 
 	pthread_mutex_lock(&fs->handles_lock);
@@ -1220,12 +1231,19 @@ static int doc_budget(struct flowfs *fs, struct handle *h, size_t len)
 		ret = -ENOSPC;
 	} else if (len > h->budgeted &&
 		   *total - h->budgeted + len > DOC_SESSION_BUDGET) {
-		/* only now can one session's share pass its budget */
-		for (const struct handle *o = fs->open_handles; o; o = o->next)
-			if (o->session == h->session &&
-			    budget_total(fs, o) == total)
+		for (const struct handle *o = fs->open_handles; o; o = o->next) {
+			if (budget_total(fs, o) != total)
+				continue;
+			if (o->session == h->session)
 				session += o->budgeted;
-		if (session - h->budgeted + len > DOC_SESSION_BUDGET)
+			if (o->uid == h->uid)
+				user += o->budgeted;
+			if (o->uid != fs->uid)
+				others += o->budgeted;
+		}
+		if (session - h->budgeted + len > DOC_SESSION_BUDGET ||
+		    (other && (user - h->budgeted + len > DOC_USER_BUDGET ||
+			       others - h->budgeted + len > DOC_OTHERS_BUDGET)))
 			ret = -ENOSPC;
 	}
 	if (!ret) {
@@ -1247,11 +1265,19 @@ static void log_budget(struct flowfs *fs, struct handle *h, size_t len)
 		return;
 	h->budget_logged = true;
 	target_path(&h->target, path, sizeof(path));
-	snprintf(line, sizeof(line),
-		 "no room to hold %zu bytes: %s hold at most %zu MiB per session and %zu MiB in all until they are closed",
-		 len, h->kind == H_DOC ? "documents being written"
-				       : "generated files open",
-		 DOC_SESSION_BUDGET >> 20, DOC_MOUNT_BUDGET >> 20);
+	if (h->uid == fs->uid)
+		snprintf(line, sizeof(line),
+			 "no room to hold %zu bytes: %s hold at most %zu MiB per session and %zu MiB in all until they are closed",
+			 len, h->kind == H_DOC ? "documents being written"
+					       : "generated files open",
+			 DOC_SESSION_BUDGET >> 20, DOC_MOUNT_BUDGET >> 20);
+	else
+		snprintf(line, sizeof(line),
+			 "no room to hold %zu bytes: %s hold at most %zu MiB per session, %zu MiB per user other than the mount's (%zu MiB for all of them) and %zu MiB in all until they are closed",
+			 len, h->kind == H_DOC ? "documents being written"
+					       : "generated files open",
+			 DOC_SESSION_BUDGET >> 20, DOC_USER_BUDGET >> 20,
+			 DOC_OTHERS_BUDGET >> 20, DOC_MOUNT_BUDGET >> 20);
 	fs_log(fs, s.id, s.name, path, line);
 }
 
@@ -2349,7 +2375,7 @@ out:
 /* ---- files ----------------------------------------------------------------- */
 
 static int open_node(struct flowfs *fs, const struct node *n, int flags,
-		     struct handle **out)
+		     uid_t uid, struct handle **out)
 {
 	bool writing = (flags & O_ACCMODE) != O_RDONLY;
 	const struct entry *e;
@@ -2363,6 +2389,7 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	if (!h)
 		return -ENOMEM;
 	h->ino = n->ino;
+	h->uid = uid;
 	if (n->type == N_REAL) {
 		if (S_ISDIR(n->attr.mode)) {
 			ret = -EISDIR;
@@ -2479,7 +2506,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	lock(fs);
 	ret = resolve(fs, ino, &n);
 	if (!ret)
-		ret = open_node(fs, &n, fi->flags, &h);
+		ret = open_node(fs, &n, fi->flags, fuse_req_ctx(req)->uid, &h);
 	unlock(fs);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
@@ -2528,7 +2555,7 @@ static int create_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
 			   &n, e);
 	}
 	if (!ret)
-		ret = open_node(fs, &n, flags, h);
+		ret = open_node(fs, &n, flags, fuse_req_ctx(req)->uid, h);
 	/* its last close drops the draft unless it stored a version */
 	if (!ret && coll >= 0)
 		(*h)->owns_draft = (*h)->kind == H_DOC;

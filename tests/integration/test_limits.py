@@ -260,6 +260,88 @@ def test_open_documents_bounded_per_mount(flowfs):
     assert put(flowfs.mnt / "last" / "request.json", b"{}") == 0
 
 
+HOLD_DRAFTS = r"""
+import os, sys
+count, size = int(sys.argv[1]), int(sys.argv[2])
+fds, wrote, err = [], 0, 0
+try:
+    for _ in range(count):
+        fds.append(os.open("session.json", os.O_WRONLY))
+        os.pwrite(fds[-1], b"x", size - 1)
+        wrote += 1
+except OSError as e:
+    err = e.errno
+print(wrote, err, flush=True)
+sys.stdin.read()
+"""
+
+
+class Holder:
+    """Another user's process holding `count` drafts of session.json open
+    in `folder` (made and given to that user if missing) until closed."""
+
+    def __init__(self, uid, folder, count):
+        import subprocess
+        drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        if not folder.exists():
+            os.mkdir(folder)
+            os.chown(folder, uid, uid)
+        self.proc = subprocess.Popen(
+            [*drop, "/usr/bin/python3", "-c", HOLD_DRAFTS, str(count),
+             str(DOC_MAX)], cwd=folder, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
+        wrote, err = self.proc.stdout.readline().split()
+        self.got = (int(wrote), int(err))
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.mark.root      # other users on the mount: allow_other
+def test_other_users_cannot_take_the_mounts_budget(make_flowfs):
+    """On a mount shared with -o allow_other (sessions root gave to other
+    users), one user's open drafts could take the whole mount's budget
+    (256 MiB), so everyone else's failed:
+    a user other than the mount's holds at most a session's budget, all of
+    them together half the mount's, and the owner keeps the rest."""
+    fs = make_flowfs(extra_args=["-o", "allow_other"])
+    per = DOC_SESSION_BUDGET // DOC_MAX
+    held, owners = [], []
+    try:
+        held.append(Holder(4242, fs.mnt / "a1", per))
+        assert held[-1].got == (per, 0)
+        # the same user's second session: past his own budget
+        held.append(Holder(4242, fs.mnt / "a2", 1))
+        assert held[-1].got == (0, errno.ENOSPC)
+        lines = [m for _, p, m in log_entries(fs.mnt / "a2" / "log")
+                 if m.startswith("no room")]
+        assert len(lines) == 1 and lines[0].endswith(
+            f" MiB per session, {DOC_SESSION_BUDGET // MiB} MiB per user other"
+            f" than the mount's ({DOC_MOUNT_BUDGET // 2 // MiB} MiB for all of"
+            f" them) and {DOC_MOUNT_BUDGET // MiB} MiB in all until they are"
+            " closed"), lines
+        held.append(Holder(4243, fs.mnt / "b", per))
+        assert held[-1].got == (per, 0)
+        # a third user: the others' half is taken
+        held.append(Holder(4244, fs.mnt / "c", 1))
+        assert held[-1].got == (0, errno.ENOSPC)
+        # the owner keeps the other half, in sessions of its own
+        for name in ("o1", "o2"):
+            os.mkdir(fs.mnt / name)
+            fds, wrote, err = open_drafts(fs.mnt / name, per)
+            owners += fds
+            assert (wrote, err) == (per, 0)
+    finally:
+        for h in held:
+            h.close()
+        close_all(owners)
+    # closed, they hold nothing: room again
+    h = Holder(4244, fs.mnt / "c", 1)
+    h.close()
+    assert h.got == (1, 0)
+
+
 def test_a_file_renamed_onto_a_document_is_held_to_its_size(session):
     """rsync's way (a temporary file renamed onto the name) is held to
     the 16 MiB a write is: refused with EFBIG before it is read, a log
