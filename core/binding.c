@@ -243,14 +243,32 @@ void binding_cache_release(struct binding_cache *bc)
 	}
 }
 
+static struct binding_stamp stamp_of(const struct tree_attr *up)
+{
+	return (struct binding_stamp){ up->ino, up->size, up->mtime_ns,
+				       up->ctime_ns };
+}
+
+/* Whether the upload `up` is the one stamped `was`, unchanged. */
+static bool stamp_holds(const struct binding_stamp *was,
+			const struct tree_attr *up)
+{
+	return was->ino == up->ino && was->size == up->size &&
+	       was->mtime_ns == up->mtime_ns && was->ctime_ns == up->ctime_ns;
+}
+
+/* The row's identity in the table, for keys. */
+static unsigned artifact_index(const struct artifact *a)
+{
+	return (unsigned)(a - artifacts);
+}
+
 static bool cached_is(const struct binding_cached *e,
 		      const struct binding_ctx *c, const struct artifact *a,
 		      const struct tree_attr *up)
 {
-	return e->valid && e->import == (const void *)a->import &&
-	       e->session == c->s->id && e->ino == up->ino &&
-	       e->size == up->size && e->mtime_ns == up->mtime_ns &&
-	       e->ctime_ns == up->ctime_ns;
+	return e->age.valid && e->artifact == artifact_index(a) &&
+	       e->session == c->s->id && stamp_holds(&e->up, up);
 }
 
 /* What a slot holds, as import_file() would give it. */
@@ -258,7 +276,7 @@ static int cached_use(struct binding_cache *bc, struct binding_cached *e,
 		      json_t **base, struct imported *im,
 		      struct sbuf *problems)
 {
-	e->used = ++bc->clock;
+	lru_touch(&e->age, &bc->clock);
 	bc->hits++;
 	if (e->base) {
 		*base = json_deep_copy(e->base);
@@ -278,12 +296,10 @@ static int cached_keep(struct binding_cache *bc, const struct binding_ctx *c,
 		       const json_t *base, struct imported *im,
 		       const char *problems, size_t len)
 {
-	struct binding_cached *e = &bc->slot[0];
+	struct binding_cached *e = &bc->slot[lru_pick(&bc->slot[0].age,
+						    BINDING_CACHE_SLOTS,
+						    sizeof(bc->slot[0]))];
 
-	for (int i = 1; i < BINDING_CACHE_SLOTS; i++)
-		if (!bc->slot[i].valid ||
-		    (e->valid && bc->slot[i].used < e->used))
-			e = &bc->slot[i];
 	cached_clear(e);
 	if (base) {
 		e->base = json_deep_copy(base);
@@ -298,14 +314,10 @@ static int cached_keep(struct binding_cache *bc, const struct binding_ctx *c,
 	e->rest = im->rest;
 	im->cached_rest = im->rest;
 	im->rest = NULL;
-	e->valid = true;
-	e->import = (const void *)a->import;
+	e->artifact = artifact_index(a);
 	e->session = c->s->id;
-	e->ino = up->ino;
-	e->size = up->size;
-	e->mtime_ns = up->mtime_ns;
-	e->ctime_ns = up->ctime_ns;
-	e->used = ++bc->clock;
+	e->up = stamp_of(up);
+	lru_touch(&e->age, &bc->clock);
 	bc->misses++;
 	return 0;
 }
@@ -693,7 +705,7 @@ static struct binding_solved *solved_find(struct binding_cache *bc,
 		struct binding_solved *e = &bc->solved[i];
 		struct tree_attr up;
 
-		if (!e->valid || e->session != c->s->id || e->skill != sk ||
+		if (!e->age.valid || e->session != c->s->id || e->skill != sk ||
 		    e->skill_scans != skill_registry_scans(c->skills) ||
 		    e->doc_mtime_ns != c->s->doc_mtime_ns ||
 		    e->request_mtime_ns != c->s->request_mtime_ns ||
@@ -704,9 +716,7 @@ static struct binding_solved *solved_find(struct binding_cache *bc,
 		if (!e->import_name)
 			return e;
 		if (tree_lookup(c->tree, c->s->uploads_ino, e->import_name,
-				&up) == 0 &&
-		    up.ino == e->ino && up.size == e->size &&
-		    up.mtime_ns == e->mtime_ns && up.ctime_ns == e->ctime_ns)
+				&up) == 0 && stamp_holds(&e->up, &up))
 			return e;
 	}
 	return NULL;
@@ -718,12 +728,10 @@ static int solved_keep(struct binding_cache *bc, const struct binding_ctx *c,
 		       const struct imported *im, const struct sbuf *problems,
 		       const struct sbuf *notes)
 {
-	struct binding_solved *e = &bc->solved[0];
+	struct binding_solved *e = &bc->solved[lru_pick(&bc->solved[0].age,
+						      BINDING_CACHE_SLOTS,
+						      sizeof(bc->solved[0]))];
 
-	for (int i = 1; i < BINDING_CACHE_SLOTS; i++)
-		if (!bc->solved[i].valid ||
-		    (e->valid && bc->solved[i].used < e->used))
-			e = &bc->solved[i];
 	solved_clear(e);
 	e->session_path = strdup(c->session_path);
 	e->import_name = im->read ? strdup(im->name) : NULL;
@@ -733,7 +741,6 @@ static int solved_keep(struct binding_cache *bc, const struct binding_ctx *c,
 		solved_clear(e);
 		return -ENOMEM;
 	}
-	e->valid = true;
 	e->session = c->s->id;
 	e->skill = sk;
 	e->skill_scans = skill_registry_scans(c->skills);
@@ -741,32 +748,46 @@ static int solved_keep(struct binding_cache *bc, const struct binding_ctx *c,
 	e->request_mtime_ns = c->s->request_mtime_ns;
 	e->dir_mtime_ns = dir->mtime_ns;
 	e->dir_ctime_ns = dir->ctime_ns;
-	e->ino = im->attr.ino;
-	e->size = im->attr.size;
-	e->mtime_ns = im->attr.mtime_ns;
-	e->ctime_ns = im->attr.ctime_ns;
-	e->used = ++bc->clock;
+	e->up = stamp_of(&im->attr);
+	lru_touch(&e->age, &bc->clock);
 	return 0;
 }
 
+/* binding_mtime() from a look at uploads/ (dir NULL: it failed). */
+static int64_t mtime_with(const struct binding_ctx *c,
+			  const struct tree_attr *dir)
+{
+	int64_t t = c->s->doc_mtime_ns;
+
+	if (c->s->request_mtime_ns > t)
+		t = c->s->request_mtime_ns;
+	/* names in uploads/ bind files: the folder's mtime follows them */
+	if (dir && dir->mtime_ns > t)
+		t = dir->mtime_ns;
+	return t;
+}
+
 int binding_problems(const struct binding_ctx *c, struct sbuf *out,
-		     struct sbuf *notes)
+		     struct sbuf *notes, int64_t *mtime_ns)
 {
 	struct imported im = { .notes = SBUF_INIT };
 	struct sbuf p = SBUF_INIT, n = SBUF_INIT;
 	const struct skill *sk = binding_skill(c);
 	struct binding_solved *e = NULL;
 	struct tree_attr dir;
-	bool keep = false;
+	bool seen = false, keep;
 	int ret;
 
-	if (c->cache && sk &&
-	    tree_getattr(c->tree, c->s->uploads_ino, &dir) == 0) {
-		keep = true;
+	/* one look at uploads/ serves the key and the mtime */
+	if ((c->cache && sk) || mtime_ns)
+		seen = tree_getattr(c->tree, c->s->uploads_ino, &dir) == 0;
+	if (mtime_ns)
+		*mtime_ns = mtime_with(c, seen ? &dir : NULL);
+	keep = seen && c->cache && sk;
+	if (keep)
 		e = solved_find(c->cache, c, sk, &dir);
-	}
 	if (e) {
-		e->used = ++c->cache->clock;
+		lru_touch(&e->age, &c->cache->clock);
 		c->cache->solved_hits++;
 		ret = sbuf_add(out, e->problems.buf, e->problems.len);
 		if (!ret && notes)
@@ -788,14 +809,8 @@ int binding_problems(const struct binding_ctx *c, struct sbuf *out,
 
 int64_t binding_mtime(const struct binding_ctx *c)
 {
-	struct tree_attr up;
-	int64_t t = c->s->doc_mtime_ns;
+	struct tree_attr dir;
 
-	if (c->s->request_mtime_ns > t)
-		t = c->s->request_mtime_ns;
-	/* names in uploads/ bind files: the folder's mtime follows them */
-	if (tree_getattr(c->tree, c->s->uploads_ino, &up) == 0 &&
-	    up.mtime_ns > t)
-		t = up.mtime_ns;
-	return t;
+	return mtime_with(c, tree_getattr(c->tree, c->s->uploads_ino,
+					  &dir) == 0 ? &dir : NULL);
 }

@@ -21,6 +21,7 @@
 
 #include "ferr.h"
 #include "inputs.h"
+#include "lru.h"
 #include "sbuf.h"
 #include "session.h"
 #include "skill.h"
@@ -45,28 +46,33 @@ struct deck;
  */
 #define BINDING_CACHE_SLOTS 4
 
+/* An upload as the caches compare it: any write moves its mtime, a
+ * rename over it its inode, a chmod its ctime. */
+struct binding_stamp {
+	uint64_t ino;
+	int64_t size, mtime_ns, ctime_ns;
+};
+
 struct binding_cache {
 	struct binding_cached {
-		bool valid;
-		const void *import;
+		struct lru_age age;
+		unsigned artifact;	/* binding.c's row that imported it */
 		int64_t session;
-		uint64_t ino;
-		int64_t size, mtime_ns, ctime_ns;
+		struct binding_stamp up;
 		json_t *base;		/* NULL: it gave no parameters */
 		struct deck *rest;
 		struct sbuf notes, problems;
-		uint64_t used;
 	} slot[BINDING_CACHE_SLOTS];
 	/*
 	 * binding_problems() of a session, kept while what it depends on
 	 * holds still: the skill, session.json and request.json (their
 	 * change times), the names in uploads/ (the folder's mtime and
 	 * ctime), the session's path, and the imported upload (its name,
-	 * looked up again, and its inode, size and times).  A hit costs
-	 * two lookups instead of a listing of uploads/ and a resolution.
+	 * looked up again, and its stamp).  A hit costs two lookups
+	 * instead of a listing of uploads/ and a resolution.
 	 */
 	struct binding_solved {
-		bool valid;
+		struct lru_age age;
 		int64_t session;
 		const struct skill *skill;
 		unsigned long skill_scans;	/* skill_registry_scans() */
@@ -74,10 +80,8 @@ struct binding_cache {
 		int64_t dir_mtime_ns, dir_ctime_ns;
 		char *session_path;
 		char *import_name;	/* NULL: nothing imported */
-		uint64_t ino;
-		int64_t size, mtime_ns, ctime_ns;
+		struct binding_stamp up;
 		struct sbuf problems, notes;
-		uint64_t used;
 	} solved[BINDING_CACHE_SLOTS];
 	uint64_t clock;
 	uint64_t hits, misses;	/* for tests and benches */
@@ -145,10 +149,12 @@ int binding_check_request(const struct skill *sk, const json_t *request,
  * it is ready (rounds and the job graph have their own, which
  * status_doc() adds: roundstore_problem(), graph_problems()).  Remarks on
  * an imported file that are not problems ("3 cases; the first is
- * used") go to `notes`, one line each (NULL: left out).
+ * used") go to `notes`, one line each (NULL: left out).  *mtime_ns
+ * (NULL: not wanted) is set as binding_mtime() sets it, from the same
+ * look at uploads/.
  */
 int binding_problems(const struct binding_ctx *c, struct sbuf *out,
-		     struct sbuf *notes);
+		     struct sbuf *notes, int64_t *mtime_ns);
 
 /* When what the binding shows last changed (for the files' mtimes). */
 int64_t binding_mtime(const struct binding_ctx *c);

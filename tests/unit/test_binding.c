@@ -166,7 +166,7 @@ static void expect_render(struct fixture *fx, render_fn f, const char *want)
 
 static int problems_only(const struct binding_ctx *c, struct sbuf *out)
 {
-	return binding_problems(c, out, NULL);
+	return binding_problems(c, out, NULL, NULL);
 }
 
 static void expect_problems(struct fixture *fx, const char *want)
@@ -305,7 +305,7 @@ static void problems_with(struct fixture *fx, struct binding_cache *cache,
 
 	c.cache = cache;
 	sbuf_reset(out);
-	assert_int_equal(binding_problems(&c, out, &notes), 0);
+	assert_int_equal(binding_problems(&c, out, &notes, NULL), 0);
 	assert_int_equal(sbuf_add(out, notes.buf, notes.len), 0);
 	sbuf_release(&notes);
 }
