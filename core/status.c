@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fjson.h"
 #include "fname.h"
+#include "skill.h"
 #include "graph.h"
 #include "roundstore.h"
 #include "run.h"
@@ -88,11 +90,11 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 {
 	struct sbuf problems = SBUF_INIT, notes = SBUF_INIT;
 	json_t *run = NULL, *fetches = NULL, *plist = NULL, *nlist = NULL;
-	int64_t when = 0;
+	int64_t when = 0, bound_ns = 0;
 	int ret;
 
 	*doc = NULL;
-	ret = binding_problems(c, &problems, &notes);
+	ret = binding_problems(c, &problems, &notes, &bound_ns);
 	if (!ret)
 		ret = roundstore_problem(c->st, c->s->id, &problems);
 	if (!ret)
@@ -121,7 +123,7 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 	if (!*doc)
 		ret = -ENOMEM;
 out:
-	*mtime_ns = later(later(c->s->created_ns, binding_mtime(c)),
+	*mtime_ns = later(later(c->s->created_ns, bound_ns),
 			  later(when, later(c->s->graph_mtime_ns,
 					    c->s->rounds_mtime_ns)));
 	json_decref(plist);
@@ -154,4 +156,112 @@ int status_text(const json_t *doc, struct sbuf *out)
 		ret = fetch_lines(out, json_object_get(doc, "fetches"),
 				  "queued");
 	return ret;
+}
+
+/* ---- the cache (status.h) ------------------------------------------- */
+
+static void cached_clear(struct status_cached *e)
+{
+	free(e->session_path);
+	sbuf_release(&e->text);
+	sbuf_release(&e->json);
+	memset(e, 0, sizeof(*e));
+}
+
+void status_cache_release(struct status_cache *sc)
+{
+	for (int i = 0; i < STATUS_CACHE_SLOTS; i++)
+		cached_clear(&sc->slot[i]);
+}
+
+/* What c's status is computed from, now. */
+static int key_of(const struct binding_ctx *c, struct status_key *k)
+{
+	memset(k, 0, sizeof(*k));	/* the padding too: keys are memcmp()ed */
+	k->session = c->s->id;
+	k->tree_changes = tree_changes(c->tree);
+	k->skill_scans = skill_registry_scans(c->skills);
+	k->created_ns = c->s->created_ns;
+	k->doc_mtime_ns = c->s->doc_mtime_ns;
+	k->request_mtime_ns = c->s->request_mtime_ns;
+	k->graph_mtime_ns = c->s->graph_mtime_ns;
+	k->rounds_mtime_ns = c->s->rounds_mtime_ns;
+	return store_version(c->st, &k->version);
+}
+
+static bool key_eq(const struct status_key *a, const struct status_key *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+/* Render both files into a free slot, keyed `k` (taken before: a change
+ * while rendering makes the next look render again). */
+static int cached_fill(const struct binding_ctx *c, struct status_cache *sc,
+		       const struct status_key *k, struct status_cached **out)
+{
+	struct status_cached *e = &sc->slot[lru_pick(&sc->slot[0].age,
+						  STATUS_CACHE_SLOTS,
+						  sizeof(sc->slot[0]))];
+	json_t *doc = NULL;
+	int ret;
+
+	cached_clear(e);
+	ret = status_doc(c, &doc, &e->mtime_ns);
+	if (!ret)
+		ret = status_text(doc, &e->text);
+	if (!ret)
+		ret = fjson_dump(&e->json, doc);
+	if (!ret) {
+		e->session_path = strdup(c->session_path);
+		ret = e->session_path ? 0 : -ENOMEM;
+	}
+	json_decref(doc);
+	if (ret < 0) {
+		cached_clear(e);
+		return ret;
+	}
+	memcpy(&e->key, k, sizeof(*k));
+	lru_touch(&e->age, &sc->clock);
+	sc->misses++;
+	*out = e;
+	return 0;
+}
+
+int status_render(const struct binding_ctx *c, struct status_cache *sc,
+		  bool as_json, struct sbuf *out, int64_t *mtime_ns)
+{
+	struct status_cached *e = NULL;
+	struct status_key k;
+	json_t *doc;
+	int ret;
+
+	if (!sc) {
+		ret = status_doc(c, &doc, mtime_ns);
+		if (!ret)
+			ret = as_json ? fjson_dump(out, doc)
+				      : status_text(doc, out);
+		json_decref(doc);
+		return ret;
+	}
+	ret = key_of(c, &k);
+	if (ret < 0)
+		return ret;
+	for (int i = 0; !e && i < STATUS_CACHE_SLOTS; i++) {
+		struct status_cached *s = &sc->slot[i];
+
+		if (s->age.valid && key_eq(&s->key, &k) &&
+		    !strcmp(s->session_path, c->session_path))
+			e = s;
+	}
+	if (e) {
+		lru_touch(&e->age, &sc->clock);
+		sc->hits++;
+	} else {
+		ret = cached_fill(c, sc, &k, &e);
+		if (ret < 0)
+			return ret;
+	}
+	*mtime_ns = e->mtime_ns;
+	return as_json ? sbuf_add(out, e->json.buf, e->json.len)
+		       : sbuf_add(out, e->text.buf, e->text.len);
 }

@@ -430,6 +430,28 @@ void store_done(sqlite3_stmt *stmt)
 		sqlite3_reset(stmt);
 }
 
+int store_version(struct store *st, struct store_version *out)
+{
+	static const char sql[] = "PRAGMA data_version";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc;
+
+	if (!q)
+		return -EIO;
+	rc = sqlite3_step(q);
+	/* data_version moves only for the other connections' commits */
+	out->others = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+	out->own = sqlite3_total_changes64(st->db);
+	store_done(q);
+	return rc == SQLITE_ROW ? 0 : store_errno(rc) ? store_errno(rc) : -EIO;
+}
+
+bool store_version_eq(const struct store_version *a,
+		      const struct store_version *b)
+{
+	return a->own == b->own && a->others == b->others;
+}
+
 static int bind_arg(sqlite3_stmt *q, int col, const struct store_arg *a)
 {
 	if (a->type == STORE_ARG_INT)

@@ -97,6 +97,21 @@ sqlite3_stmt *store_stmt(struct store *st, const char *sql);
 /* Reset a statement from store_stmt() so it holds no read snapshot. */
 void store_done(sqlite3_stmt *stmt);
 
+/*
+ * Where the database stands: two versions that differ whenever anything
+ * in it changed in between — a row written by this connection (even one
+ * rolled back) or a transaction committed by another (another process on
+ * the same file).  For caches of what is computed from the database:
+ * equal versions, the same data.  0, or a negative errno.
+ */
+struct store_version {
+	int64_t own, others;
+};
+
+int store_version(struct store *st, struct store_version *out);
+bool store_version_eq(const struct store_version *a,
+		      const struct store_version *b);
+
 /* Execute one statement that returns no rows; 0 or -errno. */
 int store_exec(struct store *st, const char *sql);
 

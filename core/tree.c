@@ -49,6 +49,7 @@ struct tree {
 	struct store *st;
 	struct open_file *open[OPEN_BUCKETS];
 	size_t dirty_bytes;
+	uint64_t changes;	/* tree_changes() */
 	char *pool[POOL_MAX];
 	size_t npool;
 };
@@ -911,6 +912,7 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 		f->size = off + (int64_t)size;
 	f->mtime_ns = f->ctime_ns = store_now_ns();
 	f->attr_dirty = true;
+	t->changes++;
 	if (f->dirty_bytes >= FILE_DIRTY_LIMIT ||
 	    t->dirty_bytes >= TOTAL_DIRTY_LIMIT)
 		return flush_file(t, f, false);
@@ -1187,6 +1189,11 @@ static int settle_after_cut(struct tree *t, struct open_file *f)
 	return 0;
 }
 
+uint64_t tree_changes(const struct tree *t)
+{
+	return t->changes;
+}
+
 int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 		 struct tree_attr *out)
 {
@@ -1259,6 +1266,7 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 	if (f) {
 		f->mtime_ns = a.mtime_ns;
 		f->ctime_ns = a.ctime_ns;
+		t->changes++;
 	}
 	if (ret < 0)
 		return ret;

@@ -165,6 +165,13 @@ int tree_rename_within(struct tree *t, uint64_t parent, const char *name,
 /* Set a row's tag (what it is to its session; the caller's transaction). */
 int tree_set_tag(struct tree *t, uint64_t ino, unsigned tag);
 
+/*
+ * How many times what open files gathered in memory changed (a write,
+ * the times a setattr gave them): with store_version(), a cache of what
+ * is computed from the tree sees every change, stored or not.
+ */
+uint64_t tree_changes(const struct tree *t);
+
 int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 		 struct tree_attr *out);
 int tree_readlink(struct tree *t, uint64_t ino, struct sbuf *out);

@@ -191,15 +191,10 @@ static int render_status_doc(struct flowfs *fs, const struct session_info *s,
 			     struct sbuf *out, int64_t *mtime_ns, bool as_json)
 {
 	struct fs_binding b;
-	json_t *doc;
-	int ret;
 
 	fs_binding_init(fs, s, &b);
-	ret = status_doc(&b.ctx, &doc, mtime_ns);
-	if (!ret)
-		ret = as_json ? fjson_dump(out, doc) : status_text(doc, out);
-	json_decref(doc);
-	return ret;
+	return status_render(&b.ctx, &fs->status_cache, as_json, out,
+			     mtime_ns);
 }
 
 static int render_status(struct flowfs *fs, const struct session_info *s,

@@ -34,6 +34,7 @@
 #include "sbuf.h"
 #include "session.h"
 #include "skill.h"
+#include "status.h"
 #include "store.h"
 #include "tree.h"
 
@@ -67,6 +68,12 @@ struct fs_seen {
 
 #define FS_SEEN_SLOTS 32
 #define FS_SEEN_NS ((int64_t)10 * 1000000000)
+
+struct flowfs;
+
+/* An entry's content and the time it last changed (struct entry). */
+typedef int fs_render_fn(struct flowfs *fs, const struct session_info *s,
+			 struct sbuf *out, int64_t *mtime_ns);
 
 struct flowfs {
 	/* One lock around every request: the store, tree and registry are
@@ -107,7 +114,7 @@ struct flowfs {
 	 * parameters_output/ share a slot. */
 	struct fs_rendered {
 		bool valid;
-		const void *render;
+		fs_render_fn *render;	/* the entry's own: the key */
 		int64_t session;
 		int64_t version[2];
 		int64_t mtime_ns;
@@ -118,6 +125,7 @@ struct flowfs {
 	uint64_t render_clock;
 	/* parsed decks (binding.h), for every session's binding */
 	struct binding_cache binding_cache;
+	struct status_cache status_cache;
 	/* the bytes held by documents being written (H_DOC buffers), all
 	 * sessions together: ops.c bounds it and each session's share */
 	size_t doc_bytes;
@@ -214,8 +222,7 @@ struct entry {
 		       struct sbuf *out);
 	/* Content and the time it last changed (DOC, GENERATED);
 	 * -ENOENT when the entry does not exist now. */
-	int (*render)(struct flowfs *fs, const struct session_info *s,
-		      struct sbuf *out, int64_t *mtime_ns);
+	fs_render_fn *render;
 	/* Validate and store a whole new document (DOC). */
 	int (*commit)(struct flowfs *fs, const struct session_info *s,
 		      const char *text, size_t len, struct ferr *err);

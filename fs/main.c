@@ -810,6 +810,7 @@ out:
 	for (int i = 0; i < FS_RENDERED_SLOTS; i++)
 		sbuf_release(&fs.rendered[i].content);
 	binding_cache_release(&fs.binding_cache);
+	status_cache_release(&fs.status_cache);
 	skill_registry_free(fs.skills);
 	store_close(fs.st);
 	if (fs.tree) {

@@ -499,7 +499,7 @@ static int cached_content(struct flowfs *fs, const struct node *n,
 	for (int i = 0; i < FS_RENDERED_SLOTS && !slot; i++) {
 		struct fs_rendered *c = &fs->rendered[i];
 
-		if (c->valid && c->render == (const void *)e->render &&
+		if (c->valid && c->render == e->render &&
 		    c->session == n->s.id && c->version[0] == version[0] &&
 		    c->version[1] == version[1])
 			slot = c;
@@ -515,7 +515,7 @@ static int cached_content(struct flowfs *fs, const struct node *n,
 		slot = oldest;
 		sbuf_release(&slot->content);
 		*slot = (struct fs_rendered){
-			.valid = true, .render = (const void *)e->render,
+			.valid = true, .render = e->render,
 			.session = n->s.id, .version = { version[0], version[1] },
 			.mtime_ns = *mtime_ns, .ret = ret, .content = fresh,
 		};
