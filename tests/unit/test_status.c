@@ -243,6 +243,102 @@ static void test_mtime_follows_graph_and_rounds(void **state)
 	expect(fx, READY_JSON, "ready\n");
 }
 
+/* status_render() through `sc`: the text (or JSON), a new string. */
+static char *cached(struct fixture *fx, struct status_cache *sc,
+		    const char *path, bool as_json)
+{
+	struct binding_ctx c = {
+		.st = fx->st, .tree = fx->t, .skills = fx->reg, .s = &fx->s,
+		.session_path = path,
+	};
+	struct sbuf out = SBUF_INIT;
+	int64_t m;
+
+	assert_int_equal(session_get(fx->st, fx->s.id, &fx->s), 0);
+	assert_int_equal(status_render(&c, sc, as_json, &out, &m), 0);
+	return sbuf_detach(&out, NULL);
+}
+
+/* One more render (a miss) or none (a hit), giving `text`. */
+static void expect_cached(struct fixture *fx, struct status_cache *sc,
+			  bool rendered, const char *text)
+{
+	uint64_t misses = sc->misses, hits = sc->hits;
+	char *got = cached(fx, sc, "/mnt/flow/s1", false);
+
+	assert_string_equal(got, text);
+	assert_int_equal(sc->misses, misses + rendered);
+	assert_int_equal(sc->hits, hits + !rendered);
+	free(got);
+}
+
+/* Each input of status gives a new render; nothing else does. */
+static void test_cache_key(void **state)
+{
+	struct fixture *fx = *state;
+	static const char bind[] = "{\"skill\": \"one\"}";
+	struct status_cache sc = { 0 };
+	struct session_info other;
+	struct ferr err = FERR_INIT;
+	struct tree_attr up;
+	char *j;
+
+	expect_cached(fx, &sc, true, "ready\n");
+	expect_cached(fx, &sc, false, "ready\n");
+	/* status.json comes from the same render */
+	j = cached(fx, &sc, "/mnt/flow/s1", true);
+	assert_string_equal(j, READY_JSON);
+	free(j);
+	assert_int_equal(sc.misses, 1);
+	/* session.json */
+	assert_int_equal(session_commit_json(fx->st, &fx->s, fx->reg, bind,
+					     strlen(bind), &err), 0);
+	expect_cached(fx, &sc, true, "missing required parameters: n\n");
+	expect_cached(fx, &sc, false, "missing required parameters: n\n");
+	/* an upload stored */
+	assert_int_equal(tree_put_file(fx->t, fx->s.uploads_ino, "a.csv",
+				       "x", 1, &up), 0);
+	expect_cached(fx, &sc, true, "missing required parameters: n\n");
+	/* a write gathered in memory, not stored yet */
+	assert_int_equal(tree_open(fx->t, up.ino), 0);
+	assert_int_equal(tree_write(fx->t, up.ino, "yz", 2, 1), 0);
+	expect_cached(fx, &sc, true, "missing required parameters: n\n");
+	expect_cached(fx, &sc, false, "missing required parameters: n\n");
+	assert_int_equal(tree_release(fx->t, up.ino), 0);
+	expect_cached(fx, &sc, true, "missing required parameters: n\n");
+	/* the run's state (a write with no session time of its own) */
+	assert_int_equal(store_exec(fx->st, "UPDATE sessions SET run_state ="
+				    " 'running', run_message = 'asking',"
+				    " run_ns = 1"), 0);
+	expect_cached(fx, &sc, true, "missing required parameters: n\n"
+		      "run: running: asking\n");
+	/* a write anywhere else (another session) renders again too */
+	assert_int_equal(session_create(fx->st, fx->t, "s2", 0755, 1000, 1000,
+					&other, &err), 0);
+	expect_cached(fx, &sc, true, "missing required parameters: n\n"
+		      "run: running: asking\n");
+	/* the skills read again */
+	assert_int_equal(skill_registry_scan(fx->reg), 0);
+	expect_cached(fx, &sc, true, "missing required parameters: n\n"
+		      "run: running: asking\n");
+	/* another path for the session (the mount's, its name) */
+	free(cached(fx, &sc, "/mnt/flow/renamed", false));
+	assert_int_equal(sc.misses, 9);
+	expect_cached(fx, &sc, false, "missing required parameters: n\n"
+		      "run: running: asking\n");
+	/* more sessions than slots: the cache stays bounded, the least
+	 * recently used goes */
+	for (int i = 0; i < STATUS_CACHE_SLOTS; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/mnt/other%d", i);
+		free(cached(fx, &sc, path, false));
+	}
+	expect_cached(fx, &sc, true, "missing required parameters: n\n"
+		      "run: running: asking\n");
+	status_cache_release(&sc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +349,8 @@ int main(void)
 		cmocka_unit_test(test_text_of_runs_and_fetches),
 		cmocka_unit_test_setup_teardown(
 			test_mtime_follows_graph_and_rounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_key, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
