@@ -174,6 +174,13 @@ void status_cache_release(struct status_cache *sc)
 		cached_clear(&sc->slot[i]);
 }
 
+void status_cache_forget(struct status_cache *sc, int64_t session)
+{
+	for (int i = 0; i < STATUS_CACHE_SLOTS; i++)
+		if (sc->slot[i].age.valid && sc->slot[i].key.session == session)
+			cached_clear(&sc->slot[i]);
+}
+
 /* What c's status is computed from, now. */
 static int key_of(const struct binding_ctx *c, struct status_key *k)
 {
@@ -194,14 +201,11 @@ static bool key_eq(const struct status_key *a, const struct status_key *b)
 	return !memcmp(a, b, sizeof(*a));
 }
 
-/* Render both files into a free slot, keyed `k` (taken before: a change
+/* Render both files into slot `e`, keyed `k` (taken before: a change
  * while rendering makes the next look render again). */
 static int cached_fill(const struct binding_ctx *c, struct status_cache *sc,
-		       const struct status_key *k, struct status_cached **out)
+		       const struct status_key *k, struct status_cached *e)
 {
-	struct status_cached *e = &sc->slot[lru_pick(&sc->slot[0].age,
-						  STATUS_CACHE_SLOTS,
-						  sizeof(sc->slot[0]))];
 	json_t *doc = NULL;
 	int ret;
 
@@ -223,7 +227,6 @@ static int cached_fill(const struct binding_ctx *c, struct status_cache *sc,
 	memcpy(&e->key, k, sizeof(*k));
 	lru_touch(&e->age, &sc->clock);
 	sc->misses++;
-	*out = e;
 	return 0;
 }
 
@@ -246,18 +249,20 @@ int status_render(const struct binding_ctx *c, struct status_cache *sc,
 	ret = key_of(c, &k);
 	if (ret < 0)
 		return ret;
-	for (int i = 0; !e && i < STATUS_CACHE_SLOTS; i++) {
-		struct status_cached *s = &sc->slot[i];
-
-		if (s->age.valid && key_eq(&s->key, &k) &&
-		    !strcmp(s->session_path, c->session_path))
-			e = s;
-	}
-	if (e) {
+	/* one slot a session: a new state replaces the old one */
+	for (int i = 0; !e && i < STATUS_CACHE_SLOTS; i++)
+		if (sc->slot[i].age.valid && sc->slot[i].key.session == k.session)
+			e = &sc->slot[i];
+	if (e && key_eq(&e->key, &k) &&
+	    !strcmp(e->session_path, c->session_path)) {
 		lru_touch(&e->age, &sc->clock);
 		sc->hits++;
 	} else {
-		ret = cached_fill(c, sc, &k, &e);
+		if (!e)
+			e = &sc->slot[lru_pick(&sc->slot[0].age,
+					       STATUS_CACHE_SLOTS,
+					       sizeof(sc->slot[0]))];
+		ret = cached_fill(c, sc, &k, e);
 		if (ret < 0)
 			return ret;
 	}

@@ -53,8 +53,9 @@ int status_text(const json_t *doc, struct sbuf *out);
  * an entry is keyed by store_version(), tree_changes(),
  * skill_registry_scans(), the session (its id, path and times): any
  * write anywhere renders again — never stale, at the cost of a render
- * after unrelated writes.  STATUS_CACHE_SLOTS sessions, the least
- * recently used out.  The owner zero-fills it, serializes its users and
+ * after unrelated writes.  One slot a session (a new state replaces
+ * its last), STATUS_CACHE_SLOTS sessions, the least recently used out;
+ * status_cache_forget() drops a removed session's.  The owner zero-fills it, serializes its users and
  * calls status_cache_release() at the end.
  */
 #define STATUS_CACHE_SLOTS 8
@@ -81,6 +82,9 @@ struct status_cache {
 };
 
 void status_cache_release(struct status_cache *sc);
+
+/* Drop what is kept of session `session` (it was removed). */
+void status_cache_forget(struct status_cache *sc, int64_t session);
 
 /*
  * Appends `status` (or with as_json `status.json`) of c's session to

@@ -1826,8 +1826,10 @@ static int remove_session(struct flowfs *fs, const struct session_info *s)
 				     " rounds (rm -rf removes it all)");
 	if (!ret)
 		ret = session_delete(fs->st, fs->tree, s->id);
-	if (!ret)
+	if (!ret) {
 		fs_cancel_runs(fs, s->id);
+		status_cache_forget(&fs->status_cache, s->id);
+	}
 	return ret;
 }
 

@@ -66,6 +66,7 @@ def test_status_follows_a_deck_edit(make_flowfs, isolated_config):
     # written in place and not closed yet: status sees it already
     fd = os.open(deck, os.O_WRONLY | os.O_TRUNC)
     try:
+        assert look(s) not in (before, broken)     # empty
         os.write(fd, good)
         assert look(s) == before
     finally:

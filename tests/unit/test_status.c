@@ -324,16 +324,35 @@ static void test_cache_key(void **state)
 	/* another path for the session (the mount's, its name) */
 	free(cached(fx, &sc, "/mnt/flow/renamed", false));
 	assert_int_equal(sc.misses, 9);
+	expect_cached(fx, &sc, true, "missing required parameters: n\n"
+		      "run: running: asking\n");
 	expect_cached(fx, &sc, false, "missing required parameters: n\n"
 		      "run: running: asking\n");
-	/* more sessions than slots: the cache stays bounded, the least
-	 * recently used goes */
+	/* one slot a session, each new state in its place */
+	for (int i = 1; i < STATUS_CACHE_SLOTS; i++)
+		assert_false(sc.slot[i].age.valid);
+	/* more sessions than slots: the least recently used goes */
 	for (int i = 0; i < STATUS_CACHE_SLOTS; i++) {
-		char path[64];
+		struct binding_ctx c = {
+			.st = fx->st, .tree = fx->t, .skills = fx->reg,
+			.s = &other, .session_path = "/mnt/flow/other",
+		};
+		struct sbuf out = SBUF_INIT;
+		char name[16];
+		int64_t m;
 
-		snprintf(path, sizeof(path), "/mnt/other%d", i);
-		free(cached(fx, &sc, path, false));
+		snprintf(name, sizeof(name), "o%d", i);
+		assert_int_equal(session_create(fx->st, fx->t, name, 0755, 1000,
+						1000, &other, &err), 0);
+		assert_int_equal(status_render(&c, &sc, false, &out, &m), 0);
+		sbuf_release(&out);
 	}
+	for (int i = 0; i < STATUS_CACHE_SLOTS; i++)
+		assert_int_not_equal(sc.slot[i].key.session, fx->s.id);
+	expect_cached(fx, &sc, true, "missing required parameters: n\n"
+		      "run: running: asking\n");
+	/* forgotten, it is rendered again */
+	status_cache_forget(&sc, fx->s.id);
 	expect_cached(fx, &sc, true, "missing required parameters: n\n"
 		      "run: running: asking\n");
 	status_cache_release(&sc);
