@@ -5,9 +5,9 @@ that filled the cache."""
 
 import os
 
-from conftest import bind, read_bytes, write_bytes
+from conftest import REPO, bind, read_bytes, write_bytes
 
-EXAMPLES = "/work/shared/datcom/examples"
+EXAMPLES = REPO.parent / "shared" / "datcom" / "examples"
 
 
 def look(s):
@@ -55,7 +55,7 @@ def test_status_follows_a_deck_edit(make_flowfs, isolated_config):
     os.mkdir(s)
     assert bind(s, "datcom") == 0
     deck = s / "uploads" / "deck.dat"
-    with open(f"{EXAMPLES}/pydatcom_Navion.dcm", "rb") as f:
+    with open(EXAMPLES / "pydatcom_Navion.dcm", "rb") as f:
         good = f.read()
     write_bytes(deck, good)
     before = look(s)
