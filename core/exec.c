@@ -38,6 +38,8 @@
 #define FOLD_AT 3
 #define CUT_OVER 16000
 #define CUT_KEEP 8000
+/* exit statuses 128 + 1..64 are signals (shells read them so) */
+#define EXEC_SIGNAL_MAX 64
 
 void exec_result_release(struct exec_result *r)
 {
@@ -768,9 +770,22 @@ int exec_fold(const char *text, size_t len, struct sbuf *out)
 	return ret;
 }
 
+/* "killed by signal N (SIGNAME)"; a signal without a name (a real-time
+ * one) by its number alone. */
+static int add_signal(struct sbuf *out, const char *sep, int sig)
+{
+	const char *name = sigabbrev_np(sig);
+
+	if (name)
+		return sbuf_addf(out, "%skilled by signal %d (SIG%s)", sep, sig,
+				 name);
+	return sbuf_addf(out, "%skilled by signal %d", sep, sig);
+}
+
 int exec_observation(const struct exec_result *res,
 		     const struct exec_limits *limits, struct sbuf *out)
 {
+	const char *sep;
 	bool ok = !res->timed_out && WIFEXITED(res->status) &&
 		  WEXITSTATUS(res->status) == 0;
 	const struct sbuf *text = ok || !res->err.len ? &res->out : &res->err;
@@ -782,13 +797,17 @@ int exec_observation(const struct exec_result *res,
 		return sbuf_addf(out, "%s(stopped after %ld s)", out->len &&
 				 out->buf[out->len - 1] != '\n' ? "\n" : "",
 				 or_default(limits->wall_s, 120));
+	sep = out->len && out->buf[out->len - 1] != '\n' ? "\n" : "";
+	/* bwrap passes on a program killed by signal N as exit status
+	 * 128 + N, as shells show it */
+	if (!res->err.len && WIFEXITED(res->status) &&
+	    WEXITSTATUS(res->status) > 128 &&
+	    WEXITSTATUS(res->status) <= 128 + EXEC_SIGNAL_MAX)
+		return add_signal(out, sep, WEXITSTATUS(res->status) - 128);
 	if (!res->err.len && WIFEXITED(res->status))
-		return sbuf_addf(out, "%sexit status %d", out->len &&
-				 out->buf[out->len - 1] != '\n' ? "\n" : "",
+		return sbuf_addf(out, "%sexit status %d", sep,
 				 WEXITSTATUS(res->status));
 	if (WIFSIGNALED(res->status))
-		return sbuf_addf(out, "%skilled by signal %d", out->len &&
-				 out->buf[out->len - 1] != '\n' ? "\n" : "",
-				 WTERMSIG(res->status));
+		return add_signal(out, sep, WTERMSIG(res->status));
 	return 0;
 }

@@ -21,7 +21,9 @@
  * namespace: no process of the experiment outlives exec_python().
  *
  * exec_observation() is the seed's observation: stdout when the program
- * succeeded, else stderr (else "exit status N" / "killed by signal N"),
+ * succeeded, else stderr (else "exit status N", or "killed by signal N
+ * (SIGNAME)" for a status of 128 + N, N 1..64, as bwrap reports a
+ * program a signal killed; "(stopped after N s)" when it timed out),
  * with runs of 3 or more identical lines folded to one line
  * "<line> (repeated N times)" and text over 16,000 characters cut to its
  * first and last 8,000 with a line saying how many were cut.

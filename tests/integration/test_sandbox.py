@@ -508,3 +508,13 @@ def test_allow_exec_needs_bubblewrap(tmp_path):
     assert err == ("flowfs: --allow-exec needs bubblewrap, and no bwrap is on PATH:"
                    " install it (Debian package bubblewrap)\n")
     assert not os.path.ismount(mnt)
+
+
+@pytest.mark.parametrize("sig,name", [(9, "SIGKILL"), (15, "SIGTERM")])
+def test_a_program_killed_by_a_signal_is_said_so(exec_mount, engine, sig, name):
+    """bwrap passes on a program killed by signal N as exit status 128 + N:
+    the observation names the signal, as a shell would, not the status."""
+    _, line, obs = experiment(exec_mount, engine, (
+        f"import os, sys\nprint('before', flush=True)\nos.kill(os.getpid(), {sig})\n"))
+    assert line == "run: done"
+    assert obs == f"before\nkilled by signal {sig} ({name})", obs

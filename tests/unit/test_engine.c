@@ -149,6 +149,31 @@ static void test_observation(void **state)
 	assert_int_equal(exec_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\nexit status 1");
 	sbuf_reset(&out);
+	/* bwrap's exit status for a program killed by SIGKILL: 128 + 9 */
+	res.status = 137 << 8;
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\nkilled by signal 9 (SIGKILL)");
+	sbuf_reset(&out);
+	res.status = (128 + 11) << 8;
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\nkilled by signal 11 (SIGSEGV)");
+	sbuf_reset(&out);
+	res.status = (128 + 40) << 8;	/* real-time: no name */
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\nkilled by signal 40");
+	sbuf_reset(&out);
+	res.status = 128 << 8;		/* 128 and past 128 + 64: a status */
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\nexit status 128");
+	sbuf_reset(&out);
+	res.status = 200 << 8;
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\nexit status 200");
+	sbuf_reset(&out);
+	res.status = SIGTERM;		/* bwrap itself killed */
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\nkilled by signal 15 (SIGTERM)");
+	sbuf_reset(&out);
 	res.timed_out = true;
 	res.status = 9;		/* killed */
 	assert_int_equal(exec_observation(&res, &lim, &out), 0);
