@@ -38,6 +38,8 @@
 #define FOLD_AT 3
 #define CUT_OVER 16000
 #define CUT_KEEP 8000
+/* the start-up trial sandbox runs an empty program: it gets this long */
+#define TRIAL_WALL_S 30
 /* exit statuses 128 + 1..64 are signals (shells read them so) */
 #define EXEC_SIGNAL_MAX 64
 
@@ -692,6 +694,67 @@ out:
 	exec_args_release(&args);
 	if (ret < 0)
 		exec_result_release(res);
+	return ret;
+}
+
+int exec_sandbox_trial(const char *parent, const struct exec_limits *limits,
+		       struct ferr *err)
+{
+	struct exec_limits lim = *limits;
+	struct exec_result res;
+	struct ferr why = FERR_INIT;
+	char *dir = NULL, *path = NULL;
+	int fd, ret;
+
+	if (asprintf(&dir, "%s/flowfs-trial-XXXXXX", parent) < 0)
+		return -ENOMEM;
+	if (!mkdtemp(dir)) {
+		ret = ferr_set(err, -errno, "--allow-exec: cannot make a folder"
+			       " for the trial sandbox in %s: %s", parent,
+			       strerror(errno));
+		free(dir);
+		return ret;
+	}
+	ret = asprintf(&path, "%s/trial.py", dir) < 0 ? -ENOMEM : 0;
+	if (!ret) {
+		/* an empty program: python3's own start is what is tried */
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			  O_CLOEXEC, 0644);
+		ret = fd < 0 ? -errno : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!ret)
+		ret = exec_prepare_dir(dir, NULL, NULL);
+	if (ret < 0) {
+		ret = ferr_set(err, ret, "--allow-exec: cannot make the trial"
+			       " sandbox's folder %s: %s", dir, strerror(-ret));
+		goto out;
+	}
+	lim.wall_s = TRIAL_WALL_S;
+	ret = exec_python(dir, "trial.py", &lim, NULL, NULL, &res, &why);
+	if (ret < 0) {
+		ret = ferr_set(err, ret, "--allow-exec: the trial sandbox"
+			       " failed: %s", why.message);
+		goto out;
+	}
+	if (res.timed_out || !WIFEXITED(res.status) || WEXITSTATUS(res.status)) {
+		struct sbuf how = SBUF_INIT;
+
+		/* "exit status N", "killed by signal N", "(stopped after N s)" */
+		sbuf_reset(&res.out);
+		ret = exec_observation(&res, &lim, &how);
+		ret = ferr_set(err, -EIO, "--allow-exec: python3 -I did not run"
+			       " in the trial sandbox: %.*s", first_line(&how),
+			       ret ? "" : how.buf);
+		sbuf_release(&how);
+	}
+	exec_result_release(&res);
+out:
+	unlink(path);
+	rmdir(dir);
+	free(path);
+	free(dir);
 	return ret;
 }
 

@@ -533,16 +533,21 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	o->engine.retries = (int)opts->engine_retries;
 	o->engine.backoff_ms = opts->engine_backoff_ms;
 	o->allow_exec = opts->allow_exec;
+	o->limits.wall_s = opts->exec_timeout_s;
 	if (o->allow_exec) {
 		struct ferr err = FERR_INIT;
+		const char *tmp = getenv("TMPDIR");
 
-		/* experiments run in bubblewrap, or not at all */
-		if (exec_sandbox_check(&err) < 0) {
+		/* experiments run in bubblewrap, or not at all; one sandbox
+		 * is made now, so that a host where bwrap cannot make one
+		 * (user namespaces off) is told at start, not at each run */
+		if (exec_sandbox_check(&err) < 0 ||
+		    exec_sandbox_trial(tmp && *tmp ? tmp : "/tmp", &o->limits,
+				       &err) < 0) {
 			fprintf(stderr, "flowfs: %s\n", err.message);
 			return -ENOENT;
 		}
 	}
-	o->limits.wall_s = opts->exec_timeout_s;
 	o->fetch.timeout_s = opts->fetch_timeout_s;
 	if (opts->max_fetch) {
 		long long v = parse_size(opts->max_fetch);

@@ -487,6 +487,55 @@ def test_links_in_uploads_that_point_outside_are_left_out(exec_mount, engine,
                 " does not point inside uploads/") in log
 
 
+def refused_start(tmp_path, path, *extra):
+    """Start `flowfs --allow-exec` with PATH `path`, which must refuse:
+    its exit status and stderr."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir(exist_ok=True)
+    env = dict(os.environ, PATH=path)
+    proc = subprocess.Popen([str(flowfs_bin()), f"--db={tmp_path / 'x.db'}", "-f",
+                             "--allow-exec", *extra, str(mnt)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        subprocess.run(["fusermount3", "-u", str(mnt)], env=dict(os.environ))
+        proc.kill()
+        proc.communicate()
+        pytest.fail("flowfs --allow-exec started")
+    assert not os.path.ismount(mnt)
+    return proc.returncode, err
+
+
+def test_allow_exec_refuses_when_bwrap_cannot_make_a_sandbox(tmp_path):
+    """bwrap on PATH but unable to make a sandbox (user namespaces off:
+    a fake bwrap says what the real one says then): --allow-exec refuses
+    to start, with bwrap's own words, instead of failing each run."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace,"
+        " likely because the kernel does not allow non-privileged user"
+        " namespaces.' >&2\nexit 1\n")
+    os.chmod(fake / "bwrap", 0o755)
+    rc, err = refused_start(tmp_path, f"{fake}:{os.environ['PATH']}")
+    assert rc == 1
+    assert err == ("flowfs: --allow-exec: the trial sandbox failed: cannot start"
+                   " the experiment's sandbox (bwrap): bwrap: No permissions to"
+                   " creating new namespace, likely because the kernel does not"
+                   " allow non-privileged user namespaces.\n"), err
+    # nothing of the trial is left in the folder it was made in
+    assert not [n for n in os.listdir(os.environ.get("TMPDIR") or "/tmp")
+                if n.startswith("flowfs-trial-") and
+                os.stat(os.path.join(os.environ.get("TMPDIR") or "/tmp", n),
+                        follow_symlinks=False).st_uid == os.getuid()]
+
+
+def test_allow_exec_starts_with_a_working_bwrap(exec_mount):
+    """The real bwrap makes the trial sandbox: the mount is up."""
+    assert os.path.ismount(exec_mount.mnt)
+
+
 def test_allow_exec_needs_bubblewrap(tmp_path):
     """With no bwrap on PATH, --allow-exec refuses to start: one line."""
     empty = tmp_path / "bin"
