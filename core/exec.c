@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -362,6 +364,177 @@ int exec_prepare_dir(const char *dir,
 	sbuf_release(&path);
 	free(root);
 	return ret;
+}
+
+static int remove_one(const char *path, const struct stat *st, int type,
+		      struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Every folder below made the owner's to list and enter (an
+ * experiment may leave one mode 000 so that it stays behind); one
+ * that could not be read is opened up and then walked. */
+static int open_up(const char *path, const struct stat *st, int type,
+		   struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((type == FTW_D || type == FTW_DNR) && chmod(path, 0700) == 0 &&
+	    type == FTW_DNR)
+		nftw(path, open_up, 16, FTW_PHYS);
+	return 0;
+}
+
+/* Not through a shell: the daemon has threads, and system() would block
+ * signals for the whole process.  FTW_PHYS: a link is removed, never
+ * followed; chmod() only reaches what nftw() saw as a folder. */
+void exec_remove_tree(const char *dir)
+{
+	nftw(dir, open_up, 16, FTW_PHYS);
+	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The folder of every daemon of this uid, `tmp`/flowfs-<uid>, opened
+ * (never through a link) and checked to be ours alone: /tmp is shared,
+ * and another user may have made that name first. */
+static int scratch_base(const char *tmp, struct sbuf *path, struct ferr *err)
+{
+	/* root's sandbox uid must pass through it to its folder */
+	mode_t mode = geteuid() == 0 ? 0711 : 0700;
+	struct stat st;
+	int fd;
+
+	if (sbuf_addf(path, "%s/flowfs-%u", tmp, (unsigned)geteuid()) < 0)
+		return -ENOMEM;
+	if (mkdir(path->buf, mode) < 0 && errno != EEXIST)
+		return ferr_set(err, -errno, "cannot make %s: %s", path->buf,
+				strerror(errno));
+	fd = open(path->buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return ferr_set(err, errno == ELOOP || errno == ENOTDIR ?
+				-ENOTDIR : -errno, "%s: %s: remove it, or set"
+				" TMPDIR to a folder of your own", path->buf,
+				errno == ELOOP || errno == ENOTDIR ?
+				"not a folder (a symbolic link?)" :
+				strerror(errno));
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+		close(fd);
+		return ferr_set(err, -EPERM, "%s belongs to uid %u, not to"
+				" flowfs's (%u): remove it, or set TMPDIR to"
+				" a folder of your own", path->buf,
+				(unsigned)st.st_uid, (unsigned)geteuid());
+	}
+	if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0) {
+		int ret = -errno;
+
+		close(fd);
+		return ferr_set(err, ret, "cannot make %s private: %s",
+				path->buf, strerror(-ret));
+	}
+	return fd;
+}
+
+/* Remove the daemon folders below `base` (fd `bfd`) whose lock no daemon
+ * holds; the number removed. */
+static size_t sweep(int bfd, const char *base)
+{
+	struct sbuf path = SBUF_INIT;
+	int dfd = dup(bfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *e;
+	size_t swept = 0;
+
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return 0;
+	}
+	while ((e = readdir(d))) {
+		int fd;
+
+		if (strncmp(e->d_name, "daemon-", 7))
+			continue;
+		fd = openat(bfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* held by its daemon for its life: free, the daemon is gone */
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			sbuf_reset(&path);
+			if (!sbuf_addf(&path, "%s/%s", base, e->d_name)) {
+				exec_remove_tree(path.buf);
+				swept++;
+			}
+		}
+		close(fd);
+	}
+	closedir(d);
+	sbuf_release(&path);
+	return swept;
+}
+
+int exec_scratch_open(const char *tmp, struct exec_scratch *s, size_t *swept,
+		      struct ferr *err)
+{
+	struct sbuf base = SBUF_INIT;
+	int bfd, ret = 0;
+
+	s->fd = -1;
+	s->path = NULL;
+	*swept = 0;
+	bfd = scratch_base(tmp, &base, err);
+	if (bfd < 0) {
+		ret = bfd;
+		goto out;
+	}
+	/* one daemon at a time sweeps or makes its folder: a folder is
+	 * never seen between its making and its lock */
+	if (flock(bfd, LOCK_EX) < 0) {
+		ret = ferr_set(err, -errno, "cannot lock %s: %s", base.buf,
+			       strerror(errno));
+		goto out;
+	}
+	*swept = sweep(bfd, base.buf);
+	if (asprintf(&s->path, "%s/daemon-XXXXXX", base.buf) < 0) {
+		s->path = NULL;
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (!mkdtemp(s->path)) {
+		ret = ferr_set(err, -errno, "cannot make a folder in %s: %s",
+			       base.buf, strerror(errno));
+		goto out;
+	}
+	s->fd = open(s->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s->fd < 0 || flock(s->fd, LOCK_EX | LOCK_NB) < 0 ||
+	    (geteuid() == 0 && fchmod(s->fd, 0711) < 0)) {
+		ret = ferr_set(err, -errno, "cannot lock %s: %s", s->path,
+			       strerror(errno));
+		rmdir(s->path);
+	}
+out:
+	if (bfd >= 0)
+		close(bfd);	/* and its lock with it */
+	sbuf_release(&base);
+	if (ret < 0)
+		exec_scratch_close(s);
+	return ret;
+}
+
+void exec_scratch_close(struct exec_scratch *s)
+{
+	if (s->path && s->fd >= 0)
+		exec_remove_tree(s->path);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->path);
+	s->fd = -1;
+	s->path = NULL;
 }
 
 int exec_open_made(int dirfd, const char *name, struct stat *st)

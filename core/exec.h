@@ -118,6 +118,33 @@ int exec_prepare_dir(const char *dir,
 		     void (*dropped)(void *ctx, const char *path), void *ctx);
 
 /*
+ * The daemon's own folder for scratch folders, `tmp`/flowfs-<uid>/
+ * daemon-XXXXXX, flock()ed through s->fd for the daemon's life (its
+ * descriptor is close-on-exec).  flowfs-<uid> is made mode 0700 (0711 for
+ * root: the sandbox's uid goes through it) or, when there, must be a
+ * folder (not a link) of this uid; its mode is set.  Folders of it whose
+ * lock is free (a daemon killed with kill -9) are removed first
+ * (exec_remove_tree()), *swept says how many.  0, or a negative errno
+ * and err says why in one line.
+ */
+struct exec_scratch {
+	int fd;		/* the folder, locked; -1: none */
+	char *path;
+};
+
+int exec_scratch_open(const char *tmp, struct exec_scratch *s, size_t *swept,
+		      struct ferr *err);
+
+/* Remove the daemon's folder and what is in it, and release its lock. */
+void exec_scratch_close(struct exec_scratch *s);
+
+/*
+ * rm -rf of `dir`, whatever modes were left on its folders, never
+ * following a symbolic link.  Nothing may be changing it.
+ */
+void exec_remove_tree(const char *dir);
+
+/*
  * Open `name` in folder `dirfd`, a file an experiment made, for copying
  * out: a descriptor when it is a regular file with one link (never a
  * symbolic link, a FIFO, a device or a hard link to something else),

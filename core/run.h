@@ -110,6 +110,7 @@ struct run_queue {
 struct run_options {
 	struct engine_config engine;	/* engine.url NULL: none configured */
 	bool allow_exec;
+	const char *scratch;	/* with allow_exec: exec_scratch_open()'s folder */
 	struct exec_limits limits;
 	struct fetch_limits fetch;
 	unsigned fetch_jobs;	/* fetches going on at once; 0: 4 */

@@ -5,7 +5,6 @@
 #include "run_private.h"
 
 #include <dirent.h>
-#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -153,41 +152,6 @@ static int copy_out(struct run *r, uint64_t ino, const char *dir, int depth)
 	tree_dir_free(&d);
 	sbuf_release(&target);
 	return ret;
-}
-
-static int remove_one(const char *path, const struct stat *st, int type,
-		      struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-/* Every folder below made the owner's to list and enter (an
- * experiment may leave one mode 000 so that it stays behind); one
- * that could not be read is opened up and then walked. */
-static int open_up(const char *path, const struct stat *st, int type,
-		   struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if ((type == FTW_D || type == FTW_DNR) && chmod(path, 0700) == 0 &&
-	    type == FTW_DNR)
-		nftw(path, open_up, 16, FTW_PHYS);
-	return 0;
-}
-
-/* rm -rf of the scratch folder (not through a shell: the daemon has
- * threads, and system() would block signals for the whole process).
- * Nothing of the experiment runs any more (exec_python() waited for
- * its PID namespace to end), so no folder is swapped for a link while
- * this walks. */
-static void remove_tree(const char *dir)
-{
-	nftw(dir, open_up, 16, FTW_PHYS);
-	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Files larger than this, made by an experiment, stay behind; so do the
@@ -356,7 +320,7 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 		    struct ferr *err)
 {
 	struct sbuf prompt = SBUF_INIT, observation = SBUF_INIT;
-	char dir[] = "/tmp/flowfs-experiment-XXXXXX";
+	struct sbuf dir = SBUF_INIT;
 	bool have_dir = false;
 	json_t *messages = NULL, *round = NULL;
 	long n, last = r->max_rounds;
@@ -393,16 +357,23 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 			break;
 		}
 		if (!have_dir) {
-			if (!mkdtemp(dir)) {
+			/* in the daemon's own folder: a daemon killed with
+			 * kill -9 leaves it to the next one to sweep */
+			if (sbuf_addf(&dir, "%s/experiment-XXXXXX",
+				      r->opt->scratch) < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			if (!mkdtemp(dir.buf)) {
 				ret = ferr_set(err, -errno, "cannot make a scratch"
 					       " folder: %s", strerror(errno));
 				break;
 			}
 			have_dir = true;
 			run_progress(r, "copying uploads/ for the experiments");
-			ret = copy_out(r, r->uploads_ino, dir, 0);
+			ret = copy_out(r, r->uploads_ino, dir.buf, 0);
 			if (!ret)
-				ret = exec_prepare_dir(dir, link_dropped, r);
+				ret = exec_prepare_dir(dir.buf, link_dropped, r);
 			if (ret < 0) {
 				ferr_set(err, ret, "cannot copy uploads/: %s",
 					 strerror(-ret));
@@ -410,7 +381,7 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 			}
 		}
 		sbuf_reset(&observation);
-		ret = experiment(r, dir, n, json_string_value(json_object_get(
+		ret = experiment(r, dir.buf, n, json_string_value(json_object_get(
 					round, "experiment")), &observation, err);
 		/* what a program prints ends in a newline the block has */
 		while (observation.len &&
@@ -456,23 +427,24 @@ out:
 	if (have_dir && ret == -EBUSY) {
 		run_lock(r);
 		run_log(r, "output", "the experiments' folder %s is left as it"
-			" is: its processes did not end", dir);
+			" is: its processes did not end", dir.buf);
 		run_unlock(r);
 	} else if (have_dir) {
 		/* what the experiments made is the run's result too (the
 		 * seed's example writes output.txt), even when it failed */
-		int kept = keep_made_files(r, dir);
+		int kept = keep_made_files(r, dir.buf);
 
 		if (!ret && kept < 0)
 			ret = ferr_set(err, kept, "cannot copy what the"
 				       " experiments wrote into output/: %s",
 				       strerror(-kept));
-		remove_tree(dir);
+		exec_remove_tree(dir.buf);
 	}
 	json_decref(round);
 	json_decref(messages);
 	sbuf_release(&prompt);
 	sbuf_release(&observation);
+	sbuf_release(&dir);
 	return ret;
 }
 

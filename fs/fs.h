@@ -103,6 +103,8 @@ struct flowfs {
 	 * (at most one going on per session). */
 	struct run_host run_host;
 	struct run_options run_opt;
+	/* with --allow-exec: the daemon's folder of scratch folders */
+	struct exec_scratch scratch;
 	struct run **runs;
 	size_t nruns;
 	struct run_queue fetch_queue;	/* run_host.fetches */

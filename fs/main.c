@@ -537,16 +537,19 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	if (o->allow_exec) {
 		struct ferr err = FERR_INIT;
 		const char *tmp = getenv("TMPDIR");
+		size_t swept;
 
 		/* experiments run in bubblewrap, or not at all; one sandbox
 		 * is made now, so that a host where bwrap cannot make one
 		 * (user namespaces off) is told at start, not at each run */
 		if (exec_sandbox_check(&err) < 0 ||
-		    exec_sandbox_trial(tmp && *tmp ? tmp : "/tmp", &o->limits,
-				       &err) < 0) {
+		    exec_scratch_open(tmp && *tmp == '/' ? tmp : "/tmp",
+				      &fs->scratch, &swept, &err) < 0 ||
+		    exec_sandbox_trial(fs->scratch.path, &o->limits, &err) < 0) {
 			fprintf(stderr, "flowfs: %s\n", err.message);
 			return -ENOENT;
 		}
+		o->scratch = fs->scratch.path;
 	}
 	o->fetch.timeout_s = opts->fetch_timeout_s;
 	if (opts->max_fetch) {
@@ -607,7 +610,8 @@ int main(int argc, char *argv[])
 	char *engine_key = NULL, *env_key;
 	/* the refresher's lock is taken on every way out (out_unmount) */
 	struct flowfs fs = { .refresher_fd = -1,
-			     .refresher_lock = PTHREAD_MUTEX_INITIALIZER };
+			     .refresher_lock = PTHREAD_MUTEX_INITIALIZER,
+			     .scratch = { .fd = -1 } };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	struct ferr err = FERR_INIT, exposed = FERR_INIT;
@@ -817,6 +821,8 @@ out:
 	binding_cache_release(&fs.binding_cache);
 	status_cache_release(&fs.status_cache);
 	skill_registry_free(fs.skills);
+	/* every run has ended: what they left goes */
+	exec_scratch_close(&fs.scratch);
 	store_close(fs.st);
 	if (fs.tree) {
 		pthread_mutex_destroy(&fs.lock);

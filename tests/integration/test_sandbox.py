@@ -376,7 +376,9 @@ def test_the_scratch_folder_goes_whatever_its_modes(exec_mount, engine):
         "print(os.getcwd())\n")
     _, line, obs = experiment(exec_mount, engine, code)
     assert line == "run: done"
-    assert obs.startswith("/tmp/flowfs-experiment-")
+    tmp = re.escape(os.environ.get("TMPDIR") or "/tmp")
+    assert re.fullmatch(rf"{tmp}/flowfs-{os.getuid()}/daemon-\w{{6}}/experiment-\w{{6}}",
+                        obs), obs
     wait_until(lambda: not os.path.lexists(obs), "the scratch folder removed",
                timeout=10)
 
@@ -406,6 +408,49 @@ def test_the_sandbox_dies_with_the_daemon(exec_mount, engine):
         wait_until(lambda: sleepers(token), "the experiment running")
         exec_mount.kill9()
         gone(token)
+
+
+def test_a_killed_daemons_scratch_folders_are_swept(run_mount, make_flowfs,
+                                                    engine, tmp_path, monkeypatch):
+    """kill -9 of the daemon while an experiment runs leaves its folder in
+    $TMPDIR/flowfs-<uid>/; the next daemon started with --allow-exec
+    removes it (its lock is free), without following the link the
+    experiment left there or opening up what it points to, and leaves a
+    live daemon's folder alone."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("keep")
+    os.chmod(outside, 0o755)
+    base = tmp / f"flowfs-{os.getuid()}"
+    fs = run_mount("--allow-exec")
+    assert os.lstat(base).st_mode & 0o7777 == 0o700
+    token = new_token()
+    with killed_after(token):
+        start(fs, engine, (
+            f"import os\nos.symlink({str(outside)!r}, 'out')\n"
+            "os.mkdir('shut')\nopen('shut/x', 'w').write('x')\nos.chmod('shut', 0)\n"
+            f"os.execvp('sleep', ['sleep', '7{token}'])\n"))
+        wait_until(lambda: sleepers(token), "the experiment running")
+        (dead,) = os.listdir(base)
+        (scratch,) = os.listdir(base / dead)
+        assert scratch.startswith("experiment-")
+        fs.kill9()
+        gone(token)
+    assert os.path.islink(base / dead / scratch / "out")
+    other = make_flowfs(name="other", extra_args=["--allow-exec"])
+    assert not os.path.lexists(base / dead)
+    assert (outside / "keep").read_text() == "keep"
+    assert os.lstat(outside).st_mode & 0o7777 == 0o755
+    (live,) = os.listdir(base)
+    fs.start()
+    assert live in os.listdir(base) and len(os.listdir(base)) == 2
+    fs.stop()
+    other.stop()
+    # a daemon that ends removes its own folder
+    assert os.listdir(base) == []
 
 
 def test_process_count_is_capped(exec_mount, engine):

@@ -26,7 +26,7 @@
 
 static void touch(const char *dir, const char *name, mode_t mode)
 {
-	char path[256];
+	char path[1024];
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -34,6 +34,85 @@ static void touch(const char *dir, const char *name, mode_t mode)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "x", 1), 1);
 	close(fd);
+}
+
+/* A daemon's folders: made private, swept when their daemon is gone
+ * (never through a link), left alone while it lives. */
+static void test_scratch(void **state)
+{
+	char dir[64], path[512], base[256], outside[256], link[600];
+	struct exec_scratch a, b, c;
+	struct ferr err = FERR_INIT;
+	struct stat st;
+	size_t swept;
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "scratch"), 0);
+	snprintf(base, sizeof(base), "%s/flowfs-%u", dir, (unsigned)geteuid());
+	assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), 0);
+	assert_int_equal(swept, 0);
+	assert_int_equal(lstat(base, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, geteuid() ? 0700 : 0711);
+	assert_int_equal(strncmp(a.path, base, strlen(base)), 0);
+	assert_int_equal(strncmp(a.path + strlen(base), "/daemon-", 8), 0);
+	/* a killed daemon's folder: its experiment's folder with a link out
+	 * and a folder it made mode 000 */
+	snprintf(outside, sizeof(outside), "%s/outside", dir);
+	assert_int_equal(mkdir(outside, 0755), 0);
+	touch(outside, "keep", 0644);
+	snprintf(path, sizeof(path), "%s/daemon-stale", base);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/daemon-stale/experiment-x", base);
+	assert_int_equal(mkdir(path, 0700), 0);
+	touch(path, "made", 0600);
+	snprintf(link, sizeof(link), "%s/out", path);
+	assert_int_equal(symlink(outside, link), 0);
+	snprintf(path, sizeof(path), "%s/daemon-stale/experiment-x/shut", base);
+	assert_int_equal(mkdir(path, 0700), 0);
+	touch(path, "in", 0600);
+	assert_int_equal(chmod(path, 0), 0);
+	/* a live daemon's: b's lock is held */
+	assert_int_equal(exec_scratch_open(dir, &b, &swept, &err), 0);
+	assert_int_equal(swept, 1);
+	snprintf(path, sizeof(path), "%s/daemon-stale", base);
+	assert_int_equal(lstat(path, &st), -1);
+	snprintf(path, sizeof(path), "%s/keep", outside);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(lstat(outside, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	assert_int_equal(lstat(a.path, &st), 0);
+	/* a released one is swept by the next */
+	snprintf(path, sizeof(path), "%s", b.path);
+	touch(b.path, "left", 0600);
+	assert_int_equal(close(b.fd), 0);
+	b.fd = -1;
+	assert_int_equal(exec_scratch_open(dir, &c, &swept, &err), 0);
+	assert_int_equal(swept, 1);
+	assert_int_equal(lstat(path, &st), -1);
+	assert_int_equal(lstat(a.path, &st), 0);
+	exec_scratch_close(&b);
+	exec_scratch_close(&c);
+	snprintf(path, sizeof(path), "%s", a.path);
+	exec_scratch_close(&a);
+	assert_int_equal(lstat(path, &st), -1);
+	assert_null(a.path);
+	/* a loose mode is made private again */
+	assert_int_equal(chmod(base, 0777), 0);
+	assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), 0);
+	assert_int_equal(lstat(base, &st), 0);
+	assert_int_equal(st.st_mode & 07777, geteuid() ? 0700 : 0711);
+	exec_scratch_close(&a);
+	/* flowfs-<uid> made a link to elsewhere first: refused */
+	unit_rmtree(base);
+	assert_int_equal(symlink(outside, base), 0);
+	assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), -ENOTDIR);
+	assert_non_null(strstr(err.message, "not a folder (a symbolic link?)"));
+	assert_int_equal(a.fd, -1);
+	assert_null(a.path);
+	snprintf(path, sizeof(path), "%s/keep", outside);
+	assert_int_equal(lstat(path, &st), 0);
+	unit_rmtree(dir);
 }
 
 static void test_sandbox_check(void **state)
@@ -281,6 +360,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sandbox_check),
+		cmocka_unit_test(test_scratch),
 		cmocka_unit_test(test_sandbox_args),
 		cmocka_unit_test(test_seccomp_filter),
 		cmocka_unit_test(test_prepare_dir),
