@@ -56,6 +56,16 @@ static long or_default(long v, long def)
 	return v > 0 ? v : def;
 }
 
+static uid_t sandbox_uid(const struct exec_limits *lim)
+{
+	return lim->uid ? lim->uid : EXEC_SANDBOX_ID;
+}
+
+static gid_t sandbox_gid(const struct exec_limits *lim)
+{
+	return lim->gid ? lim->gid : EXEC_SANDBOX_ID;
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -295,6 +305,7 @@ int exec_seccomp_filter(int *fd)
 
 /* exec_prepare_dir() below `path` (root: the realpath of the folder). */
 static int prepare(const char *root, struct sbuf *path, size_t top,
+		   const struct exec_limits *lim,
 		   void (*dropped)(void *ctx, const char *path), void *ctx,
 		   int depth)
 {
@@ -335,19 +346,20 @@ static int prepare(const char *root, struct sbuf *path, size_t top,
 			}
 		}
 		if (geteuid() == 0 &&
-		    lchown(path->buf, EXEC_SANDBOX_ID, EXEC_SANDBOX_ID) < 0) {
+		    lchown(path->buf, sandbox_uid(lim), sandbox_gid(lim)) < 0) {
 			ret = -errno;
 			break;
 		}
 		if (S_ISDIR(st.st_mode))
-			ret = prepare(root, path, top, dropped, ctx, depth + 1);
+			ret = prepare(root, path, top, lim, dropped, ctx,
+				      depth + 1);
 	}
 	closedir(d);
 	sbuf_setlen(path, len);
 	return ret;
 }
 
-int exec_prepare_dir(const char *dir,
+int exec_prepare_dir(const char *dir, const struct exec_limits *limits,
 		     void (*dropped)(void *ctx, const char *path), void *ctx)
 {
 	struct sbuf path = SBUF_INIT;
@@ -357,10 +369,10 @@ int exec_prepare_dir(const char *dir,
 	if (!ret)
 		ret = sbuf_addstr(&path, root);
 	if (!ret && geteuid() == 0 &&
-	    chown(root, EXEC_SANDBOX_ID, EXEC_SANDBOX_ID) < 0)
+	    chown(root, sandbox_uid(limits), sandbox_gid(limits)) < 0)
 		ret = -errno;
 	if (!ret)
-		ret = prepare(root, &path, strlen(root), dropped, ctx, 0);
+		ret = prepare(root, &path, strlen(root), limits, dropped, ctx, 0);
 	sbuf_release(&path);
 	free(root);
 	return ret;
@@ -605,12 +617,12 @@ static void child(char *const argv[], const struct exec_limits *lim, int out,
 	    dup2(err, 2) < 0 || fcntl(status, F_SETFD, 0) < 0 ||
 	    fcntl(filter, F_SETFD, 0) < 0)
 		goto fail;
-	/* root's sandbox is nobody's on the host too: with uid 0 outside,
-	 * root-owned files would be the sandbox's own */
+	/* root's sandbox is no one else's on the host either: with uid 0
+	 * outside, root-owned files would be the sandbox's own */
 	if (geteuid() == 0 &&
 	    (setgroups(0, NULL) < 0 ||
-	     setresgid(EXEC_SANDBOX_ID, EXEC_SANDBOX_ID, EXEC_SANDBOX_ID) < 0 ||
-	     setresuid(EXEC_SANDBOX_ID, EXEC_SANDBOX_ID, EXEC_SANDBOX_ID) < 0))
+	     setresgid(sandbox_gid(lim), sandbox_gid(lim), sandbox_gid(lim)) < 0 ||
+	     setresuid(sandbox_uid(lim), sandbox_uid(lim), sandbox_uid(lim)) < 0))
 		goto fail;
 	/* nothing of the daemon's (the database, /dev/fuse) goes along;
 	 * `report` closes itself at exec.  Sorted by hand: no qsort() in
@@ -898,7 +910,7 @@ int exec_sandbox_trial(const char *parent, const struct exec_limits *limits,
 			close(fd);
 	}
 	if (!ret)
-		ret = exec_prepare_dir(dir, NULL, NULL);
+		ret = exec_prepare_dir(dir, limits, NULL, NULL);
 	if (ret < 0) {
 		ret = ferr_set(err, ret, "--allow-exec: cannot make the trial"
 			       " sandbox's folder %s: %s", dir, strerror(-ret));

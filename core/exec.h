@@ -11,9 +11,9 @@
  * the one writable place (at its own path), no user namespace made
  * inside, a seccomp filter (exec_seccomp_filter()), an environment of
  * PATH, HOME and LANG only, signals unblocked and at their defaults.  A daemon
- * running as root starts bwrap as uid/gid 65534 (nobody), so the sandbox
- * is no one's on the host either; exec_prepare_dir() hands `dir` to that
- * uid.  Limits: CPU seconds, address space and file size per process, no
+ * running as root starts bwrap as limits->uid/gid (a user of its own,
+ * flowfs-sandbox, else 65534, nobody), so the sandbox is no one else's on
+ * the host either; exec_prepare_dir() hands `dir` to that uid.  Limits: CPU seconds, address space and file size per process, no
  * core files, processes and threads (RLIMIT_NPROC, set inside the
  * sandbox's user namespace so that it counts the sandbox's uid only), a
  * wall-clock timeout.  When the program ends, times out or is cancelled
@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "ferr.h"
 #include "sbuf.h"
@@ -44,9 +45,14 @@ struct exec_limits {
 	long memory_mib;	/* RLIMIT_AS; 0: 2048 */
 	long file_mib;		/* RLIMIT_FSIZE; 0: 256 */
 	long procs;		/* RLIMIT_NPROC in the sandbox; 0: 256 */
+	/* the host uid and gid the sandbox runs as when the daemon is
+	 * root (--sandbox-user); 0: EXEC_SANDBOX_ID */
+	uid_t uid;
+	gid_t gid;
 };
 
-/* The host uid and gid the sandbox runs as when the daemon is root. */
+/* The host uid and gid the sandbox runs as when the daemon is root and
+ * no other is given (nobody). */
 #define EXEC_SANDBOX_ID 65534
 
 struct exec_result {
@@ -111,10 +117,10 @@ int exec_seccomp_filter(int *fd);
  * Make the scratch folder `dir` ready for the sandbox: every symbolic
  * link below it that does not resolve to a file or folder inside `dir`
  * is removed (dropped(ctx, path) is told each, path relative to `dir`);
- * as root, everything is handed to EXEC_SANDBOX_ID.  0 or a negative
- * errno.
+ * as root, everything is handed to limits->uid and gid (see struct
+ * exec_limits).  0 or a negative errno.
  */
-int exec_prepare_dir(const char *dir,
+int exec_prepare_dir(const char *dir, const struct exec_limits *limits,
 		     void (*dropped)(void *ctx, const char *path), void *ctx);
 
 /*

@@ -373,7 +373,8 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 			run_progress(r, "copying uploads/ for the experiments");
 			ret = copy_out(r, r->uploads_ino, dir.buf, 0);
 			if (!ret)
-				ret = exec_prepare_dir(dir.buf, link_dropped, r);
+				ret = exec_prepare_dir(dir.buf, &r->opt->limits,
+						       link_dropped, r);
 			if (ret < 0) {
 				ferr_set(err, ret, "cannot copy uploads/: %s",
 					 strerror(-ret));

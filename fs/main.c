@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <pwd.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stddef.h>
@@ -46,6 +47,7 @@ struct options {
 	int fetch_allow_private;
 	char *fetch_allow;
 	int allow_exec;
+	char *sandbox_user;
 	char *skill_dirs[MAX_SKILL_DIRS];
 	size_t nskill_dirs;
 	char *mountpoint;
@@ -67,6 +69,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "--engine-backoff-ms=", -1U, KEY_NUMBER },
 	{ "--exec-timeout=", -1U, KEY_NUMBER },
 	OPT("--allow-exec", allow_exec),
+	{ "--sandbox-user=%s", offsetof(struct options, sandbox_user), 0 },
 	{ "--max-fetch=%s", offsetof(struct options, max_fetch), 0 },
 	{ "--fetch-timeout=", -1U, KEY_NUMBER },
 	{ "--fetch-low-speed=%s", offsetof(struct options, fetch_low_speed), 0 },
@@ -202,6 +205,9 @@ static void usage(const char *prog)
 	       "  --allow-exec  let scientific-workflow runs execute experiments,\n"
 	       "                in a bubblewrap sandbox (bwrap must be on PATH)\n"
 	       "  --exec-timeout=S  seconds an experiment may run (120; 1 to 86400)\n"
+	       "  --sandbox-user=NAME|UID  the host user experiments run as when\n"
+	       "              flowfs runs as root (flowfs-sandbox if there, else\n"
+	       "              65534, nobody; never root)\n"
 	       "  --max-fetch=SIZE  the largest URL input fetched (1G; K, M, G)\n"
 	       "  --fetch-timeout=S  seconds a fetch may take (3600; 1 to 604800)\n"
 	       "  --fetch-low-speed=BYTES:S  a fetch slower than BYTES a second\n"
@@ -503,6 +509,65 @@ static bool host_generated(void *ctx, const char *name)
 	return fs_entry_find(ctx, NULL, SCOPE_OUTPUT, name) >= 0;
 }
 
+/* The system user made for the sandbox (tools/setup), by default. */
+#define SANDBOX_USER "flowfs-sandbox"
+
+/*
+ * The host user a root daemon's sandbox runs as: --sandbox-user's NAME or
+ * UID (a number with no user takes its own number as gid), else
+ * SANDBOX_USER when it exists, else nobody, with a warning when it
+ * matters (root, --allow-exec).  -ERANGE and one line for a bad value.
+ */
+static int take_sandbox_user(const struct options *opts, struct exec_limits *lim)
+{
+	const char *given = opts->sandbox_user;
+	struct passwd *pw = NULL;
+
+	if (given && *given && strspn(given, "0123456789") == strlen(given)) {
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(given, NULL, 10);
+		/* (uid_t)-1 is "no change" to setresuid() */
+		if (errno || v == 0 || v >= (uid_t)-1) {
+			fprintf(stderr, "flowfs: --sandbox-user takes a user name"
+				" or a uid from 1 to %u, not \"%s\" (never root:"
+				" the sandbox would own root's files)\n",
+				(unsigned)(uid_t)-2, given);
+			return -ERANGE;
+		}
+		pw = getpwuid((uid_t)v);
+		lim->uid = (uid_t)v;
+		lim->gid = pw ? pw->pw_gid : (gid_t)v;
+	} else if (given) {
+		pw = getpwnam(given);
+		if (!pw) {
+			fprintf(stderr, "flowfs: --sandbox-user: no user named"
+				" \"%s\"\n", given);
+			return -ERANGE;
+		}
+		lim->uid = pw->pw_uid;
+		lim->gid = pw->pw_gid;
+	} else if ((pw = getpwnam(SANDBOX_USER)) && pw->pw_uid && pw->pw_gid) {
+		lim->uid = pw->pw_uid;
+		lim->gid = pw->pw_gid;
+	} else {
+		lim->uid = lim->gid = EXEC_SANDBOX_ID;
+		if (geteuid() == 0 && opts->allow_exec)
+			fprintf(stderr, "flowfs: warning: experiments run as uid"
+				" %d (nobody), which other services share; make"
+				" them a user of their own: useradd --system"
+				" --no-create-home --shell /usr/sbin/nologin "
+				SANDBOX_USER "\n", EXEC_SANDBOX_ID);
+	}
+	if (lim->uid == 0 || lim->gid == 0) {
+		fprintf(stderr, "flowfs: --sandbox-user cannot be root (uid or"
+			" gid 0): the sandbox would own root's files\n");
+		return -ERANGE;
+	}
+	return 0;
+}
+
 /* What runs use: the engine, exec, and the filesystem they write to. */
 static int configure_runs(struct flowfs *fs, const struct options *opts,
 			  char *key)
@@ -534,6 +599,9 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	o->engine.backoff_ms = opts->engine_backoff_ms;
 	o->allow_exec = opts->allow_exec;
 	o->limits.wall_s = opts->exec_timeout_s;
+	if (take_sandbox_user(opts, &o->limits) < 0)
+		/* a bad value: main() exits EXIT_USAGE */
+		return -ERANGE;
 	if (o->allow_exec) {
 		struct ferr err = FERR_INIT;
 		const char *tmp = getenv("TMPDIR");
@@ -839,6 +907,7 @@ out:
 	free(opts.max_fetch);
 	free(opts.fetch_low_speed);
 	free(opts.fetch_allow);
+	free(opts.sandbox_user);
 	if (!fs.foreground)
 		closelog();
 	if (engine_key)

@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import platform
+import pwd
 import re
 import signal
 import subprocess
@@ -99,11 +100,23 @@ def experiment_pids():
             if not open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"bwrap")]
 
 
+def sandbox_ids():
+    """The host uid and gid a root daemon's sandbox runs as by default:
+    flowfs-sandbox's (tools/setup makes it), else nobody's."""
+    try:
+        pw = pwd.getpwnam("flowfs-sandbox")
+        return pw.pw_uid, pw.pw_gid
+    except KeyError:
+        return 65534, 65534
+
+
 @pytest.mark.root
 def test_root_daemon_experiment_is_nobody(exec_mount, engine):
     """As root, the experiment has no capability, and on the host it runs
-    as nobody (uid 65534), not as root: looked at from the host while it
-    waits for a file the test puts in its folder."""
+    as the sandbox's user (flowfs-sandbox, else nobody), not as root:
+    looked at from the host while it waits for a file the test puts in
+    its folder."""
+    uid, gid = sandbox_ids()
     s = start(exec_mount, engine, (
         "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.02)\n"
         "print(open('/proc/self/status').read())"))
@@ -114,12 +127,77 @@ def test_root_daemon_experiment_is_nobody(exec_mount, engine):
     cwd = os.readlink(f"/proc/{pid}/cwd")
     open(os.path.join(cwd, "go"), "w").close()
     assert wait_run(s) == "run: done"
-    assert host["Uid"].split() == ["65534"] * 4
-    assert host["Gid"].split() == ["65534"] * 4
+    assert host["Uid"].split() == [str(uid)] * 4
+    assert host["Gid"].split() == [str(gid)] * 4
     assert host["Groups"].strip() == ""
     obs = json.loads(read_bytes(s / "rounds" / "1.json"))["observation"]
     f = status_fields(obs)
     assert f["CapEff"] == "0000000000000000" and f["NoNewPrivs"] == "1"
+
+
+def host_side(fs, engine, name="t"):
+    """Start an experiment that waits for `go` in its folder; the host's
+    view of it: (Uid, Gid of its process, its folder's lstat), then let it
+    end; the run's last line."""
+    s = start(fs, engine, (
+        "import os, time\nopen('made', 'w').close()\n"
+        "while not os.path.exists('go'):\n    time.sleep(0.02)\nprint('ok')\n"),
+        name=name)
+    wait_until(experiment_pids, "the experiment running")
+    pid = experiment_pids()[0]
+    with open(f"/proc/{pid}/status") as f:
+        host = status_fields(f.read())
+    cwd = os.readlink(f"/proc/{pid}/cwd")
+    wait_until(lambda: os.path.exists(os.path.join(cwd, "made")), "made")
+    st = os.lstat(cwd), os.lstat(os.path.join(cwd, "made"))
+    open(os.path.join(cwd, "go"), "w").close()
+    assert wait_run(s) == "run: done"
+    return host["Uid"].split(), host["Gid"].split(), cwd, st
+
+
+@pytest.mark.root
+def test_root_daemon_sandbox_has_a_user_of_its_own(exec_mount, engine):
+    """With the user flowfs-sandbox there (tools/setup adds it), a root
+    daemon's experiment runs as it, not as nobody whom other services
+    share: its process, its folder and what it makes there are
+    flowfs-sandbox's on the host."""
+    try:
+        pw = pwd.getpwnam("flowfs-sandbox")
+    except KeyError:
+        pytest.skip("no user flowfs-sandbox (tools/setup adds it)")
+    uids, gids, cwd, (d, made) = host_side(exec_mount, engine)
+    assert pw.pw_uid not in (0, 65534)
+    assert uids == [str(pw.pw_uid)] * 4 and gids == [str(pw.pw_gid)] * 4
+    assert (d.st_uid, d.st_gid) == (pw.pw_uid, pw.pw_gid)
+    assert (made.st_uid, made.st_gid) == (pw.pw_uid, pw.pw_gid)
+    # in the daemon's own folder, which it reaches through
+    assert os.path.dirname(os.path.dirname(cwd)) == os.path.join(
+        os.environ.get("TMPDIR") or "/tmp", "flowfs-0")
+
+
+@pytest.mark.root
+def test_root_daemon_sandbox_user_by_number(run_mount, engine):
+    """--sandbox-user=4321, a uid with no user: the sandbox is 4321:4321."""
+    fs = run_mount("--allow-exec", "--sandbox-user=4321")
+    uids, gids, _, (d, made) = host_side(fs, engine)
+    assert uids == ["4321"] * 4 and gids == ["4321"] * 4
+    assert (made.st_uid, made.st_gid) == (4321, 4321)
+
+
+@pytest.mark.parametrize("value,line", [
+    ("0", "flowfs: --sandbox-user takes a user name or a uid from 1 to 4294967294,"
+          " not \"0\" (never root: the sandbox would own root's files)\n"),
+    ("4294967295", "flowfs: --sandbox-user takes a user name or a uid from 1 to"
+                   " 4294967294, not \"4294967295\" (never root: the sandbox"
+                   " would own root's files)\n"),
+    ("root", "flowfs: --sandbox-user cannot be root (uid or gid 0): the sandbox"
+             " would own root's files\n"),
+    ("no-such-user-flowfs", "flowfs: --sandbox-user: no user named"
+                            " \"no-such-user-flowfs\"\n"),
+])
+def test_sandbox_user_is_checked(tmp_path, value, line):
+    rc, err = refused_start(tmp_path, os.environ["PATH"], f"--sandbox-user={value}")
+    assert (rc, err) == (2, line)
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="x86_64's call numbers")

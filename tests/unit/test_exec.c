@@ -298,7 +298,9 @@ static void test_prepare_dir(void **state)
 	link_in(sub, "../..", "out-deep");
 	link_in(dir, "missing", "dangling");
 	link_in(dir, "out-absolute", "out-chain");
-	assert_int_equal(exec_prepare_dir(dir, note, &d), 0);
+	/* as root: handed to --sandbox-user's ids */
+	assert_int_equal(exec_prepare_dir(dir, &(struct exec_limits){ .uid = 4242,
+					  .gid = 4243 }, note, &d), 0);
 	for (const char *const *k = (const char *const[]){ "ok", "ok-deep",
 	     "sub/ok-up", "ok-chain", "ok-self", "ok-absolute", "data.csv",
 	     NULL }; *k; k++)
@@ -313,11 +315,18 @@ static void test_prepare_dir(void **state)
 		struct stat st;
 
 		assert_int_equal(stat(sub, &st), 0);
-		assert_int_equal(st.st_uid, EXEC_SANDBOX_ID);
+		assert_int_equal(st.st_uid, 4242);
 		assert_int_equal(stat(abs, &st), 0);
+		assert_int_equal(st.st_gid, 4243);
+		/* none given: nobody */
+		assert_int_equal(exec_prepare_dir(dir, &(struct exec_limits){ 0 },
+						  NULL, NULL), 0);
+		assert_int_equal(stat(sub, &st), 0);
+		assert_int_equal(st.st_uid, EXEC_SANDBOX_ID);
 		assert_int_equal(st.st_gid, EXEC_SANDBOX_ID);
 	}
-	assert_int_equal(exec_prepare_dir("/nonexistent/flowfs", NULL, NULL),
+	assert_int_equal(exec_prepare_dir("/nonexistent/flowfs",
+					  &(struct exec_limits){ 0 }, NULL, NULL),
 			 -ENOENT);
 	unit_rmtree(dir);
 }
