@@ -141,7 +141,9 @@ struct exec_scratch {
 int exec_scratch_open(const char *tmp, struct exec_scratch *s, size_t *swept,
 		      struct ferr *err);
 
-/* Remove the daemon's folder and what is in it, and release its lock. */
+/* Remove the daemon's folder when it is empty (what a run left, its
+ * processes not ended, is for the next daemon's sweep), and release
+ * its lock. */
 void exec_scratch_close(struct exec_scratch *s);
 
 /*

@@ -93,10 +93,18 @@ static void test_scratch(void **state)
 	assert_int_equal(lstat(a.path, &st), 0);
 	exec_scratch_close(&b);
 	exec_scratch_close(&c);
+	/* ended: its folder goes when empty, else it is left to a sweep */
+	snprintf(path, sizeof(path), "%s", a.path);
+	touch(a.path, "busy", 0600);
+	exec_scratch_close(&a);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_null(a.path);
+	assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), 0);
+	assert_int_equal(swept, 1);
+	assert_int_equal(lstat(path, &st), -1);
 	snprintf(path, sizeof(path), "%s", a.path);
 	exec_scratch_close(&a);
 	assert_int_equal(lstat(path, &st), -1);
-	assert_null(a.path);
 	/* a loose mode is made private again */
 	assert_int_equal(chmod(base, 0777), 0);
 	assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), 0);
