@@ -111,6 +111,15 @@ static void test_scratch(void **state)
 	assert_int_equal(lstat(base, &st), 0);
 	assert_int_equal(st.st_mode & 07777, geteuid() ? 0700 : 0711);
 	exec_scratch_close(&a);
+	/* flowfs-<uid> made first by another user: refused */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(base, 1234, 1234), 0);
+		assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), -EPERM);
+		assert_non_null(strstr(err.message, "belongs to uid 1234, not to"
+				       " flowfs's (0): remove it, or set TMPDIR"));
+		assert_int_equal(a.fd, -1);
+		assert_null(a.path);
+	}
 	/* flowfs-<uid> made a link to elsewhere first: refused */
 	unit_rmtree(base);
 	assert_int_equal(symlink(outside, base), 0);
