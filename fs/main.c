@@ -516,7 +516,7 @@ static bool host_generated(void *ctx, const char *name)
  * The host user a root daemon's sandbox runs as: --sandbox-user's NAME or
  * UID (a number with no user takes its own number as gid), else
  * SANDBOX_USER when it exists, else nobody, with a warning when it
- * matters (root, --allow-exec).  -ERANGE and one line for a bad value.
+ * matters (root, --allow-exec).  -EINVAL and one line for a bad value.
  */
 static int take_sandbox_user(const struct options *opts, struct exec_limits *lim)
 {
@@ -534,7 +534,7 @@ static int take_sandbox_user(const struct options *opts, struct exec_limits *lim
 				" or a uid from 1 to %u, not \"%s\" (never root:"
 				" the sandbox would own root's files)\n",
 				(unsigned)(uid_t)-2, given);
-			return -ERANGE;
+			return -EINVAL;
 		}
 		pw = getpwuid((uid_t)v);
 		lim->uid = (uid_t)v;
@@ -544,7 +544,7 @@ static int take_sandbox_user(const struct options *opts, struct exec_limits *lim
 		if (!pw) {
 			fprintf(stderr, "flowfs: --sandbox-user: no user named"
 				" \"%s\"\n", given);
-			return -ERANGE;
+			return -EINVAL;
 		}
 		lim->uid = pw->pw_uid;
 		lim->gid = pw->pw_gid;
@@ -563,7 +563,7 @@ static int take_sandbox_user(const struct options *opts, struct exec_limits *lim
 	if (lim->uid == 0 || lim->gid == 0) {
 		fprintf(stderr, "flowfs: --sandbox-user cannot be root (uid or"
 			" gid 0): the sandbox would own root's files\n");
-		return -ERANGE;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -600,8 +600,7 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	o->allow_exec = opts->allow_exec;
 	o->limits.wall_s = opts->exec_timeout_s;
 	if (take_sandbox_user(opts, &o->limits) < 0)
-		/* a bad value: main() exits EXIT_USAGE */
-		return -ERANGE;
+		return -EINVAL;
 	if (o->allow_exec) {
 		struct ferr err = FERR_INIT;
 		const char *tmp = getenv("TMPDIR");
