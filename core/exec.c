@@ -37,6 +37,8 @@
 #define EXEC_SHM_BYTES "67108864"
 #define EXEC_TMP_BYTES "268435456"
 #define SANDBOX_END_MS 30000
+/* how often the scratch folder is measured while the program runs */
+#define SCRATCH_POLL_MS 250
 #define FOLD_AT 3
 #define CUT_OVER 16000
 #define CUT_KEEP 8000
@@ -573,6 +575,73 @@ int exec_open_made(int dirfd, const char *name, struct stat *st)
 	return fd;
 }
 
+/* ---- measuring it while it runs --------------------------------------------- */
+
+struct scratch_use {
+	int64_t bytes;		/* allocated, st_blocks * 512 */
+	long entries;		/* files, folders, links, ... */
+};
+
+/*
+ * Add what folder `fd` holds (it is closed) to *use, stopping at the
+ * first limit passed: that EXEC_OVER_*, or EXEC_OVER_NONE.  A folder the
+ * daemon may not enter (an experiment's chmod 000, its uid being the
+ * daemon's) is made enterable by its owner first: unmeasured, it would
+ * hide what it holds.
+ */
+static enum exec_over scratch_walk(int fd, int depth, const struct scratch_use *max,
+				   struct scratch_use *use)
+{
+	enum exec_over over = EXEC_OVER_NONE;
+	DIR *d = fdopendir(fd);
+	struct dirent *e;
+
+	if (!d) {
+		close(fd);
+		return over;
+	}
+	while (!over && (e = readdir(d))) {
+		struct stat st;
+		int sub;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		use->bytes += (int64_t)st.st_blocks * 512;
+		if (++use->entries > max->entries)
+			over = EXEC_OVER_FILES;
+		else if (use->bytes > max->bytes)
+			over = EXEC_OVER_DISK;
+		if (over || !S_ISDIR(st.st_mode))
+			continue;
+		if (depth >= EXEC_SCRATCH_DEPTH) {
+			over = EXEC_OVER_DEPTH;
+			continue;
+		}
+		sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY |
+			     O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 && errno == EACCES && st.st_uid == geteuid() &&
+		    fchmodat(dirfd(d), e->d_name, (st.st_mode & 07777) | 0500, 0) == 0)
+			sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY |
+				     O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			over = scratch_walk(sub, depth + 1, max, use);
+	}
+	closedir(d);
+	return over;
+}
+
+/* What `dir` holds (*use), and whether it is past `max`. */
+static enum exec_over scratch_measure(const char *dir, const struct scratch_use *max,
+				      struct scratch_use *use)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	memset(use, 0, sizeof(*use));
+	return fd < 0 ? EXEC_OVER_NONE : scratch_walk(fd, 0, max, use);
+}
+
 /* ---- running it --------------------------------------------------------------- */
 
 /* close_range() of every descriptor from 3 up but keep[0..n), which is
@@ -742,6 +811,8 @@ int exec_python(const char *dir, const char *file,
 	int statp[2] = { -1, -1 }, filter = -1;
 	int64_t deadline = now_ms() + 1000 * or_default(limits->wall_s, 120);
 	bool open_out = true, open_err = true, cancel = false, reaped = false;
+	struct scratch_use max = { INT64_MAX, LONG_MAX }, use;
+	int64_t measured;
 	struct exec_args args = { 0 };
 	char report[32] = "", status[1024] = "";
 	size_t said = 0;
@@ -769,6 +840,12 @@ int exec_python(const char *dir, const char *file,
 	ret = sandbox_args(dir, file, limits, statp[1], filter, &args);
 	if (ret < 0)
 		goto out;
+	/* what the rounds before left is theirs: the limits are on what
+	 * this program adds */
+	scratch_measure(dir, &max, &use);
+	max.bytes = use.bytes + ((int64_t)or_default(limits->disk_mib, 1024) << 20);
+	max.entries = use.entries + or_default(limits->files, 10000);
+	measured = now_ms();
 	pid = fork();
 	if (pid < 0) {
 		ret = ferr_set(err, -errno, "cannot run the experiment: %s",
@@ -818,13 +895,19 @@ int exec_python(const char *dir, const char *file,
 			res->timed_out = true;
 			break;
 		}
+		if (now_ms() - measured >= SCRATCH_POLL_MS) {
+			res->over = scratch_measure(dir, &max, &use);
+			measured = now_ms();
+			if (res->over)
+				break;
+		}
 	}
 	/* The program closed its output: bwrap follows it out with its
 	 * exit status, its PID namespace emptied (its init's end kills what
 	 * is left).  Else, or when it does not, bwrap is killed, and with
 	 * it that namespace: nothing the program left behind, in any
 	 * session or process group, outlives the run. */
-	while (!cancel && !res->timed_out) {
+	while (!cancel && !res->timed_out && !res->over) {
 		pid_t done = waitpid(pid, &res->status, WNOHANG);
 
 		if (done == pid)
@@ -835,8 +918,12 @@ int exec_python(const char *dir, const char *file,
 			cancel = true;
 		else if (now_ms() > deadline)
 			res->timed_out = true;
-		else
+		else if (now_ms() - measured >= SCRATCH_POLL_MS) {
+			res->over = scratch_measure(dir, &max, &use);
+			measured = now_ms();
+		} else {
 			poll(NULL, 0, 10);
+		}
 	}
 	if (!reaped) {
 		kill(-pid, SIGKILL);
@@ -860,7 +947,8 @@ int exec_python(const char *dir, const char *file,
 			       " end within %d s of its end", SANDBOX_END_MS / 1000);
 	else if (cancel)
 		ret = ferr_set(err, -ECANCELED, "cancelled");
-	else if (!res->timed_out && !strstr(status, "\"exit-code\""))
+	else if (!res->timed_out && !res->over &&
+		 !strstr(status, "\"exit-code\""))
 		ret = ferr_set(err, -EIO, "cannot start the experiment's sandbox"
 			       " (bwrap): %.*s", first_line(&res->err),
 			       res->err.len ? res->err.buf : "");
@@ -1036,29 +1124,38 @@ static int add_signal(struct sbuf *out, const char *sep, int sig)
 int exec_observation(const struct exec_result *res,
 		     const struct exec_limits *limits, struct sbuf *out)
 {
-	const char *sep;
-	bool ok = !res->timed_out && WIFEXITED(res->status) &&
+	bool ok = !res->timed_out && !res->over && WIFEXITED(res->status) &&
 		  WEXITSTATUS(res->status) == 0;
 	const struct sbuf *text = ok || !res->err.len ? &res->out : &res->err;
 	int ret = exec_fold(text->buf, text->len, out);
+	const char *nl = out->len && out->buf[out->len - 1] != '\n' ? "\n" : "";
 
 	if (ret || ok)
 		return ret;
 	if (res->timed_out)
-		return sbuf_addf(out, "%s(stopped after %ld s)", out->len &&
-				 out->buf[out->len - 1] != '\n' ? "\n" : "",
+		return sbuf_addf(out, "%s(stopped after %ld s)", nl,
 				 or_default(limits->wall_s, 120));
-	sep = out->len && out->buf[out->len - 1] != '\n' ? "\n" : "";
+	if (res->over == EXEC_OVER_DISK)
+		return sbuf_addf(out, "%s(stopped: it wrote more than %ld MiB"
+				 " to its folder)", nl,
+				 or_default(limits->disk_mib, 1024));
+	if (res->over == EXEC_OVER_FILES)
+		return sbuf_addf(out, "%s(stopped: it made more than %ld files"
+				 " and folders in its folder)", nl,
+				 or_default(limits->files, 10000));
+	if (res->over == EXEC_OVER_DEPTH)
+		return sbuf_addf(out, "%s(stopped: it nested folders more than"
+				 " %d deep)", nl, EXEC_SCRATCH_DEPTH);
 	/* bwrap passes on a program killed by signal N as exit status
 	 * 128 + N, as shells show it */
 	if (!res->err.len && WIFEXITED(res->status) &&
 	    WEXITSTATUS(res->status) > 128 &&
 	    WEXITSTATUS(res->status) <= 128 + EXEC_SIGNAL_MAX)
-		return add_signal(out, sep, WEXITSTATUS(res->status) - 128);
+		return add_signal(out, nl, WEXITSTATUS(res->status) - 128);
 	if (!res->err.len && WIFEXITED(res->status))
-		return sbuf_addf(out, "%sexit status %d", sep,
+		return sbuf_addf(out, "%sexit status %d", nl,
 				 WEXITSTATUS(res->status));
 	if (WIFSIGNALED(res->status))
-		return add_signal(out, sep, WTERMSIG(res->status));
+		return add_signal(out, nl, WTERMSIG(res->status));
 	return 0;
 }

@@ -16,14 +16,21 @@
  * the host either; exec_prepare_dir() hands `dir` to that uid.  Limits: CPU seconds, address space and file size per process, no
  * core files, processes and threads (RLIMIT_NPROC, set inside the
  * sandbox's user namespace so that it counts the sandbox's uid only), a
- * wall-clock timeout.  When the program ends, times out or is cancelled
+ * wall-clock timeout, and a bound on what the run adds to `dir`: every
+ * SCRATCH_POLL_MS while it runs the daemon walks `dir` (no link
+ * followed, at most EXEC_SCRATCH_DEPTH deep) and sums its entries and
+ * their allocated blocks; past disk_mib or `files` more than `dir` held
+ * when the program started, the program is stopped as at the timeout.
+ * Files it unlinked but holds open are not seen.  When the program ends,
+ * times out, outgrows `dir` or is cancelled
  * (a cancel hook is polled) bwrap is killed, and with it its PID
  * namespace: no process of the experiment outlives exec_python().
  *
  * exec_observation() is the seed's observation: stdout when the program
  * succeeded, else stderr (else "exit status N", or "killed by signal N
  * (SIGNAME)" for a status of 128 + N, N 1..64, as bwrap reports a
- * program a signal killed; "(stopped after N s)" when it timed out),
+ * program a signal killed), then a line "(stopped after N s)" or
+ * "(stopped: why)" when it was stopped;
  * with runs of 3 or more identical lines folded to one line
  * "<line> (repeated N times)" and text over 16,000 characters cut to its
  * first and last 8,000 with a line saying how many were cut.
@@ -49,7 +56,21 @@ struct exec_limits {
 	 * root (--sandbox-user); 0: EXEC_SANDBOX_ID */
 	uid_t uid;
 	gid_t gid;
+	long disk_mib;		/* what it may add to `dir`; 0: 1024 */
+	long files;		/* files and folders it may add; 0: 10000 */
 };
+
+/* Why exec_python() stopped the program before it ended (timeouts are
+ * exec_result.timed_out). */
+enum exec_over {
+	EXEC_OVER_NONE,
+	EXEC_OVER_DISK,		/* `dir` grew past disk_mib */
+	EXEC_OVER_FILES,	/* past `files` entries */
+	EXEC_OVER_DEPTH,	/* folders nested deeper than EXEC_SCRATCH_DEPTH */
+};
+
+/* The deepest `dir` may be nested (the daemon walks it to measure it). */
+#define EXEC_SCRATCH_DEPTH 64
 
 /* The host uid and gid the sandbox runs as when the daemon is root and
  * no other is given (nobody). */
@@ -58,6 +79,7 @@ struct exec_limits {
 struct exec_result {
 	int status;		/* as waitpid() gives it */
 	bool timed_out;
+	enum exec_over over;
 	struct sbuf out, err;	/* what it printed (each kept to 64 MiB) */
 };
 

@@ -40,6 +40,7 @@ struct options {
 	long engine_retries;
 	long engine_backoff_ms;
 	long exec_timeout_s;
+	long exec_disk_mib;
 	char *max_fetch;
 	long fetch_timeout_s;
 	char *fetch_low_speed;
@@ -68,6 +69,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "--engine-retries=", -1U, KEY_NUMBER },
 	{ "--engine-backoff-ms=", -1U, KEY_NUMBER },
 	{ "--exec-timeout=", -1U, KEY_NUMBER },
+	{ "--exec-disk=", -1U, KEY_NUMBER },
 	OPT("--allow-exec", allow_exec),
 	{ "--sandbox-user=%s", offsetof(struct options, sandbox_user), 0 },
 	{ "--max-fetch=%s", offsetof(struct options, max_fetch), 0 },
@@ -99,6 +101,7 @@ static const struct numeric_opt {
 	{ "--engine-backoff-ms", offsetof(struct options, engine_backoff_ms),
 	  1, ENGINE_BACKOFF_MAX_MS },
 	{ "--exec-timeout", offsetof(struct options, exec_timeout_s), 1, 86400 },
+	{ "--exec-disk", offsetof(struct options, exec_disk_mib), 1, 1L << 20 },
 	{ "--fetch-timeout", offsetof(struct options, fetch_timeout_s),
 	  1, 7 * 86400 },
 	{ "--fetch-jobs", offsetof(struct options, fetch_jobs), 1, 64 },
@@ -208,6 +211,8 @@ static void usage(const char *prog)
 	       "  --sandbox-user=NAME|UID  the host user experiments run as when\n"
 	       "              flowfs runs as root (flowfs-sandbox if there, else\n"
 	       "              65534, nobody; never root)\n"
+	       "  --exec-disk=MIB  what an experiment may write to its folder\n"
+	       "              (1024; 1 to 1048576)\n"
 	       "  --max-fetch=SIZE  the largest URL input fetched (1G; K, M, G)\n"
 	       "  --fetch-timeout=S  seconds a fetch may take (3600; 1 to 604800)\n"
 	       "  --fetch-low-speed=BYTES:S  a fetch slower than BYTES a second\n"
@@ -618,6 +623,7 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 		}
 		o->scratch = fs->scratch.path;
 	}
+	o->limits.disk_mib = opts->exec_disk_mib;
 	o->fetch.timeout_s = opts->fetch_timeout_s;
 	if (opts->max_fetch) {
 		long long v = parse_size(opts->max_fetch);

@@ -440,6 +440,55 @@ def test_memory_in_files_is_bounded(exec_mount, engine):
     assert obs.splitlines() == ["ok ENOSPC 256", "ENOSPC 64", "EROFS"]
 
 
+# writes 1 MiB files, some in a folder it then shuts (mode 000: the
+# daemon must still see into it), until it is stopped or has written 400
+FILL_FOLDER = (
+    "import os, time\nos.mkdir('shut')\n"
+    "for i in range(400):\n"
+    "    d = 'shut' if i % 2 else '.'\n"
+    "    if d == 'shut':\n        os.chmod('shut', 0o700)\n"
+    "    with open(f'{d}/f{i}', 'wb') as f:\n        f.write(os.urandom(1 << 20))\n"
+    "    os.chmod('shut', 0)\n"
+    "    time.sleep(0.01)\n"
+    "os.chmod('shut', 0o700)\nprint('wrote 400 MiB')\n")
+
+
+def test_what_an_experiment_writes_to_its_folder_is_capped(run_mount, engine):
+    """Many files each under the file size limit: the folder's growth is
+    measured as it runs (into a folder shut with mode 000 too) and the
+    experiment stopped past --exec-disk, the observation saying why."""
+    fs = run_mount("--allow-exec", "--exec-disk=32")
+    s, line, obs = experiment(fs, engine, FILL_FOLDER, uploads={"big": b"u" * (8 << 20)})
+    assert line == "run: done"
+    assert obs == "(stopped: it wrote more than 32 MiB to its folder)", obs
+    # stopped soon after: half its files are at the top, kept in output/
+    made = [n for n in os.listdir(s / "output") if n.startswith("f")]
+    assert 10 <= len(made) <= 40, len(made)
+
+
+def test_what_an_experiment_makes_in_its_folder_is_capped(exec_mount, engine):
+    """More than 10,000 files and folders (empty: no blocks) stops it."""
+    _, line, obs = experiment(exec_mount, engine, (
+        "import os, time\n"
+        "for i in range(30000):\n"
+        "    open(f'e{i}', 'w').close()\n"
+        "    if i % 1000 == 0:\n        time.sleep(0.1)\n"
+        "print('made 30000')\n"))
+    assert line == "run: done"
+    assert obs == "(stopped: it made more than 10000 files and folders in its folder)", obs
+
+
+def test_deep_folders_are_capped(exec_mount, engine):
+    """Folders nested past what the daemon walks stop it (what they hold
+    would not be measured)."""
+    _, line, obs = experiment(exec_mount, engine, (
+        "import os, time\n"
+        "for i in range(100):\n    os.mkdir('d')\n    os.chdir('d')\n"
+        "time.sleep(3)\nprint('nested 100')\n"))
+    assert line == "run: done"
+    assert obs == "(stopped: it nested folders more than 64 deep)", obs
+
+
 def test_the_scratch_folder_goes_whatever_its_modes(exec_mount, engine):
     """An experiment that leaves folders it cannot be removed from (mode
     000, and 0400: listable, not enterable) does not keep its scratch

@@ -178,6 +178,18 @@ static void test_observation(void **state)
 	res.status = 9;		/* killed */
 	assert_int_equal(exec_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\n(stopped after 7 s)");
+	sbuf_reset(&out);
+	res.timed_out = false;
+	res.over = EXEC_OVER_DISK;
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\n(stopped: it wrote more than 1024 MiB"
+			    " to its folder)");
+	sbuf_reset(&out);
+	res.over = EXEC_OVER_FILES;
+	res.status = 0;		/* it ended 0 as it was stopped: still stopped */
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\n(stopped: it made more than 10000"
+			    " files and folders in its folder)");
 	exec_result_release(&res);
 	sbuf_release(&out);
 }
