@@ -642,6 +642,18 @@ static enum exec_over scratch_measure(const char *dir, const struct scratch_use 
 	return fd < 0 ? EXEC_OVER_NONE : scratch_walk(fd, 0, max, use);
 }
 
+/* What the program is past, if anything: its folder's limits, its
+ * cgroup's memory. */
+static enum exec_over measure(const char *dir, const struct scratch_use *max,
+			      const struct cgroup *cg)
+{
+	struct scratch_use use;
+
+	if (cgroup_oom(cg))
+		return EXEC_OVER_MEMORY;
+	return scratch_measure(dir, max, &use);
+}
+
 /* ---- running it --------------------------------------------------------------- */
 
 /* close_range() of every descriptor from 3 up but keep[0..n), which is
@@ -664,8 +676,9 @@ static void close_all_but(const int *keep, size_t n)
  * when bwrap starts, or carries "E<errno>" when the child cannot get
  * that far.  `status` is bwrap's --json-status-fd, `filter` its
  * --seccomp. */
-static void child(char *const argv[], const struct exec_limits *lim, int out,
-		  int err, int report, int status, int filter)
+static void child(char *const argv[], const struct exec_limits *lim,
+		  const struct cgroup *cg, int out, int err, int report,
+		  int status, int filter)
 {
 	int keep[3] = { report, status, filter };
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
@@ -673,6 +686,9 @@ static void child(char *const argv[], const struct exec_limits *lim, int out,
 	int null;
 
 	setpgid(0, 0);
+	/* before the uid is dropped: a v1 cgroup takes root's processes */
+	if (cg->version && cgroup_enter(cg) < 0)
+		goto fail;
 	/* the FUSE worker's blocked and ignored signals are not the
 	 * experiment's (`timeout` must be able to stop what it runs) */
 	for (int sig = 1; sig < NSIG; sig++)
@@ -811,7 +827,10 @@ int exec_python(const char *dir, const char *file,
 	int statp[2] = { -1, -1 }, filter = -1;
 	int64_t deadline = now_ms() + 1000 * or_default(limits->wall_s, 120);
 	bool open_out = true, open_err = true, cancel = false, reaped = false;
+	bool ended;
 	struct scratch_use max = { INT64_MAX, LONG_MAX }, use;
+	struct cgroup cg = { .procs = { -1, -1 } };
+	const char *name = strrchr(dir, '/');
 	int64_t measured;
 	struct exec_args args = { 0 };
 	char report[32] = "", status[1024] = "";
@@ -845,6 +864,14 @@ int exec_python(const char *dir, const char *file,
 	scratch_measure(dir, &max, &use);
 	max.bytes = use.bytes + ((int64_t)or_default(limits->disk_mib, 1024) << 20);
 	max.entries = use.entries + or_default(limits->files, 10000);
+	if (limits->cgroups && limits->cgroups->version) {
+		ret = cgroup_make(limits->cgroups, name ? name + 1 : dir,
+				  (int64_t)or_default(limits->memory_total_mib,
+						      4096) << 20,
+				  or_default(limits->procs, 256), &cg, err);
+		if (ret < 0)
+			goto out;
+	}
 	measured = now_ms();
 	pid = fork();
 	if (pid < 0) {
@@ -853,7 +880,7 @@ int exec_python(const char *dir, const char *file,
 		goto out;
 	}
 	if (pid == 0)
-		child(args.argv, limits, outp[1], errp[1], rep[1], statp[1],
+		child(args.argv, limits, &cg, outp[1], errp[1], rep[1], statp[1],
 		      filter);
 	close(outp[1]);
 	close(errp[1]);
@@ -896,7 +923,7 @@ int exec_python(const char *dir, const char *file,
 			break;
 		}
 		if (now_ms() - measured >= SCRATCH_POLL_MS) {
-			res->over = scratch_measure(dir, &max, &use);
+			res->over = measure(dir, &max, &cg);
 			measured = now_ms();
 			if (res->over)
 				break;
@@ -919,7 +946,7 @@ int exec_python(const char *dir, const char *file,
 		else if (now_ms() > deadline)
 			res->timed_out = true;
 		else if (now_ms() - measured >= SCRATCH_POLL_MS) {
-			res->over = scratch_measure(dir, &max, &use);
+			res->over = measure(dir, &max, &cg);
 			measured = now_ms();
 		} else {
 			poll(NULL, 0, 10);
@@ -942,7 +969,12 @@ int exec_python(const char *dir, const char *file,
 	}
 	/* nothing of the experiment may run on while its files are read
 	 * and its folder removed */
-	if (!sandbox_end(init))
+	ended = sandbox_end(init);
+	/* killed before the next look, or the program went on without
+	 * the process the kernel killed */
+	if (ended && !cancel && !res->over && cgroup_oom(&cg))
+		res->over = EXEC_OVER_MEMORY;
+	if (!ended)
 		ret = ferr_set(err, -EBUSY, "the experiment's processes did not"
 			       " end within %d s of its end", SANDBOX_END_MS / 1000);
 	else if (cancel)
@@ -967,6 +999,8 @@ out:
 		close(filter);
 	if (init >= 0)
 		close(init);
+	if (cg.version)
+		cgroup_remove(&cg);
 	exec_args_release(&args);
 	if (ret < 0)
 		exec_result_release(res);
@@ -1143,6 +1177,10 @@ int exec_observation(const struct exec_result *res,
 		return sbuf_addf(out, "%s(stopped: it made more than %ld files"
 				 " and folders in its folder)", nl,
 				 or_default(limits->files, 10000));
+	if (res->over == EXEC_OVER_MEMORY)
+		return sbuf_addf(out, "%s(stopped: it ran out of memory, %ld MiB"
+				 " for all its processes)", nl,
+				 or_default(limits->memory_total_mib, 4096));
 	if (res->over == EXEC_OVER_DEPTH)
 		return sbuf_addf(out, "%s(stopped: it nested folders more than"
 				 " %d deep)", nl, EXEC_SCRATCH_DEPTH);

@@ -21,7 +21,12 @@
  * followed, at most EXEC_SCRATCH_DEPTH deep) and sums its entries and
  * their allocated blocks; past disk_mib or `files` more than `dir` held
  * when the program started, the program is stopped as at the timeout.
- * Files it unlinked but holds open are not seen.  When the program ends,
+ * Files it unlinked but holds open are not seen.  Where limits->cgroups
+ * has a place for one (cgroup.h), bwrap starts in a cgroup of its own
+ * that bounds the whole sandbox to memory_total_mib of memory and
+ * `procs` processes and threads, removed after the run; when the kernel
+ * killed a process of it for want of memory, the program is stopped as
+ * at the timeout.  When the program ends,
  * times out, outgrows `dir` or is cancelled
  * (a cancel hook is polled) bwrap is killed, and with it its PID
  * namespace: no process of the experiment outlives exec_python().
@@ -43,6 +48,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
 #include "ferr.h"
 #include "sbuf.h"
 
@@ -58,6 +64,11 @@ struct exec_limits {
 	gid_t gid;
 	long disk_mib;		/* what it may add to `dir`; 0: 1024 */
 	long files;		/* files and folders it may add; 0: 10000 */
+	/* with a cgroup: the whole sandbox's memory; 0: 4096 */
+	long memory_total_mib;
+	/* where to make the sandbox's cgroup; NULL or none found: the
+	 * rlimits alone */
+	const struct cgroup_base *cgroups;
 };
 
 /* Why exec_python() stopped the program before it ended (timeouts are
@@ -67,6 +78,7 @@ enum exec_over {
 	EXEC_OVER_DISK,		/* `dir` grew past disk_mib */
 	EXEC_OVER_FILES,	/* past `files` entries */
 	EXEC_OVER_DEPTH,	/* folders nested deeper than EXEC_SCRATCH_DEPTH */
+	EXEC_OVER_MEMORY,	/* its cgroup ran out of memory */
 };
 
 /* The deepest `dir` may be nested (the daemon walks it to measure it). */

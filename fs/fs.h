@@ -105,6 +105,8 @@ struct flowfs {
 	struct run_options run_opt;
 	/* with --allow-exec: the daemon's folder of scratch folders */
 	struct exec_scratch scratch;
+	/* where experiments' cgroups are made (run_opt.limits.cgroups) */
+	struct cgroup_base cgroups;
 	struct run **runs;
 	size_t nruns;
 	struct run_queue fetch_queue;	/* run_host.fetches */

@@ -41,6 +41,7 @@ struct options {
 	long engine_backoff_ms;
 	long exec_timeout_s;
 	long exec_disk_mib;
+	long exec_memory_mib;
 	char *max_fetch;
 	long fetch_timeout_s;
 	char *fetch_low_speed;
@@ -70,6 +71,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "--engine-backoff-ms=", -1U, KEY_NUMBER },
 	{ "--exec-timeout=", -1U, KEY_NUMBER },
 	{ "--exec-disk=", -1U, KEY_NUMBER },
+	{ "--exec-memory=", -1U, KEY_NUMBER },
 	OPT("--allow-exec", allow_exec),
 	{ "--sandbox-user=%s", offsetof(struct options, sandbox_user), 0 },
 	{ "--max-fetch=%s", offsetof(struct options, max_fetch), 0 },
@@ -102,6 +104,8 @@ static const struct numeric_opt {
 	  1, ENGINE_BACKOFF_MAX_MS },
 	{ "--exec-timeout", offsetof(struct options, exec_timeout_s), 1, 86400 },
 	{ "--exec-disk", offsetof(struct options, exec_disk_mib), 1, 1L << 20 },
+	{ "--exec-memory", offsetof(struct options, exec_memory_mib),
+	  64, 1L << 20 },
 	{ "--fetch-timeout", offsetof(struct options, fetch_timeout_s),
 	  1, 7 * 86400 },
 	{ "--fetch-jobs", offsetof(struct options, fetch_jobs), 1, 64 },
@@ -213,6 +217,8 @@ static void usage(const char *prog)
 	       "              65534, nobody; never root)\n"
 	       "  --exec-disk=MIB  what an experiment may write to its folder\n"
 	       "              (1024; 1 to 1048576)\n"
+	       "  --exec-memory=MIB  the memory of an experiment's whole sandbox,\n"
+	       "              where a cgroup can be made (4096; 64 to 1048576)\n"
 	       "  --max-fetch=SIZE  the largest URL input fetched (1G; K, M, G)\n"
 	       "  --fetch-timeout=S  seconds a fetch may take (3600; 1 to 604800)\n"
 	       "  --fetch-low-speed=BYTES:S  a fetch slower than BYTES a second\n"
@@ -573,6 +579,40 @@ static int take_sandbox_user(const struct options *opts, struct exec_limits *lim
 	return 0;
 }
 
+/*
+ * Where experiments' cgroups go: found once the daemon is the process
+ * that runs them and before it starts another (a v2 cgroup moves it,
+ * and may hold no other process).  0, or a negative errno and `why`.
+ */
+static int find_cgroups(struct flowfs *fs, struct ferr *why)
+{
+	int ret = cgroup_base_find(&fs->cgroups, why);
+
+	if (!ret)
+		fs->run_opt.limits.cgroups = &fs->cgroups;
+	return ret;
+}
+
+/* One line saying which bound of the sandbox is in force. */
+static void log_cgroups(struct flowfs *fs, const struct ferr *why)
+{
+	const struct exec_limits *lim = &fs->run_opt.limits;
+	char line[PATH_MAX + 512];
+	long procs = lim->procs > 0 ? lim->procs : 256;
+
+	if (lim->cgroups)
+		snprintf(line, sizeof(line), "a cgroup (v%d) for each: %ld MiB"
+			 " of memory and %ld processes for the whole sandbox",
+			 fs->cgroups.version, lim->memory_total_mib > 0 ?
+			 lim->memory_total_mib : 4096, procs);
+	else
+		snprintf(line, sizeof(line), "no cgroup (%s): the sandbox is"
+			 " bounded per process only, %ld MiB of address space"
+			 " each and %ld processes", why->message,
+			 lim->memory_mib > 0 ? lim->memory_mib : 2048, procs);
+	fs_log(fs, 0, "", "experiments", line);
+}
+
 /* What runs use: the engine, exec, and the filesystem they write to. */
 static int configure_runs(struct flowfs *fs, const struct options *opts,
 			  char *key)
@@ -624,6 +664,7 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 		o->scratch = fs->scratch.path;
 	}
 	o->limits.disk_mib = opts->exec_disk_mib;
+	o->limits.memory_total_mib = opts->exec_memory_mib;
 	o->fetch.timeout_s = opts->fetch_timeout_s;
 	if (opts->max_fetch) {
 		long long v = parse_size(opts->max_fetch);
@@ -687,7 +728,7 @@ int main(int argc, char *argv[])
 			     .scratch = { .fd = -1 } };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
-	struct ferr err = FERR_INIT, exposed = FERR_INIT;
+	struct ferr err = FERR_INIT, exposed = FERR_INIT, cgroup_why = FERR_INIT;
 	char *db = NULL;
 	int ret = 1;
 
@@ -800,6 +841,8 @@ int main(int argc, char *argv[])
 	fs.foreground = cmd.foreground;
 	if (!fs.foreground)
 		openlog("flowfs", LOG_PID, LOG_USER);
+	if (fs.run_opt.allow_exec)
+		find_cgroups(&fs, &cgroup_why);
 
 	if (open_store(db, &fs.st) < 0)
 		goto out_unmount;
@@ -855,6 +898,8 @@ int main(int argc, char *argv[])
 	}
 	if (exposed.message[0])
 		fs_log(&fs, 0, "", db, exposed.message);
+	if (fs.run_opt.allow_exec)
+		log_cgroups(&fs, &cgroup_why);
 
 	loop = fuse_loop_cfg_create();
 	if (!loop)

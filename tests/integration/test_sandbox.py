@@ -489,6 +489,64 @@ def test_deep_folders_are_capped(exec_mount, engine):
     assert obs == "(stopped: it nested folders more than 64 deep)", obs
 
 
+# n processes, each holding `mib` MiB it has written to, at once
+def hold_memory(n, mib):
+    return (
+        "import os, time\nkids = []\n"
+        f"for _ in range({n}):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        f"        x = b'\\x01' * ({mib} << 20)\n"
+        "        time.sleep(3)\n"
+        "        os._exit(0)\n"
+        "    kids.append(pid)\n"
+        "codes = [os.waitpid(pid, 0)[1] for pid in kids]\n"
+        "print('held', codes)\n")
+
+
+def own_cgroups(controller):
+    """This process's cgroup folder in a v1 hierarchy."""
+    for line in open("/proc/self/cgroup"):
+        _, ctl, path = line.rstrip("\n").split(":", 2)
+        if controller in ctl.split(","):
+            return f"/sys/fs/cgroup/{controller}{path if path != '/' else ''}"
+    return None
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup/memory/"), reason="cgroup v1")
+def test_whole_sandbox_memory_is_capped_by_a_cgroup(run_mount, engine):
+    """As root on a cgroup v1 machine: 4 processes of 300 MiB each (each
+    under its own 2 GiB rlimit) pass the sandbox's 512 MiB in all and
+    stop it, the observation saying so; one passes; the cgroups go."""
+    fs = run_mount("--allow-exec", "--exec-memory=512")
+    log = read_bytes(fs.mnt / ".flowfs" / "log").decode()
+    assert ("experiments: a cgroup (v1) for each: 512 MiB of memory and 256"
+            " processes for the whole sandbox") in log, log
+    _, line, obs = experiment(fs, engine, hold_memory(1, 300), name="one")
+    assert line == "run: done" and obs == "held [0]", obs
+    _, line, obs = experiment(fs, engine, hold_memory(4, 300), name="four")
+    assert line == "run: done"
+    assert obs.endswith("(stopped: it ran out of memory, 512 MiB for all its"
+                        " processes)"), obs
+    for ctl in ("memory", "pids"):
+        left = [n for n in os.listdir(own_cgroups(ctl))
+                if n.startswith("flowfs-experiment-")]
+        assert left == [], (ctl, left)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can make a v1 cgroup here")
+def test_without_a_cgroup_the_rlimits_bound_it_and_the_log_says_so(exec_mount):
+    """Not root, on a machine without a delegated cgroup v2 (this one):
+    one line at start says the sandbox is bounded per process only."""
+    log = read_bytes(exec_mount.mnt / ".flowfs" / "log").decode()
+    lines = [ln for ln in log.splitlines() if "experiments:" in ln]
+    assert len(lines) == 1, log
+    assert re.search(r"experiments: no cgroup \(.+\): the sandbox is bounded per"
+                     r" process only, 2048 MiB of address space each and 256"
+                     r" processes$", lines[0]), lines[0]
+
+
 def test_the_scratch_folder_goes_whatever_its_modes(exec_mount, engine):
     """An experiment that leaves folders it cannot be removed from (mode
     000, and 0400: listable, not enterable) does not keep its scratch

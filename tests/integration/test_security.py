@@ -216,6 +216,7 @@ def test_a_database_others_can_read_is_warned_about(make_flowfs):
     ("--exec-timeout", "-5", 1, 86400),
     ("--exec-disk", "0", 1, 1048576),
     ("--exec-disk", "1048577", 1, 1048576),
+    ("--exec-memory", "63", 64, 1048576),
     ("--fetch-timeout", "99999999999", 1, 604800),
 ])
 def test_numeric_options_are_range_checked(tmp_path, option, value, lo, hi):

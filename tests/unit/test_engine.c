@@ -190,6 +190,12 @@ static void test_observation(void **state)
 	assert_int_equal(exec_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\n(stopped: it made more than 10000"
 			    " files and folders in its folder)");
+	sbuf_reset(&out);
+	res.over = EXEC_OVER_MEMORY;
+	lim.memory_total_mib = 512;
+	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "fine\n(stopped: it ran out of memory, 512 MiB"
+			    " for all its processes)");
 	exec_result_release(&res);
 	sbuf_release(&out);
 }
