@@ -583,11 +583,53 @@ struct scratch_use {
 };
 
 /*
+ * Folder `name` of `parent`, which the daemon may not list (an
+ * experiment's chmod 000 or 100, its uid being the daemon's): opened
+ * through an O_PATH descriptor of it (never a link put in its place),
+ * whose mode is opened to the owner for the walk.  A descriptor to read,
+ * *path its O_PATH one and *mode the mode to put back (shut_close()), or
+ * -1.
+ */
+static int shut_open(int parent, const char *name, int *path, mode_t *mode)
+{
+	char proc[64];
+	struct stat st;
+	int p = openat(parent, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	int fd = -1;
+
+	if (p < 0)
+		return -1;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p);
+	if (fstat(p, &st) < 0 || st.st_uid != geteuid() ||
+	    chmod(proc, (st.st_mode & 07777) | 0500) < 0)
+		goto out;
+	fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		chmod(proc, st.st_mode & 07777);
+		goto out;
+	}
+	*path = p;
+	*mode = st.st_mode & 07777;
+	return fd;
+out:
+	close(p);
+	return -1;
+}
+
+static void shut_close(int path, mode_t mode)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path);
+	chmod(proc, mode);
+	close(path);
+}
+
+/*
  * Add what folder `fd` holds (it is closed) to *use, stopping at the
  * first limit passed: that EXEC_OVER_*, or EXEC_OVER_NONE.  A folder the
- * daemon may not enter (an experiment's chmod 000, its uid being the
- * daemon's) is made enterable by its owner first: unmeasured, it would
- * hide what it holds.
+ * daemon may not list is opened to it while it is walked: unmeasured,
+ * it would hide what it holds.
  */
 static enum exec_over scratch_walk(int fd, int depth, const struct scratch_use *max,
 				   struct scratch_use *use)
@@ -601,8 +643,9 @@ static enum exec_over scratch_walk(int fd, int depth, const struct scratch_use *
 		return over;
 	}
 	while (!over && (e = readdir(d))) {
+		int sub, shut = -1;
+		mode_t mode = 0;
 		struct stat st;
-		int sub;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
@@ -621,12 +664,12 @@ static enum exec_over scratch_walk(int fd, int depth, const struct scratch_use *
 		}
 		sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY |
 			     O_NOFOLLOW | O_CLOEXEC);
-		if (sub < 0 && errno == EACCES && st.st_uid == geteuid() &&
-		    fchmodat(dirfd(d), e->d_name, (st.st_mode & 07777) | 0500, 0) == 0)
-			sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY |
-				     O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 && errno == EACCES)
+			sub = shut_open(dirfd(d), e->d_name, &shut, &mode);
 		if (sub >= 0)
 			over = scratch_walk(sub, depth + 1, max, use);
+		if (shut >= 0)
+			shut_close(shut, mode);
 	}
 	closedir(d);
 	return over;

@@ -18,7 +18,8 @@
  * sandbox's user namespace so that it counts the sandbox's uid only), a
  * wall-clock timeout, and a bound on what the run adds to `dir`: every
  * SCRATCH_POLL_MS while it runs the daemon walks `dir` (no link
- * followed, at most EXEC_SCRATCH_DEPTH deep) and sums its entries and
+ * followed, at most EXEC_SCRATCH_DEPTH deep; a folder it may not list
+ * opened to it for the walk) and sums its entries and
  * their allocated blocks; past disk_mib or `files` more than `dir` held
  * when the program started, the program is stopped as at the timeout.
  * Files it unlinked but holds open are not seen.  Where limits->cgroups

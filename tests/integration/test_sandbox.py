@@ -440,30 +440,30 @@ def test_memory_in_files_is_bounded(exec_mount, engine):
     assert obs.splitlines() == ["ok ENOSPC 256", "ENOSPC 64", "EROFS"]
 
 
-# writes 1 MiB files, some in a folder it then shuts (mode 000: the
-# daemon must still see into it), until it is stopped or has written 400
+# writes 1 MiB files, 9 in 10 in a folder the daemon may not list (mode
+# 300: the experiment may still make files in it), until it is stopped or
+# has written 400
 FILL_FOLDER = (
-    "import os, time\nos.mkdir('shut')\n"
+    "import os, time\nos.mkdir('shut')\nos.chmod('shut', 0o300)\n"
     "for i in range(400):\n"
-    "    d = 'shut' if i % 2 else '.'\n"
-    "    if d == 'shut':\n        os.chmod('shut', 0o700)\n"
+    "    d = '.' if i % 10 == 0 else 'shut'\n"
     "    with open(f'{d}/f{i}', 'wb') as f:\n        f.write(os.urandom(1 << 20))\n"
-    "    os.chmod('shut', 0)\n"
     "    time.sleep(0.01)\n"
-    "os.chmod('shut', 0o700)\nprint('wrote 400 MiB')\n")
+    "print('wrote 400 MiB')\n")
 
 
 def test_what_an_experiment_writes_to_its_folder_is_capped(run_mount, engine):
     """Many files each under the file size limit: the folder's growth is
-    measured as it runs (into a folder shut with mode 000 too) and the
+    measured as it runs (into a folder it may write but not list too) and the
     experiment stopped past --exec-disk, the observation saying why."""
     fs = run_mount("--allow-exec", "--exec-disk=32")
     s, line, obs = experiment(fs, engine, FILL_FOLDER, uploads={"big": b"u" * (8 << 20)})
     assert line == "run: done"
     assert obs == "(stopped: it wrote more than 32 MiB to its folder)", obs
-    # stopped soon after: half its files are at the top, kept in output/
+    # stopped soon after: one file in 10 is at the top, kept in output/
+    # (with the shut folder unmeasured, it would take 32 there)
     made = [n for n in os.listdir(s / "output") if n.startswith("f")]
-    assert 10 <= len(made) <= 40, len(made)
+    assert 3 <= len(made) < 20, len(made)
 
 
 def test_what_an_experiment_makes_in_its_folder_is_capped(exec_mount, engine):
