@@ -706,10 +706,10 @@ def test_key_file(make_flowfs, skill_folder, isolated_config, engine, tmp_path, 
 @pytest.mark.parametrize("args,message,status", [
     (["--engine-key-file=/nonexistent/key"],
      "flowfs: cannot read the engine key file /nonexistent/key: No such file or directory", 1),
+    # a value an option cannot take: a usage error (test_security.py)
     (["--engine-url=ftp://127.0.0.1/"],
-     "flowfs: --engine-url must be an http:// or https:// URL", 1),
-    (["--engine-url=http://[::1/v1"], "flowfs: --engine-url is not a URL", 1),
-    # a number out of range: a usage error (test_security.py)
+     "flowfs: --engine-url must be an http:// or https:// URL", 2),
+    (["--engine-url=http://[::1/v1"], "flowfs: --engine-url is not a URL", 2),
     (["--max-fetch=lots"], "flowfs: --max-fetch takes a size such as 500M or 2G", 2),
 ])
 def test_bad_engine_options_fail_before_mounting(tmp_path, args, message, status):
