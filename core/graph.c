@@ -1769,22 +1769,24 @@ static int check_edges_into(struct store *st, int64_t session, const char *id,
 /*
  * Whether `id` may be stored: it replaces a stored one, or the session
  * holds fewer than the limit of its kind besides its own draft (drafts
- * count: each is an open file that may become one).
+ * count: each is an open file that may become one).  The session's count
+ * is kept by triggers (graph_counts, store.c): no write counts the graph.
  */
 static int room_for(struct store *st, int64_t session, enum graph_kind kind,
 		    const char *id, struct ferr *err)
 {
 	/* a replace takes no room (0); a draft of its own is no other */
-#define ROOM_SQL(table, stored)						\
+#define ROOM_SQL(table, stored, col)					\
 	"SELECT CASE WHEN EXISTS (SELECT 1 FROM " table " WHERE"	\
 	" session = ?1 AND id = ?2 AND " stored ") THEN 0"		\
-	" ELSE (SELECT count(*) FROM " table " WHERE session = ?1)"	\
+	" ELSE coalesce((SELECT " col " FROM graph_counts"		\
+	" WHERE session = ?1), 0)"					\
 	" - EXISTS (SELECT 1 FROM " table " WHERE session = ?1"		\
 	" AND id = ?2) END"
 	static const char nodes_sql[] = ROOM_SQL("graph_nodes",
-						 "doc IS NOT NULL");
+						 "doc IS NOT NULL", "nodes");
 	static const char edges_sql[] = ROOM_SQL("graph_edges",
-						 "source IS NOT NULL");
+						 "source IS NOT NULL", "edges");
 #undef ROOM_SQL
 	int64_t count = 0;
 	long max = kind == GRAPH_NODE ? GRAPH_MAX_NODES : GRAPH_MAX_EDGES;

@@ -323,6 +323,51 @@ static const char schema_v8[] =
 	"    AND (source = old.id OR target = old.id);"
 	"END;";
 
+/*
+ * Version 9 (issue 12): how many rows of graph_nodes and graph_edges each
+ * session holds (drafts and pending edges too: room_for() counts them),
+ * kept by triggers in the statement's own transaction, so that a write is
+ * checked against the limit without counting the graph (count(*) per
+ * file made a restore of N files O(N^2)).  A table of their own, not
+ * columns of sessions: a session row holds its context (up to 1 MiB),
+ * which SQLite would copy again on every count it changed.  A row is
+ * made by a session's first graph row; rows never change session today,
+ * but a trigger keeps the counts right if one does.
+ */
+static const char schema_v9[] =
+	"CREATE TABLE graph_counts ("
+	"  session INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  nodes INTEGER NOT NULL DEFAULT 0,"
+	"  edges INTEGER NOT NULL DEFAULT 0"
+	");"
+	"INSERT INTO graph_counts(session, nodes, edges)"
+	"  SELECT id, (SELECT count(*) FROM graph_nodes WHERE session = s.id),"
+	"  (SELECT count(*) FROM graph_edges WHERE session = s.id)"
+	"  FROM sessions s WHERE EXISTS (SELECT 1 FROM graph_nodes"
+	"  WHERE session = s.id) OR EXISTS (SELECT 1 FROM graph_edges"
+	"  WHERE session = s.id);"
+#define COUNT_TRIGGERS(table, col)					\
+	"CREATE TRIGGER " table "_counted AFTER INSERT ON " table " BEGIN" \
+	"  INSERT INTO graph_counts(session, " col ")"			\
+	"    VALUES (new.session, 1) ON CONFLICT(session)"		\
+	"    DO UPDATE SET " col " = " col " + 1;"			\
+	"END;"								\
+	"CREATE TRIGGER " table "_uncounted AFTER DELETE ON " table " BEGIN" \
+	"  UPDATE graph_counts SET " col " = " col " - 1"		\
+	"    WHERE session = old.session;"				\
+	"END;"								\
+	"CREATE TRIGGER " table "_moved AFTER UPDATE OF session ON " table \
+	"  WHEN new.session IS NOT old.session BEGIN"			\
+	"  UPDATE graph_counts SET " col " = " col " - 1"		\
+	"    WHERE session = old.session;"				\
+	"  INSERT INTO graph_counts(session, " col ")"			\
+	"    VALUES (new.session, 1) ON CONFLICT(session)"		\
+	"    DO UPDATE SET " col " = " col " + 1;"			\
+	"END;"
+	COUNT_TRIGGERS("graph_nodes", "nodes")
+	COUNT_TRIGGERS("graph_edges", "edges");
+#undef COUNT_TRIGGERS
+
 /* migrations[v] takes a database at version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
@@ -333,6 +378,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v6,
 	schema_v7,
 	schema_v8,
+	schema_v9,
 };
 
 int store_column_json(sqlite3_stmt *q, int col, json_t **out)

@@ -2226,6 +2226,112 @@ static void test_params_counts(void **state)
 	sbuf_release(&sb);
 }
 
+/*
+ * The counts room_for() reads (graph_counts, kept by triggers) against
+ * the rows they count, in every session; and no count outlives its
+ * session.
+ */
+static void assert_counts_right(struct fixture *fx)
+{
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM sessions s"
+		" LEFT JOIN graph_counts c ON c.session = s.id"
+		" WHERE coalesce(c.nodes, 0) != (SELECT count(*) FROM graph_nodes"
+		" WHERE session = s.id) OR coalesce(c.edges, 0) != (SELECT"
+		" count(*) FROM graph_edges WHERE session = s.id)"), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_counts"
+		" WHERE session NOT IN (SELECT id FROM sessions)"), 0);
+}
+
+static int64_t counted(struct fixture *fx, int64_t session, const char *col)
+{
+	return sql_int(fx, "SELECT coalesce((SELECT %s FROM graph_counts"
+		       " WHERE session = %lld), -1)", col, (long long)session);
+}
+
+/*
+ * A session's node and edge counts (drafts and pending edges too) stay
+ * right through every write: drafts made and dropped, commits, refusals,
+ * deletes (a node's edges with it), renames over another item,
+ * parameters.json, a session deleted, and the migration from version 8
+ * that fills them from the rows there.
+ */
+static void test_graph_counts(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s2;
+	int64_t dseq;
+
+	assert_int_equal(session_create(fx->st, fx->t, "sess-2", 0755, 0, 0,
+					&s2, NULL), 0);
+	node(fx, "a", "ta", "");
+	node(fx, "b", "tb", "");
+	node(fx, "c", "tc", "");
+	edge(fx, "e1", "a", "b", "input");
+	edge(fx, "e2", "b", "c", "input");
+	edge(fx, "p1", "a", "zz", "input");	/* pending */
+	assert_true(is_pending(fx, "p1"));
+	assert_int_equal(graph_create_draft(fx->st, fx->s.id, N, "d", &dseq),
+			 0);
+	assert_int_equal(counted(fx, fx->s.id, "nodes"), 4);
+	assert_int_equal(counted(fx, fx->s.id, "edges"), 3);
+	assert_int_equal(counted(fx, s2.id, "nodes"), -1);
+	/* refused: nothing stored, nothing counted */
+	assert_int_equal(edge_ret(fx, "cyc", "c", "a", "input"), -EINVAL);
+	assert_int_equal(commit(fx, N, "bad", "{\"label\": 5}"), -EINVAL);
+	assert_int_equal(counted(fx, fx->s.id, "nodes"), 4);
+	assert_int_equal(counted(fx, fx->s.id, "edges"), 3);
+	assert_int_equal(graph_drop_draft(fx->st, N, dseq), 0);
+	assert_int_equal(counted(fx, fx->s.id, "nodes"), 3);
+	/* a rewrite is no new row; a rename over c takes c and its edge */
+	node(fx, "a", "ta2", "");
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "b", "x", false,
+				      &fx->err), 0);
+	assert_int_equal(graph_rename(fx->st, fx->s.id, N, "a", "c", true,
+				      &fx->err), 0);
+	assert_int_equal(counted(fx, fx->s.id, "nodes"), 2);
+	assert_counts_right(fx);
+	assert_int_equal(graph_delete(fx->st, fx->s.id, E, "p1"), 0);
+	assert_counts_right(fx);
+	/* the other session's graph is its own */
+	assert_int_equal(graph_commit(fx->st, fx->tools, s2.id, N, "n",
+				      "{\"label\": \"t\"}", 14, &fx->err), 0);
+	assert_int_equal(counted(fx, s2.id, "nodes"), 1);
+	assert_int_equal(commit_params(fx, "{\"nodes\": [{\"id\": \"p\","
+		" \"label\": \"t\"}, {\"id\": \"q\", \"label\": \"t\"}],"
+		" \"edges\": [], \"meta\": {}}"), 0);
+	assert_int_equal(counted(fx, fx->s.id, "nodes"), 2);
+	assert_int_equal(counted(fx, fx->s.id, "edges"), 0);
+	assert_int_equal(counted(fx, s2.id, "nodes"), 1);
+	assert_counts_right(fx);
+	assert_int_equal(session_delete(fx->st, fx->t, s2.id), 0);
+	assert_counts_right(fx);
+
+	/* a version 8 database: counted when it is opened */
+	edge(fx, "w", "p", "nowhere", "input");
+	assert_int_equal(sqlite3_exec(store_db(fx->st),
+		"DROP TRIGGER graph_nodes_counted;"
+		"DROP TRIGGER graph_nodes_uncounted;"
+		"DROP TRIGGER graph_nodes_moved;"
+		"DROP TRIGGER graph_edges_counted;"
+		"DROP TRIGGER graph_edges_uncounted;"
+		"DROP TRIGGER graph_edges_moved;"
+		"DROP TABLE graph_counts;"
+		"PRAGMA user_version = 8;", NULL, NULL, NULL), SQLITE_OK);
+	tree_free(fx->t);
+	store_close(fx->st);
+	fx->t = NULL;
+	fx->st = NULL;
+	assert_int_equal(store_open(&fx->st, fx->path, NULL), 0);
+	assert_int_equal(tree_new(&fx->t, fx->st), 0);
+	assert_int_equal(sql_int(fx, "PRAGMA user_version"),
+			 STORE_SCHEMA_VERSION);
+	assert_int_equal(counted(fx, fx->s.id, "nodes"), 2);
+	assert_int_equal(counted(fx, fx->s.id, "edges"), 1);
+	assert_counts_right(fx);
+	node(fx, "r", "t", "");
+	assert_int_equal(counted(fx, fx->s.id, "nodes"), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2270,6 +2376,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_params_counts, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_graph_counts, setup,
 						teardown),
 	};
 
