@@ -18,7 +18,8 @@ from conftest import (bind, log_entries, put, put_json, status_of,
                       write_bytes)
 from limits import (CONTEXT_MAX, DECK_MAX_CASES, DECK_MAX_NAMELISTS,
                     DECK_MAX_SIZE, DOC_MAX, DOC_MOUNT_BUDGET,
-                    DOC_SESSION_BUDGET, GRAPH_MAX_EDGES, GRAPH_MAX_NODES, MiB,
+                    DOC_SESSION_BUDGET, GRAPH_MAX_EDGES, GRAPH_MAX_NODES,
+                    GRAPH_PENDING_MAX, GRAPH_PENDING_SIZE, MiB,
                     ROUND_MAX, ROUNDS_TOTAL_MAX)
 
 
@@ -135,6 +136,108 @@ def test_graph_node_and_edge_counts(session):
     assert not os.path.exists(session / "nodes" / "extra.json")
     assert put_json(session / "nodes" / "n7.json",
                     {"label": "scf"}) == 0
+
+
+INPUT_X = {"label": "relax", "input_parameters": [{"name": "x", "value": "v"}]}
+
+
+def dag_edge(k, i, j):
+    return {"id": f"e{k}", "source_node_id": f"n{i}",
+            "target_node_id": f"n{j}", "target_parameter_name": "x"}
+
+
+def dag_edges(count):
+    """`count` distinct edges n_i -> n_j (i < j) between as few nodes as
+    give that many pairs: no duplicate, no cycle."""
+    nodes = 2
+    while nodes * (nodes - 1) // 2 < count:
+        nodes += 1
+    pairs = ((i, j) for j in range(nodes) for i in range(j))
+    return nodes, [dag_edge(k, i, j) for k, (i, j) in zip(range(count),
+                                                          pairs)]
+
+
+def test_graph_edge_files_past_the_limit(session):
+    """Edge files written one by one up to the limit (the graph filled by
+    parameters.json to 100 short of it first, so that the test takes
+    seconds): the 20,001st file is refused, EINVAL and a log line naming
+    the limit; a waiting edge counts too; deleting an edge file makes
+    room for one."""
+    files = 100
+    nodes, edges = dag_edges(GRAPH_MAX_EDGES + 1)
+    doc = {"nodes": [dict(INPUT_X, id=f"n{i}") for i in range(nodes)],
+           "edges": edges[:GRAPH_MAX_EDGES - files], "meta": {}}
+    assert put_json(session / "parameters.json", doc) == 0
+    for e in edges[GRAPH_MAX_EDGES - files:GRAPH_MAX_EDGES]:
+        assert put_json(session / "edges" / f"{e['id']}.json", e) == 0
+    assert len(os.listdir(session / "edges")) == GRAPH_MAX_EDGES
+    over = edges[GRAPH_MAX_EDGES]
+    path = session / "edges" / f"{over['id']}.json"
+    assert put_json(path, over) == errno.EINVAL
+    assert last_log(session) == (
+        f"edges/{over['id']}.json",
+        f"the graph has {GRAPH_MAX_EDGES} edges: a graph holds at most"
+        f" {GRAPH_MAX_EDGES}")
+    assert not os.path.exists(path)
+    waiting = dict(over, id="waits", source_node_id="nowhere")
+    assert put_json(session / "edges" / "waits.json",
+                    waiting) == errno.EINVAL
+    assert last_log(session)[0] == "edges/waits.json"
+    # an edge rewritten takes no new room
+    assert put_json(session / "edges" / "e5.json", dict(over, id="e5")) == 0
+    os.unlink(session / "edges" / "e0.json")
+    assert put_json(path, dict(edges[0], id=over["id"])) == 0
+    assert len(json.loads((session / "parameters.json").read_bytes())
+               ["edges"]) == GRAPH_MAX_EDGES
+
+
+def waiting_edge(i, param="x"):
+    return {"source_node_id": f"a{i}", "target_node_id": f"b{i}",
+            "target_parameter_name": param}
+
+
+def test_waiting_edges_count(session):
+    """Edges whose nodes are not there wait, 1000 at most per session:
+    the 1001st is refused (EINVAL, a log line saying so) and its file is
+    not there; a waiting edge rewritten takes no new place, and one that
+    joins the graph when its nodes come makes room."""
+    for i in range(GRAPH_PENDING_MAX):
+        assert put_json(session / "edges" / f"w{i}.json",
+                        waiting_edge(i)) == 0
+    over = session / "edges" / "over.json"
+    assert put_json(over, waiting_edge(GRAPH_PENDING_MAX)) == errno.EINVAL
+    assert last_log(session) == (
+        "edges/over.json",
+        f"cannot wait for its nodes: {GRAPH_PENDING_MAX} edges wait"
+        " already, the most a session keeps (write their nodes, or"
+        " parameters.json)")
+    assert not os.path.exists(over)
+    assert put_json(session / "edges" / "w0.json", waiting_edge(0, "y")) == 0
+    assert put_json(session / "nodes" / "a1.json", {"label": "relax"}) == 0
+    assert put_json(session / "nodes" / "b1.json", INPUT_X) == 0
+    assert put_json(over, waiting_edge(GRAPH_PENDING_MAX)) == 0
+    waits = [p for p in status_of(session)[0] if p.startswith("edges/")]
+    assert len(waits) == GRAPH_PENDING_MAX, len(waits)
+
+
+def test_waiting_edge_size(session):
+    """An edge that would wait, bigger than 4096 bytes as its file would
+    show it, is refused (EINVAL, a log line with its size and the limit);
+    one within it waits."""
+    big = waiting_edge(0, param="p" * GRAPH_PENDING_SIZE)
+    path = session / "edges" / "big.json"
+    assert put_json(path, big) == errno.EINVAL
+    p, message = last_log(session)
+    shown = len(json.dumps(dict(big, id="big"), indent=2))
+    assert p == "edges/big.json" and message == (
+        f"too big to wait for its nodes: {shown} bytes as its file would"
+        f" show it (at most {GRAPH_PENDING_SIZE})"), message
+    assert not os.path.exists(path)
+    fits = waiting_edge(0, param="p" * (GRAPH_PENDING_SIZE - 200))
+    assert len(json.dumps(dict(fits, id="big"), indent=2)) \
+        <= GRAPH_PENDING_SIZE
+    assert put_json(path, fits) == 0
+    assert json.loads(path.read_bytes()) == dict(fits, id="big")
 
 
 # -- the transcript ---------------------------------------------------------
