@@ -2308,21 +2308,8 @@ static void test_graph_counts(void **state)
 
 	/* a version 8 database: counted when it is opened */
 	edge(fx, "w", "p", "nowhere", "input");
-	assert_int_equal(sqlite3_exec(store_db(fx->st),
-		"DROP TRIGGER graph_nodes_counted;"
-		"DROP TRIGGER graph_nodes_uncounted;"
-		"DROP TRIGGER graph_nodes_moved;"
-		"DROP TRIGGER graph_edges_counted;"
-		"DROP TRIGGER graph_edges_uncounted;"
-		"DROP TRIGGER graph_edges_moved;"
-		"DROP TABLE graph_counts;"
-		"PRAGMA user_version = 8;", NULL, NULL, NULL), SQLITE_OK);
-	tree_free(fx->t);
-	store_close(fx->st);
-	fx->t = NULL;
-	fx->st = NULL;
-	assert_int_equal(store_open(&fx->st, fx->path, NULL), 0);
-	assert_int_equal(tree_new(&fx->t, fx->st), 0);
+	unit_db_reopen_after(fx->path, UNIT_UNDO_V9 "PRAGMA user_version = 8;",
+			     &fx->st, &fx->t);
 	assert_int_equal(sql_int(fx, "PRAGMA user_version"),
 			 STORE_SCHEMA_VERSION);
 	assert_int_equal(counted(fx, fx->s.id, "nodes"), 2);

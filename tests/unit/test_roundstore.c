@@ -460,7 +460,7 @@ static void test_migration_from_version_5(void **state)
 	put_ok(fx, 2, CONCLUDING);
 	assert_int_equal(roundstore_get(fx->st, fx->s.id, 1, &doc, &mtime), 0);
 	assert_int_equal(roundstore_mtime(fx->st, fx->s.id, &t5), 0);
-	assert_int_equal(sqlite3_exec(store_db(fx->st),
+	unit_db_reopen_after(fx->path,
 		"DELETE FROM inodes WHERE ino = (SELECT rounds_ino FROM sessions);"
 		"ALTER TABLE sessions DROP COLUMN rounds_ino;"
 		"ALTER TABLE sessions DROP COLUMN rounds_mtime_ns;"
@@ -468,13 +468,7 @@ static void test_migration_from_version_5(void **state)
 		"DROP TABLE engine_log;"
 		"DROP TABLE fetches;"
 		"DROP TABLE mount_log;"
-		"DROP TRIGGER graph_nodes_counted;"
-		"DROP TRIGGER graph_nodes_uncounted;"
-		"DROP TRIGGER graph_nodes_moved;"
-		"DROP TRIGGER graph_edges_counted;"
-		"DROP TRIGGER graph_edges_uncounted;"
-		"DROP TRIGGER graph_edges_moved;"
-		"DROP TABLE graph_counts;"
+		UNIT_UNDO_V9
 		"DROP INDEX inodes_trash;"
 		"DROP INDEX graph_edges_pending;"
 		"ALTER TABLE graph_edges DROP COLUMN pending_why;"
@@ -490,14 +484,7 @@ static void test_migration_from_version_5(void **state)
 		"INSERT INTO rounds_v5 SELECT session, n, doc, mtime_ns FROM rounds;"
 		"DROP TABLE rounds;"
 		"ALTER TABLE rounds_v5 RENAME TO rounds;"
-		"PRAGMA user_version = 5;", NULL, NULL, NULL), SQLITE_OK);
-	tree_free(fx->t);
-	store_close(fx->st);
-	fx->t = NULL;
-	fx->st = NULL;
-
-	assert_int_equal(store_open(&fx->st, fx->path, NULL), 0);
-	assert_int_equal(tree_new(&fx->t, fx->st), 0);
+		"PRAGMA user_version = 5;", &fx->st, &fx->t);
 	assert_int_equal(unit_sql_int(store_db(fx->st), "PRAGMA user_version"),
 			 STORE_SCHEMA_VERSION);
 	sbuf_reset(&doc);

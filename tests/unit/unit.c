@@ -102,6 +102,21 @@ void unit_db_close(const char *dir, struct store *st, struct tree *t)
 	unit_rmtree(dir);
 }
 
+void unit_db_reopen_after(const char *path, const char *undo,
+			  struct store **st, struct tree **t)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(store_db(*st), undo, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("undo: %s", msg);
+	tree_free(*t);
+	store_close(*st);
+	*t = NULL;
+	*st = NULL;
+	assert_int_equal(store_open(st, path, NULL), 0);
+	assert_int_equal(tree_new(t, *st), 0);
+}
+
 void unit_put(const char *base, const char *rel, const char *text)
 {
 	char path[1024];

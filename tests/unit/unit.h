@@ -45,4 +45,20 @@ int unit_db_open(const char *what, char *dir, char *path, struct store **st,
 		 struct tree **t);
 void unit_db_close(const char *dir, struct store *st, struct tree *t);
 
+/*
+ * Run `undo` (SQL taking the database back to an older schema), close
+ * it and open it again, so that it is migrated: the test fails when any
+ * step does.  UNIT_UNDO_V9 takes a version 9 database back to 8.
+ */
+void unit_db_reopen_after(const char *path, const char *undo,
+			  struct store **st, struct tree **t);
+#define UNIT_UNDO_V9 \
+	"DROP TRIGGER graph_nodes_counted;" \
+	"DROP TRIGGER graph_nodes_uncounted;" \
+	"DROP TRIGGER graph_nodes_moved;" \
+	"DROP TRIGGER graph_edges_counted;" \
+	"DROP TRIGGER graph_edges_uncounted;" \
+	"DROP TRIGGER graph_edges_moved;" \
+	"DROP TABLE graph_counts;"
+
 #endif
