@@ -45,8 +45,27 @@ struct open_file {
 #define ROOT_TAG SQL_TEXT(TREE_TAG_SESSION_ROOT)
 #define TRASH_TAG SQL_TEXT(TREE_TAG_TRASH)
 
+/*
+ * The kernel's references (tree.h), by inode: open addressing with
+ * linear probing, at most half full, emptied slots closed up by moving
+ * later ones back (no tombstones).  `kept`: the row was unlinked while
+ * referenced, and waits for the last reference to go.
+ */
+struct ref_slot {
+	uint64_t ino;		/* 0: empty */
+	uint64_t count;
+	bool kept;
+};
+
+struct ref_table {
+	struct ref_slot *slots;
+	size_t size;		/* a power of two, or 0 */
+	size_t used;
+};
+
 struct tree {
 	struct store *st;
+	struct ref_table refs;
 	struct open_file *open[OPEN_BUCKETS];
 	size_t dirty_bytes;
 	uint64_t changes;	/* tree_changes() */
@@ -329,6 +348,97 @@ out:
 
 /* ---- removal ---------------------------------------------------------- */
 
+/* ---- the kernel's references ------------------------------------------ */
+
+static size_t ref_home(const struct ref_table *r, uint64_t ino)
+{
+	/* Fibonacci hashing: row ids are sequential */
+	return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 32) & (r->size - 1);
+}
+
+static struct ref_slot *ref_find(const struct ref_table *r, uint64_t ino)
+{
+	if (!r->size)
+		return NULL;
+	for (size_t i = ref_home(r, ino);; i = (i + 1) & (r->size - 1)) {
+		if (r->slots[i].ino == ino)
+			return &r->slots[i];
+		if (!r->slots[i].ino)
+			return NULL;
+	}
+}
+
+static int ref_grow(struct ref_table *r)
+{
+	struct ref_table bigger = { .size = r->size ? 2 * r->size : 64 };
+
+	bigger.slots = calloc(bigger.size, sizeof(*bigger.slots));
+	if (!bigger.slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->size; i++) {
+		size_t j;
+
+		if (!r->slots[i].ino)
+			continue;
+		for (j = ref_home(&bigger, r->slots[i].ino);
+		     bigger.slots[j].ino; j = (j + 1) & (bigger.size - 1))
+			;
+		bigger.slots[j] = r->slots[i];
+	}
+	bigger.used = r->used;
+	free(r->slots);
+	*r = bigger;
+	return 0;
+}
+
+/* Empty slot `s`, moving back the slots after it that would otherwise
+ * no longer be found from their home. */
+static void ref_remove(struct ref_table *r, struct ref_slot *s)
+{
+	size_t hole = (size_t)(s - r->slots), mask = r->size - 1;
+
+	for (size_t i = (hole + 1) & mask; r->slots[i].ino; i = (i + 1) & mask) {
+		size_t home = ref_home(r, r->slots[i].ino);
+
+		/* it may move into the hole when its home is not in (hole, i] */
+		if (((i - home) & mask) >= ((i - hole) & mask)) {
+			r->slots[hole] = r->slots[i];
+			hole = i;
+		}
+	}
+	r->slots[hole] = (struct ref_slot){ 0 };
+	r->used--;
+	/* a mount that saw a million files and forgot them gives it back */
+	if (r->used == 0) {
+		free(r->slots);
+		*r = (struct ref_table){ 0 };
+	}
+}
+
+int tree_ref(struct tree *t, uint64_t ino)
+{
+	struct ref_table *r = &t->refs;
+	struct ref_slot *s = ref_find(r, ino);
+	size_t i;
+
+	if (s) {
+		s->count++;
+		return 0;
+	}
+	if (2 * (r->used + 1) > r->size && ref_grow(r) < 0)
+		return -ENOMEM;
+	for (i = ref_home(r, ino); r->slots[i].ino; i = (i + 1) & (r->size - 1))
+		;
+	r->slots[i] = (struct ref_slot){ .ino = ino, .count = 1 };
+	r->used++;
+	return 0;
+}
+
+static bool referenced(const struct tree *t, uint64_t ino)
+{
+	return ref_find(&t->refs, ino) != NULL;
+}
+
 static int delete_inode(struct tree *t, uint64_t ino)
 {
 	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1";
@@ -336,20 +446,60 @@ static int delete_inode(struct tree *t, uint64_t ino)
 	return store_run(t->st, sql, STORE_INT(ino));
 }
 
-/* Take a row out of its folder; its data stays while it is open. */
-static int detach_inode(struct tree *t, uint64_t ino)
+/* The row of a file unlinked while open or referenced, once neither:
+ * unless the unlink rolled back (the row has its name again). */
+static int delete_if_unlinked(struct tree *t, uint64_t ino)
+{
+	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1"
+		" AND nlink = 0";
+
+	return store_run(t->st, sql, STORE_INT(ino));
+}
+
+int tree_forget(struct tree *t, uint64_t ino, uint64_t n)
+{
+	struct ref_slot *s = ref_find(&t->refs, ino);
+	bool kept;
+
+	if (!s)
+		return 0;
+	if (s->count > n) {
+		s->count -= n;
+		return 0;
+	}
+	kept = s->kept;
+	ref_remove(&t->refs, s);
+	/* an open handle keeps it still: tree_release() deletes it */
+	if (!kept || open_find(t, ino))
+		return 0;
+	return delete_if_unlinked(t, ino);
+}
+
+/*
+ * Take a row out of its folder.  A file open or referenced by the kernel
+ * keeps its row, without a name, until the last of those goes; a folder
+ * (empty: checked) or a file no one holds goes at once.
+ */
+static int detach_inode(struct tree *t, uint64_t ino, bool dir)
 {
 	static const char sql[] = "UPDATE inodes SET parent = NULL, name = NULL,"
 		" nlink = 0, ctime_ns = ?2 WHERE ino = ?1";
 	struct open_file *f = open_find(t, ino);
+	struct ref_slot *s = dir ? NULL : ref_find(&t->refs, ino);
 	int ret;
 
-	if (!f)
+	if (!f && !s)
 		return delete_inode(t, ino);
 	ret = store_run(t->st, sql, STORE_INT(ino), STORE_INT(store_now_ns()));
-	if (!ret)
+	if (ret < 0)
+		return ret;
+	/* set in the caller's transaction: a rollback leaves them stale,
+	 * which delete_if_unlinked() tells */
+	if (f)
 		f->orphan = true;
-	return ret;
+	if (s)
+		s->kept = true;
+	return 0;
 }
 
 static int has_children(struct tree *t, uint64_t dir, bool *has)
@@ -394,7 +544,7 @@ static int remove_entry(struct tree *t, uint64_t parent, const char *name,
 	if (!ret)
 		ret = check_removable(t, &a, want_dir);
 	if (!ret)
-		ret = detach_inode(t, a.ino);
+		ret = detach_inode(t, a.ino, want_dir);
 	if (!ret)
 		ret = touch_dir(t, parent, want_dir ? -1 : 0, store_now_ns());
 	return ret;
@@ -583,7 +733,7 @@ int tree_rename_within(struct tree *t, uint64_t parent, const char *name,
 		if (!ret && src_dir)
 			ret = touch_dir(t, newparent, -1, now);
 		if (!ret)
-			ret = detach_inode(t, dst.ino);
+			ret = detach_inode(t, dst.ino, src_dir);
 		if (ret < 0)
 			return ret;
 	} else if (ret != -ENOENT) {
@@ -750,9 +900,7 @@ int tree_flush(struct tree *t, uint64_t ino, bool durable)
  */
 static int delete_unlinked(struct tree *t, struct open_file *f)
 {
-	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1"
-		" AND nlink = 0";
-	int ret = store_run(t->st, sql, STORE_INT(f->ino));
+	int ret = delete_if_unlinked(t, f->ino);
 
 	if (!ret && !store_changes(t->st))
 		f->orphan = false;
@@ -762,17 +910,20 @@ static int delete_unlinked(struct tree *t, struct open_file *f)
 int tree_release(struct tree *t, uint64_t ino)
 {
 	struct open_file **slot = open_slot(t, ino), *f = *slot;
+	bool held;
 	int ret = 0;
 
 	if (!f)
 		return 0;
 	if (--f->handles > 0)
 		return 0;
-	if (f->orphan)
+	/* the kernel may open it again: tree_forget() deletes it */
+	held = referenced(t, ino);
+	if (f->orphan && !held)
 		ret = delete_unlinked(t, f);
 	/* Nothing can report a flush error any more; the data stays in
 	 * memory only if we keep the file, which would leak. */
-	if (!f->orphan)
+	if (!f->orphan || held)
 		ret = flush_file(t, f, false);
 	drop_chunks(t, f);
 	*slot = f->next;
@@ -1084,7 +1235,7 @@ int tree_link_unlinked(struct tree *t, uint64_t ino, uint64_t parent,
 		ret = tree_lookup(t, parent, name, &old);
 		if (!ret)
 			ret = S_ISDIR(old.mode) ? -EISDIR
-						: detach_inode(t, old.ino);
+						: detach_inode(t, old.ino, false);
 		else if (ret == -ENOENT)
 			ret = 0;
 	}
@@ -1441,6 +1592,12 @@ void tree_free(struct tree *t)
 			free(f);
 		}
 	}
+	/* the kernel forgets nothing once unmounted: what it held unlinked
+	 * goes now (else tree_new() sweeps it) */
+	for (size_t i = 0; i < t->refs.size; i++)
+		if (t->refs.slots[i].kept)
+			delete_if_unlinked(t, t->refs.slots[i].ino);
+	free(t->refs.slots);
 	while (t->npool)
 		free(t->pool[--t->npool]);
 	free(t);

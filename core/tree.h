@@ -22,6 +22,16 @@
  * readable through the open descriptors; rows left so by a crash are
  * removed by tree_new().
  *
+ * Kernel references.  The kernel keeps an inode it was given (a lookup,
+ * a create, a readdirplus entry) until it forgets it, and may GETATTR or
+ * OPEN it after another process unlinked or renamed its name away (the
+ * other side of a `mv new cfg` race).  tree_ref() counts one such
+ * reference, tree_forget() drops `n` of them; a file unlinked while
+ * referenced keeps its row (without a name, nlink 0), as an open one
+ * does, until its last reference and its last open handle are gone, so
+ * it answers as an unlinked file does.  Folders are removed at once
+ * (rmdir: the kernel forgets them itself).
+ *
  * Errors are negative errnos: -ENOENT, -ENOTDIR, -EISDIR, -EEXIST,
  * -ENOTEMPTY, -EINVAL (rename into own subtree), -EXDEV (a session's root
  * out of a trash), -EFBIG, -EAGAIN (database busy), -EIO.
@@ -185,6 +195,11 @@ void tree_dir_free(struct tree_dir *dir);
  * the tagged folders the session itself keeps (uploads/, output/).
  */
 int tree_session_has_data(struct tree *t, int64_t session, bool *has);
+
+/* Kernel references (see above).  tree_ref(): 0 or -ENOMEM;
+ * tree_forget(): 0, or the store's error deleting the row it kept. */
+int tree_ref(struct tree *t, uint64_t ino);
+int tree_forget(struct tree *t, uint64_t ino, uint64_t n);
 
 /* Open files (see above). */
 int tree_open(struct tree *t, uint64_t ino);

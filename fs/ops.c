@@ -1102,6 +1102,63 @@ static int lookup_seen(struct flowfs *fs, fuse_req_t req,
 	return made_node(fs, p, (unsigned)row, name, n);
 }
 
+/* ---- the kernel's references ------------------------------------------- */
+
+/*
+ * The kernel keeps what a lookup, create, mkdir or readdirplus entry gave
+ * it until it sends FORGET (tree.h, "Kernel references"): a real row's
+ * references are counted, so that a file unlinked or renamed over in
+ * between still answers its GETATTR and OPEN.  Generated entries are
+ * made from their inode number: nothing to count.  The lock held.
+ */
+static bool counted(fuse_ino_t ino)
+{
+	return ino && ino != FS_ROOT_INO && !fs_ino_is_virtual(ino);
+}
+
+static int entry_given(struct flowfs *fs, fuse_ino_t ino)
+{
+	return counted(ino) ? tree_ref(fs->tree, ino) : 0;
+}
+
+/* A reply that carried it did not reach the kernel (interrupted). */
+static void entry_not_taken(struct flowfs *fs, fuse_ino_t ino)
+{
+	if (!counted(ino))
+		return;
+	lock(fs);
+	tree_forget(fs->tree, ino, 1);
+	unlock(fs);
+}
+
+/* A row kept for the kernel that the store could not delete now stays
+ * unlinked (nlink 0) until the next mount sweeps it (tree_new()). */
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct flowfs *fs = fs_of(req);
+
+	if (counted(ino)) {
+		lock(fs);
+		tree_forget(fs->tree, ino, nlookup);
+		unlock(fs);
+	}
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct flowfs *fs = fs_of(req);
+
+	lock(fs);
+	for (size_t i = 0; i < count; i++)
+		if (counted(forgets[i].ino))
+			tree_forget(fs->tree, forgets[i].ino,
+				    forgets[i].nlookup);
+	unlock(fs);
+	fuse_reply_none(req);
+}
+
 /* ---- lookup, getattr, setattr ----------------------------------------- */
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -1125,11 +1182,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	/* a name a process sees its own way: the kernel asks each time */
 	if (!ret && seen_named(fs, p.ino, name))
 		e.entry_timeout = 0.0;
+	if (!ret)
+		ret = entry_given(fs, e.ino);
 	unlock(fs);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_entry(req, &e);
+	else if (fuse_reply_entry(req, &e) < 0)
+		entry_not_taken(fs, e.ino);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
@@ -1729,11 +1788,14 @@ static void make_in(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ret = resolve(fs, parent, &p);
 	if (!ret)
 		ret = make(fs, req, &p, name, mode, target, &n, &e);
+	/* made: no reference counted is the old behaviour, not a failure */
+	if (!ret)
+		entry_given(fs, e.ino);
 	unlock(fs);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_entry(req, &e);
+	else if (fuse_reply_entry(req, &e) < 0)
+		entry_not_taken(fs, e.ino);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -2579,6 +2641,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	lock(fs);
 	ret = create_in(fs, req, parent, name, mode, fi->flags, &e, &h);
+	if (!ret)
+		entry_given(fs, e.ino);
 	unlock(fs);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
@@ -2590,6 +2654,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		release_handle(fs, h);
 		unlock(fs);
 		handle_free(fs, h);
+		entry_not_taken(fs, e.ino);
 	}
 }
 
@@ -3179,25 +3244,32 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		handle_free(fs, h);
 }
 
+static bool is_dot(const char *name)
+{
+	return name[0] == '.' &&
+	       (!name[1] || (name[1] == '.' && !name[2]));
+}
+
 static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 		      bool plus)
 {
+	struct flowfs *fs = fs_of(req);
 	char *buf = malloc(size);
-	size_t used = 0;
+	size_t used = 0, first = off > 0 ? (size_t)off : 0, end = first;
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	for (size_t i = off > 0 ? (size_t)off : 0; i < h->nitems; i++) {
+	if (plus)
+		lock(fs);
+	for (size_t i = first; i < h->nitems; i++, end = i) {
 		struct dir_item *it = &h->items[i];
 		size_t n;
 
 		if (plus) {
 			struct fuse_entry_param e = { 0 };
-			bool dot = it->name[0] == '.' &&
-				   (!it->name[1] ||
-				    (it->name[1] == '.' && !it->name[2]));
+			bool dot = is_dot(it->name);
 
 			e.attr = it->st;
 			/* "." and ".." must not create dentries */
@@ -3207,6 +3279,10 @@ static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 			e.attr_timeout = it->generated ? 0.0 : LONG_TIMEOUT;
 			n = fuse_add_direntry_plus(req, buf + used, size - used,
 						   it->name, &e, (off_t)i + 1);
+			/* the kernel takes a reference of each entry but
+			 * "." and ".." (no room for one: the entries so far) */
+			if (n <= size - used && entry_given(fs, e.ino) < 0)
+				break;
 		} else {
 			n = fuse_add_direntry(req, buf + used, size - used,
 					      it->name, &it->st, (off_t)i + 1);
@@ -3215,7 +3291,12 @@ static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 			break;
 		used += n;
 	}
-	fuse_reply_buf(req, buf, used);
+	if (plus)
+		unlock(fs);
+	if (fuse_reply_buf(req, buf, used) < 0 && plus)
+		for (size_t i = first; i < end; i++)
+			if (!is_dot(h->items[i].name))
+				entry_not_taken(fs, h->items[i].st.st_ino);
 	free(buf);
 }
 
@@ -3309,4 +3390,6 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
 	.create = op_create,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
 };

@@ -877,6 +877,138 @@ static void test_rename_over_open_file(void **state)
 				 " ino = %llu", (unsigned long long)g), 0);
 }
 
+/* The kernel looked a file up (no open), another process unlinked it,
+ * then the kernel asks for it: it is there, unlinked, until forgotten. */
+static void test_unlink_while_referenced(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t f = mkfile(fx, fx->up, "f");
+	struct tree_attr a;
+
+	assert_int_equal(tree_open(fx->t, f), 0);
+	wr(fx, f, "old", 3, 0);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	assert_int_equal(tree_ref(fx->t, f), 0);
+	assert_int_equal(tree_ref(fx->t, f), 0);
+	assert_int_equal(tree_unlink(fx->t, fx->up, "f"), 0);
+	assert_int_equal(tree_lookup(fx->t, fx->up, "f", &a), -ENOENT);
+	a = attr(fx, f);
+	assert_int_equal(a.nlink, 0);
+	/* opened, written and closed again while referenced: still there */
+	assert_int_equal(tree_open(fx->t, f), 0);
+	wr(fx, f, "+new", 4, 3);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	check_file(fx, f, "old+new", 7);
+	/* one of two references forgotten: still there */
+	assert_int_equal(tree_forget(fx->t, f, 1), 0);
+	check_file(fx, f, "old+new", 7);
+	/* open across the last forget: the last release deletes it */
+	assert_int_equal(tree_open(fx->t, f), 0);
+	assert_int_equal(tree_forget(fx->t, f, 1), 0);
+	check_file(fx, f, "old+new", 7);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	assert_int_equal(tree_getattr(fx->t, f, &a), -ENOENT);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE"
+				 " ino = %llu", (unsigned long long)f), 0);
+}
+
+static void test_rename_over_referenced_file(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t f = mkfile(fx, fx->up, "f");
+	uint64_t g = mkfile(fx, fx->up, "g");
+	struct tree_attr a;
+
+	assert_int_equal(tree_open(fx->t, g), 0);
+	wr(fx, g, "old", 3, 0);
+	assert_int_equal(tree_release(fx->t, g), 0);
+	assert_int_equal(tree_ref(fx->t, g), 0);
+	assert_int_equal(tree_rename(fx->t, fx->up, "f", fx->up, "g", false), 0);
+	assert_int_equal(tree_lookup(fx->t, fx->up, "g", &a), 0);
+	assert_int_equal(a.ino, f);
+	check_file(fx, g, "old", 3);
+	assert_int_equal(attr(fx, g).nlink, 0);
+	/* more forgotten than counted (the kernel's count is the truth) */
+	assert_int_equal(tree_forget(fx->t, g, 5), 0);
+	assert_int_equal(tree_getattr(fx->t, g, &a), -ENOENT);
+	/* the file that took the name was never touched */
+	assert_int_equal(attr(fx, f).nlink, 1);
+}
+
+/* A referenced file only forgotten (never unlinked) keeps its row; so
+ * does one whose unlink (a rename over it) rolled back. */
+static void test_forget_keeps_linked_files(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t f = mkfile(fx, fx->up, "f");
+	struct tree_attr a;
+
+	assert_int_equal(tree_ref(fx->t, f), 0);
+	assert_int_equal(tree_forget(fx->t, f, 1), 0);
+	assert_int_equal(attr(fx, f).nlink, 1);
+	assert_int_equal(tree_ref(fx->t, f), 0);
+	mkfile(fx, fx->up, "g");
+	assert_int_equal(store_begin(fx->st), 0);
+	assert_int_equal(tree_rename_within(fx->t, fx->up, "g", fx->up, "f",
+					    false), 0);
+	store_rollback(fx->st);
+	assert_int_equal(tree_forget(fx->t, f, 1), 0);
+	assert_int_equal(tree_lookup(fx->t, fx->up, "f", &a), 0);
+	assert_int_equal(a.ino, f);
+	assert_int_equal(a.nlink, 1);
+}
+
+/* The reference table against a plain model: many inodes, counts up and
+ * down in a shuffled order, growth and the closing up of emptied slots. */
+static void test_reference_table(void **state)
+{
+	struct fixture *fx = *state;
+	enum { N = 3000 };
+	static uint32_t count[N];
+	static uint64_t inos[N];
+	uint32_t seed = 12345;
+
+	memset(count, 0, sizeof(count));
+	for (int i = 0; i < N; i++) {
+		char name[32];
+		struct tree_attr a;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(tree_create(fx->t, fx->up, name,
+					     S_IFREG | 0644, 0, 0, NULL, &a), 0);
+		inos[i] = a.ino;
+	}
+	for (int round = 0; round < 40000; round++) {
+		int i;
+
+		seed = seed * 1103515245u + 12345u;
+		i = (int)((seed >> 8) % N);
+		if ((seed >> 4) & 1) {
+			assert_int_equal(tree_ref(fx->t, inos[i]), 0);
+			count[i]++;
+		} else if (count[i]) {
+			uint32_t n = 1 + (seed >> 20) % count[i];
+
+			assert_int_equal(tree_forget(fx->t, inos[i], n), 0);
+			count[i] -= n;
+		}
+	}
+	/* a file still referenced survives its unlink; the others go */
+	for (int i = 0; i < N; i += 7) {
+		char name[32];
+		struct tree_attr a;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(tree_unlink(fx->t, fx->up, name), 0);
+		assert_int_equal(tree_getattr(fx->t, inos[i], &a),
+				 count[i] ? 0 : -ENOENT);
+		if (count[i])
+			assert_int_equal(tree_forget(fx->t, inos[i], count[i]),
+					 0);
+		assert_int_equal(tree_getattr(fx->t, inos[i], &a), -ENOENT);
+	}
+}
+
 static void test_orphans_removed_by_tree_new(void **state)
 {
 	struct fixture *fx = *state;
@@ -1425,6 +1557,10 @@ int main(void)
 		T(test_unlink_while_open),
 		T(test_rename_over_open_file),
 		T(test_orphans_removed_by_tree_new),
+		T(test_unlink_while_referenced),
+		T(test_rename_over_referenced_file),
+		T(test_forget_keeps_linked_files),
+		T(test_reference_table),
 		T(test_killed_with_open_files),
 		T(test_durability_across_reopen),
 		T(test_setattr),
