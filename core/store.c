@@ -666,6 +666,39 @@ static int is_empty(struct store *st, bool *empty)
 	return rc;
 }
 
+/*
+ * A database made before auto-vacuum (store.h): VACUUM, the one way to
+ * turn it on in a file that has tables, rewrites it once.
+ */
+static int make_vacuumable(struct store *st, struct ferr *err)
+{
+	int64_t mode = 0;
+	int rc = pragma_int(st, "PRAGMA auto_vacuum", &mode);
+
+	if (rc == SQLITE_OK && mode != 2)
+		rc = sqlite3_exec(st->db, "PRAGMA auto_vacuum=INCREMENTAL;"
+				  "VACUUM", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return ferr_set(err, store_errno(rc) ? store_errno(rc) : -EIO,
+				"cannot turn on auto-vacuum in %s: %s",
+				st->path, sqlite3_errmsg(st->db));
+	return 0;
+}
+
+int store_space(struct store *st, int64_t *used, int64_t *free_list)
+{
+	int64_t pages = 0, page_size = 0, free_pages = 0;
+	int rc = pragma_int(st, "PRAGMA page_count", &pages);
+
+	if (rc == SQLITE_OK)
+		rc = pragma_int(st, "PRAGMA page_size", &page_size);
+	if (rc == SQLITE_OK)
+		rc = pragma_int(st, "PRAGMA freelist_count", &free_pages);
+	*used = (pages - free_pages) * page_size;
+	*free_list = free_pages * page_size;
+	return rc == SQLITE_OK ? 0 : store_errno(rc) ? store_errno(rc) : -EIO;
+}
+
 static int check_and_migrate(struct store *st, struct ferr *err)
 {
 	int64_t app = 0, version = 0;
@@ -829,7 +862,9 @@ int store_open(struct store **out, const char *path, struct ferr *err)
 	 * chunk to a few overflow pages without making small row updates
 	 * costly.
 	 */
-	sqlite3_exec(st->db, "PRAGMA page_size=16384", NULL, NULL, NULL);
+	sqlite3_exec(st->db, "PRAGMA page_size=16384;"
+		     /* taken by a new file only; older ones: make_vacuumable() */
+		     "PRAGMA auto_vacuum=INCREMENTAL", NULL, NULL, NULL);
 	ret = check_and_migrate(st, err);
 	if (ret < 0)
 		goto fail;
@@ -837,6 +872,9 @@ int store_open(struct store **out, const char *path, struct ferr *err)
 		ret = ferr_set(err, -EROFS, "cannot write %s (read-only)", path);
 		goto fail;
 	}
+	ret = make_vacuumable(st, err);
+	if (ret < 0)
+		goto fail;
 	rc = sqlite3_exec(st->db,
 			  "PRAGMA journal_mode=WAL;"
 			  "PRAGMA synchronous=NORMAL;"
@@ -864,6 +902,57 @@ fail:
  * write; a thread with its own connection does it beside the FUSE
  * threads (a PASSIVE checkpoint never blocks the writer).
  */
+static bool stopping(struct checkpointer *c)
+{
+	bool stop;
+
+	pthread_mutex_lock(&c->lock);
+	stop = c->stop;
+	pthread_mutex_unlock(&c->lock);
+	return stop;
+}
+
+/*
+ * Give the free list back to the disk, a step at a time (store.h).  A
+ * step that finds the database locked ends it: the next commit wakes the
+ * thread again.  Between steps, a pause lets a waiting writer in (SQLite
+ * has no queue for its lock).
+ */
+static void vacuum_steps(struct checkpointer *c)
+{
+	static const char count_sql[] = "PRAGMA freelist_count";
+	char step_sql[64];
+	bool gave = false;
+
+	snprintf(step_sql, sizeof(step_sql), "PRAGMA incremental_vacuum(%d)",
+		 STORE_VACUUM_STEP_PAGES);
+	while (!stopping(c)) {
+		sqlite3_stmt *q = NULL;
+		int64_t free_pages = 0;
+		int rc = sqlite3_prepare_v2(c->db, count_sql, -1, &q, NULL);
+
+		if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+			free_pages = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+		if (free_pages < STORE_VACUUM_STEP_PAGES)
+			break;
+		if (sqlite3_exec(c->db, step_sql, NULL, NULL, NULL) != SQLITE_OK)
+			break;
+		gave = true;
+		usleep(5000);
+	}
+	/*
+	 * The file is cut when the moved pages are checkpointed; TRUNCATE
+	 * also empties the log, which held what was deleted.  Without a busy
+	 * handler it gives up at once when a reader or writer is busy: the
+	 * log is cut to journal_size_limit by the next writer then.
+	 */
+	if (gave)
+		sqlite3_wal_checkpoint_v2(c->db, NULL,
+					  SQLITE_CHECKPOINT_TRUNCATE, NULL,
+					  NULL);
+}
+
 static void *checkpoint_loop(void *arg)
 {
 	struct checkpointer *c = arg;
@@ -876,6 +965,7 @@ static void *checkpoint_loop(void *arg)
 		pthread_mutex_unlock(&c->lock);
 		sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
 					  NULL, NULL);
+		vacuum_steps(c);
 		pthread_mutex_lock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -886,12 +976,11 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct checkpointer *c = arg;
 
-	/* A failed inline checkpoint only means the log stays long. */
-	if (frames > WAL_FRAMES_LIMIT) {
+	/* A failed inline checkpoint only means the log stays long.  The
+	 * thread is woken all the same: it gives freed pages back. */
+	if (frames > WAL_FRAMES_LIMIT)
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
 					  NULL, NULL);
-		return SQLITE_OK;
-	}
 	pthread_mutex_lock(&c->lock);
 	c->pending = true;
 	pthread_cond_signal(&c->wake);

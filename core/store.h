@@ -62,8 +62,26 @@ struct store;
  * and -shm the database's mode): it holds every session, uploads that
  * are 0600 in the mount too.  On failure returns a negative errno and a
  * one-line reason.
+ *
+ * Space comes back.  A database is in incremental auto-vacuum mode: the
+ * pages data freed sit on SQLite's free list until the checkpointer
+ * (below) gives them back to the disk, STORE_VACUUM_STEP_PAGES at a time,
+ * each step a short write transaction of its own connection that gives
+ * way to any other writer (it never waits for the lock).  A database made
+ * by a flowfs before this (auto-vacuum off) is rewritten once, by VACUUM,
+ * when it is opened: that takes about as long as copying the file and as
+ * much free disk space again, before anything is mounted.
  */
 int store_open(struct store **out, const char *path, struct ferr *err);
+
+#define STORE_VACUUM_STEP_PAGES 64
+
+/*
+ * The bytes of the database's pages that hold data (`used`) and those on
+ * its free list, waiting to be given back (`free_list`).  0, or a
+ * negative errno.
+ */
+int store_space(struct store *st, int64_t *used, int64_t *free_list);
 
 /*
  * Whether other users may read or write the database at `path` (or the
@@ -77,7 +95,8 @@ void store_close(struct store *st);
 /*
  * Move WAL checkpoints (copying committed pages back into the database
  * file) to a background thread with its own connection, so commits do
- * not wait for them.  For a long-lived store (the daemon); stopped by
+ * not wait for them; the same thread gives freed pages back to the disk
+ * (above).  For a long-lived store (the daemon); stopped by
  * store_close().  Call it after any fork().
  */
 int store_start_checkpointer(struct store *st, struct ferr *err);

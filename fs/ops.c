@@ -3342,10 +3342,30 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct flowfs *fs = fs_of(req);
 	struct statvfs sv;
 
+	int64_t used = 0, free_list = 0;
+	int ret;
+
 	(void)ino;
-	/* Space is the space of the disk holding the database. */
 	if (statvfs(store_path(fs->st), &sv) < 0)
 		memset(&sv, 0, sizeof(sv));
+	lock(fs);
+	ret = store_space(fs->st, &used, &free_list);
+	unlock(fs);
+	/*
+	 * What flowfs holds is what is used; what it could still take, the
+	 * disk's room for the database plus its pages waiting to be given
+	 * back, is free: `df` on the mount shows flowfs's own size, not the
+	 * disk's.  (Files and inodes stay the disk's: a row costs no inode.)
+	 */
+	if (!ret && sv.f_frsize) {
+		fsblkcnt_t held = (fsblkcnt_t)((used + (int64_t)sv.f_frsize - 1) /
+					       (int64_t)sv.f_frsize);
+		fsblkcnt_t room = sv.f_bavail +
+				  (fsblkcnt_t)(free_list / (int64_t)sv.f_frsize);
+
+		sv.f_blocks = held + room;
+		sv.f_bfree = sv.f_bavail = room;
+	}
 	sv.f_namemax = FNAME_MAX;
 	fuse_reply_statfs(req, &sv);
 }

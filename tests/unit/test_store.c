@@ -808,6 +808,71 @@ static void test_durable_commit_syncs_wal(void **state)
 	sqlite3_vfs_unregister(&count_vfs);
 }
 
+/* A database made before auto-vacuum: opened, it is turned on (VACUUM),
+ * its data kept. */
+static void test_old_database_made_vacuumable(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	struct store *st = NULL;
+	sqlite3 *db = NULL;
+
+	assert_int_equal(store_open(&st, fx->path, &err), 0);
+	assert_int_equal(query_int(store_db(st), "PRAGMA auto_vacuum"), 2);
+	assert_int_equal(store_exec(st, "INSERT INTO meta(key, value)"
+				    " VALUES ('probe', 'kept')"), 0);
+	store_close(st);
+	/* what a flowfs before this made */
+	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA auto_vacuum=NONE; VACUUM",
+				      NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(query_int(db, "PRAGMA auto_vacuum"), 0);
+	sqlite3_close(db);
+	if (store_open(&st, fx->path, &err) != 0)
+		fail_msg("reopen: %s", err.message);
+	assert_int_equal(query_int(store_db(st), "PRAGMA auto_vacuum"), 2);
+	assert_int_equal(query_int(store_db(st), "SELECT count(*) FROM meta"
+				   " WHERE key = 'probe' AND value = 'kept'"), 1);
+	store_close(st);
+}
+
+/* Deleted data's pages go back to the disk, by the checkpointer, in
+ * steps; store_space() says what is held and what waits. */
+static void test_space_comes_back(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	struct store *st = NULL;
+	struct stat sb;
+	int64_t used = 0, waiting = 0, before;
+
+	assert_int_equal(store_open(&st, fx->path, &err), 0);
+	assert_int_equal(store_start_checkpointer(st, &err), 0);
+	assert_int_equal(store_exec(st, "CREATE TABLE big(b BLOB)"), 0);
+	/* 32 MiB in 512 rows */
+	assert_int_equal(store_exec(st, "WITH RECURSIVE n(i) AS (SELECT 1"
+				    " UNION ALL SELECT i + 1 FROM n WHERE"
+				    " i < 512) INSERT INTO big SELECT"
+				    " randomblob(65536) FROM n"), 0);
+	assert_int_equal(store_space(st, &used, &waiting), 0);
+	assert_true(used >= 32 * 1024 * 1024);
+	before = used;
+	assert_int_equal(store_exec(st, "DELETE FROM big"), 0);
+	/* the checkpointer, woken by the commit, gives the pages back */
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(store_space(st, &used, &waiting), 0);
+		assert_int_equal(stat(fx->path, &sb), 0);
+		if (waiting < STORE_VACUUM_STEP_PAGES * 16384 &&
+		    sb.st_size < 4 * 1024 * 1024)
+			break;
+		usleep(50 * 1000);
+	}
+	assert_true(used < before / 8);
+	assert_true(waiting < STORE_VACUUM_STEP_PAGES * 16384);
+	assert_true(sb.st_size < 4 * 1024 * 1024);
+	store_close(st);
+}
+
 static void test_now(void **state)
 {
 	int64_t a = store_now_ns(), b = store_now_ns();
@@ -840,6 +905,8 @@ int main(void)
 		cmocka_unit_test(test_errno_mapping),
 		T(test_busy_is_eagain),
 		T(test_durable_commit_syncs_wal),
+		T(test_old_database_made_vacuumable),
+		T(test_space_comes_back),
 		cmocka_unit_test(test_now),
 	};
 
