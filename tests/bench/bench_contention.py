@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""No session waits for another (issue 13 part 2): how long session A's
+`stat` + `read` of its `status` takes, idle and while session B, in the
+same mount, writes a 10,000-node parameters.json, reads a 200-round
+summary.json and imports the largest DATCOM deck the limits allow, over
+and over.  Prints p50, p99 and max of A's probes for each phase.
+
+Run it:  tests/bench/run --contention [--seconds N] [--json FILE]
+(builds <repo>/build-bench in release mode, then runs this file).
+
+Not a test: nothing here asserts a time.  Needs root, /dev/fuse and
+fusermount3.
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_uploads as bu  # noqa: E402  (same folder; shared machinery)
+from bench_graph import dumps as graph_dumps, make_doc  # noqa: E402
+from bench_limits import bind, read_file, worst_deck  # noqa: E402
+from bench_rounds import make_rounds  # noqa: E402
+from bench_rounds import write_file  # noqa: E402
+from bench_uploads import log  # noqa: E402
+
+
+class Probes:
+    """Session A's stat + read of status, every 5 ms, each one timed."""
+
+    def __init__(self, session):
+        self.path = os.path.join(session, "status")
+        self.times = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        while not self.stop.is_set():
+            t0 = time.perf_counter()
+            os.stat(self.path)
+            read_file(self.path)
+            self.times.append(time.perf_counter() - t0)
+            time.sleep(0.005)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+def figures(times):
+    times = sorted(times)
+    if not times:
+        return {"probes": 0}
+    return {"probes": len(times),
+            "p50_ms": 1000 * statistics.median(times),
+            "p99_ms": 1000 * times[min(len(times) - 1,
+                                       int(0.99 * len(times)))],
+            "max_ms": 1000 * times[-1]}
+
+
+def session_b(root):
+    """B's three sessions, set up untimed; one step of its load each call."""
+    graph = os.path.join(root, "b-graph")
+    rounds = os.path.join(root, "b-rounds")
+    deck = os.path.join(root, "b-deck")
+    for s in (graph, rounds, deck):
+        os.mkdir(s)
+    doc = graph_dumps(make_doc(10000, 10000)).encode()
+    bind(rounds, "scientific-workflow",
+         {"input": {"description": "d", "io_instructions": "i"}})
+    for i, r in enumerate(make_rounds(200, random.Random(7)), 1):
+        write_file(os.path.join(rounds, "rounds", f"{i}.json"),
+                   json.dumps(r).encode())
+    bind(deck, "datcom")
+    deck_text = worst_deck()
+    steps = [
+        ("write a 10,000-node parameters.json",
+         lambda: write_file(os.path.join(graph, "parameters.json"), doc)),
+        ("read a 200-round summary.json",
+         lambda: read_file(os.path.join(rounds, "output", "summary.json"))),
+        ("import a 1 MiB deck of 3000 namelists",
+         lambda: (write_file(os.path.join(deck, "uploads", "deck.dat"),
+                             deck_text),
+                  read_file(os.path.join(deck, "status")))),
+    ]
+    return steps
+
+
+def run_once(binary, seconds):
+    with tempfile.TemporaryDirectory(prefix="flowfs-contention-") as base:
+        t = bu.FlowfsTarget(base, binary)
+        t.setup()
+        try:
+            a = os.path.join(t.root, "a")
+            os.mkdir(a)
+            steps = session_b(t.root)
+            log("idle ...")
+            with Probes(a) as idle:
+                time.sleep(seconds)
+            log("loaded ...")
+            done = {name: [] for name, _ in steps}
+            with Probes(a) as loaded:
+                end = time.perf_counter() + seconds
+                while time.perf_counter() < end:
+                    for name, step in steps:
+                        t0 = time.perf_counter()
+                        step()
+                        done[name].append(time.perf_counter() - t0)
+        finally:
+            t.close()
+    return {"idle": figures(idle.times), "loaded": figures(loaded.times),
+            "b_steps": {k: {"count": len(v),
+                            "mean_s": statistics.mean(v) if v else None}
+                        for k, v in done.items()}}
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--flowfs", required=True)
+    ap.add_argument("--contention", action="store_true",
+                    help=argparse.SUPPRESS)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    r = run_once(args.flowfs, args.seconds)
+    print("session A: stat + read of status, while session B works in the"
+          " same mount")
+    print(f"{'phase':8} {'probes':>7} {'p50 ms':>8} {'p99 ms':>8}"
+          f" {'max ms':>8}")
+    for phase in ("idle", "loaded"):
+        f = r[phase]
+        print(f"{phase:8} {f['probes']:7d} {f.get('p50_ms', 0):8.2f}"
+              f" {f.get('p99_ms', 0):8.2f} {f.get('max_ms', 0):8.2f}")
+    print("session B, each step's mean:")
+    for name, f in r["b_steps"].items():
+        mean = f["mean_s"]
+        print(f"  {name}: {f['count']} x"
+              f" {mean * 1000 if mean is not None else float('nan'):.1f} ms")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(r, f, indent=2)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
