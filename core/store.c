@@ -715,6 +715,12 @@ static int check_and_migrate(struct store *st, struct ferr *err)
 	if ((rc = pragma_int(st, "PRAGMA application_id", &app)) != SQLITE_OK ||
 	    (rc = pragma_int(st, "PRAGMA user_version", &version)) != SQLITE_OK)
 		goto sql_error;
+	/* Taken by a new file only (older ones: make_vacuumable()); set on
+	 * an existing file, it rewrites the header even when unchanged, and
+	 * a database flowfs refuses must be left byte for byte. */
+	if (empty && (rc = sqlite3_exec(st->db, "PRAGMA auto_vacuum=INCREMENTAL",
+					NULL, NULL, NULL)) != SQLITE_OK)
+		goto sql_error;
 	if (!empty && app != STORE_APPLICATION_ID)
 		return ferr_set(err, -EINVAL,
 				"%s is not a flowfs database (it belongs to another program)",
@@ -862,9 +868,7 @@ int store_open(struct store **out, const char *path, struct ferr *err)
 	 * chunk to a few overflow pages without making small row updates
 	 * costly.
 	 */
-	sqlite3_exec(st->db, "PRAGMA page_size=16384;"
-		     /* taken by a new file only; older ones: make_vacuumable() */
-		     "PRAGMA auto_vacuum=INCREMENTAL", NULL, NULL, NULL);
+	sqlite3_exec(st->db, "PRAGMA page_size=16384", NULL, NULL, NULL);
 	ret = check_and_migrate(st, err);
 	if (ret < 0)
 		goto fail;
