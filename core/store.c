@@ -901,36 +901,45 @@ fail:
 	return ret;
 }
 
-/*
- * Copying the WAL back into the database file is a large part of a big
- * write; a thread with its own connection does it beside the FUSE
- * threads (a PASSIVE checkpoint never blocks the writer).
- */
-static bool stopping(struct checkpointer *c)
+/* Whether `ms` pass with no commit (and no stop) meanwhile. */
+static bool quiet_for(struct checkpointer *c, long ms)
 {
-	bool stop;
+	struct timespec until;
+	bool quiet;
 
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
 	pthread_mutex_lock(&c->lock);
-	stop = c->stop;
+	while (!c->pending && !c->stop &&
+	       pthread_cond_timedwait(&c->wake, &c->lock, &until) == 0)
+		;
+	quiet = !c->pending && !c->stop;
 	pthread_mutex_unlock(&c->lock);
-	return stop;
+	return quiet;
 }
 
 /*
- * Give the free list back to the disk, a step at a time (store.h).  A
- * step that finds the database locked ends it: the next commit wakes the
- * thread again.  Between steps, a pause lets a waiting writer in (SQLite
- * has no queue for its lock).
+ * Give the free list back to the disk, a step at a time (store.h), once
+ * writes have held still for a moment: a writer going on reuses the free
+ * pages itself, and each step would take the lock from it (SQLite has no
+ * queue for its lock).  A commit meanwhile, or a step that finds the
+ * database locked, ends it: the next commit wakes the thread again.
  */
 static void vacuum_steps(struct checkpointer *c)
 {
 	static const char count_sql[] = "PRAGMA freelist_count";
 	char step_sql[64];
 	bool gave = false;
+	long pause_ms = 1000;
 
 	snprintf(step_sql, sizeof(step_sql), "PRAGMA incremental_vacuum(%d)",
 		 STORE_VACUUM_STEP_PAGES);
-	while (!stopping(c)) {
+	while (quiet_for(c, pause_ms)) {
 		sqlite3_stmt *q = NULL;
 		int64_t free_pages = 0;
 		int rc = sqlite3_prepare_v2(c->db, count_sql, -1, &q, NULL);
@@ -943,7 +952,7 @@ static void vacuum_steps(struct checkpointer *c)
 		if (sqlite3_exec(c->db, step_sql, NULL, NULL, NULL) != SQLITE_OK)
 			break;
 		gave = true;
-		usleep(5000);
+		pause_ms = 5;
 	}
 	/*
 	 * The file is cut when the moved pages are checkpointed; TRUNCATE
@@ -957,6 +966,11 @@ static void vacuum_steps(struct checkpointer *c)
 					  NULL);
 }
 
+/*
+ * Copying the WAL back into the database file is a large part of a big
+ * write; a thread with its own connection does it beside the FUSE
+ * threads (a PASSIVE checkpoint never blocks the writer).
+ */
 static void *checkpoint_loop(void *arg)
 {
 	struct checkpointer *c = arg;
@@ -1014,7 +1028,15 @@ int store_start_checkpointer(struct store *st, struct ferr *err)
 				sqlite3_errstr(rc));
 	}
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->wake, NULL);
+	{
+		pthread_condattr_t attr;
+
+		/* quiet_for() waits by the monotonic clock */
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->wake, &attr);
+		pthread_condattr_destroy(&attr);
+	}
 	if (pthread_create(&c->thread, NULL, checkpoint_loop, c) != 0) {
 		pthread_cond_destroy(&c->wake);
 		pthread_mutex_destroy(&c->lock);
