@@ -62,6 +62,7 @@ struct dir_item {
 	struct stat st;
 	bool generated;
 	double entry_timeout;
+	bool given;	/* its last readdirplus reply counted a reference */
 };
 
 
@@ -73,6 +74,10 @@ struct handle {
 	struct doc_target target;	/* H_DOC */
 	int64_t item_key;		/* H_DOC of a collection: its key */
 	uid_t uid;		/* who opened it (budgets, below) */
+	/* H_DIR of a real folder: its mtime when the listing was taken
+	 * (reply_dir() checks its entries again once it changed) */
+	bool dir_real;
+	int64_t dir_mtime_ns;
 	bool dirty;		/* H_DOC: written since the last commit; H_FILE,
 				 * H_SINK: since the last flush */
 	bool refused;		/* H_DOC: this draft was refused already */
@@ -1150,12 +1155,15 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 {
 	struct flowfs *fs = fs_of(req);
 
-	lock(fs);
-	for (size_t i = 0; i < count; i++)
-		if (counted(forgets[i].ino))
-			tree_forget(fs->tree, forgets[i].ino,
-				    forgets[i].nlookup);
-	unlock(fs);
+	/* one at a time: each may delete a big file's data (the lock is
+	 * not held across a batch of them) */
+	for (size_t i = 0; i < count; i++) {
+		if (!counted(forgets[i].ino))
+			continue;
+		lock(fs);
+		tree_forget(fs->tree, forgets[i].ino, forgets[i].nlookup);
+		unlock(fs);
+	}
 	fuse_reply_none(req);
 }
 
@@ -2649,7 +2657,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	set_open_flags(fi, h);
-	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+	/* any failure: the kernel took neither the handle nor the entry */
+	if (fuse_reply_create(req, &e, fi) < 0) {
 		lock(fs);
 		release_handle(fs, h);
 		unlock(fs);
@@ -3233,6 +3242,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		ret = -ENOTDIR;
 	if (!ret)
 		ret = dir_fill(fs, h, &n);
+	if (!ret && n.type == N_REAL) {
+		h->dir_real = true;
+		h->dir_mtime_ns = n.attr.mtime_ns;
+	}
 	unlock(fs);
 	if (ret < 0) {
 		handle_free(fs, h);
@@ -3250,12 +3263,38 @@ static bool is_dot(const char *name)
 	       (!name[1] || (name[1] == '.' && !name[2]));
 }
 
+/*
+ * Whether a real folder changed since its listing was taken at opendir
+ * (its mtime moved: a name made, removed or renamed), so that its
+ * entries must be checked before they bind names (the lock held).
+ */
+static bool listing_changed(struct flowfs *fs, const struct handle *h)
+{
+	struct tree_attr a;
+
+	return h->dir_real && (tree_getattr(fs->tree, h->ino, &a) < 0 ||
+			       a.mtime_ns != h->dir_mtime_ns);
+}
+
+/* Whether item `it` of a real folder's listing still names its inode. */
+static bool still_named(struct flowfs *fs, const struct handle *h,
+			const struct dir_item *it)
+{
+	struct tree_attr a;
+
+	if (!counted(it->st.st_ino))
+		return true;
+	return tree_lookup(fs->tree, h->ino, it->name, &a) == 0 &&
+	       a.ino == (uint64_t)it->st.st_ino;
+}
+
 static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 		      bool plus)
 {
 	struct flowfs *fs = fs_of(req);
 	char *buf = malloc(size);
 	size_t used = 0, first = off > 0 ? (size_t)off : 0, end = first;
+	bool stale;
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -3263,6 +3302,7 @@ static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 	}
 	if (plus)
 		lock(fs);
+	stale = plus && listing_changed(fs, h);
 	for (size_t i = first; i < h->nitems; i++, end = i) {
 		struct dir_item *it = &h->items[i];
 		size_t n;
@@ -3272,8 +3312,12 @@ static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 			bool dot = is_dot(it->name);
 
 			e.attr = it->st;
-			/* "." and ".." must not create dentries */
-			e.ino = dot ? 0 : it->st.st_ino;
+			/* "." and ".." must not create dentries, nor may a
+			 * name the listing has wrong now: the kernel would
+			 * bind it to what it named (a file renamed over,
+			 * for the hour an entry lives) */
+			e.ino = dot || (stale && !still_named(fs, h, it))
+				? 0 : it->st.st_ino;
 			e.generation = 1;
 			e.entry_timeout = it->entry_timeout;
 			e.attr_timeout = it->generated ? 0.0 : LONG_TIMEOUT;
@@ -3281,8 +3325,12 @@ static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 						   it->name, &e, (off_t)i + 1);
 			/* the kernel takes a reference of each entry but
 			 * "." and ".." (no room for one: the entries so far) */
-			if (n <= size - used && entry_given(fs, e.ino) < 0)
-				break;
+			it->given = false;
+			if (n <= size - used) {
+				if (entry_given(fs, e.ino) < 0)
+					break;
+				it->given = counted(e.ino);
+			}
 		} else {
 			n = fuse_add_direntry(req, buf + used, size - used,
 					      it->name, &it->st, (off_t)i + 1);
@@ -3295,7 +3343,7 @@ static void reply_dir(fuse_req_t req, struct handle *h, size_t size, off_t off,
 		unlock(fs);
 	if (fuse_reply_buf(req, buf, used) < 0 && plus)
 		for (size_t i = first; i < end; i++)
-			if (!is_dot(h->items[i].name))
+			if (h->items[i].given)
 				entry_not_taken(fs, h->items[i].st.st_ino);
 	free(buf);
 }

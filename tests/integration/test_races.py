@@ -119,3 +119,43 @@ def test_a_file_unlinked_after_its_lookup_answers_as_unlinked(uploads):
         assert os.pread(fd, 10, 0) == b"data"
     finally:
         os.close(fd)
+
+
+def test_a_listing_taken_before_a_rename_binds_no_old_name(uploads):
+    """A folder opened, a file renamed over a name, then the listing read
+    (readdirplus hands the kernel an inode per name): the listing taken at
+    opendir named the replaced file, and the kernel bound the name to it
+    for the hour an entry lives — `cat cfg` gave the old data, or ENOENT
+    once the old file was gone, and `new` came back (found in review)."""
+    (uploads / "cfg").write_text("old\n")
+    (uploads / "new").write_text("new\n")
+    listing = os.scandir(uploads)       # opendir: the listing is taken
+    try:
+        os.rename(uploads / "new", uploads / "cfg")
+        names = sorted(e.name for e in listing)   # readdirplus
+    finally:
+        listing.close()
+    assert "cfg" in names
+    assert (uploads / "cfg").read_text() == "new\n"
+    assert not (uploads / "new").exists()
+    assert sorted(os.listdir(uploads)) == ["cfg"]
+
+
+def test_listing_while_replacing_always_opens(flowfs, uploads):
+    """The replacer of the first test with a listing before each open."""
+    (uploads / "cfg").write_text("v0\n")
+    writer = in_loop(REPLACER, uploads)
+    failed = []
+    try:
+        wait_until(lambda: (uploads / "cfg").read_text() != "v0\n",
+                   "the replacing began")
+        for _ in range(TRIES // 2):
+            try:
+                os.listdir(uploads)
+                with open(uploads / "cfg") as f:
+                    f.read()
+            except OSError as e:
+                failed.append(errno.errorcode[e.errno])
+    finally:
+        stop(writer)
+    assert failed == [], (failed[:5], len(failed))
