@@ -1546,8 +1546,14 @@ int tree_forget_session(struct tree *t, int64_t session)
 
 			if (ret < 0)
 				return ret;
-			if (store_changes(t->st) > 0)
+			if (store_changes(t->st) > 0) {
+				struct ref_slot *r = ref_find(&t->refs, f->ino);
+
 				f->orphan = true;
+				/* the kernel's last forget deletes it then */
+				if (r)
+					r->kept = true;
+			}
 		}
 	}
 	return 0;

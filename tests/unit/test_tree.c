@@ -1405,6 +1405,24 @@ static void test_forget_session_keeps_open_files(void **state)
 				 (unsigned long long)gone), 0);
 }
 
+/* The same with the kernel holding the files too: they go with its last
+ * forget (the session's delete once left them until the next mount). */
+static void test_forget_session_with_referenced_files(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t f = mkfile(fx, fx->up, "a");
+
+	assert_int_equal(tree_open(fx->t, f), 0);
+	assert_int_equal(tree_ref(fx->t, f), 0);
+	wr(fx, f, "data", 4, 0);
+	delete_session(fx);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	check_file(fx, f, "data", 4);
+	assert_int_equal(tree_forget(fx->t, f, 1), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
+				 " ino = %llu", (unsigned long long)f), 0);
+}
+
 /* A transaction that unlinked an open file and then rolled back: the
  * file has its name again, and its last close must not delete it. */
 static void test_unlink_rolled_back_keeps_the_file(void **state)
@@ -1569,6 +1587,7 @@ int main(void)
 		T(test_unlinked_then_linked),
 		T(test_killed_with_an_unlinked_file),
 		T(test_forget_session_keeps_open_files),
+		T(test_forget_session_with_referenced_files),
 		T(test_unlink_rolled_back_keeps_the_file),
 		T(test_move_rolled_back_keeps_open_file),
 	};
