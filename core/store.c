@@ -33,6 +33,7 @@ struct checkpointer {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool pending, stop, running;
+	bool truncate_due;	/* the log is to be emptied (vacuum_steps()) */
 };
 
 struct store {
@@ -40,6 +41,7 @@ struct store {
 	sqlite3 *db;
 	char *path;
 	bool durable;		/* the open transaction syncs on commit */
+	struct ferr warning;	/* store_warning() */
 	struct stmt_entry *stmts[STMT_BUCKETS];
 };
 
@@ -670,7 +672,7 @@ static int is_empty(struct store *st, bool *empty)
  * A database made before auto-vacuum (store.h): VACUUM, the one way to
  * turn it on in a file that has tables, rewrites it once.
  */
-static int make_vacuumable(struct store *st, struct ferr *err)
+static void make_vacuumable(struct store *st)
 {
 	int64_t mode = 0;
 	int rc = pragma_int(st, "PRAGMA auto_vacuum", &mode);
@@ -678,11 +680,19 @@ static int make_vacuumable(struct store *st, struct ferr *err)
 	if (rc == SQLITE_OK && mode != 2)
 		rc = sqlite3_exec(st->db, "PRAGMA auto_vacuum=INCREMENTAL;"
 				  "VACUUM", NULL, NULL, NULL);
+	/* Not fatal (the disk is full, another program writes): the
+	 * database works as before, its space not given back, and the next
+	 * open tries again. */
 	if (rc != SQLITE_OK)
-		return ferr_set(err, store_errno(rc) ? store_errno(rc) : -EIO,
-				"cannot turn on auto-vacuum in %s: %s",
-				st->path, sqlite3_errmsg(st->db));
-	return 0;
+		ferr_set(&st->warning, store_errno(rc) ? store_errno(rc) : -EIO,
+			 "warning: cannot turn on auto-vacuum in %s (%s): the"
+			 " space of deleted data is not given back",
+			 st->path, sqlite3_errmsg(st->db));
+}
+
+const char *store_warning(const struct store *st)
+{
+	return st->warning.message[0] ? st->warning.message : NULL;
 }
 
 int store_space(struct store *st, int64_t *used, int64_t *free_list)
@@ -876,9 +886,7 @@ int store_open(struct store **out, const char *path, struct ferr *err)
 		ret = ferr_set(err, -EROFS, "cannot write %s (read-only)", path);
 		goto fail;
 	}
-	ret = make_vacuumable(st, err);
-	if (ret < 0)
-		goto fail;
+	make_vacuumable(st);
 	rc = sqlite3_exec(st->db,
 			  "PRAGMA journal_mode=WAL;"
 			  "PRAGMA synchronous=NORMAL;"
@@ -961,9 +969,12 @@ static void vacuum_steps(struct checkpointer *c)
 	 * log is cut to journal_size_limit by the next writer then.
 	 */
 	if (gave)
-		sqlite3_wal_checkpoint_v2(c->db, NULL,
-					  SQLITE_CHECKPOINT_TRUNCATE, NULL,
-					  NULL);
+		c->truncate_due = true;
+	/* busy now: tried again at the next wake */
+	if (c->truncate_due && quiet_for(c, 0) &&
+	    sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE,
+				      NULL, NULL) == SQLITE_OK)
+		c->truncate_due = false;
 }
 
 /*
@@ -1018,7 +1029,10 @@ int store_start_checkpointer(struct store *st, struct ferr *err)
 	/* Until it has read the database, a connection does not know it is
 	 * in WAL mode, and its checkpoints do nothing. */
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(c->db, "SELECT count(*) FROM sqlite_master",
+		rc = sqlite3_exec(c->db, "SELECT count(*) FROM sqlite_master;"
+				  /* as the main connection: a vacuum step's
+				   * commit need not sync */
+				  "PRAGMA synchronous=NORMAL",
 				  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		sqlite3_close(c->db);

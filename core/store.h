@@ -69,10 +69,17 @@ struct store;
  * each step a short write transaction of its own connection that gives
  * way to any other writer (it never waits for the lock).  A database made
  * by a flowfs before this (auto-vacuum off) is rewritten once, by VACUUM,
- * when it is opened: that takes about as long as copying the file and as
- * much free disk space again, before anything is mounted.
+ * when it is opened: that takes about as long as copying the file, and
+ * up to twice its size again in free space (a copy in SQLite's temporary
+ * folder, and the rewritten pages in the log), before anything is
+ * mounted; when it fails (no room), the database is used as it is and
+ * store_warning() says so.
  */
 int store_open(struct store **out, const char *path, struct ferr *err);
+
+/* A line for a person about what store_open() could not do but did
+ * without (auto-vacuum not turned on), or NULL. */
+const char *store_warning(const struct store *st);
 
 #define STORE_VACUUM_STEP_PAGES 64
 

@@ -331,6 +331,8 @@ static int open_store(const char *db, struct store **out)
 	ret = store_open(out, db, &err);
 	if (ret < 0)
 		fprintf(stderr, "flowfs: %s\n", err.message);
+	else if (store_warning(*out))
+		fprintf(stderr, "flowfs: %s\n", store_warning(*out));
 	return ret;
 }
 
