@@ -425,6 +425,20 @@ int64_t store_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+struct timespec store_monotonic_after(int64_t ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)(ms / 1000);
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	return until;
+}
+
 sqlite3 *store_db(struct store *st)
 {
 	return st->db;
@@ -912,16 +926,9 @@ fail:
 /* Whether `ms` pass with no commit (and no stop) meanwhile. */
 static bool quiet_for(struct checkpointer *c, long ms)
 {
-	struct timespec until;
+	struct timespec until = store_monotonic_after(ms);
 	bool quiet;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&c->lock);
 	while (!c->pending && !c->stop &&
 	       pthread_cond_timedwait(&c->wake, &c->lock, &until) == 0)

@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <jansson.h>
+#include <time.h>
 #include <sqlite3.h>
 
 #include "ferr.h"
@@ -220,5 +221,10 @@ const char *store_errmsg(struct store *st);
 
 /* Current time as nanoseconds since the epoch (CLOCK_REALTIME). */
 int64_t store_now_ns(void);
+
+/* CLOCK_MONOTONIC `ms` from now: the deadline of a pthread_cond_timedwait()
+ * on a condition set to that clock (a jump of the wall clock must not
+ * stretch or cut a wait). */
+struct timespec store_monotonic_after(int64_t ms);
 
 #endif

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "store.h"
+
 struct item {
 	uint64_t parent;
 	struct item *next;
@@ -66,17 +68,10 @@ static int due_refresh(struct fs_notifier *n, int64_t *wait_ms)
 
 static void wait_ms(struct fs_notifier *n, int64_t ms)
 {
-	struct timespec until;
-
 	/* the clock the condition waits on (fs_notifier_start()): a jump
 	 * of the wall clock must not stall a refresh */
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
+	struct timespec until = store_monotonic_after(ms);
+
 	pthread_cond_timedwait(&n->wake, &n->lock, &until);
 }
 

@@ -19,42 +19,15 @@ import random
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_uploads as bu  # noqa: E402  (same folder; shared machinery)
 from bench_graph import dumps as graph_dumps, make_doc  # noqa: E402
-from bench_limits import bind, read_file, worst_deck  # noqa: E402
+from bench_limits import Prober, bind, read_file, worst_deck  # noqa: E402
 from bench_rounds import make_rounds  # noqa: E402
 from bench_rounds import write_file  # noqa: E402
 from bench_uploads import log  # noqa: E402
-
-
-class Probes:
-    """Session A's stat + read of status, every 5 ms, each one timed."""
-
-    def __init__(self, session):
-        self.path = os.path.join(session, "status")
-        self.times = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def run(self):
-        while not self.stop.is_set():
-            t0 = time.perf_counter()
-            os.stat(self.path)
-            read_file(self.path)
-            self.times.append(time.perf_counter() - t0)
-            time.sleep(0.005)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
 
 
 def figures(times):
@@ -105,11 +78,11 @@ def run_once(binary, seconds):
             os.mkdir(a)
             steps = session_b(t.root)
             log("idle ...")
-            with Probes(a) as idle:
+            with Prober(a) as idle:
                 time.sleep(seconds)
             log("loaded ...")
             done = {name: [] for name, _ in steps}
-            with Probes(a) as loaded:
+            with Prober(a) as loaded:
                 end = time.perf_counter() + seconds
                 while time.perf_counter() < end:
                     for name, step in steps:

@@ -822,6 +822,16 @@ static void test_spill_large_write(void **state)
 	free(data);
 }
 
+/* Row `ino` is gone, its data too. */
+static void assert_gone(struct fixture *fx, uint64_t ino)
+{
+	struct tree_attr a;
+
+	assert_int_equal(tree_getattr(fx->t, ino, &a), -ENOENT);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE"
+				 " ino = %llu", (unsigned long long)ino), 0);
+}
+
 static void test_unlink_while_open(void **state)
 {
 	struct fixture *fx = *state;
@@ -851,11 +861,7 @@ static void test_unlink_while_open(void **state)
 	assert_int_equal(tree_flush(fx->t, f, false), 0);
 	check_file(fx, f, "stored+gathered!", 16);
 	assert_int_equal(tree_release(fx->t, f), 0);
-	assert_int_equal(tree_getattr(fx->t, f, &a), -ENOENT);
-	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
-				 " ino = %llu", (unsigned long long)f), 0);
-	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE"
-				 " ino = %llu", (unsigned long long)f), 0);
+	assert_gone(fx, f);
 }
 
 static void test_rename_over_open_file(void **state)
@@ -872,9 +878,7 @@ static void test_rename_over_open_file(void **state)
 	assert_int_equal(a.ino, f);
 	check_file(fx, g, "old", 3);
 	assert_int_equal(tree_release(fx->t, g), 0);
-	assert_int_equal(tree_getattr(fx->t, g, &a), -ENOENT);
-	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE"
-				 " ino = %llu", (unsigned long long)g), 0);
+	assert_gone(fx, g);
 }
 
 /* The kernel looked a file up (no open), another process unlinked it,
@@ -907,9 +911,7 @@ static void test_unlink_while_referenced(void **state)
 	assert_int_equal(tree_forget(fx->t, f, 1), 0);
 	check_file(fx, f, "old+new", 7);
 	assert_int_equal(tree_release(fx->t, f), 0);
-	assert_int_equal(tree_getattr(fx->t, f, &a), -ENOENT);
-	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE"
-				 " ino = %llu", (unsigned long long)f), 0);
+	assert_gone(fx, f);
 }
 
 static void test_rename_over_referenced_file(void **state)
@@ -930,7 +932,7 @@ static void test_rename_over_referenced_file(void **state)
 	assert_int_equal(attr(fx, g).nlink, 0);
 	/* more forgotten than counted (the kernel's count is the truth) */
 	assert_int_equal(tree_forget(fx->t, g, 5), 0);
-	assert_int_equal(tree_getattr(fx->t, g, &a), -ENOENT);
+	assert_gone(fx, g);
 	/* the file that took the name was never touched */
 	assert_int_equal(attr(fx, f).nlink, 1);
 }
@@ -1419,8 +1421,7 @@ static void test_forget_session_with_referenced_files(void **state)
 	assert_int_equal(tree_release(fx->t, f), 0);
 	check_file(fx, f, "data", 4);
 	assert_int_equal(tree_forget(fx->t, f, 1), 0);
-	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes WHERE"
-				 " ino = %llu", (unsigned long long)f), 0);
+	assert_gone(fx, f);
 }
 
 /* A transaction that unlinked an open file and then rolled back: the
