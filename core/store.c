@@ -951,6 +951,7 @@ static void vacuum_steps(struct checkpointer *c)
 	char step_sql[64];
 	bool gave = false;
 	long pause_ms = 1000;
+	int64_t last_free = -1;
 
 	snprintf(step_sql, sizeof(step_sql), "PRAGMA incremental_vacuum(%d)",
 		 STORE_VACUUM_STEP_PAGES);
@@ -962,8 +963,12 @@ static void vacuum_steps(struct checkpointer *c)
 		if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
 			free_pages = sqlite3_column_int64(q, 0);
 		sqlite3_finalize(q);
-		if (free_pages < STORE_VACUUM_STEP_PAGES)
+		/* a step that gave nothing back (auto-vacuum off: its
+		 * conversion failed) would be tried for good */
+		if (free_pages < STORE_VACUUM_STEP_PAGES ||
+		    free_pages == last_free)
 			break;
+		last_free = free_pages;
 		if (sqlite3_exec(c->db, step_sql, NULL, NULL, NULL) != SQLITE_OK)
 			break;
 		gave = true;

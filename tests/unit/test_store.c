@@ -873,6 +873,40 @@ static void test_space_comes_back(void **state)
 	store_close(st);
 }
 
+/* A database whose auto-vacuum could not be turned on: the free list
+ * stays, and the checkpointer must not try to give it back for good
+ * (it once stepped every 5 ms while the mount held still). */
+static void test_no_vacuum_without_auto_vacuum(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	struct store *st = NULL;
+	struct timespec t0, t1;
+	double spent_ms;
+
+	assert_int_equal(store_open(&st, fx->path, &err), 0);
+	assert_int_equal(store_start_checkpointer(st, &err), 0);
+	assert_int_equal(store_exec(st, "PRAGMA auto_vacuum=NONE"), 0);
+	assert_int_equal(store_exec(st, "VACUUM"), 0);
+	assert_int_equal(store_exec(st, "CREATE TABLE big(b BLOB)"), 0);
+	assert_int_equal(store_exec(st, "WITH RECURSIVE n(i) AS (SELECT 1"
+				    " UNION ALL SELECT i + 1 FROM n WHERE"
+				    " i < 64) INSERT INTO big SELECT"
+				    " randomblob(65536) FROM n"), 0);
+	assert_int_equal(store_exec(st, "DELETE FROM big"), 0);
+	/* the quiet second before the first step, then what it does */
+	usleep(1500 * 1000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+	usleep(1000 * 1000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+	spent_ms = (double)(t1.tv_sec - t0.tv_sec) * 1000 +
+		   (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (spent_ms > 5)
+		fail_msg("the checkpointer kept working: %.1f ms of CPU in 1 s",
+			 spent_ms);
+	store_close(st);
+}
+
 static void test_now(void **state)
 {
 	int64_t a = store_now_ns(), b = store_now_ns();
@@ -907,6 +941,7 @@ int main(void)
 		T(test_durable_commit_syncs_wal),
 		T(test_old_database_made_vacuumable),
 		T(test_space_comes_back),
+		T(test_no_vacuum_without_auto_vacuum),
 		cmocka_unit_test(test_now),
 	};
 
