@@ -2514,16 +2514,87 @@ static int delete_draft_named(struct store *st, int64_t session,
  * Replace the session's graph by `g` (a transaction is open): the edges
  * that wait go too, as the document is the whole graph.
  */
-static int replace_graph(struct store *st, int64_t session,
-			 const struct pgraph *g, struct sbuf *texts,
-			 const json_t *uuid, int64_t now)
+/*
+ * Whether the graph's rows (drafts aside) have the ids of `g`, in its
+ * order: a parameters.json that changes values only, the common rewrite.
+ */
+static int same_ids(struct store *st, int64_t session, const struct pgraph *g,
+		    bool *same)
+{
+	static const char nodes_sql[] = "SELECT id FROM graph_nodes"
+		" WHERE session = ?1 AND doc IS NOT NULL ORDER BY seq";
+	static const char edges_sql[] = "SELECT id FROM graph_edges"
+		" WHERE session = ?1 AND source IS NOT NULL ORDER BY seq";
+	int ret = 0;
+
+	*same = true;
+	for (int edges = 0; !ret && *same && edges < 2; edges++) {
+		sqlite3_stmt *q = store_stmt(st, edges ? edges_sql : nodes_sql);
+		size_t n = edges ? g->ne : g->nn, i = 0;
+		int rc;
+
+		if (!q)
+			return -EIO;
+		sqlite3_bind_int64(q, 1, session);
+		while (*same && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+			const char *id = (const char *)sqlite3_column_text(q, 0);
+			const char *want = i >= n ? NULL : edges
+				? g->edges[i].f[0]
+				: json_string_value(json_object_get(g->nodes[i],
+								    "id"));
+
+			*same = want && id && !strcmp(id, want);
+			i++;
+		}
+		if (*same && rc != SQLITE_DONE)
+			ret = store_errno(rc);
+		*same = *same && i == n;
+		store_done(q);
+	}
+	return ret;
+}
+
+/* The rows of same_ids() given g's values, in place: no row is made or
+ * deleted (the count triggers stay still), and nodes/ and edges/ keep
+ * their inode numbers. */
+static int update_graph(struct store *st, int64_t session,
+			const struct pgraph *g, const struct sbuf *texts,
+			int64_t now)
+{
+	static const char nodes_sql[] = "UPDATE graph_nodes SET doc = ?3,"
+		" mtime_ns = ?4 WHERE session = ?1 AND id = ?2";
+	static const char edges_sql[] = "UPDATE graph_edges SET source = ?3,"
+		" source_param = ?4, target = ?5, target_param = ?6,"
+		" pending_why = NULL, mtime_ns = ?7"
+		" WHERE session = ?1 AND id = ?2";
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < g->nn; i++)
+		ret = store_run(st, nodes_sql, STORE_INT(session),
+				STORE_TEXT(json_string_value(
+					json_object_get(g->nodes[i], "id"))),
+				STORE_TEXTN(texts[i].buf, texts[i].len),
+				STORE_INT(now));
+	for (size_t j = 0; !ret && j < g->ne; j++) {
+		const char *const *f = g->edges[j].f;
+
+		ret = store_run(st, edges_sql, STORE_INT(session),
+				STORE_TEXT(f[0]), STORE_TEXT(f[1]),
+				STORE_TEXT(f[2]), STORE_TEXT(f[3]),
+				STORE_TEXT(f[4]), STORE_INT(now));
+	}
+	return ret;
+}
+
+/* The graph's rows (drafts aside) made anew from `g`. */
+static int rewrite_graph(struct store *st, int64_t session,
+			 const struct pgraph *g, const struct sbuf *texts,
+			 int64_t now)
 {
 	static const char edges_sql[] = "DELETE FROM graph_edges"
 		" WHERE session = ?1 AND source IS NOT NULL";
 	static const char nodes_sql[] = "DELETE FROM graph_nodes"
 		" WHERE session = ?1 AND doc IS NOT NULL";
-	static const char uuid_sql[] = "UPDATE sessions SET template_uuid = ?2"
-		" WHERE id = ?1";
 	int ret;
 
 	/* edges first, so the trigger finds nothing left to delete */
@@ -2545,6 +2616,21 @@ static int replace_graph(struct store *st, int64_t session,
 		if (!ret)
 			ret = insert_edge(st, session, g->edges[j].f, NULL, now);
 	}
+	return ret;
+}
+
+static int replace_graph(struct store *st, int64_t session,
+			 const struct pgraph *g, struct sbuf *texts,
+			 const json_t *uuid, int64_t now)
+{
+	static const char uuid_sql[] = "UPDATE sessions SET template_uuid = ?2"
+		" WHERE id = ?1";
+	bool same;
+	int ret = same_ids(st, session, g, &same);
+
+	if (!ret)
+		ret = same ? update_graph(st, session, g, texts, now)
+			   : rewrite_graph(st, session, g, texts, now);
 	/* a JSON null has no string value: SQL NULL */
 	if (!ret && uuid)
 		ret = store_run(st, uuid_sql, STORE_INT(session),

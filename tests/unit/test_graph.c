@@ -2319,6 +2319,66 @@ static void test_graph_counts(void **state)
 	assert_int_equal(counted(fx, fx->s.id, "nodes"), 3);
 }
 
+/*
+ * parameters.json with the graph's ids in its order and other values
+ * (the common rewrite): rows updated in place — the same seq (the files'
+ * inode numbers), the counts still — and what reads back is the new
+ * document; another order makes the rows anew, in the new order.
+ */
+static void test_parameters_rewritten_in_place(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const docs[] = {
+		"{\"nodes\": [{\"id\": \"a\", \"label\": \"one\"},"
+		" {\"id\": \"b\", \"label\": \"two\"}],"
+		" \"edges\": [{\"id\": \"e\", \"source_node_id\": \"a\","
+		" \"source_parameter_name\": \"x\", \"target_node_id\": \"b\","
+		" \"target_parameter_name\": \"input\"}], \"meta\": {}}",
+		/* same ids and order, other values */
+		"{\"nodes\": [{\"id\": \"a\", \"label\": \"uno\"},"
+		" {\"id\": \"b\", \"label\": \"dos\"}],"
+		" \"edges\": [{\"id\": \"e\", \"source_node_id\": \"b\","
+		" \"source_parameter_name\": \"z\", \"target_node_id\": \"a\","
+		" \"target_parameter_name\": \"input\"}], \"meta\": {}}",
+		/* another order */
+		"{\"nodes\": [{\"id\": \"b\", \"label\": \"dos\"},"
+		" {\"id\": \"a\", \"label\": \"uno\"}],"
+		" \"edges\": [{\"id\": \"e\", \"source_node_id\": \"b\","
+		" \"source_parameter_name\": \"z\", \"target_node_id\": \"a\","
+		" \"target_parameter_name\": \"input\"}], \"meta\": {}}",
+	};
+	struct graph_item a1, a2, e1, e2;
+	char *doc;
+
+	assert_int_equal(commit_params(fx, docs[0]), 0);
+	assert_int_equal(graph_find(fx->st, fx->s.id, N, "a", &a1), 0);
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e", &e1), 0);
+	assert_int_equal(commit_params(fx, docs[1]), 0);
+	assert_int_equal(graph_find(fx->st, fx->s.id, N, "a", &a2), 0);
+	assert_int_equal(graph_find(fx->st, fx->s.id, E, "e", &e2), 0);
+	assert_int_equal(a2.seq, a1.seq);
+	assert_int_equal(e2.seq, e1.seq);
+	expect_in_doc(fx, N, "a", "\"label\": \"uno\"");
+	expect_in_doc(fx, E, "e", "\"source_node_id\": \"b\"");
+	expect_in_doc(fx, E, "e", "\"source_parameter_name\": \"z\"");
+	assert_counts_right(fx);
+	assert_int_equal(counted(fx, fx->s.id, "nodes"), 2);
+	assert_int_equal(counted(fx, fx->s.id, "edges"), 1);
+	free(a2.id);
+	free(e2.id);
+	/* b before a now: made anew, read back in that order */
+	assert_int_equal(commit_params(fx, docs[2]), 0);
+	assert_int_equal(graph_find(fx->st, fx->s.id, N, "a", &a2), 0);
+	assert_true(a2.seq != a1.seq);
+	doc = params(fx);
+	assert_true(strstr(doc, "\"id\": \"b\"") < strstr(doc, "\"id\": \"a\""));
+	assert_counts_right(fx);
+	free(doc);
+	free(a1.id);
+	free(a2.id);
+	free(e1.id);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2364,6 +2424,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_params_counts, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_parameters_rewritten_in_place,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_graph_counts, setup,
 						teardown),
 	};
