@@ -2240,6 +2240,12 @@ struct pgraph {
 	size_t *src, *dst;	/* edge -> node index */
 };
 
+/* The id of node i of `g` (checked by pgraph_build()). */
+static const char *pgraph_node_id(const struct pgraph *g, size_t i)
+{
+	return json_string_value(json_object_get(g->nodes[i], "id"));
+}
+
 static void pgraph_free(struct pgraph *g)
 {
 	for (size_t i = 0; g->nodes && i < g->nn; i++)
@@ -2416,7 +2422,7 @@ static int pgraph_build(const json_t *nodes, const json_t *edges,
 		ret = node_build(v, NULL, tools, where, &g->nodes[i], err);
 		if (ret < 0)
 			goto out;
-		id = json_string_value(json_object_get(g->nodes[i], "id"));
+		id = pgraph_node_id(g, i);
 		ret = smap_put(&ids, id, strlen(id), i, &had);
 		if (ret < 0)
 			goto out;
@@ -2511,10 +2517,6 @@ static int delete_draft_named(struct store *st, int64_t session,
 }
 
 /*
- * Replace the session's graph by `g` (a transaction is open): the edges
- * that wait go too, as the document is the whole graph.
- */
-/*
  * Whether the graph's rows (drafts aside) have the ids of `g`, in its
  * order: a parameters.json that changes values only, the common rewrite.
  */
@@ -2540,8 +2542,7 @@ static int same_ids(struct store *st, int64_t session, const struct pgraph *g,
 			const char *id = (const char *)sqlite3_column_text(q, 0);
 			const char *want = i >= n ? NULL : edges
 				? g->edges[i].f[0]
-				: json_string_value(json_object_get(g->nodes[i],
-								    "id"));
+				: pgraph_node_id(g, i);
 
 			*same = want && id && !strcmp(id, want);
 			i++;
@@ -2571,8 +2572,7 @@ static int update_graph(struct store *st, int64_t session,
 
 	for (size_t i = 0; !ret && i < g->nn; i++)
 		ret = store_run(st, nodes_sql, STORE_INT(session),
-				STORE_TEXT(json_string_value(
-					json_object_get(g->nodes[i], "id"))),
+				STORE_TEXT(pgraph_node_id(g, i)),
 				STORE_TEXTN(texts[i].buf, texts[i].len),
 				STORE_INT(now));
 	for (size_t j = 0; !ret && j < g->ne; j++) {
@@ -2602,8 +2602,7 @@ static int rewrite_graph(struct store *st, int64_t session,
 	if (!ret)
 		ret = store_run(st, nodes_sql, STORE_INT(session));
 	for (size_t i = 0; !ret && i < g->nn; i++) {
-		const char *id = json_string_value(json_object_get(g->nodes[i],
-								   "id"));
+		const char *id = pgraph_node_id(g, i);
 
 		/* a draft of the same name gives way */
 		ret = delete_draft_named(st, session, GRAPH_NODE, id);
@@ -2619,6 +2618,10 @@ static int rewrite_graph(struct store *st, int64_t session,
 	return ret;
 }
 
+/*
+ * Replace the session's graph by `g` (a transaction is open): the edges
+ * that wait go too, as the document is the whole graph.
+ */
 static int replace_graph(struct store *st, int64_t session,
 			 const struct pgraph *g, struct sbuf *texts,
 			 const json_t *uuid, int64_t now)

@@ -977,12 +977,11 @@ static void vacuum_steps(struct checkpointer *c)
 	/*
 	 * The file is cut when the moved pages are checkpointed; TRUNCATE
 	 * also empties the log, which held what was deleted.  Without a busy
-	 * handler it gives up at once when a reader or writer is busy: the
-	 * log is cut to journal_size_limit by the next writer then.
+	 * handler it gives up at once when a reader or writer is busy, and
+	 * is tried again at the next wake.
 	 */
 	if (gave)
 		c->truncate_due = true;
-	/* busy now: tried again at the next wake */
 	if (c->truncate_due && quiet_for(c, 0) &&
 	    sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE,
 				      NULL, NULL) == SQLITE_OK)
