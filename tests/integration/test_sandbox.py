@@ -466,27 +466,26 @@ def test_what_an_experiment_writes_to_its_folder_is_capped(run_mount, engine):
     assert 3 <= len(made) < 20, len(made)
 
 
-def test_what_an_experiment_makes_in_its_folder_is_capped(exec_mount, engine):
-    """More than 10,000 files and folders (empty: no blocks) stops it."""
-    _, line, obs = experiment(exec_mount, engine, (
-        "import os, time\n"
-        "for i in range(30000):\n"
-        "    open(f'e{i}', 'w').close()\n"
-        "    if i % 1000 == 0:\n        time.sleep(0.1)\n"
-        "print('made 30000')\n"))
+@pytest.mark.parametrize("code,why", [
+    # more than 10,000 files and folders (empty: no blocks)
+    ("import os, time\n"
+     "for i in range(30000):\n"
+     "    open(f'e{i}', 'w').close()\n"
+     "    if i % 1000 == 0:\n        time.sleep(0.1)\n"
+     "print('made 30000')\n",
+     "it made more than 10000 files and folders in its folder"),
+    # folders nested past what the daemon walks (what they hold would not
+    # be measured)
+    ("import os, time\n"
+     "for i in range(100):\n    os.mkdir('d')\n    os.chdir('d')\n"
+     "time.sleep(3)\nprint('nested 100')\n",
+     "it nested folders more than 64 deep"),
+])
+def test_what_an_experiment_makes_in_its_folder_is_capped(exec_mount, engine,
+                                                          code, why):
+    _, line, obs = experiment(exec_mount, engine, code)
     assert line == "run: done"
-    assert obs == "(stopped: it made more than 10000 files and folders in its folder)", obs
-
-
-def test_deep_folders_are_capped(exec_mount, engine):
-    """Folders nested past what the daemon walks stop it (what they hold
-    would not be measured)."""
-    _, line, obs = experiment(exec_mount, engine, (
-        "import os, time\n"
-        "for i in range(100):\n    os.mkdir('d')\n    os.chdir('d')\n"
-        "time.sleep(3)\nprint('nested 100')\n"))
-    assert line == "run: done"
-    assert obs == "(stopped: it nested folders more than 64 deep)", obs
+    assert obs == f"(stopped: {why})", obs
 
 
 # n processes, each holding `mib` MiB it has written to, at once
