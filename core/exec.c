@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -380,37 +379,64 @@ int exec_prepare_dir(const char *dir, const struct exec_limits *limits,
 	return ret;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type,
-		      struct FTW *ftw)
+/* Folder `name` of `parent` (never a link put in its place) opened to
+ * be emptied: made its owner's to list and write whatever mode the
+ * experiment left on it (chmod through its O_PATH descriptor, which
+ * names that folder and no other).  A descriptor, or -1. */
+static int open_to_empty(int parent, const char *name)
 {
-	(void)st;
-	(void)type;
-	(void)ftw;
-	remove(path);
-	return 0;
+	char proc[64];
+	int p = openat(parent, name, O_PATH | O_NOFOLLOW | O_DIRECTORY |
+		       O_CLOEXEC), fd;
+
+	if (p < 0)
+		return -1;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p);
+	chmod(proc, 0700);
+	fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(p);
+	return fd;
 }
 
-/* Every folder below made the owner's to list and enter (an
- * experiment may leave one mode 000 so that it stays behind); one
- * that could not be read is opened up and then walked. */
-static int open_up(const char *path, const struct stat *st, int type,
-		   struct FTW *ftw)
+/* Remove what folder `fd` holds (it is closed), folders depth first, by
+ * descriptor: no path is resolved again, so nothing the experiment
+ * swapped in meanwhile is followed.  Nesting past `depth` is left. */
+static void empty_folder(int fd, int depth)
 {
-	(void)st;
-	(void)ftw;
-	if ((type == FTW_D || type == FTW_DNR) && chmod(path, 0700) == 0 &&
-	    type == FTW_DNR)
-		nftw(path, open_up, 16, FTW_PHYS);
-	return 0;
+	DIR *d = fdopendir(fd);
+	struct dirent *e;
+
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		int sub;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR ||
+		    depth <= 0)
+			continue;
+		sub = open_to_empty(dirfd(d), e->d_name);
+		if (sub < 0)
+			continue;
+		empty_folder(sub, depth - 1);
+		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
 }
 
 /* Not through a shell: the daemon has threads, and system() would block
- * signals for the whole process.  FTW_PHYS: a link is removed, never
- * followed; chmod() only reaches what nftw() saw as a folder. */
+ * signals for the whole process. */
 void exec_remove_tree(const char *dir)
 {
-	nftw(dir, open_up, 16, FTW_PHYS);
-	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+	int fd = open_to_empty(AT_FDCWD, dir);
+
+	if (fd < 0)
+		return;
+	empty_folder(fd, 4 * EXEC_SCRATCH_DEPTH);
+	rmdir(dir);
 }
 
 /* The folder of every daemon of this uid, `tmp`/flowfs-<uid>, opened

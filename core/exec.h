@@ -182,8 +182,9 @@ int exec_scratch_open(const char *tmp, struct exec_scratch *s, size_t *swept,
 void exec_scratch_close(struct exec_scratch *s);
 
 /*
- * rm -rf of `dir`, whatever modes were left on its folders, never
- * following a symbolic link.  Nothing may be changing it.
+ * rm -rf of `dir`, whatever modes were left on its folders, walked by
+ * descriptor: a symbolic link is removed, never followed, and a folder
+ * swapped for a link while it runs is not reached through it.
  */
 void exec_remove_tree(const char *dir);
 
