@@ -147,7 +147,10 @@ static void refresher_ended(struct flowfs *fs, char *said, size_t size)
 	dev_t now;
 	const char *again;
 
-	if (waitpid(fs->refresher_pid, &status, WNOHANG) <= 0)
+	/* its pipe has no reader: it has exited, or is exiting (a kill
+	 * changes nothing then), and is reaped here, never left a zombie */
+	kill(fs->refresher_pid, SIGKILL);
+	if (waitpid(fs->refresher_pid, &status, 0) < 0)
 		status = 0;
 	close(fs->refresher_fd);
 	fs->refresher_fd = -1;
@@ -200,7 +203,14 @@ void fs_refresh_session(void *ctx, int64_t session)
 	struct sbuf buf = SBUF_INIT, paths = SBUF_INIT;
 	uid_t me = geteuid();
 	char said[256] = "";
+	bool none;
 
+	/* no refresher (stopped, or not started again): nothing to gather */
+	pthread_mutex_lock(&fs->refresher_lock);
+	none = fs->refresher_stopped || fs->refresher_fd < 0;
+	pthread_mutex_unlock(&fs->refresher_lock);
+	if (none)
+		return;
 	pthread_mutex_lock(&fs->lock);
 	/*
 	 * Others' folders are not the daemon's to touch unless it is root
