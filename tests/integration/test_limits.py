@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from conftest import (bind, log_entries, put, put_json, status_of,
+from conftest import (bind, wait_until, log_entries, put, put_json, status_of,
                       write_bytes)
 from limits import (CONTEXT_MAX, DECK_MAX_CASES, DECK_MAX_NAMELISTS,
                     DECK_MAX_SIZE, DOC_MAX, DOC_MOUNT_BUDGET,
@@ -360,7 +360,10 @@ def test_open_documents_bounded_per_mount(flowfs):
         assert (wrote, err) == (0, errno.ENOSPC)
     finally:
         close_all(held)
-    assert put(flowfs.mnt / "last" / "request.json", b"{}") == 0
+    # room comes back with each RELEASE, which the kernel sends after
+    # close() returns
+    wait_until(lambda: put(flowfs.mnt / "last" / "request.json", b"{}") == 0,
+               "room again once the drafts are released")
 
 
 HOLD_DRAFTS = r"""
@@ -439,10 +442,13 @@ def test_other_users_cannot_take_the_mounts_budget(make_flowfs):
         for h in held:
             h.close()
         close_all(owners)
-    # closed, they hold nothing: room again
-    h = Holder(4244, fs.mnt / "c", 1)
-    h.close()
-    assert h.got == (1, 0)
+    # closed (and released, after close() returns), they hold nothing
+
+    def room_again():
+        h = Holder(4244, fs.mnt / "c", 1)
+        h.close()
+        return h.got == (1, 0)
+    wait_until(room_again, "room again once the drafts are released")
 
 
 def test_a_file_renamed_onto_a_document_is_held_to_its_size(session):
@@ -494,8 +500,15 @@ def test_generated_copies_open_for_reading_count_too(sw):
     finally:
         for fd in fds:
             os.close(fd)
-    fd = os.open(summary, os.O_RDONLY)
-    os.close(fd)
+
+    def opens():
+        try:
+            os.close(os.open(summary, os.O_RDONLY))
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+            return False
+        return True
+    wait_until(opens, "room again once the copies are released")
     # opened for writing (a copy dropped on close), it holds its copy too
     fds = []
     try:

@@ -47,6 +47,7 @@ def test_status_follows_every_change(make_flowfs, skill_folder,
     os.mkdir(fs.mnt / "t")
     assert bind(fs.mnt / "t", "needs") == 0
     assert look(fs.mnt / "t") == "missing required input files: needs\n"
+    assert look(s) == "missing required input files: other\n"
 
 
 def test_status_follows_a_deck_edit(make_flowfs, isolated_config):

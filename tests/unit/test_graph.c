@@ -2371,7 +2371,14 @@ static void test_parameters_rewritten_in_place(void **state)
 	assert_int_equal(graph_find(fx->st, fx->s.id, N, "a", &a2), 0);
 	assert_true(a2.seq != a1.seq);
 	doc = params(fx);
-	assert_true(strstr(doc, "\"id\": \"b\"") < strstr(doc, "\"id\": \"a\""));
+	{
+		const char *b = strstr(doc, "\"id\": \"b\"");
+		const char *a = strstr(doc, "\"id\": \"a\"");
+
+		assert_non_null(a);
+		assert_non_null(b);
+		assert_true(b < a);
+	}
 	assert_counts_right(fx);
 	free(doc);
 	free(a1.id);
