@@ -934,7 +934,13 @@ int exec_python(const char *dir, const char *file,
 	max.bytes = use.bytes + ((int64_t)or_default(limits->disk_mib, 1024) << 20);
 	max.entries = use.entries + or_default(limits->files, 10000);
 	if (limits->cgroups && limits->cgroups->version) {
-		ret = cgroup_make(limits->cgroups, name ? name + 1 : dir,
+		char cgname[NAME_MAX + 1];
+
+		/* the folder's name is unique within this daemon only, and
+		 * daemons of one cgroup share where these are made */
+		snprintf(cgname, sizeof(cgname), "%ld-%s", (long)getpid(),
+			 name ? name + 1 : dir);
+		ret = cgroup_make(limits->cgroups, cgname,
 				  (int64_t)or_default(limits->memory_total_mib,
 						      4096) << 20,
 				  or_default(limits->procs, 256), &cg, err);
