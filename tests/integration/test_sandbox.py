@@ -519,6 +519,7 @@ def test_whole_sandbox_memory_is_capped_by_a_cgroup(run_mount, engine):
     under its own 2 GiB rlimit) pass the sandbox's 512 MiB in all and
     stop it, the observation saying so; one passes; the cgroups go."""
     fs = run_mount("--allow-exec", "--exec-memory=512")
+    before = {ctl: set(os.listdir(own_cgroups(ctl))) for ctl in ("memory", "pids")}
     log = read_bytes(fs.mnt / ".flowfs" / "log").decode()
     assert ("experiments: a cgroup (v1) for each: 512 MiB of memory and 256"
             " processes for the whole sandbox") in log, log
@@ -528,10 +529,11 @@ def test_whole_sandbox_memory_is_capped_by_a_cgroup(run_mount, engine):
     assert line == "run: done"
     assert obs.endswith("(stopped: it ran out of memory, 512 MiB for all its"
                         " processes)"), obs
+    # the experiments' cgroups are gone (the test once looked for a name
+    # they no longer had, and could not fail)
     for ctl in ("memory", "pids"):
-        left = [n for n in os.listdir(own_cgroups(ctl))
-                if n.startswith("flowfs-experiment-")]
-        assert left == [], (ctl, left)
+        left = set(os.listdir(own_cgroups(ctl))) - before[ctl]
+        assert left == set(), (ctl, left)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can make a v1 cgroup here")
