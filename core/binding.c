@@ -344,7 +344,11 @@ static int import_file(const struct binding_ctx *c, const struct artifact *a,
 				 name);
 	if (ret < 0 || text.len == 0)
 		goto out;
+	if (c->leave)
+		c->leave(c->lock_ctx);
 	ret = a->import(text.buf, text.len, base, im, &err);
+	if (c->enter)
+		c->enter(c->lock_ctx);
 	if (ret == -EINVAL) {
 		ret = fname_line(problems, "uploads/%s: %s", name,
 				 ferr_format(&err, msg, sizeof(msg)));

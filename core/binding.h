@@ -97,6 +97,16 @@ struct binding_ctx {
 	const struct session_info *s;
 	const char *session_path;
 	struct binding_cache *cache;	/* NULL: parse every time */
+	/*
+	 * Optional: called before and after a deck's parse, which works on
+	 * a copy of the upload (a 1 MiB deck is tens of ms), so that the
+	 * caller may let go of its lock meanwhile.  Whoever takes that lock
+	 * in between may use the cache, never change the session, the tree
+	 * or the registry (in flowfs: only readers run then).
+	 */
+	void (*leave)(void *lock_ctx);
+	void (*enter)(void *lock_ctx);
+	void *lock_ctx;
 };
 
 /* The bound skill, NULL when none is bound or it is gone/broken. */

@@ -525,8 +525,9 @@ int run_start(const struct run_host *host, const struct run_options *opt,
 	r->session = s->id;
 	r->output_ino = s->output_ino;
 	r->uploads_ino = s->uploads_ino;
-	ctx = (struct binding_ctx){ host->st, host->tree, host->skills, s, path,
-				    NULL };
+	ctx = (struct binding_ctx){ .st = host->st, .tree = host->tree,
+				    .skills = host->skills, .s = s,
+				    .session_path = path };
 	/* fills `in` whatever it returns */
 	ret = binding_resolve(&ctx, &sk, &in);
 	if (!ret && !sk)

@@ -896,6 +896,12 @@ char *session_log_text(const char *text)
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message)
 {
+	return session_log_at(st, id, path, message, store_now_ns());
+}
+
+int session_log_at(struct store *st, int64_t id, const char *path,
+		   const char *message, int64_t at_ns)
+{
 	char *line = session_log_text(message), *where = session_log_text(path);
 	int root = id == 0, ret = -ENOMEM;
 
@@ -905,7 +911,7 @@ int session_log(struct store *st, int64_t id, const char *path,
 	if (ret < 0)
 		goto out;
 	ret = store_run(st, log_add[root], STORE_INT(id),
-			STORE_INT(store_now_ns()), STORE_TEXT(where),
+			STORE_INT(at_ns), STORE_TEXT(where),
 			STORE_TEXT(line));
 	if (ret < 0)
 		goto rollback;

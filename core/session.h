@@ -191,6 +191,9 @@ char *session_log_text(const char *text);
 
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message);
+/* The same with the time it happened (session_log(): now). */
+int session_log_at(struct store *st, int64_t id, const char *path,
+		   const char *message, int64_t at_ns);
 /*
  * The log of session `id` (0: the mount root's), oldest first, one
  * "<UTC time> <path>: <message>\n" each; *mtime_ns: the last line's time

@@ -862,6 +862,52 @@ int store_check_private(const char *path, struct ferr *warn)
 	return 1;
 }
 
+/* What every connection of a store runs first. */
+static const char connection_setup[] =
+	"PRAGMA journal_mode=WAL;"
+	"PRAGMA synchronous=NORMAL;"
+	"PRAGMA foreign_keys=ON;"
+	"PRAGMA cache_size=-8192;"
+	/* a large write leaves a long WAL: cut it back once checkpointed,
+	 * not to hold twice the space */
+	"PRAGMA journal_size_limit=67108864;"
+	"PRAGMA temp_store=MEMORY;";
+
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames);
+
+int store_open_beside(struct store *first, struct store **out,
+		      struct ferr *err)
+{
+	struct store *st;
+	int rc, ret;
+
+	*out = NULL;
+	st = calloc(1, sizeof(*st));
+	if (!st || !(st->path = strdup(first->path))) {
+		free(st);
+		return ferr_set(err, -ENOMEM, "out of memory");
+	}
+	rc = sqlite3_open_v2(st->path, &st->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_extended_result_codes(st->db, 0);
+		sqlite3_busy_timeout(st->db, 2000);
+		rc = sqlite3_exec(st->db, connection_setup, NULL, NULL, NULL);
+	}
+	if (rc != SQLITE_OK) {
+		ret = ferr_set(err, store_errno(rc) ? store_errno(rc) : -EIO,
+			       "cannot open %s a second time: %s", st->path,
+			       st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		store_close(st);
+		return ret;
+	}
+	/* its commits wake the first one's checkpointer as its own do */
+	if (first->ckpt.running)
+		sqlite3_wal_hook(st->db, wal_hook, &first->ckpt);
+	*out = st;
+	return 0;
+}
+
 int store_open(struct store **out, const char *path, struct ferr *err)
 {
 	struct store *st;
@@ -901,16 +947,7 @@ int store_open(struct store **out, const char *path, struct ferr *err)
 		goto fail;
 	}
 	make_vacuumable(st);
-	rc = sqlite3_exec(st->db,
-			  "PRAGMA journal_mode=WAL;"
-			  "PRAGMA synchronous=NORMAL;"
-			  "PRAGMA foreign_keys=ON;"
-			  "PRAGMA cache_size=-8192;"
-			  /* a large write leaves a long WAL: cut it back once
-			   * checkpointed, not to hold twice the space */
-			  "PRAGMA journal_size_limit=67108864;"
-			  "PRAGMA temp_store=MEMORY;",
-			  NULL, NULL, NULL);
+	rc = sqlite3_exec(st->db, connection_setup, NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		ret = ferr_set(err, store_errno(rc), "cannot set up %s: %s",
 			       path, sqlite3_errmsg(st->db));

@@ -22,8 +22,9 @@
  *	...
  *	store_done(q);                           // always, on every path
  *
- * A store is not thread-safe: its user serializes calls (flowfs holds one
- * lock around every filesystem request).
+ * A store is not thread-safe: its user serializes calls (flowfs holds a
+ * lock around every filesystem request); threads that work beside each
+ * other use a connection each (store_open_beside()).
  *
  * Errors from SQLite become errnos through store_errno(): SQLITE_BUSY and
  * SQLITE_LOCKED become -EAGAIN (another process holds the write lock; the
@@ -108,6 +109,15 @@ void store_close(struct store *st);
  * store_close().  Call it after any fork().
  */
 int store_start_checkpointer(struct store *st, struct ferr *err);
+
+/*
+ * A second connection to the database of `first` (open, checked and
+ * migrated), for another thread: its own statements and transactions,
+ * the same settings, its commits waking the checkpointer of `first`
+ * (started before).  Closed by store_close(), before `first`.
+ */
+int store_open_beside(struct store *first, struct store **out,
+		      struct ferr *err);
 
 sqlite3 *store_db(struct store *st);
 const char *store_path(const struct store *st);

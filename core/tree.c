@@ -456,6 +456,13 @@ static int delete_if_unlinked(struct tree *t, uint64_t ino)
 	return store_run(t->st, sql, STORE_INT(ino));
 }
 
+bool tree_forget_deletes(struct tree *t, uint64_t ino, uint64_t n)
+{
+	struct ref_slot *s = ref_find(&t->refs, ino);
+
+	return s && s->count <= n && s->kept && !open_find(t, ino);
+}
+
 int tree_forget(struct tree *t, uint64_t ino, uint64_t n)
 {
 	struct ref_slot *s = ref_find(&t->refs, ino);
@@ -907,6 +914,22 @@ static int delete_unlinked(struct tree *t, struct open_file *f)
 	return ret;
 }
 
+bool tree_flush_writes(struct tree *t, uint64_t ino, bool durable)
+{
+	struct open_file *f = open_find(t, ino);
+
+	return durable || (f && (f->nchunks || f->attr_dirty));
+}
+
+bool tree_release_writes(struct tree *t, uint64_t ino)
+{
+	struct open_file *f = open_find(t, ino);
+
+	return f && f->handles == 1 &&
+	       (f->nchunks || f->attr_dirty ||
+		(f->orphan && !referenced(t, ino)));
+}
+
 int tree_release(struct tree *t, uint64_t ino)
 {
 	struct open_file **slot = open_slot(t, ino), *f = *slot;
@@ -1076,12 +1099,12 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
  * database pages: incremental blob I/O copies from the pages straight
  * into buf, where sqlite3_column_blob() would first assemble a copy.
  */
-static int read_stored(struct tree *t, uint64_t ino, char *buf, int64_t off,
-		       int64_t end)
+static int read_stored(struct store *st, uint64_t ino, char *buf,
+		       int64_t off, int64_t end)
 {
 	static const char sql[] = "SELECT idx, id, length(data) FROM chunks"
 		" WHERE ino = ?1 AND idx BETWEEN ?2 AND ?3 ORDER BY idx";
-	sqlite3_stmt *q = store_stmt(t->st, sql);
+	sqlite3_stmt *q = store_stmt(st, sql);
 	sqlite3_blob *blob = NULL;
 	int64_t filled = off;	/* buf holds [off, filled) */
 	int rc, ret = 0;
@@ -1103,7 +1126,7 @@ static int read_stored(struct tree *t, uint64_t ino, char *buf, int64_t off,
 		if (from > filled)
 			memset(buf + (filled - off), 0, (size_t)(from - filled));
 		rc = blob ? sqlite3_blob_reopen(blob, id)
-			  : sqlite3_blob_open(store_db(t->st), "main", "chunks",
+			  : sqlite3_blob_open(store_db(st), "main", "chunks",
 					      "data", id, 0, &blob);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_blob_read(blob, buf + (from - off),
@@ -1138,7 +1161,7 @@ static int read_sized(struct tree *t, uint64_t ino, int64_t fsize, char *buf,
 	if (off >= fsize || !size)
 		return 0;
 	end = fsize - off < (int64_t)size ? fsize : off + (int64_t)size;
-	ret = read_stored(t, ino, buf, off, end);
+	ret = read_stored(t->st, ino, buf, off, end);
 	if (ret < 0)
 		return ret;
 	if (f) {
@@ -1178,6 +1201,36 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 		return read_sized(t, ino, f->size, buf, size, off, got);
 	ret = tree_getattr(t, ino, &a);
 	return ret < 0 ? ret : read_sized(t, ino, a.size, buf, size, off, got);
+}
+
+int tree_read_plan(struct tree *t, uint64_t ino, int64_t *size)
+{
+	struct open_file *f = open_find(t, ino);
+
+	if (!f)
+		return -EBADF;
+	if (f->nchunks || f->attr_dirty)
+		return 1;
+	*size = f->size;
+	return 0;
+}
+
+int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
+		     char *buf, size_t size, int64_t off, size_t *got)
+{
+	int64_t end;
+	int ret;
+
+	*got = 0;
+	if (off < 0)
+		return -EINVAL;
+	if (off >= fsize || !size)
+		return 0;
+	end = fsize - off < (int64_t)size ? fsize : off + (int64_t)size;
+	ret = read_stored(st, ino, buf, off, end);
+	if (!ret)
+		*got = (size_t)(end - off);
+	return ret;
 }
 
 int tree_create_unlinked(struct tree *t, uint64_t parent,

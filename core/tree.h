@@ -200,11 +200,30 @@ int tree_session_has_data(struct tree *t, int64_t session, bool *has);
  * tree_forget(): 0, or the store's error deleting the row it kept. */
 int tree_ref(struct tree *t, uint64_t ino);
 int tree_forget(struct tree *t, uint64_t ino, uint64_t n);
+/* Whether tree_forget() of the same would delete a row (the last
+ * reference of a file unlinked and not open): a write to the store. */
+bool tree_forget_deletes(struct tree *t, uint64_t ino, uint64_t n);
 
 /* Open files (see above). */
+/* Whether tree_flush(), tree_release() of the same would write to the
+ * store (for a caller that takes a writer's lock only then). */
+bool tree_flush_writes(struct tree *t, uint64_t ino, bool durable);
+bool tree_release_writes(struct tree *t, uint64_t ino);
 int tree_open(struct tree *t, uint64_t ino);
 int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 	      int64_t off, size_t *got);
+
+/*
+ * tree_read() of an open file in two steps, the second without the tree
+ * (for a reader that lets go of its lock meanwhile): tree_read_plan()
+ * gives 0 and the file's size when all its bytes are in the store, 1
+ * when some are gathered in memory (tree_read() then), -EBADF when it
+ * is not open.  tree_read_stored() reads them from `st`, any connection
+ * to the store, as one statement (one snapshot of the store).
+ */
+int tree_read_plan(struct tree *t, uint64_t ino, int64_t *size);
+int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
+		     char *buf, size_t size, int64_t off, size_t *got);
 int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 	       int64_t off);
 int tree_flush(struct tree *t, uint64_t ino, bool durable);

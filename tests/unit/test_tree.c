@@ -914,6 +914,74 @@ static void test_unlink_while_referenced(void **state)
 	assert_gone(fx, f);
 }
 
+/* A read in two steps (tree.h): from a second connection, what
+ * tree_read() gives, once the file's bytes are stored; before, the plan
+ * says to read through the tree. */
+static void test_read_from_another_connection(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t f = mkfile(fx, fx->up, "f");
+	struct ferr err = FERR_INIT;
+	struct store *other = NULL;
+	char want[3 * TREE_CHUNK_SIZE + 100], buf[sizeof(want) + 10];
+	int64_t size = -1;
+	size_t got = 0;
+
+	for (size_t i = 0; i < sizeof(want); i++)
+		want[i] = (char)('a' + i % 23);
+	assert_int_equal(store_open_beside(fx->st, &other, &err), 0);
+	assert_int_equal(tree_read_plan(fx->t, f, &size), -EBADF);
+	assert_int_equal(tree_open(fx->t, f), 0);
+	wr(fx, f, want, sizeof(want), 0);
+	/* gathered in memory: the other connection cannot see them */
+	assert_int_equal(tree_read_plan(fx->t, f, &size), 1);
+	assert_true(tree_flush_writes(fx->t, f, false));
+	assert_true(tree_release_writes(fx->t, f));
+	assert_int_equal(tree_flush(fx->t, f, false), 0);
+	assert_false(tree_flush_writes(fx->t, f, false));
+	assert_true(tree_flush_writes(fx->t, f, true));
+	assert_false(tree_release_writes(fx->t, f));
+	assert_int_equal(tree_read_plan(fx->t, f, &size), 0);
+	assert_int_equal(size, (int64_t)sizeof(want));
+	assert_int_equal(tree_read_stored(other, f, size, buf, sizeof(buf), 0,
+					  &got), 0);
+	assert_int_equal(got, sizeof(want));
+	assert_memory_equal(buf, want, sizeof(want));
+	/* across a chunk's edge, and past the end */
+	assert_int_equal(tree_read_stored(other, f, size, buf, 200,
+					  TREE_CHUNK_SIZE - 100, &got), 0);
+	assert_int_equal(got, 200);
+	assert_memory_equal(buf, want + TREE_CHUNK_SIZE - 100, 200);
+	assert_int_equal(tree_read_stored(other, f, size, buf, 10, size, &got),
+			 0);
+	assert_int_equal(got, 0);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	store_close(other);
+}
+
+/* Which forgets and releases write: the last of an unlinked file's. */
+static void test_which_forgets_and_releases_write(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t f = mkfile(fx, fx->up, "f");
+
+	assert_int_equal(tree_ref(fx->t, f), 0);
+	assert_int_equal(tree_ref(fx->t, f), 0);
+	/* linked: a forget is a count */
+	assert_false(tree_forget_deletes(fx->t, f, 2));
+	assert_int_equal(tree_unlink(fx->t, fx->up, "f"), 0);
+	assert_false(tree_forget_deletes(fx->t, f, 1));
+	assert_true(tree_forget_deletes(fx->t, f, 2));
+	/* open: its last release deletes it, not the forget */
+	assert_int_equal(tree_open(fx->t, f), 0);
+	assert_false(tree_forget_deletes(fx->t, f, 2));
+	assert_false(tree_release_writes(fx->t, f));
+	assert_int_equal(tree_forget(fx->t, f, 2), 0);
+	assert_true(tree_release_writes(fx->t, f));
+	assert_int_equal(tree_release(fx->t, f), 0);
+	assert_gone(fx, f);
+}
+
 static void test_rename_over_referenced_file(void **state)
 {
 	struct fixture *fx = *state;
@@ -1576,6 +1644,8 @@ int main(void)
 		T(test_unlink_while_open),
 		T(test_rename_over_open_file),
 		T(test_orphans_removed_by_tree_new),
+		T(test_read_from_another_connection),
+		T(test_which_forgets_and_releases_write),
 		T(test_unlink_while_referenced),
 		T(test_rename_over_referenced_file),
 		T(test_forget_keeps_linked_files),
