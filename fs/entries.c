@@ -219,18 +219,18 @@ static int render_log(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
+static int render_parameters_alone(struct store *st,
+				   const struct session_info *s,
+				   struct sbuf *out, int64_t *mtime_ns)
+{
+	*mtime_ns = s->graph_mtime_ns ? s->graph_mtime_ns : s->created_ns;
+	return graph_render_parameters(st, s->id, out);
+}
+
 static int render_parameters(struct flowfs *fs, const struct session_info *s,
 			     struct sbuf *out, int64_t *mtime_ns)
 {
-	*mtime_ns = s->graph_mtime_ns ? s->graph_mtime_ns : s->created_ns;
-	return graph_render_parameters(fs->st, s->id, out);
-}
-
-static int commit_parameters(struct flowfs *fs, const struct session_info *s,
-			     const char *text, size_t len, struct ferr *err)
-{
-	return graph_commit_parameters(fs->st, fs_tools(fs, NULL), s->id, text,
-				       len, err);
+	return render_parameters_alone(fs->st, s, out, mtime_ns);
 }
 
 /* parameters_output/'s file: the seed's name for the graph's last change. */
@@ -497,10 +497,10 @@ void fs_stop_runs(struct flowfs *fs)
 {
 	/* under the lock: a queued fetch leaves the queue now, so no fetch
 	 * ending below starts it */
-	pthread_mutex_lock(&fs->lock);
+	fs_lock_write(fs);
 	for (size_t i = 0; i < fs->nruns; i++)
 		run_cancel(fs->runs[i]);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	for (size_t i = 0; i < fs->nruns; i++)
 		run_free(fs->runs[i]);
 	free(fs->runs);
@@ -557,6 +557,12 @@ const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err)
 		return fs->tools;
 	if (graph_tools_load(fs->tools_path, &fresh, err ? err : &local) < 0)
 		graph_tools_load("/nonexistent/flowfs-tools.json", &fresh, NULL);
+	/* a writer outside the lock uses the one it has (fs.h): a reader
+	 * asking meanwhile gets its reason but keeps that one */
+	if (fresh && fs->tools_pins && fs->tools) {
+		graph_tools_free(fresh);
+		return fs->tools;
+	}
 	if (fresh) {
 		graph_tools_free(fs->tools);
 		fs->tools = fresh;
@@ -614,12 +620,17 @@ const struct entry fs_entries[] = {
 	FOLDER("edges", SESSION_EDGES),
 	{ .name = "parameters.json", .scope = SCOPE_SESSION, .kind = ENTRY_DOC,
 	  .mode = S_IFREG | 0644, .render = render_parameters,
-	  .commit = commit_parameters, .version = version_parameters,
+	  .render_alone = render_parameters_alone,
+	  /* a 10,000-node graph is half a second's work: not in `lock` */
+	  .commit_alone = graph_commit_parameters,
+	  .version = version_parameters,
 	  .cleared = "{\"nodes\": [], \"edges\": [], \"meta\": {}}" },
 	DIR("parameters_output", SCOPE_SESSION, ENTRY_DIR, 0755, SCOPE_PARAMOUT),
 	{ .scope = SCOPE_PARAMOUT, .kind = ENTRY_GENERATED,
 	  .mode = S_IFREG | 0644, .name_fn = name_parameters_output,
-	  .render = render_parameters, .version = version_parameters },
+	  .render = render_parameters,
+	  .render_alone = render_parameters_alone,
+	  .version = version_parameters },
 	/* readable (as empty) so that copying a session out copies it */
 	{ .name = "ctl", .scope = SCOPE_SESSION, .kind = ENTRY_CONTROL,
 	  .mode = S_IFREG | 0600 },

@@ -21,6 +21,7 @@
 #define FLOWFS_FS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -66,6 +67,9 @@ struct fs_seen {
 /* A path in the mount, from its root, that flowfs itself builds. */
 #define FS_PATH_MAX 1400
 
+/* At most as many as the loop has threads (main.c). */
+#define FS_READERS 8
+
 #define FS_SEEN_SLOTS 32
 #define FS_SEEN_NS ((int64_t)10 * 1000000000)
 
@@ -76,11 +80,43 @@ typedef int fs_render_fn(struct flowfs *fs, const struct session_info *s,
 			 struct sbuf *out, int64_t *mtime_ns);
 
 struct flowfs {
-	/* One lock around every request: the store, tree and registry are
-	 * not thread-safe, and requests are short.  (Never held while this
-	 * process makes a request to its own mount: refresh.c.) */
+	/*
+	 * Two locks, always taken in this order: write_lock, then lock.
+	 *
+	 * `lock` is held around every request's work on what is not
+	 * thread-safe: the store `st`, the tree, the registry, the caches.
+	 * (Never held while this process makes a request to its own mount:
+	 * refresh.c.)
+	 *
+	 * `write_lock` is the database's one writer (SQLite has one at a
+	 * time): whatever may change the database, the tree or the registry
+	 * takes it before `lock` (fs_lock_write()), so a writer waiting for
+	 * another waits holding nothing readers need.  A writer may let go
+	 * of `lock` for slow work (fs_leave()/fs_enter()): a document's
+	 * parse, check and commit, on the writer's own connection `wst`.
+	 * Meanwhile only readers run (lookup, getattr, read, readdir,
+	 * status), on `st`, which shows them the last commit: nothing they
+	 * may change (caches, the kernel's references) is held across it,
+	 * and nothing the writer holds (the tree, the tool map: tools_pins)
+	 * changes under it.
+	 */
+	pthread_mutex_t write_lock;
 	pthread_mutex_t lock;
+	/* the thread holding write_lock (a kernel thread id, 0: none): for
+	 * the checks of a build with sanitizers (FLOWFS_CHECK_LOCKS) */
+	_Atomic long writer_tid;
+	_Atomic long lock_tid;	/* the same of `lock` */
+	/* log lines of readers, which may not write: written by the next
+	 * thread to hold write_lock, before the reader's request is
+	 * answered (fs_unlock()); `lock` guards it */
+	struct fs_log_line *log_queue, **log_tail;
 	struct store *st;
+	struct store *wst;	/* the writer's, used outside `lock` only */
+	/* connections for reads of file data outside `lock` (ops.c's
+	 * read), opened as needed: fs_reader_get() */
+	pthread_mutex_t readers_lock;
+	struct store *readers[FS_READERS];
+	bool reader_busy[FS_READERS];
 	struct tree *tree;
 	struct skill_registry *skills;
 	struct fs_notifier *notifier;
@@ -88,6 +124,7 @@ struct flowfs {
 	char *tools_path;
 	struct graph_tools *tools;
 	int64_t tools_mtime_ns;
+	unsigned tools_pins;	/* in use outside `lock`: not replaced */
 	char *mountpoint;	/* absolute */
 	int64_t mounted_ns;
 	uid_t uid;
@@ -164,6 +201,32 @@ struct flowfs {
  * from it (ops.c takes those as no-ops); fs_refresher_main(): main() of
  * "flowfs --refresh-helper MOUNTPOINT MAJOR:MINOR".
  */
+/*
+ * The locks (struct flowfs).  fs_lock_read(): `lock` alone, for a request
+ * that changes nothing stored; fs_lock_write(): write_lock then `lock`.
+ * fs_unlock() lets go of what the thread holds.  A writer may call
+ * fs_leave() to let go of `lock` for slow work and fs_enter() to take it
+ * back, holding nothing from caches across.
+ */
+void fs_lock_read(struct flowfs *fs);
+void fs_lock_write(struct flowfs *fs);
+void fs_unlock(struct flowfs *fs);
+void fs_leave(struct flowfs *fs);
+void fs_enter(struct flowfs *fs);
+/*
+ * A connection of the reader pool for a read outside `lock`, or NULL when
+ * all are in use or none can be opened (read under `lock` then);
+ * fs_reader_put() gives it back; fs_readers_close() at the end.
+ */
+struct store *fs_reader_get(struct flowfs *fs);
+void fs_reader_put(struct flowfs *fs, struct store *st);
+void fs_readers_close(struct flowfs *fs);
+
+/* In a build with sanitizers: abort when a commit on `st` is made by a
+ * thread that does not hold write_lock (locks.c); else nothing.  `fs`
+ * NULL: no more (one thread again, after the loop). */
+void fs_check_locks(struct flowfs *fs, struct store *st);
+
 int fs_refresher_start(struct flowfs *fs);
 void fs_refresh_session(void *ctx, int64_t session);
 void fs_refresher_stop(struct flowfs *fs);
@@ -177,6 +240,13 @@ int fs_refresher_main(int argc, char **argv);
  */
 int fs_log(struct flowfs *fs, int64_t session, const char *name,
 	   const char *path, const char *message);
+/* Write what readers logged (fs_log() by a thread holding `lock` only):
+ * the caller holds write_lock and `lock`.  fs_log_drop(): at the end. */
+void fs_log_flush(struct flowfs *fs);
+void fs_log_drop(struct flowfs *fs);
+/* Whether the calling thread holds write_lock; `lock`. */
+bool fs_holds_write(struct flowfs *fs);
+bool fs_holds_lock(struct flowfs *fs);
 
 /* After the loop: release what the kernel never released (see above). */
 void fs_release_open_handles(struct flowfs *fs);
@@ -227,9 +297,20 @@ struct entry {
 	/* Content and the time it last changed (DOC, GENERATED);
 	 * -ENOENT when the entry does not exist now. */
 	fs_render_fn *render;
+	/* Optional, for costly content with a version: the same render
+	 * from the database alone, which a reader runs outside `lock` on a
+	 * connection of its own (ops.c: cached_content()). */
+	int (*render_alone)(struct store *st, const struct session_info *s,
+			    struct sbuf *out, int64_t *mtime_ns);
 	/* Validate and store a whole new document (DOC). */
 	int (*commit)(struct flowfs *fs, const struct session_info *s,
 		      const char *text, size_t len, struct ferr *err);
+	/* Or, for a document that is slow to take in, the same done with
+	 * the database and the tool map alone: run by the writer outside
+	 * `lock`, on its own connection (see struct flowfs). */
+	int (*commit_alone)(struct store *st, const struct graph_tools *tools,
+			    int64_t session, const char *text, size_t len,
+			    struct ferr *err);
 	/* DOC: the document unlinking it leaves (it holds nothing then) */
 	const char *cleared;
 	/* Optional, for costly content: two numbers, cheap to get, that

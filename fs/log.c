@@ -5,16 +5,79 @@
  * store keeps it (session_log_text()): what an archive or a model named
  * a file reaches no terminal as escapes, and makes no line of its own.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syslog.h>
 
 #include "fs.h"
 
+struct fs_log_line {
+	struct fs_log_line *next;
+	int64_t session, at_ns;
+	char *path, *message;
+};
+
+static void line_free(struct fs_log_line *l)
+{
+	free(l->path);
+	free(l->message);
+	free(l);
+}
+
+/* A reader's line, kept for the writer (fs.h): 0 or -ENOMEM. */
+static int queue_line(struct flowfs *fs, int64_t session, const char *path,
+		      const char *message)
+{
+	struct fs_log_line *l = calloc(1, sizeof(*l));
+
+	if (!l || !(l->path = strdup(path)) ||
+	    !(l->message = strdup(message))) {
+		if (l)
+			line_free(l);
+		return -ENOMEM;
+	}
+	l->session = session;
+	l->at_ns = store_now_ns();
+	if (!fs->log_queue)
+		fs->log_tail = &fs->log_queue;
+	*fs->log_tail = l;
+	fs->log_tail = &l->next;
+	return 0;
+}
+
+void fs_log_flush(struct flowfs *fs)
+{
+	while (fs->log_queue) {
+		struct fs_log_line *l = fs->log_queue;
+
+		fs->log_queue = l->next;
+		/* a session removed meanwhile has no log to keep it */
+		session_log_at(fs->st, l->session, l->path, l->message,
+			       l->at_ns);
+		line_free(l);
+	}
+}
+
+void fs_log_drop(struct flowfs *fs)
+{
+	while (fs->log_queue) {
+		struct fs_log_line *l = fs->log_queue;
+
+		fs->log_queue = l->next;
+		line_free(l);
+	}
+}
+
 int fs_log(struct flowfs *fs, int64_t session, const char *name,
 	   const char *path, const char *message)
 {
-	int ret = session_log(fs->st, session, path, message);
+	/* a reader may not write (fs.h: the locks); startup, one thread,
+	 * holds no lock and writes */
+	int ret = fs_holds_lock(fs) && !fs_holds_write(fs)
+			  ? queue_line(fs, session, path, message)
+			  : session_log(fs->st, session, path, message);
 	char *where = session_log_text(path), *what = session_log_text(message);
 	char *who = session_log_text(name);
 

@@ -431,14 +431,15 @@ static int read_engine_key(const struct options *opts, char *env, char **key)
 	return *key ? 0 : -ENOMEM;
 }
 
+/* A run's bookkeeping writes what it did (fs.h: the locks). */
 static void host_lock(void *ctx)
 {
-	pthread_mutex_lock(&((struct flowfs *)ctx)->lock);
+	fs_lock_write(ctx);
 }
 
 static void host_unlock(void *ctx)
 {
-	pthread_mutex_unlock(&((struct flowfs *)ctx)->lock);
+	fs_unlock(ctx);
 }
 
 static void host_changed(void *ctx, int64_t session, uint64_t parent,
@@ -848,7 +849,8 @@ int main(int argc, char *argv[])
 
 	if (open_store(db, &fs.st) < 0)
 		goto out_unmount;
-	if (store_start_checkpointer(fs.st, &err) < 0) {
+	if (store_start_checkpointer(fs.st, &err) < 0 ||
+	    store_open_beside(fs.st, &fs.wst, &err) < 0) {
 		fprintf(stderr, "flowfs: %s\n", err.message);
 		goto out_unmount;
 	}
@@ -866,6 +868,8 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
 	}
+	pthread_mutex_init(&fs.readers_lock, NULL);
+	pthread_mutex_init(&fs.write_lock, NULL);
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	fs.mountpoint = strdup(cmd.mountpoint);
@@ -903,12 +907,15 @@ int main(int argc, char *argv[])
 	if (fs.run_opt.allow_exec)
 		log_cgroups(&fs, &cgroup_why);
 
+	/* from here on, threads: every commit by the writer */
+	fs_check_locks(&fs, fs.st);
+	fs_check_locks(&fs, fs.wst);
 	loop = fuse_loop_cfg_create();
 	if (!loop)
 		goto out_unmount;
 	fuse_loop_cfg_set_clone_fd(loop, (unsigned)cmd.clone_fd);
 	/* Unset, libfuse 3.14 warns "Ignoring invalid max threads value". */
-	fuse_loop_cfg_set_max_threads(loop, 8);
+	fuse_loop_cfg_set_max_threads(loop, FS_READERS);
 	fuse_loop_cfg_set_idle_threads(loop, 4);
 	ret = cmd.singlethread ? fuse_session_loop(se)
 			       : fuse_session_loop_mt(se, loop);
@@ -925,6 +932,11 @@ out_unmount:
 	fs_stop_runs(&fs);
 	fs_notifier_stop(fs.notifier);
 	fs.notifier = NULL;
+	if (fs.wst) {
+		fs_check_locks(NULL, fs.st);
+		fs_check_locks(NULL, fs.wst);
+	}
+	fs_readers_close(&fs);
 	fuse_session_unmount(se);
 out_handlers:
 	fuse_remove_signal_handlers(se);
@@ -933,6 +945,7 @@ out:
 		fuse_session_destroy(se);
 	if (loop)
 		fuse_loop_cfg_destroy(loop);
+	fs_log_drop(&fs);
 	tree_free(fs.tree);
 	graph_tools_free(fs.tools);
 	free(fs.tools_path);
@@ -943,8 +956,12 @@ out:
 	skill_registry_free(fs.skills);
 	/* every run has ended: what they left goes */
 	exec_scratch_close(&fs.scratch);
+	fs_readers_close(&fs);
+	store_close(fs.wst);
 	store_close(fs.st);
 	if (fs.tree) {
+		pthread_mutex_destroy(&fs.readers_lock);
+		pthread_mutex_destroy(&fs.write_lock);
 		pthread_mutex_destroy(&fs.lock);
 		pthread_mutex_destroy(&fs.handles_lock);
 	}

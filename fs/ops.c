@@ -166,14 +166,21 @@ static struct flowfs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* A request that changes nothing stored (fs.h: the locks). */
 static void lock(struct flowfs *fs)
 {
-	pthread_mutex_lock(&fs->lock);
+	fs_lock_read(fs);
+}
+
+/* One that may: the database, the tree, the registry. */
+static void lock_write(struct flowfs *fs)
+{
+	fs_lock_write(fs);
 }
 
 static void unlock(struct flowfs *fs)
 {
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 }
 
 static struct handle *handle_of(struct fuse_file_info *fi)
@@ -490,40 +497,105 @@ static bool read_only_tree(const struct node *n)
  * *content points into the cache until the next call.  1 when the entry
  * has no version now (render it directly).
  */
+/* The render cache's slot of (e, session, version), or NULL; *oldest:
+ * the one to reuse. */
+static struct fs_rendered *rendered_find(struct flowfs *fs,
+					 const struct entry *e, int64_t session,
+					 const int64_t version[2],
+					 struct fs_rendered **oldest)
+{
+	*oldest = &fs->rendered[0];
+	for (int i = 0; i < FS_RENDERED_SLOTS; i++) {
+		struct fs_rendered *c = &fs->rendered[i];
+
+		if (c->valid && c->render == e->render &&
+		    c->session == session && c->version[0] == version[0] &&
+		    c->version[1] == version[1])
+			return c;
+		if (!c->valid || c->used < (*oldest)->used)
+			*oldest = c;
+	}
+	return NULL;
+}
+
+/*
+ * A reader's render of an entry that renders alone: outside `lock`, on a
+ * connection of the reader pool, the session read again and rendered in
+ * one read transaction, so that the content and its version (*version,
+ * *s) are of one moment (perhaps later than the caller's).  `lock` is
+ * let go and taken back.  1 when no connection is free (render under
+ * `lock` then).
+ */
+static int render_outside(struct flowfs *fs, const struct entry *e,
+			  struct session_info *s, int64_t version[2],
+			  struct sbuf *out, int64_t *mtime_ns)
+{
+	struct store *reader = fs_reader_get(fs);
+	int ret;
+
+	if (!reader)
+		return 1;
+	unlock(fs);
+	ret = store_exec(reader, "BEGIN");
+	if (!ret) {
+		ret = session_get(reader, s->id, s);
+		if (!ret)
+			ret = e->version(fs, s, version);
+		if (!ret)
+			ret = e->render_alone(reader, s, out, mtime_ns);
+		store_exec(reader, ret < 0 && ret != -ENOENT ? "ROLLBACK"
+							      : "COMMIT");
+	}
+	fs_reader_put(fs, reader);
+	lock(fs);
+	return ret;
+}
+
+/*
+ * The content of an entry with a version, from the render cache (a
+ * pointer into it, good while the caller holds `lock`).  A reader renders
+ * what is costly outside `lock` (struct entry: render_alone), a writer
+ * under it (its transaction may be open).  1: the entry is not to be
+ * cached now (render it).
+ */
 static int cached_content(struct flowfs *fs, const struct node *n,
 			  const struct entry *e, const struct sbuf **content,
 			  int64_t *mtime_ns)
 {
-	struct fs_rendered *slot = NULL, *oldest = &fs->rendered[0];
+	struct fs_rendered *slot, *oldest;
+	struct session_info s = n->s;
 	int64_t version[2];
 	struct sbuf fresh = SBUF_INIT;
-	int ret;
+	int ret = 1;
 
 	if (e->version(fs, &n->s, version) < 0)
 		return 1;
-	for (int i = 0; i < FS_RENDERED_SLOTS && !slot; i++) {
-		struct fs_rendered *c = &fs->rendered[i];
-
-		if (c->valid && c->render == e->render &&
-		    c->session == n->s.id && c->version[0] == version[0] &&
-		    c->version[1] == version[1])
-			slot = c;
-		else if (!c->valid || c->used < oldest->used)
-			oldest = c;
-	}
+	slot = rendered_find(fs, e, n->s.id, version, &oldest);
 	if (!slot) {
-		ret = e->render(fs, &n->s, &fresh, mtime_ns);
+		if (e->render_alone && !fs_holds_write(fs))
+			ret = render_outside(fs, e, &s, version, &fresh,
+					     mtime_ns);
+		if (ret == 1) {
+			s = n->s;
+			ret = e->render(fs, &s, &fresh, mtime_ns);
+		}
 		if (ret < 0 && ret != -ENOENT) {
 			sbuf_release(&fresh);
 			return ret;
 		}
+		/* another reader may have kept the same meanwhile */
+		slot = rendered_find(fs, e, s.id, version, &oldest);
+	}
+	if (!slot) {
 		slot = oldest;
 		sbuf_release(&slot->content);
 		*slot = (struct fs_rendered){
 			.valid = true, .render = e->render,
-			.session = n->s.id, .version = { version[0], version[1] },
+			.session = s.id, .version = { version[0], version[1] },
 			.mtime_ns = *mtime_ns, .ret = ret, .content = fresh,
 		};
+	} else {
+		sbuf_release(&fresh);
 	}
 	slot->used = ++fs->render_clock;
 	*mtime_ns = slot->mtime_ns;
@@ -1131,22 +1203,32 @@ static void entry_not_taken(struct flowfs *fs, fuse_ino_t ino)
 {
 	if (!counted(ino))
 		return;
-	lock(fs);
+	lock_write(fs);
 	tree_forget(fs->tree, ino, 1);
 	unlock(fs);
 }
 
-/* A row kept for the kernel that the store could not delete now stays
- * unlinked (nlink 0) until the next mount sweeps it (tree_new()). */
+/* The kernel forgets `n` references: a count, unless it was the last one
+ * of an unlinked file, whose row then goes (a writer's work).  A row the
+ * store could not delete now stays unlinked (nlink 0) until the next
+ * mount sweeps it (tree_new()). */
+static void forget(struct flowfs *fs, fuse_ino_t ino, uint64_t n)
+{
+	lock(fs);
+	if (tree_forget_deletes(fs->tree, ino, n)) {
+		unlock(fs);
+		lock_write(fs);
+	}
+	tree_forget(fs->tree, ino, n);
+	unlock(fs);
+}
+
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct flowfs *fs = fs_of(req);
 
-	if (counted(ino)) {
-		lock(fs);
-		tree_forget(fs->tree, ino, nlookup);
-		unlock(fs);
-	}
+	if (counted(ino))
+		forget(fs, ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -1158,11 +1240,8 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 	/* one at a time: each may delete a big file's data (the lock is
 	 * not held across a batch of them) */
 	for (size_t i = 0; i < count; i++) {
-		if (!counted(forgets[i].ino))
-			continue;
-		lock(fs);
-		tree_forget(fs->tree, forgets[i].ino, forgets[i].nlookup);
-		unlock(fs);
+		if (counted(forgets[i].ino))
+			forget(fs, forgets[i].ino, forgets[i].nlookup);
 	}
 	fuse_reply_none(req);
 }
@@ -1263,7 +1342,7 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
 		sa.what |= TREE_SET_MTIME;
 		sa.mtime_ns = ns_from_ts(&attr->st_mtim);
 	}
-	lock(fs);
+	lock_write(fs);
 	ret = tree_setattr(fs->tree, ino, &sa, &a);
 	/* a cut uploads/deck changes output/for005.dat */
 	if (!ret && (to_set & FUSE_SET_ATTR_SIZE))
@@ -1421,7 +1500,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		h = NULL;
 	/* an open document's size and time are its handle's (op_getattr) */
 	snap = h;
-	lock(fs);
+	lock_write(fs);
 	ret = resolve(fs, ino, &n);
 	if (ret < 0)
 		goto out;
@@ -1792,7 +1871,7 @@ static void make_in(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct node p, n;
 	int ret;
 
-	lock(fs);
+	lock_write(fs);
 	ret = resolve(fs, parent, &p);
 	if (!ret)
 		ret = make(fs, req, &p, name, mode, target, &n, &e);
@@ -1850,7 +1929,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	char id[256];
 	int row, coll, ret;
 
-	lock(fs);
+	lock_write(fs);
 	ret = resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : session_row(fs, &p, name);
 	if (row >= 0) {
@@ -1910,7 +1989,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct node p, n;
 	int row, ret;
 
-	lock(fs);
+	lock_write(fs);
 	ret = resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : session_row(fs, &p, name);
 	if (row >= 0) {
@@ -1994,6 +2073,28 @@ static int refuse_too_big(struct flowfs *fs, const struct doc_target *t,
 	return -EFBIG;
 }
 
+/*
+ * A document whose entry commits it alone (struct entry): taken in by the
+ * writer outside `lock`, on its own connection, so readers of every
+ * session go on meanwhile (fs.h: the locks).  The caller holds both
+ * locks; `text` is the caller's or a document handle's, which no other
+ * writer can touch now.
+ */
+static int commit_alone(struct flowfs *fs, const struct doc_target *t,
+			const char *text, size_t len, struct ferr *err)
+{
+	const struct graph_tools *tools = fs_tools(fs, NULL);
+	int ret;
+
+	fs->tools_pins++;
+	fs_leave(fs);
+	ret = fs_entries[t->row].commit_alone(fs->wst, tools, t->session, text,
+					      len, err);
+	fs_enter(fs);
+	fs->tools_pins--;
+	return ret;
+}
+
 /* Validate and store a whole document; a refusal goes to status. */
 static int commit_target(struct flowfs *fs, const struct doc_target *t,
 			 const char *text, size_t len)
@@ -2011,6 +2112,8 @@ static int commit_target(struct flowfs *fs, const struct doc_target *t,
 	if (t->in_collection)
 		ret = fs_collections[t->coll].commit(fs, t->session, t->id, text,
 						    len, &err);
+	else if (fs_entries[t->row].commit_alone)
+		ret = commit_alone(fs, t, text, len, &err);
 	else
 		ret = fs_entries[t->row].commit(fs, &s, text, len, &err);
 	if (ret < 0 && err.message[0]) {
@@ -2387,7 +2490,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	lock(fs);
+	lock_write(fs);
 	ret = resolve(fs, parent, &p);
 	if (!ret)
 		ret = resolve(fs, newparent, &np);
@@ -2566,6 +2669,15 @@ static void set_open_flags(struct fuse_file_info *fi, const struct handle *h)
 	/* Real files change only through this mount: keep their pages
 	 * between opens.  Generated ones are read fresh on every open. */
 	fi->keep_cache = h->kind == H_FILE;
+	/*
+	 * and each open reads its own copy, the version it was rendered
+	 * into: through the page cache (one per inode), a reader that
+	 * opened parameters.json before a change and one that opened it
+	 * after would read each other's pages, and the kernel would cut
+	 * both at whichever size it heard of last.  (mmap stays possible,
+	 * MAP_PRIVATE.)
+	 */
+	fi->direct_io = h->kind == H_GENERATED || h->kind == H_DOC;
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -2575,7 +2687,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct node n;
 	int ret;
 
-	lock(fs);
+	if ((fi->flags & O_ACCMODE) == O_RDONLY && !(fi->flags & O_TRUNC))
+		lock(fs);
+	else
+		lock_write(fs);
 	ret = resolve(fs, ino, &n);
 	if (!ret)
 		ret = open_node(fs, &n, fi->flags, fuse_req_ctx(req)->uid, &h);
@@ -2587,7 +2702,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	set_open_flags(fi, h);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* the caller was interrupted: undo the open */
-		lock(fs);
+		lock_write(fs);
 		release_handle(fs, h);
 		unlock(fs);
 		handle_free(fs, h);
@@ -2647,7 +2762,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct handle *h = NULL;
 	int ret;
 
-	lock(fs);
+	lock_write(fs);
 	ret = create_in(fs, req, parent, name, mode, fi->flags, &e, &h);
 	if (!ret)
 		entry_given(fs, e.ino);
@@ -2659,12 +2774,39 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	set_open_flags(fi, h);
 	/* any failure: the kernel took neither the handle nor the entry */
 	if (fuse_reply_create(req, &e, fi) < 0) {
-		lock(fs);
+		lock_write(fs);
 		release_handle(fs, h);
 		unlock(fs);
 		handle_free(fs, h);
 		entry_not_taken(fs, e.ino);
 	}
+}
+
+/*
+ * A read of a real file: from a connection of its own, outside `lock`,
+ * when all its bytes are stored (readers of different files then read
+ * side by side); under `lock` when some are still gathered in memory.
+ */
+static int read_file(struct flowfs *fs, fuse_ino_t ino, char *buf,
+		     size_t size, off_t off, size_t *got)
+{
+	struct store *reader = NULL;
+	int64_t fsize;
+	int ret;
+
+	lock(fs);
+	ret = tree_read_plan(fs->tree, ino, &fsize);
+	if (ret == 0)
+		reader = fs_reader_get(fs);
+	if (!reader) {
+		ret = tree_read(fs->tree, ino, buf, size, off, got);
+		unlock(fs);
+		return ret;
+	}
+	unlock(fs);
+	ret = tree_read_stored(reader, ino, fsize, buf, size, off, got);
+	fs_reader_put(fs, reader);
+	return ret;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -2707,9 +2849,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (changes)
 			unlock(fs);
 	} else {
-		lock(fs);
-		ret = tree_read(fs->tree, ino, buf, size, off, &got);
-		unlock(fs);
+		ret = read_file(fs, ino, buf, size, off, &got);
 	}
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
@@ -2730,7 +2870,7 @@ static int run_control(struct flowfs *fs, struct handle *h, const char *buf,
 	size_t start = 0;
 	int ret;
 
-	lock(fs);
+	lock_write(fs);
 	ret = session_get(fs->st, h->session, &s);
 	while (!ret && start < size) {
 		const char *nl = memchr(buf + start, '\n', size - start);
@@ -2797,8 +2937,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 			fuse_reply_err(req, EFBIG);
 			return;
 		}
-		/* a flush of a dup'ed descriptor may read it meanwhile */
-		lock(fs);
+		/* a flush of a dup'ed descriptor may read it meanwhile,
+		 * outside `lock` too (commit_target()) */
+		lock_write(fs);
 		ret = buffer_write(fs, h, buf, size, (size_t)off);
 		if (!ret) {
 			h->dirty = true;
@@ -2828,7 +2969,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	if (off >= 0 && off < TREE_MAX_SIZE &&
 	    (int64_t)size > TREE_MAX_SIZE - off)
 		size = (size_t)(TREE_MAX_SIZE - off);
-	lock(fs);
+	lock_write(fs);
 	ret = tree_write(fs->tree, ino, buf, size, off);
 	if (!ret)
 		h->dirty = true;
@@ -2905,6 +3046,63 @@ static void release_handle(struct flowfs *fs, struct handle *h)
 	}
 }
 
+static void leave_lock(void *fs)
+{
+	fs_leave(fs);
+}
+
+static void enter_lock(void *fs)
+{
+	fs_enter(fs);
+}
+
+/*
+ * A file written in a session may be the deck its skill imports: parse
+ * it now, in the writer's time and outside `lock`, into the binding
+ * cache, so that no reader (status, for005.dat: every session's) waits
+ * for the parse.  Anything else costs a look in the cache.
+ */
+static void take_in_uploads(struct flowfs *fs, int64_t session)
+{
+	struct sbuf problems = SBUF_INIT;
+	struct session_info s;
+	struct fs_binding b;
+
+	if (!session || session_get(fs->st, session, &s) < 0)
+		return;
+	fs_binding_init(fs, &s, &b);
+	b.ctx.leave = leave_lock;
+	b.ctx.enter = enter_lock;
+	b.ctx.lock_ctx = fs;
+	binding_problems(&b.ctx, &problems, NULL, NULL);
+	sbuf_release(&problems);
+}
+
+/*
+ * The lock a flush (or the last close: `release`) of `h` needs: a
+ * writer's when it stores something — a document, a file's gathered
+ * bytes, an fsync, the last close of an unlinked file — else a
+ * reader's, so that closing what was only read never waits for another
+ * session's commit.  What it logs (a sink's dropped bytes) a reader may.
+ */
+static void lock_handle(struct flowfs *fs, const struct handle *h,
+			bool durable, bool release)
+{
+	if (h->kind == H_DOC) {
+		lock_write(fs);
+		return;
+	}
+	lock(fs);
+	/* a file written through `h`: its close may import a deck */
+	if (h->kind == H_FILE &&
+	    (h->dirty || (release ? tree_release_writes(fs->tree, h->ino)
+				  : tree_flush_writes(fs->tree, h->ino,
+						      durable)))) {
+		unlock(fs);
+		lock_write(fs);
+	}
+}
+
 static void sync_handle(fuse_req_t req, struct fuse_file_info *fi,
 			bool durable)
 {
@@ -2912,12 +3110,12 @@ static void sync_handle(fuse_req_t req, struct fuse_file_info *fi,
 	struct handle *h = handle_of(fi);
 	int ret = 0;
 
-	lock(fs);
+	lock_handle(fs, h, durable, false);
 	if (h->kind == H_FILE) {
 		ret = tree_flush(fs->tree, h->ino, durable);
 		/* what was written may bind an input, import a deck */
-		if (h->dirty)
-			changed_if(fs, h->session, ret);
+		if (h->dirty && !changed_if(fs, h->session, ret))
+			take_in_uploads(fs, h->session);
 		h->dirty = false;
 	}
 	else if (h->kind == H_DOC)
@@ -2949,7 +3147,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct handle *h = handle_of(fi);
 
 	(void)ino;
-	lock(fs);
+	lock_handle(fs, h, false, true);
 	release_handle(fs, h);
 	unlock(fs);
 	handle_free(fs, h);
@@ -2961,7 +3159,7 @@ void fs_release_open_handles(struct flowfs *fs)
 	while (fs->open_handles) {
 		struct handle *h = fs->open_handles;
 
-		lock(fs);
+		lock_write(fs);
 		if (h->kind != H_DIR)
 			release_handle(fs, h);
 		unlock(fs);
@@ -3379,7 +3577,7 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 	(void)ino;
 	(void)datasync;
 	(void)fi;
-	lock(fs);
+	lock_write(fs);
 	ret = store_sync(fs->st);
 	unlock(fs);
 	fuse_reply_err(req, -ret);

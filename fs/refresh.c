@@ -211,13 +211,13 @@ void fs_refresh_session(void *ctx, int64_t session)
 	pthread_mutex_unlock(&fs->refresher_lock);
 	if (none)
 		return;
-	pthread_mutex_lock(&fs->lock);
+	fs_lock_read(fs);
 	/*
 	 * Others' folders are not the daemon's to touch unless it is root
 	 * (with allow_other): the kernel refuses before flowfs sees it.
 	 */
 	if (session_get(fs->st, session, &s) < 0 || (me != 0 && s.uid != me)) {
-		pthread_mutex_unlock(&fs->lock);
+		fs_unlock(fs);
 		goto out;
 	}
 	add_path(&paths, fs, s.name, "");
@@ -237,13 +237,13 @@ void fs_refresh_session(void *ctx, int64_t session)
 					     sizeof(path))
 				add_path(&paths, fs, s.name, path);
 		}
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	/* no I/O under the filesystem's lock */
 	send_paths(fs, &paths, said, sizeof(said));
 	if (said[0]) {
-		pthread_mutex_lock(&fs->lock);
+		fs_lock_write(fs);
 		fs_log(fs, 0, "", fs->mountpoint, said);
-		pthread_mutex_unlock(&fs->lock);
+		fs_unlock(fs);
 	}
 out:
 	sbuf_release(&paths);

@@ -1,0 +1,173 @@
+/*
+ * The filesystem's two locks (fs.h, struct flowfs): readers take `lock`,
+ * writers write_lock and then `lock`, and a writer may let go of `lock`
+ * for its slow work.
+ *
+ * A build with sanitizers (FLOWFS_CHECK_LOCKS) also checks the rule the
+ * design rests on: every commit, on either connection, is made by the
+ * thread holding write_lock.  A request classed as a reader that writes
+ * would wait for SQLite's lock while holding `lock`, and so make every
+ * other request wait for the writer after all; the check makes it an
+ * abort in the tests instead of a stall nobody sees.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+static long thread_id(void)
+{
+	return (long)syscall(SYS_gettid);
+}
+
+static bool holds_write(struct flowfs *fs)
+{
+	return atomic_load(&fs->writer_tid) == thread_id();
+}
+
+bool fs_holds_write(struct flowfs *fs)
+{
+	return holds_write(fs);
+}
+
+bool fs_holds_lock(struct flowfs *fs)
+{
+	return atomic_load(&fs->lock_tid) == thread_id();
+}
+
+static void take_lock(struct flowfs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	atomic_store(&fs->lock_tid, thread_id());
+}
+
+static void let_go_lock(struct flowfs *fs)
+{
+	atomic_store(&fs->lock_tid, 0);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void fs_lock_read(struct flowfs *fs)
+{
+	take_lock(fs);
+}
+
+void fs_lock_write(struct flowfs *fs)
+{
+	pthread_mutex_lock(&fs->write_lock);
+	atomic_store(&fs->writer_tid, thread_id());
+	take_lock(fs);
+}
+
+/*
+ * A reader that logged leaves its lines to a writer: itself, once it let
+ * go of `lock` (the order is write_lock first), before it answers, so
+ * that the log shows them when the call that caused them returns.
+ */
+void fs_unlock(struct flowfs *fs)
+{
+	bool writer = holds_write(fs), logged = fs->log_queue != NULL;
+
+	if (writer && logged)
+		fs_log_flush(fs);
+	let_go_lock(fs);
+	if (writer) {
+		atomic_store(&fs->writer_tid, 0);
+		pthread_mutex_unlock(&fs->write_lock);
+	} else if (logged) {
+		fs_lock_write(fs);
+		fs_log_flush(fs);
+		fs_unlock(fs);
+	}
+}
+
+void fs_leave(struct flowfs *fs)
+{
+#ifdef FLOWFS_CHECK_LOCKS
+	if (!holds_write(fs)) {
+		fprintf(stderr, "flowfs: BUG: fs_leave() by a reader\n");
+		abort();
+	}
+#endif
+	let_go_lock(fs);
+}
+
+void fs_enter(struct flowfs *fs)
+{
+	take_lock(fs);
+}
+
+struct store *fs_reader_get(struct flowfs *fs)
+{
+	struct store *st = NULL;
+	struct ferr err = FERR_INIT;
+	int free_slot = -1;
+
+	pthread_mutex_lock(&fs->readers_lock);
+	for (int i = 0; i < FS_READERS && !st; i++) {
+		if (fs->reader_busy[i])
+			continue;
+		if (fs->readers[i]) {
+			st = fs->readers[i];
+			fs->reader_busy[i] = true;
+		} else if (free_slot < 0) {
+			free_slot = i;
+		}
+	}
+	/* a reader reads chunks once: a small page cache is enough */
+	if (!st && free_slot >= 0 &&
+	    store_open_beside(fs->st, &fs->readers[free_slot], &err) == 0 &&
+	    store_exec(fs->readers[free_slot], "PRAGMA cache_size=-512") == 0) {
+		st = fs->readers[free_slot];
+		fs->reader_busy[free_slot] = true;
+		fs_check_locks(fs, st);
+	}
+	pthread_mutex_unlock(&fs->readers_lock);
+	return st;
+}
+
+void fs_reader_put(struct flowfs *fs, struct store *st)
+{
+	pthread_mutex_lock(&fs->readers_lock);
+	for (int i = 0; i < FS_READERS; i++)
+		if (fs->readers[i] == st)
+			fs->reader_busy[i] = false;
+	pthread_mutex_unlock(&fs->readers_lock);
+}
+
+void fs_readers_close(struct flowfs *fs)
+{
+	for (int i = 0; i < FS_READERS; i++) {
+		store_close(fs->readers[i]);
+		fs->readers[i] = NULL;
+	}
+}
+
+#ifdef FLOWFS_CHECK_LOCKS
+#include <sanitizer/common_interface_defs.h>
+
+static int check_commit(void *arg)
+{
+	struct flowfs *fs = arg;
+
+	if (!holds_write(fs)) {
+		fprintf(stderr, "flowfs: BUG: a commit by a thread that does"
+			" not hold the write lock\n");
+		__sanitizer_print_stack_trace();
+		abort();
+	}
+	return 0;
+}
+#endif
+
+void fs_check_locks(struct flowfs *fs, struct store *st)
+{
+#ifdef FLOWFS_CHECK_LOCKS
+	sqlite3_commit_hook(store_db(st), fs ? check_commit : NULL, fs);
+#else
+	(void)fs;
+	(void)st;
+#endif
+}
