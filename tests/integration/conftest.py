@@ -58,6 +58,7 @@ SANITIZER_MARKERS = (
     "runtime error:",
     "LeakSanitizer",
     "ERROR: ThreadSanitizer",
+    "WARNING: ThreadSanitizer",
 )
 
 

@@ -1,0 +1,160 @@
+"""Sessions side by side (issue 13, "one lock"): writers commit a graph's
+parameters.json and import DATCOM decks outside the filesystem's lock,
+on a connection of their own, while readers of every session stat, read
+and list.  Whatever a reader sees must be one whole state: a graph as one
+of its writes left it, never half of one.  The test build checks the
+lock rules as it runs (a commit by a thread without the write lock
+aborts the daemon) and its sanitizers watch the threads: the fixture
+fails the test on either.  It found one: two opens of parameters.json on
+either side of a change shared the kernel's page cache of the file, and
+one read a copy cut at the other's size (each open now reads its own
+copy: direct I/O)."""
+
+import json
+import os
+import random
+import threading
+import time
+
+from conftest import bind, put, read_bytes
+from test_datcom import PC9, request
+
+SECONDS = 6
+GRAPH_SIZES = (1, 40, 120, 300)
+
+
+def graph_doc(n):
+    """A graph of n nodes in a chain, every field given (so that what it
+    renders back is the same each time)."""
+    nodes = [{
+        "id": f"n{i}",
+        "node_uuid": f"00000000-0000-4000-8000-{i:012d}",
+        "node_version": "1.0",
+        "label": "abacus_calculation",
+        "position_x": float(i), "position_y": 0.0,
+        "system_values": {"machine_type": "c2_m8_cpu", "image": "img:1",
+                          "docker_image": ""},
+        "input_parameters": [{"name": "k", "type": "str",
+                              "value": f"v{i}"}],
+        "output_parameters": [],
+    } for i in range(n)]
+    edges = [{"id": f"e{i}", "source_node_id": f"n{i}",
+              "source_parameter_name": "out_abacus_calculation",
+              "target_node_id": f"n{i + 1}", "target_parameter_name": "k"}
+             for i in range(n - 1)]
+    return json.dumps({"nodes": nodes, "edges": edges, "meta": {
+        "template_uuid": "00000000-0000-4000-8000-00000000cafe"}})
+
+
+def replace(path, data):
+    """The atomic replace a careful writer makes (README: a temporary
+    file renamed over the name): readers see the old or the new, whole.
+    (Written in place, a file is empty between open(O_TRUNC) and the
+    writes, for flowfs's documents as for any file.)"""
+    tmp = path.with_name(f".{path.name}.tmp")
+    if isinstance(data, str):
+        data = data.encode()
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.rename(tmp, path)
+
+
+class Race:
+    def __init__(self):
+        self.stop = threading.Event()
+        self.errors = []
+        self.counts = {}
+        self.lock = threading.Lock()
+
+    def run(self, name, step):
+        def loop():
+            n = 0
+            try:
+                while not self.stop.is_set():
+                    step()
+                    n += 1
+            except Exception as e:  # noqa: B902 - reported below
+                with self.lock:
+                    self.errors.append(f"{name}: {e!r}")
+            with self.lock:
+                self.counts[name] = n
+        t = threading.Thread(target=loop, name=name)
+        t.start()
+        return t
+
+
+def test_renders_race_writes_in_many_sessions(make_flowfs, isolated_config):
+    fs = make_flowfs()
+    graphs = [fs.mnt / f"g{i}" for i in range(3)]
+    decks = [fs.mnt / f"d{i}" for i in range(2)]
+    for s in graphs + decks:
+        os.mkdir(s)
+    # each graph size once, quietly: what its parameters.json reads back
+    docs = {n: graph_doc(n) for n in GRAPH_SIZES}
+    renders = {}
+    for n, doc in docs.items():
+        assert put(graphs[0] / "parameters.json", doc) == 0
+        renders[read_bytes(graphs[0] / "parameters.json")] = n
+        assert len(os.listdir(graphs[0] / "nodes")) == n
+    assert len(renders) == len(GRAPH_SIZES)
+    # two decks that differ: the PC-9's, and the same at another weight
+    deck_texts = []
+    for wt in (4960.0, 5100.0):
+        assert bind(decks[0], "datcom") == 0
+        assert request(decks[0], {**PC9, "wt": wt}) == 0
+        deck_texts.append(read_bytes(decks[0] / "output" / "for005.dat"))
+    assert deck_texts[0] != deck_texts[1]
+    for s in decks:
+        assert put(s / "session.json", json.dumps({"skill": "datcom"})) == 0
+        assert put(s / "request.json", "{}") == 0
+        replace(s / "uploads" / "deck.dat", deck_texts[0])
+    for s in graphs:
+        replace(s / "parameters.json", docs[GRAPH_SIZES[0]])
+
+    race = Race()
+    threads = []
+    for i, s in enumerate(graphs):
+        rng = random.Random(i)
+
+        def write_graph(s=s, rng=rng):
+            replace(s / "parameters.json", docs[rng.choice(GRAPH_SIZES)])
+
+        def read_graph(s=s):
+            got = read_bytes(s / "parameters.json")
+            assert got in renders, f"{s.name}: a graph no write left" \
+                f" ({len(got)} bytes)"
+            assert len(os.listdir(s / "nodes")) in GRAPH_SIZES
+            os.stat(s / "status")
+            read_bytes(s / "status")
+        threads.append(race.run(f"write {s.name}", write_graph))
+        threads.append(race.run(f"read {s.name}", read_graph))
+    for i, s in enumerate(decks):
+        rng = random.Random(100 + i)
+
+        def write_deck(s=s, rng=rng):
+            replace(s / "uploads" / "deck.dat", rng.choice(deck_texts))
+            read_bytes(s / "status")
+
+        def read_deck(s=s):
+            text = read_bytes(s / "status")
+            assert text, f"{s.name}: an empty status"
+            deck = read_bytes(s / "output" / "for005.dat")
+            assert b"$FLTCON" in deck, f"{s.name}: no deck: {deck[:200]!r}"
+            json.loads(read_bytes(s / "status.json"))
+        threads.append(race.run(f"write {s.name}", write_deck))
+        threads.append(race.run(f"read {s.name}", read_deck))
+
+    time.sleep(SECONDS)
+    race.stop.set()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive(), f"{t.name} still running after 2 minutes"
+    assert not race.errors, "\n".join(race.errors)
+    # every thread did something: the race ran
+    assert all(race.counts.get(t.name, 0) > 0 for t in threads), race.counts
+    # and what the last writes left is there and whole
+    for s in graphs:
+        assert read_bytes(s / "parameters.json") in renders
+    for s in decks:
+        assert b"$FLTCON" in read_bytes(s / "output" / "for005.dat")
+
