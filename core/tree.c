@@ -1155,15 +1155,10 @@ static int read_sized(struct tree *t, uint64_t ino, int64_t fsize, char *buf,
 	int64_t end;
 	int ret;
 
-	*got = 0;
-	if (off < 0)
-		return -EINVAL;
-	if (off >= fsize || !size)
-		return 0;
-	end = fsize - off < (int64_t)size ? fsize : off + (int64_t)size;
-	ret = read_stored(t->st, ino, buf, off, end);
-	if (ret < 0)
+	ret = tree_read_stored(t->st, ino, fsize, buf, size, off, got);
+	if (ret < 0 || !*got)
 		return ret;
+	end = off + (int64_t)*got;
 	if (f) {
 		for (size_t i = 0; i < f->nchunks; i++) {
 			struct dirty_chunk *c = &f->chunks[i];
