@@ -41,6 +41,8 @@
 
 #define FS_ROOT_INO 1
 #define FS_RENDERED_SLOTS 4
+/* Content smaller is rendered each time it is asked for, not kept. */
+#define FS_RENDERED_MIN (16 * 1024)
 #define FS_VIRTUAL ((uint64_t)1 << 63)
 #define FS_SPACE_SHIFT 61
 #define FS_SPACE_ENTRY 0u
@@ -106,6 +108,10 @@ struct flowfs {
 	 * the checks of a build with sanitizers (FLOWFS_CHECK_LOCKS) */
 	_Atomic long writer_tid;
 	_Atomic long lock_tid;	/* the same of `lock` */
+	/* a writer let go of `lock` for slow work (fs_leave()): readers do
+	 * not scan the skill folders again meanwhile (its skill pointers
+	 * would go); `lock` guards it */
+	bool writer_out;
 	/* log lines of readers, which may not write: written by the next
 	 * thread to hold write_lock, before the reader's request is
 	 * answered (fs_unlock()); `lock` guards it */

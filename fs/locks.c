@@ -91,12 +91,14 @@ void fs_leave(struct flowfs *fs)
 		abort();
 	}
 #endif
+	fs->writer_out = true;
 	let_go_lock(fs);
 }
 
 void fs_enter(struct flowfs *fs)
 {
 	take_lock(fs);
+	fs->writer_out = false;
 }
 
 struct store *fs_reader_get(struct flowfs *fs)

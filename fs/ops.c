@@ -559,8 +559,8 @@ static int render_outside(struct flowfs *fs, const struct entry *e,
  * cached now (render it).
  */
 static int cached_content(struct flowfs *fs, const struct node *n,
-			  const struct entry *e, const struct sbuf **content,
-			  int64_t *mtime_ns)
+			  const struct entry *e, struct sbuf *scratch,
+			  const struct sbuf **content, int64_t *mtime_ns)
 {
 	struct fs_rendered *slot, *oldest;
 	struct session_info s = n->s;
@@ -581,6 +581,15 @@ static int cached_content(struct flowfs *fs, const struct node *n,
 		}
 		if (ret < 0 && ret != -ENOENT) {
 			sbuf_release(&fresh);
+			return ret;
+		}
+		/* what is cheap to render again does not push out what
+		 * is not (an empty session's summary.json, a big one's) */
+		if (fresh.len < FS_RENDERED_MIN) {
+			if (sbuf_add(scratch, fresh.buf, fresh.len) < 0)
+				ret = -ENOMEM;
+			sbuf_release(&fresh);
+			*content = scratch;
 			return ret;
 		}
 		/* another reader may have kept the same meanwhile */
@@ -629,7 +638,7 @@ static int entry_content(struct flowfs *fs, const struct node *n,
 	if (!e->render)
 		return 0;
 	if (e->version && n->has_session) {
-		int ret = cached_content(fs, n, e, content, mtime_ns);
+		int ret = cached_content(fs, n, e, scratch, content, mtime_ns);
 
 		if (ret <= 0)
 			return ret;
@@ -3272,7 +3281,9 @@ static int dir_add_items(struct flowfs *fs, struct handle *h, size_t *alloc,
 static int dir_add_catalog(struct flowfs *fs, struct handle *h, size_t *alloc,
 			   const struct node *dir)
 {
-	int ret = skill_registry_scan(fs->skills);
+	/* not while a writer outside the lock holds skills (fs.h): the
+	 * listing then shows the last scan's */
+	int ret = fs->writer_out ? 0 : skill_registry_scan(fs->skills);
 
 	for (size_t i = 0; !ret && i < skill_count(fs->skills); i++) {
 		const struct skill *sk = skill_at(fs->skills, i);
