@@ -19,9 +19,9 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,37 +42,43 @@ def read_file(path):
         return f.read()
 
 
+PROBE = r"""
+import os, sys, time
+path = sys.argv[1]
+while True:
+    t0 = time.perf_counter()
+    os.stat(path)
+    with open(path, "rb") as f:
+        f.read()
+    print(time.perf_counter() - t0, flush=True)
+    time.sleep(0.005)
+"""
+
+
 class Prober:
     """Another session's `stat` + `read` of its status, every 5 ms while
     something runs, each one timed: the longest is how long that session
-    waited."""
+    waited.  A process of its own, as another user's would be (a thread
+    of this one would wait for Python's lock, not for flowfs)."""
 
     def __init__(self, session):
         self.path = os.path.join(session, "status")
         self.times = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.proc = None
 
     @property
     def worst(self):
         return max(self.times, default=0.0)
 
-    def run(self):
-        while not self.stop.is_set():
-            t0 = time.perf_counter()
-            os.stat(self.path)
-            read_file(self.path)
-            self.times.append(time.perf_counter() - t0)
-            time.sleep(0.005)
-
     def __enter__(self):
-        self.thread.start()
+        self.proc = subprocess.Popen([sys.executable, "-c", PROBE, self.path],
+                                     stdout=subprocess.PIPE, text=True)
         return self
 
     def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
-
+        self.proc.terminate()
+        out, _ = self.proc.communicate()
+        self.times = [float(x) for x in out.split()]
 
 def timed(fn):
     t0 = time.perf_counter()

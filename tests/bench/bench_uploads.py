@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 MiB = 1 << 20
@@ -438,8 +439,8 @@ def m_seq_write_fsync(t, ctx):
     return _seq_write(t, ctx, fsync=True)
 
 
-def _read_all(path, ctx):
-    t0 = time.perf_counter()
+def read_through(path):
+    """Bytes read from `path` to its end, 1 MiB at a time."""
     fd = os.open(path, os.O_RDONLY)
     total = 0
     try:
@@ -451,6 +452,12 @@ def _read_all(path, ctx):
             total += n
     finally:
         os.close(fd)
+    return total
+
+
+def _read_all(path, ctx):
+    t0 = time.perf_counter()
+    total = read_through(path)
     dt = time.perf_counter() - t0
     if total != ctx.file_size:
         raise RuntimeError(f"read {total} bytes of {path}, expected {ctx.file_size}")
@@ -509,6 +516,70 @@ def m_warm_read(t, ctx):
     path = big_path(t)
     _read_all(path, ctx)  # make sure the previous open left it cached
     return statistics.median(_read_all(path, ctx) for _ in range(WARM_READS))
+
+
+PAR_FILES = 4
+
+
+def par_path(t, i):
+    return os.path.join(t.work, f"par{i}.bin")
+
+
+def ensure_par_files(t, ctx):
+    """PAR_FILES files of a quarter of the big file's size (untimed)."""
+    size = ctx.file_size // PAR_FILES
+    for i in range(PAR_FILES):
+        path = par_path(t, i)
+        try:
+            if os.stat(path).st_size == size:
+                continue
+        except FileNotFoundError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for _ in range(size // len(ctx.chunk)):
+                write_all(fd, ctx.chunk)
+        finally:
+            os.close(fd)
+    os.sync()
+    return size
+
+
+def parallel_read(readers):
+    """MiB/s of `readers` threads each reading a different file, cold, all
+    at once (issue 13: readers of different files must not queue behind
+    one another): the bytes of all over the time until the last ends."""
+    def m(t, ctx):
+        size = ensure_par_files(t, ctx)
+        paths = [par_path(t, i) for i in range(readers)]
+        for path in paths:
+            fadvise_dontneed(path)
+        drop_caches(1)
+        if t.is_fuse and any((resident_bytes(p) or 0) > size // 100
+                             for p in paths):
+            t.remount()
+        errors = []
+
+        def read_one(path):
+            try:
+                got = read_through(path)
+                if got != size:
+                    errors.append(f"{path}: {got} of {size} bytes")
+            except OSError as e:
+                errors.append(f"{path}: {e}")
+        threads = [threading.Thread(target=read_one, args=(p,))
+                   for p in paths]
+        t0 = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        dt = time.perf_counter() - t0
+        if errors:
+            raise RuntimeError("; ".join(errors))
+        return readers * size / MiB / dt
+    m.__doc__ = f"MiB/s: {readers} readers of different files at once"
+    return m
 
 
 def m_create_files(t, ctx):
@@ -901,6 +972,9 @@ def upload_rows(ctx):
             goal=Goal(ratio=0.5, text=">= 0.5x ovl")),
         Row(f"warm read {size}", "MiB/s", fn=m_warm_read,
             goal=Goal(ratio=0.8, text=">= 0.8x ovl")),
+        *[Row(f"cold read, {r} reader{'s' if r > 1 else ''} of"
+              f" {ctx.file_size // MiB // PAR_FILES} MiB files at once",
+              "MiB/s", fn=parallel_read(r)) for r in (1, 2, 4)],
         Row(f"create+4KiB write+close x{n}", "files/s", fn=m_create_files,
             goal=Goal(ratio=0.5, text=">= 0.5x ovl")),
         Row(f"ls -l of {n} files (cold)", "entries/s", fn=m_ls_cold,
