@@ -158,3 +158,25 @@ def test_renders_race_writes_in_many_sessions(make_flowfs, isolated_config):
     for s in decks:
         assert b"$FLTCON" in read_bytes(s / "output" / "for005.dat")
 
+
+
+def test_generated_files_map_privately(flowfs):
+    """What the README says of generated files read past the page cache:
+    mmap(MAP_PRIVATE) reads what read() does; MAP_SHARED gets ENODEV."""
+    import errno
+    import mmap
+    s = flowfs.mnt / "s"
+    os.mkdir(s)
+    replace(s / "parameters.json", graph_doc(5))
+    want = read_bytes(s / "parameters.json")
+    with open(s / "parameters.json", "rb") as f:
+        with mmap.mmap(f.fileno(), len(want), flags=mmap.MAP_PRIVATE,
+                       prot=mmap.PROT_READ) as m:
+            assert m[:] == want
+        try:
+            mmap.mmap(f.fileno(), len(want), flags=mmap.MAP_SHARED,
+                      prot=mmap.PROT_READ).close()
+        except OSError as e:
+            assert e.errno == errno.ENODEV
+        else:
+            raise AssertionError("MAP_SHARED of a generated file worked")
