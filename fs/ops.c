@@ -105,6 +105,7 @@ struct handle {
 };
 
 static void release_handle(struct flowfs *fs, struct handle *h);
+static void take_in_uploads(struct flowfs *fs, int64_t session);
 struct doc_target;
 static void target_path(const struct doc_target *t, char *buf, size_t size);
 struct node;
@@ -2547,6 +2548,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (!ret)
 		ret = tree_rename(fs->tree, parent, name, newparent, newname,
 				  noreplace);
+	/* a deck renamed into place (rsync, an editor's save) */
+	if (!ret)
+		take_in_uploads(fs, session_of(&np));
 out:
 	if (!ret) {
 		changed(fs, session_of(&p));
