@@ -305,7 +305,8 @@ struct entry {
 	fs_render_fn *render;
 	/* Optional, for costly content with a version: the same render
 	 * from the database alone, which a reader runs outside `lock` on a
-	 * connection of its own (ops.c: cached_content()). */
+	 * connection of its own (ops.c: cached_content()), with the entry's
+	 * version(), which must then read nothing but the session. */
 	int (*render_alone)(struct store *st, const struct session_info *s,
 			    struct sbuf *out, int64_t *mtime_ns);
 	/* Validate and store a whole new document (DOC). */
