@@ -65,6 +65,12 @@ struct ref_table {
 
 struct tree {
 	struct store *st;
+	/* tree_set_flusher(): where and how a flush goes outside the
+	 * caller's lock (flush_st NULL: on st, inside it) */
+	struct store *flush_st;
+	void (*leave)(void *lock_ctx);
+	void (*enter)(void *lock_ctx);
+	void *lock_ctx;
 	struct ref_table refs;
 	struct open_file *open[OPEN_BUCKETS];
 	size_t dirty_bytes;
@@ -456,6 +462,27 @@ static int delete_if_unlinked(struct tree *t, uint64_t ino)
 	return store_run(t->st, sql, STORE_INT(ino));
 }
 
+static bool can_leave(struct tree *t);
+
+/*
+ * delete_if_unlinked() of a file neither open nor known to the kernel
+ * any more (so no reader can ask for it), outside the caller's lock when
+ * it can be: a 1 GiB file is 16,384 rows of data.
+ */
+static int delete_alone(struct tree *t, uint64_t ino)
+{
+	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1"
+		" AND nlink = 0";
+	int ret;
+
+	if (!can_leave(t))
+		return delete_if_unlinked(t, ino);
+	t->leave(t->lock_ctx);
+	ret = store_run(t->flush_st, sql, STORE_INT(ino));
+	t->enter(t->lock_ctx);
+	return ret;
+}
+
 bool tree_forget_deletes(struct tree *t, uint64_t ino, uint64_t n)
 {
 	struct ref_slot *s = ref_find(&t->refs, ino);
@@ -479,7 +506,7 @@ int tree_forget(struct tree *t, uint64_t ino, uint64_t n)
 	/* an open handle keeps it still: tree_release() deletes it */
 	if (!kept || open_find(t, ino))
 		return 0;
-	return delete_if_unlinked(t, ino);
+	return delete_alone(t, ino);
 }
 
 /*
@@ -782,7 +809,7 @@ int tree_set_tag(struct tree *t, uint64_t ino, unsigned tag)
 /* ---- data ------------------------------------------------------------- */
 
 /* Chunks at or past `size` go; the chunk holding `size` is cut there. */
-static int cut_chunks(struct tree *t, uint64_t ino, int64_t size)
+static int cut_chunks(struct store *st, uint64_t ino, int64_t size)
 {
 	static const char del[] =
 		"DELETE FROM chunks WHERE ino = ?1 AND idx >= ?2";
@@ -795,18 +822,21 @@ static int cut_chunks(struct tree *t, uint64_t ino, int64_t size)
 	int64_t first_gone = (size + TREE_CHUNK_SIZE - 1) / TREE_CHUNK_SIZE;
 	int ret;
 
-	ret = store_run(t->st, del, STORE_INT(ino), STORE_INT(first_gone));
+	ret = store_run(st, del, STORE_INT(ino), STORE_INT(first_gone));
 	if (!ret && size % TREE_CHUNK_SIZE)
-		ret = store_run(t->st, cut, STORE_INT(ino),
+		ret = store_run(st, cut, STORE_INT(ino),
 				STORE_INT(size / TREE_CHUNK_SIZE),
 				STORE_INT(size % TREE_CHUNK_SIZE));
 	if (!ret)
-		ret = store_run(t->st, sum, STORE_INT(ino));
+		ret = store_run(st, sum, STORE_INT(ino));
 	return ret;
 }
 
-/* Write an open file's gathered chunks and attributes; in a transaction. */
-static int write_out(struct tree *t, struct open_file *f)
+/* Write an open file's gathered chunks and attributes to `st`, in a
+ * transaction; *alloc: the bytes it then stores.  `f` is only read: a
+ * flush outside the caller's lock has readers of it beside it. */
+static int write_out(struct store *st, const struct open_file *f,
+		     int64_t *alloc_out)
 {
 	static const char put[] =
 		"INSERT OR REPLACE INTO chunks(ino, idx, data) VALUES (?1, ?2, ?3)";
@@ -816,40 +846,73 @@ static int write_out(struct tree *t, struct open_file *f)
 	int ret;
 
 	for (size_t i = 0; i < f->nchunks; i++) {
-		struct dirty_chunk *c = &f->chunks[i];
+		const struct dirty_chunk *c = &f->chunks[i];
 
-		ret = store_run(t->st, put, STORE_INT(f->ino), STORE_INT(c->idx),
+		ret = store_run(st, put, STORE_INT(f->ino), STORE_INT(c->idx),
 				STORE_BLOB(c->data, c->len));
 		if (ret < 0)
 			return ret;
 		alloc += (int64_t)c->len - (int64_t)c->stored_len;
 	}
-	ret = store_run(t->st, upd, STORE_INT(f->ino), STORE_INT(f->size),
+	ret = store_run(st, upd, STORE_INT(f->ino), STORE_INT(f->size),
 			STORE_INT(alloc), STORE_INT(f->mtime_ns),
 			STORE_INT(f->ctime_ns));
 	if (ret < 0)
 		return ret;
-	f->alloc = alloc;
+	*alloc_out = alloc;
 	return 0;
 }
 
-static int flush_file(struct tree *t, struct open_file *f, bool durable)
+void tree_set_flusher(struct tree *t, struct store *st,
+		      void (*leave)(void *lock_ctx),
+		      void (*enter)(void *lock_ctx), void *lock_ctx)
 {
+	t->flush_st = st;
+	t->leave = leave;
+	t->enter = enter;
+	t->lock_ctx = lock_ctx;
+}
+
+/* Whether work may go outside the caller's lock now (tree_set_flusher):
+ * not while the caller has a transaction open (a statement run then is
+ * part of it). */
+static bool can_leave(struct tree *t)
+{
+	return t->flush_st && sqlite3_get_autocommit(store_db(t->st));
+}
+
+/*
+ * Store what an open file gathered, in a transaction of its own: on the
+ * flusher's connection outside the caller's lock when `may_leave` and
+ * can_leave() (no reader can free `f` meanwhile: the caller holds it
+ * open, or its gathered bytes make its last release a writer's; the
+ * last release itself flushes inside the lock), else on the tree's.
+ */
+static int flush_file(struct tree *t, struct open_file *f, bool durable,
+		      bool may_leave)
+{
+	bool alone = may_leave && can_leave(t);
+	struct store *st = alone ? t->flush_st : t->st;
+	int64_t alloc = f->alloc;
 	int ret;
 
 	if (!f->nchunks && !f->attr_dirty)
 		return durable ? store_sync(t->st) : 0;
-	ret = durable ? store_begin_durable(t->st) : store_begin(t->st);
-	if (ret < 0)
-		return ret;
-	ret = write_out(t, f);
-	if (ret < 0) {
-		store_rollback(t->st);
-		return ret;
+	if (alone)
+		t->leave(t->lock_ctx);
+	ret = durable ? store_begin_durable(st) : store_begin(st);
+	if (!ret) {
+		ret = write_out(st, f, &alloc);
+		if (ret < 0)
+			store_rollback(st);
+		else
+			ret = store_commit(st);
 	}
-	ret = store_commit(t->st);
+	if (alone)
+		t->enter(t->lock_ctx);
 	if (ret < 0)
 		return ret;
+	f->alloc = alloc;
 	f->stored_size = f->size;
 	f->attr_dirty = false;
 	drop_chunks(t, f);
@@ -897,7 +960,7 @@ int tree_flush(struct tree *t, uint64_t ino, bool durable)
 
 	if (!f)
 		return 0;
-	return flush_file(t, f, durable);
+	return flush_file(t, f, durable, true);
 }
 
 /*
@@ -947,7 +1010,7 @@ int tree_release(struct tree *t, uint64_t ino)
 	/* Nothing can report a flush error any more; the data stays in
 	 * memory only if we keep the file, which would leak. */
 	if (!f->orphan || held)
-		ret = flush_file(t, f, false);
+		ret = flush_file(t, f, false, false);
 	drop_chunks(t, f);
 	*slot = f->next;
 	free(f->chunks);
@@ -1089,7 +1152,7 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 	t->changes++;
 	if (f->dirty_bytes >= FILE_DIRTY_LIMIT ||
 	    t->dirty_bytes >= TOTAL_DIRTY_LIMIT)
-		return flush_file(t, f, false);
+		return flush_file(t, f, false, true);
 	return 0;
 }
 
@@ -1265,7 +1328,7 @@ int tree_link_unlinked(struct tree *t, uint64_t ino, uint64_t parent,
 	if (strlen(name) > NAME_MAX)
 		return -ENAMETOOLONG;
 	/* the data first: once linked, the file is whole */
-	ret = flush_file(t, f, false);
+	ret = flush_file(t, f, false, true);
 	if (ret < 0)
 		return ret;
 	ret = store_begin(t->st);
@@ -1359,11 +1422,11 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 	 * lose them); see settle_after_cut().
 	 */
 	if (f && (f->nchunks || f->attr_dirty)) {
-		ret = write_out(t, f);
+		ret = write_out(t->st, f, &f->alloc);
 		if (ret < 0)
 			return ret;
 	}
-	ret = cut_chunks(t, ino, size);
+	ret = cut_chunks(t->st, ino, size);
 	if (ret < 0)
 		return ret;
 	return store_run(t->st, sql, STORE_INT(ino), STORE_INT(size),
@@ -1393,18 +1456,76 @@ uint64_t tree_changes(const struct tree *t)
 	return t->changes;
 }
 
+/*
+ * A file's data cut to `size` (shorter), with its size and times, in a
+ * transaction of its own outside the caller's lock, before the rest of a
+ * setattr (which then finds the size done): a 1 GiB file cut to nothing
+ * (open with O_TRUNC) deletes 16,384 rows.  Only cuts of at least
+ * CUT_ALONE_BYTES go so; anything wrong is left to tree_setattr() to
+ * say.  Readers meanwhile see the file at its new size with its old
+ * data, then the cut.
+ */
+#define CUT_ALONE_BYTES (1024 * 1024)
+
+static int cut_alone(struct tree *t, uint64_t ino, int64_t size)
+{
+	static const char sql[] = "UPDATE inodes SET size = ?2,"
+		" mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1";
+	struct open_file *f = open_find(t, ino);
+	struct tree_attr a;
+	int ret, settled;
+
+	if (!can_leave(t) || tree_getattr(t, ino, &a) < 0 ||
+	    !S_ISREG(a.mode) || size < 0 || size >= a.size ||
+	    a.alloc - size < CUT_ALONE_BYTES)
+		return 0;
+	/* its gathered writes first: the cut applies to them too */
+	if (f) {
+		ret = flush_file(t, f, false, true);
+		if (ret < 0)
+			return ret;
+		f->size = size;
+	}
+	t->leave(t->lock_ctx);
+	ret = store_begin(t->flush_st);
+	if (!ret) {
+		ret = cut_chunks(t->flush_st, ino, size);
+		if (!ret)
+			ret = store_run(t->flush_st, sql, STORE_INT(ino),
+					STORE_INT(size),
+					STORE_INT(store_now_ns()));
+		if (ret < 0)
+			store_rollback(t->flush_st);
+		else
+			ret = store_commit(t->flush_st);
+	}
+	t->enter(t->lock_ctx);
+	/* as the row is now, cut or not (a reader may have closed the file
+	 * meanwhile, or opened it) */
+	f = open_find(t, ino);
+	settled = f ? settle_after_cut(t, f) : 0;
+	t->changes++;
+	return ret < 0 ? ret : settled;
+}
+
 int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 		 struct tree_attr *out)
 {
 	static const char sql[] = "UPDATE inodes SET mode = ?2, uid = ?3,"
 		" gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7"
 		" WHERE ino = ?1";
-	struct open_file *f = open_find(t, ino);
+	struct open_file *f;
 	struct tree_attr a;
-	int64_t now = store_now_ns();
+	int64_t now;
 	bool cut = false;
-	int ret;
+	int ret = 0;
 
+	if (sa->what & TREE_SET_SIZE)
+		ret = cut_alone(t, ino, sa->size);
+	if (ret < 0)
+		return ret;
+	f = open_find(t, ino);
+	now = store_now_ns();
 	ret = store_begin(t->st);
 	if (ret < 0)
 		return ret;
@@ -1640,7 +1761,7 @@ void tree_free(struct tree *t)
 			if (f->orphan)
 				delete_unlinked(t, f);
 			if (!f->orphan)
-				flush_file(t, f, true);
+				flush_file(t, f, true, false);
 			drop_chunks(t, f);
 			free(f->chunks);
 			free(f);

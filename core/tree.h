@@ -205,6 +205,19 @@ int tree_forget(struct tree *t, uint64_t ino, uint64_t n);
 bool tree_forget_deletes(struct tree *t, uint64_t ino, uint64_t n);
 
 /* Open files (see above). */
+/*
+ * Flushes (tree_flush(), a release's, the spill of a large write) made
+ * outside the caller's lock: on `st`, another connection to the store,
+ * between leave() and enter() — when the caller has no transaction open
+ * on the tree's own.  Meanwhile the caller's lock may be taken by others
+ * who only read the tree (its open files stay as they were); nothing
+ * else may change it.  st NULL: flushes on the tree's connection (the
+ * default; before tree_free() too).
+ */
+void tree_set_flusher(struct tree *t, struct store *st,
+		      void (*leave)(void *lock_ctx),
+		      void (*enter)(void *lock_ctx), void *lock_ctx);
+
 /* Whether tree_flush(), tree_release() of the same would write to the
  * store (for a caller that takes a writer's lock only then). */
 bool tree_flush_writes(struct tree *t, uint64_t ino, bool durable);

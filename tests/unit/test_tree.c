@@ -982,6 +982,64 @@ static void test_which_forgets_and_releases_write(void **state)
 	assert_gone(fx, f);
 }
 
+/* What tree_set_flusher() sends outside the caller's lock: counted. */
+static void count_leave(void *ctx)
+{
+	(*(int *)ctx)++;
+}
+
+static void count_enter(void *ctx)
+{
+	(void)ctx;
+}
+
+/* Flushes, big cuts and the deletes of forgotten files go through the
+ * flusher's connection, outside the lock; the data is the same. */
+static void test_flusher_outside_the_lock(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t f = mkfile(fx, fx->up, "f");
+	struct ferr err = FERR_INIT;
+	struct store *other = NULL;
+	static char big[2 * 1024 * 1024];
+	struct tree_setattr cut = { .what = TREE_SET_SIZE, .size = 10 };
+	struct tree_attr a;
+	int left = 0;
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)('A' + i % 26);
+	assert_int_equal(store_open_beside(fx->st, &other, &err), 0);
+	tree_set_flusher(fx->t, other, count_leave, count_enter, &left);
+	assert_int_equal(tree_open(fx->t, f), 0);
+	wr(fx, f, big, sizeof(big), 0);
+	assert_int_equal(tree_flush(fx->t, f, false), 0);
+	assert_int_equal(left, 1);
+	check_file(fx, f, big, sizeof(big));
+	assert_int_equal(sql_int(fx, "SELECT size FROM inodes WHERE ino = %llu",
+				 (unsigned long long)f), (int64_t)sizeof(big));
+	/* a cut of 2 MiB to 10 bytes, while open: alone, then settled */
+	assert_int_equal(tree_setattr(fx->t, f, &cut, &a), 0);
+	assert_int_equal(left, 2);
+	assert_int_equal(a.size, 10);
+	check_file(fx, f, big, 10);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE"
+				 " ino = %llu", (unsigned long long)f), 1);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	/* a small cut stays inside */
+	cut.size = 5;
+	assert_int_equal(tree_setattr(fx->t, f, &cut, &a), 0);
+	assert_int_equal(left, 2);
+	check_file(fx, f, big, 5);
+	/* the last forget of an unlinked file deletes it alone */
+	assert_int_equal(tree_ref(fx->t, f), 0);
+	assert_int_equal(tree_unlink(fx->t, fx->up, "f"), 0);
+	assert_int_equal(tree_forget(fx->t, f, 1), 0);
+	assert_int_equal(left, 3);
+	assert_gone(fx, f);
+	tree_set_flusher(fx->t, NULL, NULL, NULL, NULL);
+	store_close(other);
+}
+
 static void test_rename_over_referenced_file(void **state)
 {
 	struct fixture *fx = *state;
@@ -1646,6 +1704,7 @@ int main(void)
 		T(test_orphans_removed_by_tree_new),
 		T(test_read_from_another_connection),
 		T(test_which_forgets_and_releases_write),
+		T(test_flusher_outside_the_lock),
 		T(test_unlink_while_referenced),
 		T(test_rename_over_referenced_file),
 		T(test_forget_keeps_linked_files),
