@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """No session waits for another (issue 13 part 2): how long session A's
-`stat` + `read` of its `status` takes, idle and while session B, in the
+`stat` + `read` of its `status` takes, idle, while session B, in the
 same mount, writes a 10,000-node parameters.json, reads a 200-round
 summary.json and imports the largest DATCOM deck the limits allow, over
-and over.  Prints p50, p99 and max of A's probes for each phase.
+and over ("loaded"), and while B writes a 128 MiB file over the last one,
+over and over ("copies").  Prints p50, p99 and max of A's probes for each
+phase.
 
 Run it:  tests/bench/run --contention [--seconds N] [--json FILE]
 (builds <repo>/build-bench in release mode, then runs this file).
@@ -69,6 +71,13 @@ def session_b(root):
     return steps
 
 
+# The third phase: B writes a 128 MiB file over and over (each open with
+# O_TRUNC cuts the last one's 2048 chunks; the writes store a chunk every
+# 64 KiB, 8 MiB a transaction).
+COPY = os.urandom(128 * 1024 * 1024)
+COPY_STEP = "write a 128 MiB file over the last one"
+
+
 def run_once(binary, seconds):
     with tempfile.TemporaryDirectory(prefix="flowfs-contention-") as base:
         t = bu.FlowfsTarget(base, binary)
@@ -89,12 +98,23 @@ def run_once(binary, seconds):
                         t0 = time.perf_counter()
                         step()
                         done[name].append(time.perf_counter() - t0)
+            log("copies ...")
+            big = os.path.join(t.root, "b-copies", "uploads", "big")
+            os.mkdir(os.path.dirname(os.path.dirname(big)))
+            copies = []
+            with Prober(a) as copying:
+                end = time.perf_counter() + seconds
+                while time.perf_counter() < end:
+                    t0 = time.perf_counter()
+                    write_file(big, COPY)
+                    copies.append(time.perf_counter() - t0)
         finally:
             t.close()
     return {"idle": figures(idle.times), "loaded": figures(loaded.times),
+            "copies": figures(copying.times),
             "b_steps": {k: {"count": len(v),
                             "mean_s": statistics.mean(v) if v else None}
-                        for k, v in done.items()}}
+                        for k, v in {**done, COPY_STEP: copies}.items()}}
 
 
 def main(argv):
@@ -110,7 +130,7 @@ def main(argv):
           " same mount")
     print(f"{'phase':8} {'probes':>7} {'p50 ms':>8} {'p99 ms':>8}"
           f" {'max ms':>8}")
-    for phase in ("idle", "loaded"):
+    for phase in ("idle", "loaded", "copies"):
         f = r[phase]
         print(f"{phase:8} {f['probes']:7d} {f.get('p50_ms', 0):8.2f}"
               f" {f.get('p99_ms', 0):8.2f} {f.get('max_ms', 0):8.2f}")
