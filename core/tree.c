@@ -1210,6 +1210,9 @@ static int read_stored(struct store *st, uint64_t ino, char *buf,
 	return ret;
 }
 
+static int read_clamped(struct store *st, uint64_t ino, int64_t fsize,
+			char *buf, size_t size, int64_t off, size_t *got);
+
 /* tree_read() of a file whose size (open or not) the caller knows. */
 static int read_sized(struct tree *t, uint64_t ino, int64_t fsize, char *buf,
 		      size_t size, int64_t off, size_t *got)
@@ -1218,7 +1221,7 @@ static int read_sized(struct tree *t, uint64_t ino, int64_t fsize, char *buf,
 	int64_t end;
 	int ret;
 
-	ret = tree_read_stored(t->st, ino, fsize, buf, size, off, got);
+	ret = read_clamped(t->st, ino, fsize, buf, size, off, got);
 	if (ret < 0 || !*got)
 		return ret;
 	end = off + (int64_t)*got;
@@ -1273,8 +1276,9 @@ int tree_read_plan(struct tree *t, uint64_t ino, int64_t *size)
 	return 0;
 }
 
-int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
-		     char *buf, size_t size, int64_t off, size_t *got)
+/* The stored bytes of [off, off + size) of a file of `fsize` bytes. */
+static int read_clamped(struct store *st, uint64_t ino, int64_t fsize,
+			char *buf, size_t size, int64_t off, size_t *got)
 {
 	int64_t end;
 	int ret;
@@ -1288,6 +1292,32 @@ int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
 	ret = read_stored(st, ino, buf, off, end);
 	if (!ret)
 		*got = (size_t)(end - off);
+	return ret;
+}
+
+/*
+ * Outside the tree's lock a writer may cut the file between the caller's
+ * plan and this read: the size is read again in the same snapshot as the
+ * data, so a cut gives a short read, never the zeros of missing chunks.
+ */
+int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
+		     char *buf, size_t size, int64_t off, size_t *got)
+{
+	static const char sql[] = "SELECT size FROM inodes WHERE ino = ?1";
+	int64_t stored = 0;
+	int ret;
+
+	*got = 0;
+	ret = store_exec(st, "BEGIN");
+	if (ret < 0)
+		return ret;
+	ret = store_int(st, sql, &stored, STORE_INT(ino));
+	if (!ret)
+		ret = read_clamped(st, ino, stored < fsize ? stored : fsize,
+				   buf, size, off, got);
+	else if (ret == -ENOENT)
+		ret = 0;
+	store_exec(st, "COMMIT");
 	return ret;
 }
 

@@ -232,7 +232,9 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
  * gives 0 and the file's size when all its bytes are in the store, 1
  * when some are gathered in memory (tree_read() then), -EBADF when it
  * is not open.  tree_read_stored() reads them from `st`, any connection
- * to the store, as one statement (one snapshot of the store).
+ * to the store with no transaction open, in one read transaction, at
+ * most as far as the file's size in that snapshot (a cut made since the
+ * plan gives a short read).
  */
 int tree_read_plan(struct tree *t, uint64_t ino, int64_t *size);
 int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,

@@ -955,6 +955,17 @@ static void test_read_from_another_connection(void **state)
 	assert_int_equal(tree_read_stored(other, f, size, buf, 10, size, &got),
 			 0);
 	assert_int_equal(got, 0);
+	/* cut after the plan: a short read of what is left, no zeros */
+	{
+		struct tree_setattr cut = { .what = TREE_SET_SIZE, .size = 100 };
+		struct tree_attr a;
+
+		assert_int_equal(tree_setattr(fx->t, f, &cut, &a), 0);
+		assert_int_equal(tree_read_stored(other, f, size, buf,
+						  sizeof(buf), 0, &got), 0);
+		assert_int_equal(got, 100);
+		assert_memory_equal(buf, want, 100);
+	}
 	assert_int_equal(tree_release(fx->t, f), 0);
 	store_close(other);
 }
