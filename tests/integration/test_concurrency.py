@@ -82,6 +82,17 @@ class Race:
         t.start()
         return t
 
+    def finish(self, threads):
+        """Let them race for SECONDS, stop them; none failed, each ran."""
+        time.sleep(SECONDS)
+        self.stop.set()
+        for t in threads:
+            t.join(timeout=120)
+            assert not t.is_alive(), f"{t.name} still running after 2 minutes"
+        assert not self.errors, "\n".join(self.errors)
+        assert all(self.counts.get(t.name, 0) > 0 for t in threads), \
+            self.counts
+
 
 def test_renders_race_writes_in_many_sessions(make_flowfs, isolated_config):
     fs = make_flowfs()
@@ -144,15 +155,8 @@ def test_renders_race_writes_in_many_sessions(make_flowfs, isolated_config):
         threads.append(race.run(f"write {s.name}", write_deck))
         threads.append(race.run(f"read {s.name}", read_deck))
 
-    time.sleep(SECONDS)
-    race.stop.set()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive(), f"{t.name} still running after 2 minutes"
-    assert not race.errors, "\n".join(race.errors)
-    # every thread did something: the race ran
-    assert all(race.counts.get(t.name, 0) > 0 for t in threads), race.counts
-    # and what the last writes left is there and whole
+    race.finish(threads)
+    # what the last writes left is there and whole
     for s in graphs:
         assert read_bytes(s / "parameters.json") in renders
     for s in decks:
@@ -218,11 +222,5 @@ def test_big_files_rewritten_while_read(flowfs):
                race.run("replace and remove", replace_and_remove),
                race.run("read big", read_big),
                race.run("read status", lambda: read_bytes(a / "status"))]
-    time.sleep(SECONDS)
-    race.stop.set()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive(), f"{t.name} still running after 2 minutes"
-    assert not race.errors, "\n".join(race.errors)
-    assert all(race.counts.get(t.name, 0) > 0 for t in threads), race.counts
+    race.finish(threads)
     assert read_bytes(path) in versions
