@@ -206,13 +206,14 @@ bool tree_forget_deletes(struct tree *t, uint64_t ino, uint64_t n);
 
 /* Open files (see above). */
 /*
- * Flushes (tree_flush(), a release's, the spill of a large write) made
- * outside the caller's lock: on `st`, another connection to the store,
- * between leave() and enter() — when the caller has no transaction open
- * on the tree's own.  Meanwhile the caller's lock may be taken by others
- * who only read the tree (its open files stay as they were); nothing
- * else may change it.  st NULL: flushes on the tree's connection (the
- * default; before tree_free() too).
+ * A cut of a file by CUT_ALONE_BYTES or more (tree_setattr(): a 1 GiB
+ * file opened with O_TRUNC is 16,384 rows to delete) made outside the
+ * caller's lock: on `st`, another connection to the store, between
+ * leave() and enter(), when the caller has no transaction open on the
+ * tree's own.  Meanwhile the caller's lock may be taken by others who
+ * only read the tree or open and close files; nothing else may change
+ * it.  st NULL: on the tree's connection (the default; before
+ * tree_free() too).
  */
 void tree_set_flusher(struct tree *t, struct store *st,
 		      void (*leave)(void *lock_ctx),
