@@ -215,6 +215,13 @@ const struct skill *binding_skill(const struct binding_ctx *c)
 	return sk && !sk->error ? sk : NULL;
 }
 
+bool binding_imports(const struct binding_ctx *c)
+{
+	const struct skill *sk = binding_skill(c);
+
+	return sk && importing_artifact(sk->id);
+}
+
 /* ---- the import cache (binding.h) ----------------------------------- */
 
 static void cached_clear(struct binding_cached *e)

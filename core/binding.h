@@ -111,6 +111,8 @@ struct binding_ctx {
 
 /* The bound skill, NULL when none is bound or it is gone/broken. */
 const struct skill *binding_skill(const struct binding_ctx *c);
+/* Whether the bound skill takes parameters from an upload (a deck). */
+bool binding_imports(const struct binding_ctx *c);
 
 /* Resolve (see inputs_resolve); *skill is set as binding_skill(). */
 int binding_resolve(const struct binding_ctx *c, const struct skill **skill,

@@ -65,9 +65,9 @@ struct ref_table {
 
 struct tree {
 	struct store *st;
-	/* tree_set_flusher(): where and how big deletes go outside the
-	 * caller's lock (flush_st NULL: on st, inside it) */
-	struct store *flush_st;
+	/* tree_set_cutter(): where and how big deletes go outside the
+	 * caller's lock (cut_st NULL: on st, inside it) */
+	struct store *cut_st;
 	void (*leave)(void *lock_ctx);
 	void (*enter)(void *lock_ctx);
 	void *lock_ctx;
@@ -844,27 +844,27 @@ static int write_out(struct store *st, const struct open_file *f,
 	return 0;
 }
 
-void tree_set_flusher(struct tree *t, struct store *st,
+void tree_set_cutter(struct tree *t, struct store *st,
 		      void (*leave)(void *lock_ctx),
 		      void (*enter)(void *lock_ctx), void *lock_ctx)
 {
-	t->flush_st = st;
+	t->cut_st = st;
 	t->leave = leave;
 	t->enter = enter;
 	t->lock_ctx = lock_ctx;
 }
 
-/* Whether work may go outside the caller's lock now (tree_set_flusher):
+/* Whether work may go outside the caller's lock now (tree_set_cutter):
  * not while the caller has a transaction open (a statement run then is
  * part of it). */
 static bool can_leave(struct tree *t)
 {
-	return t->flush_st && sqlite3_get_autocommit(store_db(t->st));
+	return t->cut_st && sqlite3_get_autocommit(store_db(t->st));
 }
 
 /*
  * Store what an open file gathered, in a transaction of its own, inside
- * the caller's lock.  (On the flusher's connection outside it, a 256 MiB
+ * the caller's lock.  (On the cutter's connection outside it, a 256 MiB
  * write took 10-17 % longer: SQLite restarted its log half as often, and
  * it grew to twice the size.)
  */
@@ -1490,17 +1490,17 @@ static int cut_alone(struct tree *t, uint64_t ino, int64_t size)
 		f->size = size;
 	}
 	t->leave(t->lock_ctx);
-	ret = store_begin(t->flush_st);
+	ret = store_begin(t->cut_st);
 	if (!ret) {
-		ret = cut_chunks(t->flush_st, ino, size);
+		ret = cut_chunks(t->cut_st, ino, size);
 		if (!ret)
-			ret = store_run(t->flush_st, sql, STORE_INT(ino),
+			ret = store_run(t->cut_st, sql, STORE_INT(ino),
 					STORE_INT(size),
 					STORE_INT(store_now_ns()));
 		if (ret < 0)
-			store_rollback(t->flush_st);
+			store_rollback(t->cut_st);
 		else
-			ret = store_commit(t->flush_st);
+			ret = store_commit(t->cut_st);
 	}
 	t->enter(t->lock_ctx);
 	/* as the row is now, cut or not (a reader may have closed the file

@@ -215,7 +215,7 @@ bool tree_forget_deletes(struct tree *t, uint64_t ino, uint64_t n);
  * it.  st NULL: on the tree's connection (the default; before
  * tree_free() too).
  */
-void tree_set_flusher(struct tree *t, struct store *st,
+void tree_set_cutter(struct tree *t, struct store *st,
 		      void (*leave)(void *lock_ctx),
 		      void (*enter)(void *lock_ctx), void *lock_ctx);
 

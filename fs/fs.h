@@ -104,10 +104,10 @@ struct flowfs {
 	 */
 	pthread_mutex_t write_lock;
 	pthread_mutex_t lock;
-	/* the thread holding write_lock (a kernel thread id, 0: none): for
-	 * the checks of a build with sanitizers (FLOWFS_CHECK_LOCKS) */
-	_Atomic long writer_tid;
-	_Atomic long lock_tid;	/* the same of `lock` */
+	/* the thread holding write_lock (its pthread_self(), 0: none): who
+	 * may write, log and leave (fs_holds_write()) */
+	_Atomic unsigned long writer_tid;
+	_Atomic unsigned long lock_tid;	/* the same of `lock` */
 	/* a writer let go of `lock` for slow work (fs_leave()): readers do
 	 * not scan the skill folders again meanwhile (its skill pointers
 	 * would go); `lock` guards it */
@@ -219,6 +219,9 @@ void fs_lock_write(struct flowfs *fs);
 void fs_unlock(struct flowfs *fs);
 void fs_leave(struct flowfs *fs);
 void fs_enter(struct flowfs *fs);
+/* The same as callbacks (binding_ctx, tree_set_cutter()). */
+void fs_leave_cb(void *fs);
+void fs_enter_cb(void *fs);
 /*
  * A connection of the reader pool for a read outside `lock`, or NULL when
  * all are in use or none can be opened (read under `lock` then);

@@ -47,27 +47,29 @@ static int queue_line(struct flowfs *fs, int64_t session, const char *path,
 	return 0;
 }
 
-void fs_log_flush(struct flowfs *fs)
+/* Empty the queue, writing each line or not. */
+static void drain(struct flowfs *fs, bool write)
 {
 	while (fs->log_queue) {
 		struct fs_log_line *l = fs->log_queue;
 
 		fs->log_queue = l->next;
 		/* a session removed meanwhile has no log to keep it */
-		session_log_at(fs->st, l->session, l->path, l->message,
-			       l->at_ns);
+		if (write)
+			session_log_at(fs->st, l->session, l->path,
+				       l->message, l->at_ns);
 		line_free(l);
 	}
 }
 
+void fs_log_flush(struct flowfs *fs)
+{
+	drain(fs, true);
+}
+
 void fs_log_drop(struct flowfs *fs)
 {
-	while (fs->log_queue) {
-		struct fs_log_line *l = fs->log_queue;
-
-		fs->log_queue = l->next;
-		line_free(l);
-	}
+	drain(fs, false);
 }
 
 int fs_log(struct flowfs *fs, int64_t session, const char *name,

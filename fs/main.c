@@ -431,16 +431,6 @@ static int read_engine_key(const struct options *opts, char *env, char **key)
 	return *key ? 0 : -ENOMEM;
 }
 
-static void writer_leave(void *ctx)
-{
-	fs_leave(ctx);
-}
-
-static void writer_enter(void *ctx)
-{
-	fs_enter(ctx);
-}
-
 /* A run's bookkeeping writes what it did (fs.h: the locks). */
 static void host_lock(void *ctx)
 {
@@ -917,11 +907,11 @@ int main(int argc, char *argv[])
 	if (fs.run_opt.allow_exec)
 		log_cgroups(&fs, &cgroup_why);
 
-	/* from here on, threads: every commit by the writer, the data of
+	/* from here on, threads: every commit by the writer, big cuts of
 	 * files outside the lock */
 	fs_check_locks(&fs, fs.st);
 	fs_check_locks(&fs, fs.wst);
-	tree_set_flusher(fs.tree, fs.wst, writer_leave, writer_enter, &fs);
+	tree_set_cutter(fs.tree, fs.wst, fs_leave_cb, fs_enter_cb, &fs);
 	loop = fuse_loop_cfg_create();
 	if (!loop)
 		goto out_unmount;
@@ -948,9 +938,9 @@ out_unmount:
 		fs_check_locks(NULL, fs.st);
 		fs_check_locks(NULL, fs.wst);
 	}
-	/* one thread again, holding no lock (tree_free() flushes) */
+	/* one thread again, holding no lock */
 	if (fs.tree)
-		tree_set_flusher(fs.tree, NULL, NULL, NULL, NULL);
+		tree_set_cutter(fs.tree, NULL, NULL, NULL, NULL);
 	fs_readers_close(&fs);
 	fuse_session_unmount(se);
 out_handlers:

@@ -3059,21 +3059,12 @@ static void release_handle(struct flowfs *fs, struct handle *h)
 	}
 }
 
-static void leave_lock(void *fs)
-{
-	fs_leave(fs);
-}
-
-static void enter_lock(void *fs)
-{
-	fs_enter(fs);
-}
-
 /*
- * A file written in a session may be the deck its skill imports: parse
- * it now, in the writer's time and outside `lock`, into the binding
- * cache, so that no reader (status, for005.dat: every session's) waits
- * for the parse.  Anything else costs a look in the cache.
+ * A file written in a session whose skill imports an upload (datcom's
+ * deck) may be that upload: parse it now, in the writer's time and
+ * outside `lock`, into the binding cache, so that no reader (status,
+ * for005.dat: every session's) waits for the parse.  In any other
+ * session a close or rename costs a session_get() and nothing more.
  */
 static void take_in_uploads(struct flowfs *fs, int64_t session)
 {
@@ -3081,11 +3072,13 @@ static void take_in_uploads(struct flowfs *fs, int64_t session)
 	struct session_info s;
 	struct fs_binding b;
 
-	if (!session || session_get(fs->st, session, &s) < 0)
+	if (!session || session_get(fs->st, session, &s) < 0 || !s.skill[0])
 		return;
 	fs_binding_init(fs, &s, &b);
-	b.ctx.leave = leave_lock;
-	b.ctx.enter = enter_lock;
+	if (!binding_imports(&b.ctx))
+		return;
+	b.ctx.leave = fs_leave_cb;
+	b.ctx.enter = fs_enter_cb;
 	b.ctx.lock_ctx = fs;
 	binding_problems(&b.ctx, &problems, NULL, NULL);
 	sbuf_release(&problems);

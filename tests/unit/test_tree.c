@@ -993,7 +993,7 @@ static void test_which_forgets_and_releases_write(void **state)
 	assert_gone(fx, f);
 }
 
-/* What tree_set_flusher() sends outside the caller's lock: counted. */
+/* What tree_set_cutter() sends outside the caller's lock: counted. */
 static void count_leave(void *ctx)
 {
 	(*(int *)ctx)++;
@@ -1004,9 +1004,9 @@ static void count_enter(void *ctx)
 	(void)ctx;
 }
 
-/* Big cuts go through the flusher's connection, outside the lock;
+/* Big cuts go through the cutter's connection, outside the lock;
  * flushes, small cuts and deletes stay inside; the data is the same. */
-static void test_flusher_outside_the_lock(void **state)
+static void test_cutter_outside_the_lock(void **state)
 {
 	struct fixture *fx = *state;
 	uint64_t f = mkfile(fx, fx->up, "f");
@@ -1020,7 +1020,7 @@ static void test_flusher_outside_the_lock(void **state)
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = (char)('A' + i % 26);
 	assert_int_equal(store_open_beside(fx->st, &other, &err), 0);
-	tree_set_flusher(fx->t, other, count_leave, count_enter, &left);
+	tree_set_cutter(fx->t, other, count_leave, count_enter, &left);
 	assert_int_equal(tree_open(fx->t, f), 0);
 	wr(fx, f, big, sizeof(big), 0);
 	assert_int_equal(tree_flush(fx->t, f, false), 0);
@@ -1047,7 +1047,7 @@ static void test_flusher_outside_the_lock(void **state)
 	assert_int_equal(tree_forget(fx->t, f, 1), 0);
 	assert_int_equal(left, 1);
 	assert_gone(fx, f);
-	tree_set_flusher(fx->t, NULL, NULL, NULL, NULL);
+	tree_set_cutter(fx->t, NULL, NULL, NULL, NULL);
 	store_close(other);
 }
 
@@ -1715,7 +1715,7 @@ int main(void)
 		T(test_orphans_removed_by_tree_new),
 		T(test_read_from_another_connection),
 		T(test_which_forgets_and_releases_write),
-		T(test_flusher_outside_the_lock),
+		T(test_cutter_outside_the_lock),
 		T(test_unlink_while_referenced),
 		T(test_rename_over_referenced_file),
 		T(test_forget_keeps_linked_files),
