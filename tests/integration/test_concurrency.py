@@ -13,6 +13,7 @@ copy: direct I/O)."""
 import json
 import os
 import random
+import sqlite3
 import threading
 import time
 
@@ -224,3 +225,45 @@ def test_big_files_rewritten_while_read(flowfs):
                race.run("read status", lambda: read_bytes(a / "status"))]
     race.finish(threads)
     assert read_bytes(path) in versions
+
+
+def test_a_reader_goes_on_while_a_writer_waits(flowfs):
+    """No session's read waits for another's write (issue 13): while the
+    commit of session b's parameters.json is held up — another program
+    holds the database's write lock — session a's status and b's old
+    graph can be read, and the write then completes.  With one lock for
+    every request, the reads waited for the write to give up.  (No time
+    is asserted: only the order of the two.)"""
+    a, b = flowfs.mnt / "a", flowfs.mnt / "b"
+    os.mkdir(a)
+    os.mkdir(b)
+    replace(b / "parameters.json", graph_doc(3))
+    old = read_bytes(b / "parameters.json")
+    blocker = sqlite3.connect(flowfs.db, isolation_level=None, timeout=30)
+    writer_done = threading.Event()
+    result = {}
+
+    def write():
+        try:
+            result["put"] = put(b / "parameters.json", graph_doc(40))
+        finally:
+            writer_done.set()
+
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        t = threading.Thread(target=write)
+        t.start()
+        # let it reach the commit, which now waits for the lock
+        time.sleep(0.5)
+        assert not writer_done.is_set(), "the write did not wait"
+        os.stat(a / "status")
+        assert read_bytes(a / "status")
+        assert read_bytes(b / "parameters.json") == old
+        reads_done_first = not writer_done.is_set()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    t.join(timeout=60)
+    assert reads_done_first, "the reads waited for the write"
+    assert result.get("put") == 0
+    assert read_bytes(b / "parameters.json") != old
