@@ -32,7 +32,35 @@ struct open_file {
 	struct dirty_chunk *chunks;
 	size_t nchunks, chunks_alloc;
 	size_t dirty_bytes;
+	bool spilling;		/* its chunks are the spill (struct spill) */
+	int spill_err;		/* the spill's failure, for the next write */
 	struct open_file *next;
+};
+
+/*
+ * A big write's gathered chunks on their way to the store (the spill,
+ * tree_set_spiller()): tree_write() hands them over, another thread
+ * commits them holding no lock while the writer gathers the next ones,
+ * and settles holding the caller's lock.  Until then they are the file's
+ * data, between the store's and what it gathered since.
+ */
+struct spill {
+	uint64_t ino;		/* 0: none on its way */
+	struct dirty_chunk *chunks;
+	size_t nchunks;
+	size_t bytes;		/* still counted in tree.dirty_bytes */
+	int64_t first_idx, last_idx;
+	int64_t size, mtime_ns, ctime_ns;
+	int64_t alloc_before, alloc_after;
+	int ret;		/* of the commit */
+};
+
+/* What a commit of gathered writes stores. */
+struct gathered {
+	uint64_t ino;
+	const struct dirty_chunk *chunks;
+	size_t nchunks;
+	int64_t size, alloc, mtime_ns, ctime_ns;
 };
 
 /* Chunk buffers kept for reuse, at most FILE_DIRTY_LIMIT worth: freeing
@@ -71,6 +99,11 @@ struct tree {
 	void (*leave)(void *lock_ctx);
 	void (*enter)(void *lock_ctx);
 	void *lock_ctx;
+	/* tree_set_spiller(): spill_st NULL, none */
+	struct store *spill_st;
+	void (*spill_kick)(void *lock_ctx);
+	void (*spill_wait)(void *lock_ctx);
+	struct spill spill;
 	struct ref_table refs;
 	struct open_file *open[OPEN_BUCKETS];
 	size_t dirty_bytes;
@@ -813,10 +846,9 @@ static int cut_chunks(struct store *st, uint64_t ino, int64_t size)
 	return ret;
 }
 
-/* Write an open file's gathered chunks and attributes to `st`, in a
- * transaction; *alloc: the bytes it then stores.  `f` is only read: a
- * flush outside the caller's lock has readers of it beside it. */
-static int write_out(struct store *st, const struct open_file *f,
+/* Write gathered chunks and attributes to `st`, in a transaction;
+ * *alloc: the bytes it then stores. */
+static int write_out(struct store *st, const struct gathered *f,
 		     int64_t *alloc_out)
 {
 	static const char put[] =
@@ -844,6 +876,15 @@ static int write_out(struct store *st, const struct open_file *f,
 	return 0;
 }
 
+static struct gathered gathered_of(const struct open_file *f)
+{
+	return (struct gathered){
+		.ino = f->ino, .chunks = f->chunks, .nchunks = f->nchunks,
+		.size = f->size, .alloc = f->alloc,
+		.mtime_ns = f->mtime_ns, .ctime_ns = f->ctime_ns,
+	};
+}
+
 void tree_set_cutter(struct tree *t, struct store *st,
 		      void (*leave)(void *lock_ctx),
 		      void (*enter)(void *lock_ctx), void *lock_ctx)
@@ -852,6 +893,170 @@ void tree_set_cutter(struct tree *t, struct store *st,
 	t->leave = leave;
 	t->enter = enter;
 	t->lock_ctx = lock_ctx;
+}
+
+static struct dirty_chunk *find_chunk(struct open_file *f, int64_t idx)
+{
+	/* Writes are mostly sequential: look from the newest chunk back. */
+	for (size_t i = f->nchunks; i-- > 0;)
+		if (f->chunks[i].idx == idx)
+			return &f->chunks[i];
+	return NULL;
+}
+
+void tree_set_spiller(struct tree *t, struct store *st,
+		      void (*kick)(void *lock_ctx),
+		      void (*wait)(void *lock_ctx))
+{
+	t->spill_st = st;
+	t->spill_kick = kick;
+	t->spill_wait = wait;
+}
+
+/* The chunk `idx` of file `ino` in the spill, if there. */
+static const struct dirty_chunk *spilled_chunk(const struct tree *t,
+					       uint64_t ino, int64_t idx)
+{
+	const struct spill *s = &t->spill;
+
+	if (s->ino != ino || idx < s->first_idx || idx > s->last_idx)
+		return NULL;
+	for (size_t i = 0; i < s->nchunks; i++)
+		if (s->chunks[i].idx == idx)
+			return &s->chunks[i];
+	return NULL;
+}
+
+/* Until the spill on its way has settled, `lock` let go meanwhile (the
+ * spill thread takes it to settle). */
+static void wait_spill(struct tree *t)
+{
+	if (!t->spill.ino)
+		return;
+	t->leave(t->lock_ctx);
+	t->spill_wait(t->lock_ctx);
+	t->enter(t->lock_ctx);
+}
+
+/*
+ * Hand a file's gathered chunks to the spill thread, after the spill
+ * before them (one at a time: memory stays bounded).  The file keeps
+ * its size and times; its stored alloc counts the spill from now on.
+ */
+static int spill_file(struct tree *t, struct open_file *f)
+{
+	struct spill *s = &t->spill;
+	int64_t alloc = f->alloc;
+
+	wait_spill(t);
+	if (f->spill_err) {
+		int ret = f->spill_err;
+
+		f->spill_err = 0;
+		return ret;
+	}
+	*s = (struct spill){
+		.ino = f->ino, .chunks = f->chunks, .nchunks = f->nchunks,
+		.bytes = f->dirty_bytes, .first_idx = INT64_MAX,
+		.last_idx = -1, .size = f->size, .mtime_ns = f->mtime_ns,
+		.ctime_ns = f->ctime_ns, .alloc_before = f->alloc,
+	};
+	for (size_t i = 0; i < f->nchunks; i++) {
+		const struct dirty_chunk *c = &f->chunks[i];
+
+		alloc += (int64_t)c->len - (int64_t)c->stored_len;
+		if (c->idx < s->first_idx)
+			s->first_idx = c->idx;
+		if (c->idx > s->last_idx)
+			s->last_idx = c->idx;
+	}
+	s->alloc_after = f->alloc = alloc;
+	f->chunks = NULL;
+	f->nchunks = f->chunks_alloc = 0;
+	f->dirty_bytes = 0;
+	f->attr_dirty = false;
+	f->spilling = true;
+	t->spill_kick(t->lock_ctx);
+	return 0;
+}
+
+int tree_spill_commit(struct tree *t)
+{
+	struct spill *s = &t->spill;
+	struct gathered g = {
+		.ino = s->ino, .chunks = s->chunks, .nchunks = s->nchunks,
+		.size = s->size, .alloc = s->alloc_before,
+		.mtime_ns = s->mtime_ns, .ctime_ns = s->ctime_ns,
+	};
+	int64_t alloc;
+	int ret = store_begin(t->spill_st);
+
+	if (!ret) {
+		ret = write_out(t->spill_st, &g, &alloc);
+		if (ret < 0)
+			store_rollback(t->spill_st);
+		else
+			ret = store_commit(t->spill_st);
+	}
+	s->ret = ret;
+	return ret;
+}
+
+/*
+ * A failed spill's chunks go back to the file, under what it gathered
+ * since (newer), which then replaces what the store really holds.
+ */
+static int unspill(struct tree *t, struct open_file *f)
+{
+	struct spill *s = &t->spill;
+	size_t n = f->nchunks + s->nchunks;
+	struct dirty_chunk *all = realloc(f->chunks, n * sizeof(*all));
+
+	if (!all)
+		return -ENOMEM;
+	f->chunks = all;
+	f->chunks_alloc = n;
+	for (size_t i = 0; i < s->nchunks; i++) {
+		struct dirty_chunk *b = &s->chunks[i];
+		struct dirty_chunk *c = find_chunk(f, b->idx);
+
+		if (c) {
+			c->stored_len = b->stored_len;
+			chunk_free(t, b->data);
+		} else {
+			f->chunks[f->nchunks++] = *b;
+			f->dirty_bytes += b->len;
+			t->dirty_bytes += b->len;
+		}
+	}
+	s->nchunks = 0;
+	f->alloc = s->alloc_before;
+	f->attr_dirty = true;
+	return 0;
+}
+
+void tree_spill_settle(struct tree *t)
+{
+	struct spill *s = &t->spill;
+	struct open_file *f = open_find(t, s->ino);
+
+	t->dirty_bytes -= s->bytes;
+	if (f && s->ret < 0) {
+		int ret = unspill(t, f);
+
+		/* out of memory: the chunks are lost, and the next write
+		 * or the close says so */
+		f->spill_err = ret < 0 ? -EIO : s->ret;
+	} else if (f) {
+		f->stored_size = s->size;
+	}
+	if (f)
+		f->spilling = false;
+	for (size_t i = 0; i < s->nchunks; i++)
+		chunk_free(t, s->chunks[i].data);
+	free(s->chunks);
+	*s = (struct spill){ .ino = 0 };
+	t->changes++;
 }
 
 /* Whether work may go outside the caller's lock now (tree_set_cutter):
@@ -877,7 +1082,9 @@ static int flush_file(struct tree *t, struct open_file *f, bool durable)
 		return durable ? store_sync(t->st) : 0;
 	ret = durable ? store_begin_durable(t->st) : store_begin(t->st);
 	if (!ret) {
-		ret = write_out(t->st, f, &alloc);
+		struct gathered g = gathered_of(f);
+
+		ret = write_out(t->st, &g, &alloc);
 		if (ret < 0)
 			store_rollback(t->st);
 		else
@@ -930,10 +1137,16 @@ int tree_open(struct tree *t, uint64_t ino)
 int tree_flush(struct tree *t, uint64_t ino, bool durable)
 {
 	struct open_file *f = open_find(t, ino);
+	int ret;
 
 	if (!f)
 		return 0;
-	return flush_file(t, f, durable);
+	ret = flush_file(t, f, durable);
+	/* a failed spill's chunks were written now, or are lost */
+	if (!ret && f->spill_err == -EIO)
+		ret = f->spill_err;
+	f->spill_err = 0;
+	return ret;
 }
 
 /*
@@ -954,7 +1167,8 @@ bool tree_flush_writes(struct tree *t, uint64_t ino, bool durable)
 {
 	struct open_file *f = open_find(t, ino);
 
-	return durable || (f && (f->nchunks || f->attr_dirty));
+	return durable ||
+	       (f && (f->nchunks || f->attr_dirty || f->spill_err));
 }
 
 bool tree_release_writes(struct tree *t, uint64_t ino)
@@ -962,7 +1176,7 @@ bool tree_release_writes(struct tree *t, uint64_t ino)
 	struct open_file *f = open_find(t, ino);
 
 	return f && f->handles == 1 &&
-	       (f->nchunks || f->attr_dirty ||
+	       (f->nchunks || f->attr_dirty || f->spilling || f->spill_err ||
 		(f->orphan && !referenced(t, ino)));
 }
 
@@ -989,15 +1203,6 @@ int tree_release(struct tree *t, uint64_t ino)
 	free(f->chunks);
 	free(f);
 	return ret;
-}
-
-static struct dirty_chunk *find_chunk(struct open_file *f, int64_t idx)
-{
-	/* Writes are mostly sequential: look from the newest chunk back. */
-	for (size_t i = f->nchunks; i-- > 0;)
-		if (f->chunks[i].idx == idx)
-			return &f->chunks[i];
-	return NULL;
 }
 
 /*
@@ -1040,6 +1245,7 @@ static int get_chunk(struct tree *t, struct open_file *f, int64_t idx,
 		     bool whole, struct dirty_chunk **out)
 {
 	struct dirty_chunk *c = find_chunk(f, idx);
+	const struct dirty_chunk *spilled;
 	int ret = 0;
 
 	if (c) {
@@ -1063,8 +1269,17 @@ static int get_chunk(struct tree *t, struct open_file *f, int64_t idx,
 	c->data = chunk_alloc(t);
 	if (!c->data)
 		return -ENOMEM;
-	/* Past the stored size no stored chunk can exist (truncate cuts). */
-	if (idx * TREE_CHUNK_SIZE < f->stored_size) {
+	spilled = spilled_chunk(t, f->ino, idx);
+	if (spilled) {
+		/* stored once this is: the spill settles first */
+		c->stored_len = spilled->len;
+		if (!whole) {
+			memcpy(c->data, spilled->data, spilled->len);
+			c->len = spilled->len;
+		}
+	} else if (idx * TREE_CHUNK_SIZE < f->stored_size) {
+		/* past the stored size no stored chunk can exist (truncate
+		 * cuts) */
 		ret = read_stored_chunk(t, f->ino, idx, whole ? NULL : c->data,
 					&c->stored_len);
 		if (!whole)
@@ -1092,6 +1307,11 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 		return -EINVAL;
 	if (off > TREE_MAX_SIZE || (int64_t)size > TREE_MAX_SIZE - off)
 		return -EFBIG;
+	if (f->spill_err) {
+		ret = f->spill_err;
+		f->spill_err = 0;
+		return ret;
+	}
 	/* write(2) of nothing changes nothing, not even mtime */
 	if (!size)
 		return 0;
@@ -1123,9 +1343,15 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 	f->mtime_ns = f->ctime_ns = store_now_ns();
 	f->attr_dirty = true;
 	t->changes++;
+	if (f->dirty_bytes >= FILE_DIRTY_LIMIT && t->spill_st)
+		return spill_file(t, f);
 	if (f->dirty_bytes >= FILE_DIRTY_LIMIT ||
-	    t->dirty_bytes >= TOTAL_DIRTY_LIMIT)
+	    t->dirty_bytes >= TOTAL_DIRTY_LIMIT) {
+		/* its commit would wait for the spill's */
+		if (t->spill_st)
+			wait_spill(t);
 		return flush_file(t, f, false);
+	}
 	return 0;
 }
 
@@ -1186,6 +1412,29 @@ static int read_stored(struct store *st, uint64_t ino, char *buf,
 static int read_clamped(struct store *st, uint64_t ino, int64_t fsize,
 			char *buf, size_t size, int64_t off, size_t *got);
 
+/*
+ * A gathered chunk's part of [off, end) into buf (buf[0] is at `off`).
+ * It holds the whole chunk's truth: its data, then zeros (a stored copy,
+ * if any, was loaded into it or entirely overwritten).
+ */
+static void overlay_chunk(const struct dirty_chunk *c, char *buf,
+			  int64_t off, int64_t end)
+{
+	int64_t cstart = c->idx * TREE_CHUNK_SIZE;
+	int64_t cdata = cstart + (int64_t)c->len;
+	int64_t cend = cstart + TREE_CHUNK_SIZE;
+	int64_t from = cstart > off ? cstart : off;
+	int64_t to = cdata < end ? cdata : end;
+
+	if (from < to)
+		memcpy(buf + (from - off), c->data + (from - cstart),
+		       (size_t)(to - from));
+	from = cdata > off ? cdata : off;
+	to = cend < end ? cend : end;
+	if (from < to)
+		memset(buf + (from - off), 0, (size_t)(to - from));
+}
+
 /* tree_read() of a file whose size (open or not) the caller knows. */
 static int read_sized(struct tree *t, uint64_t ino, int64_t fsize, char *buf,
 		      size_t size, int64_t off, size_t *got)
@@ -1198,27 +1447,13 @@ static int read_sized(struct tree *t, uint64_t ino, int64_t fsize, char *buf,
 	if (ret < 0 || !*got)
 		return ret;
 	end = off + (int64_t)*got;
-	if (f) {
-		for (size_t i = 0; i < f->nchunks; i++) {
-			struct dirty_chunk *c = &f->chunks[i];
-			int64_t cstart = c->idx * TREE_CHUNK_SIZE;
-			int64_t cdata = cstart + (int64_t)c->len;
-			int64_t cend = cstart + TREE_CHUNK_SIZE;
-			int64_t from = cstart > off ? cstart : off;
-			int64_t to = cdata < end ? cdata : end;
-
-			/* A gathered chunk holds the whole chunk's truth: its
-			 * data, then zeros (a stored copy, if any, was loaded
-			 * into it or entirely overwritten). */
-			if (from < to)
-				memcpy(buf + (from - off), c->data + (from - cstart),
-				       (size_t)(to - from));
-			from = cdata > off ? cdata : off;
-			to = cend < end ? cend : end;
-			if (from < to)
-				memset(buf + (from - off), 0, (size_t)(to - from));
-		}
-	}
+	/* the spill, then what was gathered since, over the store's */
+	if (t->spill.ino == ino)
+		for (size_t i = 0; i < t->spill.nchunks; i++)
+			overlay_chunk(&t->spill.chunks[i], buf, off, end);
+	if (f)
+		for (size_t i = 0; i < f->nchunks; i++)
+			overlay_chunk(&f->chunks[i], buf, off, end);
 	*got = (size_t)(end - off);
 	return 0;
 }
@@ -1243,7 +1478,7 @@ int tree_read_plan(struct tree *t, uint64_t ino, int64_t *size)
 
 	if (!f)
 		return -EBADF;
-	if (f->nchunks || f->attr_dirty)
+	if (f->nchunks || f->attr_dirty || f->spilling)
 		return 1;
 	*size = f->size;
 	return 0;
@@ -1425,7 +1660,9 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 	 * lose them); see settle_after_cut().
 	 */
 	if (f && (f->nchunks || f->attr_dirty)) {
-		ret = write_out(t->st, f, &f->alloc);
+		struct gathered g = gathered_of(f);
+
+		ret = write_out(t->st, &g, &f->alloc);
 		if (ret < 0)
 			return ret;
 	}

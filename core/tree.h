@@ -219,6 +219,32 @@ void tree_set_cutter(struct tree *t, struct store *st,
 		      void (*leave)(void *lock_ctx),
 		      void (*enter)(void *lock_ctx), void *lock_ctx);
 
+/*
+ * The spill: a file that gathered 8 MiB of writes hands them to another
+ * thread, which commits them on `st` (a connection of its own) while the
+ * writer gathers the next 8 MiB, so that a big write's commits and its
+ * requests go side by side.  tree_write() calls kick() with the chunks
+ * handed over (one spill at a time: it first waits for the last, with
+ * wait(), between the cutter's leave() and enter()); kick()'s thread then
+ * calls tree_spill_commit() holding no lock and tree_spill_settle()
+ * holding the caller's lock only, and wait() returns once it has.
+ * Meanwhile the spill is the file's data for tree_read() and
+ * tree_write(), and its size and alloc stand.
+ *
+ * Whatever else writes to the store must wait() first (SQLite has one
+ * writer): tree_write() does itself, for any commit of its own.  A spill
+ * that fails goes back to the file's gathered writes and fails the file's
+ * next tree_write() with its errno; tree_flush() writes it again.
+ * Needs tree_set_cutter()'s leave() and enter(), and its lock_ctx
+ * is theirs; st NULL: none (writes
+ * commit in the caller's request, the default; before tree_free()).
+ */
+void tree_set_spiller(struct tree *t, struct store *st,
+		      void (*kick)(void *lock_ctx),
+		      void (*wait)(void *lock_ctx));
+int tree_spill_commit(struct tree *t);
+void tree_spill_settle(struct tree *t);
+
 /* Whether tree_flush(), tree_release() of the same would write to the
  * store (for a caller that takes a writer's lock only then). */
 bool tree_flush_writes(struct tree *t, uint64_t ino, bool durable);

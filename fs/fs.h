@@ -118,6 +118,22 @@ struct flowfs {
 	struct fs_log_line *log_queue, **log_tail;
 	struct store *st;
 	struct store *wst;	/* the writer's, used outside `lock` only */
+	/*
+	 * The spill thread (tree_set_spiller(), locks.c) commits a big
+	 * write's gathered 8 MiB on `sst` while the writer gathers the next,
+	 * holding no lock, then settles holding `lock`.  spill_due: handed
+	 * over and not settled; it is set by the holder of write_lock only,
+	 * so a writer that finds it false may write, and one that finds it
+	 * true waits (fs_lock_write()).  spill_lock guards the rest and the
+	 * waits; it is taken last.
+	 */
+	struct store *sst;
+	pthread_mutex_t spill_lock;
+	pthread_cond_t spill_cond;
+	_Atomic bool spill_due;
+	bool spill_stop;
+	bool spill_running;
+	pthread_t spill_thread;
 	/* connections for reads of file data outside `lock` (ops.c's
 	 * read), opened as needed: fs_reader_get() */
 	pthread_mutex_t readers_lock;
@@ -216,6 +232,10 @@ struct flowfs {
  */
 void fs_lock_read(struct flowfs *fs);
 void fs_lock_write(struct flowfs *fs);
+/* fs_lock_write() for a write to a file's data (tree_write()), which
+ * gathers beside a spill on its way and waits for it itself: the write
+ * after a spill does not wait for its commit. */
+void fs_lock_gather(struct flowfs *fs);
 void fs_unlock(struct flowfs *fs);
 void fs_leave(struct flowfs *fs);
 void fs_enter(struct flowfs *fs);
@@ -230,6 +250,14 @@ void fs_enter_cb(void *fs);
 struct store *fs_reader_get(struct flowfs *fs);
 void fs_reader_put(struct flowfs *fs, struct store *st);
 void fs_readers_close(struct flowfs *fs);
+
+/*
+ * The spill thread, committing on fs->sst: fs_spiller_start() after the
+ * cutter is set, fs_spiller_stop() once no request can come (it commits
+ * a spill on its way first).  Both return 0 or a negative errno.
+ */
+int fs_spiller_start(struct flowfs *fs);
+void fs_spiller_stop(struct flowfs *fs);
 
 /* In a build with sanitizers: abort when a commit on `st` is made by a
  * thread that does not hold write_lock (locks.c); else nothing.  `fs`

@@ -49,10 +49,28 @@ void fs_lock_read(struct flowfs *fs)
 	take_lock(fs);
 }
 
+static void spill_wait(struct flowfs *fs)
+{
+	pthread_mutex_lock(&fs->spill_lock);
+	while (atomic_load(&fs->spill_due))
+		pthread_cond_wait(&fs->spill_cond, &fs->spill_lock);
+	pthread_mutex_unlock(&fs->spill_lock);
+}
+
+void fs_lock_gather(struct flowfs *fs)
+{
+	pthread_mutex_lock(&fs->write_lock);
+	atomic_store(&fs->writer_tid, thread_id());
+	take_lock(fs);
+}
+
 void fs_lock_write(struct flowfs *fs)
 {
 	pthread_mutex_lock(&fs->write_lock);
 	atomic_store(&fs->writer_tid, thread_id());
+	/* SQLite's one writer is the spill thread until it settles */
+	if (atomic_load(&fs->spill_due))
+		spill_wait(fs);
 	take_lock(fs);
 }
 
@@ -65,7 +83,9 @@ void fs_unlock(struct flowfs *fs)
 {
 	bool writer = fs_holds_write(fs), logged = fs->log_queue != NULL;
 
-	if (writer && logged)
+	/* a writer gathering beside a spill leaves them to the readers who
+	 * logged them: its commit would wait for the spill's */
+	if (writer && logged && !atomic_load(&fs->spill_due))
 		fs_log_flush(fs);
 	let_go_lock(fs);
 	if (writer) {
@@ -104,6 +124,86 @@ void fs_leave_cb(void *fs)
 void fs_enter_cb(void *fs)
 {
 	fs_enter(fs);
+}
+
+static void *spill_loop(void *arg)
+{
+	struct flowfs *fs = arg;
+
+	pthread_mutex_lock(&fs->spill_lock);
+	for (;;) {
+		while (!atomic_load(&fs->spill_due) && !fs->spill_stop)
+			pthread_cond_wait(&fs->spill_cond, &fs->spill_lock);
+		if (!atomic_load(&fs->spill_due))
+			break;
+		pthread_mutex_unlock(&fs->spill_lock);
+		tree_spill_commit(fs->tree);
+		take_lock(fs);
+		tree_spill_settle(fs->tree);
+		let_go_lock(fs);
+		pthread_mutex_lock(&fs->spill_lock);
+		atomic_store(&fs->spill_due, false);
+		pthread_cond_broadcast(&fs->spill_cond);
+	}
+	pthread_mutex_unlock(&fs->spill_lock);
+	return NULL;
+}
+
+static void spill_kick_cb(void *arg)
+{
+	struct flowfs *fs = arg;
+
+	pthread_mutex_lock(&fs->spill_lock);
+	atomic_store(&fs->spill_due, true);
+	pthread_cond_broadcast(&fs->spill_cond);
+	pthread_mutex_unlock(&fs->spill_lock);
+}
+
+static void spill_wait_cb(void *arg)
+{
+	spill_wait(arg);
+}
+
+int fs_spiller_start(struct flowfs *fs)
+{
+	struct ferr err = FERR_INIT;
+	int ret;
+
+	ret = store_open_beside(fs->st, &fs->sst, &err);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_init(&fs->spill_lock, NULL);
+	pthread_cond_init(&fs->spill_cond, NULL);
+	fs->spill_stop = false;
+	atomic_store(&fs->spill_due, false);
+	ret = -pthread_create(&fs->spill_thread, NULL, spill_loop, fs);
+	if (ret < 0) {
+		pthread_cond_destroy(&fs->spill_cond);
+		pthread_mutex_destroy(&fs->spill_lock);
+		store_close(fs->sst);
+		fs->sst = NULL;
+		return ret;
+	}
+	fs->spill_running = true;
+	tree_set_spiller(fs->tree, fs->sst, spill_kick_cb, spill_wait_cb);
+	return 0;
+}
+
+void fs_spiller_stop(struct flowfs *fs)
+{
+	if (!fs->spill_running)
+		return;
+	pthread_mutex_lock(&fs->spill_lock);
+	fs->spill_stop = true;
+	pthread_cond_broadcast(&fs->spill_cond);
+	pthread_mutex_unlock(&fs->spill_lock);
+	pthread_join(fs->spill_thread, NULL);
+	tree_set_spiller(fs->tree, NULL, NULL, NULL);
+	pthread_cond_destroy(&fs->spill_cond);
+	pthread_mutex_destroy(&fs->spill_lock);
+	store_close(fs->sst);
+	fs->sst = NULL;
+	fs->spill_running = false;
 }
 
 struct store *fs_reader_get(struct flowfs *fs)

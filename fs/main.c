@@ -912,6 +912,10 @@ int main(int argc, char *argv[])
 	fs_check_locks(&fs, fs.st);
 	fs_check_locks(&fs, fs.wst);
 	tree_set_cutter(fs.tree, fs.wst, fs_leave_cb, fs_enter_cb, &fs);
+	/* without it, a big write's commits wait for its requests */
+	if (fs_spiller_start(&fs) < 0)
+		fprintf(stderr, "flowfs: cannot start the spill thread:"
+			" big writes go slower\n");
 	loop = fuse_loop_cfg_create();
 	if (!loop)
 		goto out_unmount;
@@ -931,6 +935,7 @@ out_unmount:
 	/* the handles the kernel never released first: committing a
 	 * request.json there may start a fetch, which must be stopped */
 	fs_release_open_handles(&fs);
+	fs_spiller_stop(&fs);
 	fs_stop_runs(&fs);
 	fs_notifier_stop(fs.notifier);
 	fs.notifier = NULL;

@@ -2982,7 +2982,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	if (off >= 0 && off < TREE_MAX_SIZE &&
 	    (int64_t)size > TREE_MAX_SIZE - off)
 		size = (size_t)(TREE_MAX_SIZE - off);
-	lock_write(fs);
+	fs_lock_gather(fs);
 	ret = tree_write(fs->tree, ino, buf, size, off);
 	if (!ret)
 		h->dirty = true;

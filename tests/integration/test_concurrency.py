@@ -227,6 +227,44 @@ def test_big_files_rewritten_while_read(flowfs):
     assert read_bytes(path) in versions
 
 
+def test_a_big_write_read_as_it_goes(flowfs):
+    """While a big file is written (committed 8 MiB at a time by a thread
+    of its own, beside the writer: the spill), readers of it see every
+    byte written so far, whichever part is gathered, on its way or
+    stored, and readers of another session get on."""
+    a, b = flowfs.mnt / "a", flowfs.mnt / "b"
+    os.mkdir(a)
+    os.mkdir(b)
+    path = b / "uploads" / "big"
+    data = random.Random(7).randbytes(48 << 20)
+    step = 100_003  # writes that end inside chunks and spills
+    done = threading.Event()
+    race = Race()
+
+    def write():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for off in range(0, len(data), step):
+                os.write(fd, data[off:off + step])
+        finally:
+            os.close(fd)
+        done.set()
+
+    def read_big():
+        got = read_bytes(path)
+        assert got == data[:len(got)], f"differs from what was written" \
+            f" (read {len(got)} bytes)"
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    threads = [race.run("read big", read_big),
+               race.run("read status", lambda: read_bytes(a / "status"))]
+    writer.join(timeout=120)
+    assert done.is_set(), "the writer did not finish"
+    race.finish(threads)
+    assert read_bytes(path) == data
+
+
 def test_a_reader_goes_on_while_a_writer_waits(flowfs):
     """No session's read waits for another's write (issue 13): while the
     commit of session b's parameters.json is held up — another program

@@ -104,6 +104,26 @@ def test_closed_file_survives_kill9(flowfs, session, uploads):
     assert read_bytes(session / "scratch~") == b"scratch"
 
 
+def test_big_closed_file_survives_kill9(flowfs, uploads):
+    """A big write is committed 8 MiB at a time by a thread of its own
+    while the writer goes on (the spill): once close() returns, all of it
+    is stored, and an fsync() in the middle waits for the spill too."""
+    data = os.urandom(40 * MiB + 123)
+    step = 300_001  # writes that end inside chunks and spills
+    f = uploads / "big"
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for off in range(0, len(data), step):
+            os.write(fd, data[off:off + step])
+            if off <= 20 * MiB < off + step:
+                os.fsync(fd)
+    finally:
+        os.close(fd)
+    flowfs.kill9_remount()
+    assert os.stat(f).st_size == len(data)
+    assert read_bytes(f) == data
+
+
 def test_many_closed_files_survive_kill9(flowfs, uploads):
     files = {f"f{i}": os.urandom(i * 100) for i in range(200)}
     for n, d in files.items():

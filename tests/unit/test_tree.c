@@ -1051,6 +1051,134 @@ static void test_cutter_outside_the_lock(void **state)
 	store_close(other);
 }
 
+/* A spill thread played by the test: kick() notes the spill handed
+ * over, and wait() (or the test) commits and settles it.  The cutter's
+ * context too (tree_set_spiller()): count_leave() counts `left`. */
+struct spiller {
+	int left;
+	struct tree *t;
+	int kicked, pending;
+};
+
+static void spill_kick(void *ctx)
+{
+	struct spiller *sp = ctx;
+
+	sp->kicked++;
+	sp->pending = 1;
+}
+
+static void spill_run(struct spiller *sp)
+{
+	if (!sp->pending)
+		return;
+	tree_spill_commit(sp->t);
+	tree_spill_settle(sp->t);
+	sp->pending = 0;
+}
+
+static void spill_wait(void *ctx)
+{
+	spill_run(ctx);
+}
+
+static int64_t stored_chunks(struct fixture *fx, uint64_t ino)
+{
+	return sql_int(fx, "SELECT count(*) FROM chunks WHERE ino = %llu",
+		       (unsigned long long)ino);
+}
+
+/*
+ * A big write hands 8 MiB at a time to the spill: until it is committed
+ * and settled, reads and writes of the file find its data there; a
+ * failed spill's data goes back to the file, the next write says so,
+ * and the close stores it.
+ */
+static void test_spill_beside_the_writer(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t f = mkfile(fx, fx->up, "f");
+	struct ferr err = FERR_INIT;
+	struct store *cut = NULL, *spill = NULL;
+	struct spiller sp = { .t = fx->t };
+	size_t n = 30 * MiB + 777, step = 3000, off = 0;
+	char *data = malloc(n);
+	int64_t size = -1;
+
+	assert_non_null(data);
+	fill_pattern(data, n, 5);
+	assert_int_equal(store_open_beside(fx->st, &cut, &err), 0);
+	assert_int_equal(store_open_beside(fx->st, &spill, &err), 0);
+	tree_set_cutter(fx->t, cut, count_leave, count_enter, &sp);
+	tree_set_spiller(fx->t, spill, spill_kick, spill_wait);
+	assert_int_equal(tree_open(fx->t, f), 0);
+	while (!sp.kicked) {
+		wr(fx, f, data + off, step, (int64_t)off);
+		off += step;
+	}
+	/* handed over, not committed: the file's data all the same */
+	assert_int_equal(stored_chunks(fx, f), 0);
+	assert_int_equal(tree_read_plan(fx->t, f, &size), 1);
+	assert_true(tree_release_writes(fx->t, f));
+	assert_int_equal(attr(fx, f).size, (int64_t)off);
+	assert_int_equal(attr(fx, f).alloc, (int64_t)off);
+	check_file(fx, f, data, off);
+	/* the next writes go on beside it, into its last chunk too */
+	wr(fx, f, data + off, step, (int64_t)off);
+	off += step;
+	memcpy(data + 10, "over", 4);
+	wr(fx, f, "over", 4, 10);
+	check_file(fx, f, data, off);
+	tree_spill_commit(fx->t);
+	assert_true(stored_chunks(fx, f) > 0);
+	check_file(fx, f, data, off);
+	tree_spill_settle(fx->t);
+	sp.pending = 0;
+	check_file(fx, f, data, off);
+	/* the next spill waits for none; the one after for this one */
+	while (sp.kicked < 2) {
+		wr(fx, f, data + off, step, (int64_t)off);
+		off += step;
+	}
+	assert_int_equal(sp.kicked, 2);
+	assert_int_equal(sp.left, 0);
+	/* the third waits for the second, the lock let go meanwhile */
+	while (sp.kicked < 3) {
+		wr(fx, f, data + off, step, (int64_t)off);
+		off += step;
+	}
+	assert_int_equal(sp.left, 1);
+	memcpy(data + off - 4 * MiB, "again", 5);
+	wr(fx, f, "again", 5, (int64_t)(off - 4 * MiB));
+	/* and fails: its connection may not write */
+	assert_int_equal(store_exec(spill, "PRAGMA query_only=1"), 0);
+	spill_run(&sp);
+	check_file(fx, f, data, off);
+	assert_true(tree_write(fx->t, f, data + off, step, (int64_t)off) < 0);
+	check_file(fx, f, data, off);
+	assert_int_equal(store_exec(spill, "PRAGMA query_only=0"), 0);
+	while (off < n) {
+		size_t k = off + step > n ? n - off : step;
+
+		wr(fx, f, data + off, k, (int64_t)off);
+		off += k;
+	}
+	spill_run(&sp);
+	assert_int_equal(tree_flush(fx->t, f, false), 0);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	check_file(fx, f, data, n);
+	assert_int_equal(attr(fx, f).alloc, (int64_t)n);
+	assert_int_equal(sql_int(fx, "SELECT size FROM inodes WHERE ino = %llu",
+				 (unsigned long long)f), (int64_t)n);
+	assert_int_equal(sql_int(fx, "SELECT alloc FROM inodes WHERE ino = %llu",
+				 (unsigned long long)f), (int64_t)n);
+	tree_set_spiller(fx->t, NULL, NULL, NULL);
+	tree_set_cutter(fx->t, NULL, NULL, NULL, NULL);
+	store_close(spill);
+	store_close(cut);
+	free(data);
+}
+
 static void test_rename_over_referenced_file(void **state)
 {
 	struct fixture *fx = *state;
@@ -1716,6 +1844,7 @@ int main(void)
 		T(test_read_from_another_connection),
 		T(test_which_forgets_and_releases_write),
 		T(test_cutter_outside_the_lock),
+		T(test_spill_beside_the_writer),
 		T(test_unlink_while_referenced),
 		T(test_rename_over_referenced_file),
 		T(test_forget_keeps_linked_files),
