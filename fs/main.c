@@ -5,6 +5,7 @@
  * mountpoint) is checked first and reported as one line on stderr, before
  * the daemon detaches, so the caller's exit status tells the truth.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <pwd.h>
@@ -15,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -28,6 +31,8 @@
 #define KEY_SKILLS 1
 /* fuse_opt key of a whole-number option (numeric_opts[]) */
 #define KEY_NUMBER 2
+/* fuse_opt key of -o nonempty (ours: libfuse 3 has none) */
+#define KEY_NONEMPTY 3
 /* the exit status of a command line flowfs cannot take */
 #define EXIT_USAGE 2
 
@@ -52,8 +57,11 @@ struct options {
 	char *sandbox_user;
 	char *skill_dirs[MAX_SKILL_DIRS];
 	size_t nskill_dirs;
+	char *db_opt;		/* -o db=FILE (fstab, mount -t fuse.flowfs) */
+	char *source;		/* SOURCE of "flowfs SOURCE MOUNTPOINT" */
 	char *mountpoint;
 	int extra_args;
+	int nonempty;
 	int bad_number;
 	int help;
 	int version;
@@ -62,6 +70,8 @@ struct options {
 #define OPT(t, p) { t, offsetof(struct options, p), 1 }
 static const struct fuse_opt option_spec[] = {
 	{ "--db=%s", offsetof(struct options, db), 0 },
+	{ "db=%s", offsetof(struct options, db_opt), 0 },
+	{ "nonempty", -1U, KEY_NONEMPTY },
 	{ "--skills=%s", -1U, KEY_SKILLS },
 	{ "--engine-url=%s", offsetof(struct options, engine_url), 0 },
 	{ "--engine-model=%s", offsetof(struct options, engine_model), 0 },
@@ -169,6 +179,10 @@ static int take_mountpoint(void *data, const char *arg, int key,
 	(void)outargs;
 	if (key == KEY_NUMBER)
 		return take_number(opts, arg);
+	if (key == KEY_NONEMPTY) {
+		opts->nonempty = 1;
+		return 0;
+	}
 	if (key == KEY_SKILLS) {
 		if (opts->nskill_dirs == MAX_SKILL_DIRS) {
 			fprintf(stderr, "flowfs: at most %d --skills folders\n",
@@ -181,9 +195,15 @@ static int take_mountpoint(void *data, const char *arg, int key,
 	}
 	if (key != FUSE_OPT_KEY_NONOPT)
 		return 1;
-	if (opts->mountpoint) {
+	/* "flowfs SOURCE MOUNTPOINT", as mount.fuse3 runs it: the first
+	 * of two is the database */
+	if (opts->source) {
 		opts->extra_args++;
 		return 0;
+	}
+	if (opts->mountpoint) {
+		opts->source = opts->mountpoint;
+		opts->mountpoint = NULL;
 	}
 	opts->mountpoint = strdup(arg);
 	return opts->mountpoint ? 0 : -1;
@@ -192,11 +212,13 @@ static int take_mountpoint(void *data, const char *arg, int key,
 static void usage(const char *prog)
 {
 	printf("usage: %s [--db=FILE] [-f] [-d] [-o OPTS] MOUNTPOINT\n"
+	       "       %s FILE MOUNTPOINT [-o OPTS]  (as mount -t fuse.flowfs runs it)\n"
 	       "\n"
 	       "Shows the agent workflow sessions stored in FILE as folders.\n"
 	       "\n"
 	       "  --db=FILE   the database (default $XDG_DATA_HOME/flowfs/flowfs.db,\n"
-	       "              i.e. ~/.local/share/flowfs/flowfs.db; created if missing)\n"
+	       "              i.e. ~/.local/share/flowfs/flowfs.db; created if missing);\n"
+	       "              also -o db=FILE, or FILE before MOUNTPOINT\n"
 	       "  --skills=DIR  a folder of skill packages (repeatable); also searched:\n"
 	       "              $XDG_CONFIG_HOME/flowfs/skills and the built-in skills\n"
 	       "  --engine-url=URL  an OpenAI-compatible base URL (e.g.\n"
@@ -231,10 +253,11 @@ static void usage(const char *prog)
 	       "  -f          stay in the foreground and print log lines on stderr\n"
 	       "              (else they go to syslog)\n"
 	       "  -d          debug: print every request (implies -f)\n"
-	       "  -o OPTS     mount options (see mount.fuse3(8))\n"
+	       "  -o OPTS     mount options (see mount.fuse3(8)); -o nonempty mounts\n"
+	       "              on a folder that has files (hidden while mounted)\n"
 	       "  -V          print the version\n"
 	       "\n"
-	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog);
+	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog, prog);
 }
 
 /* mkdir -p of the folder that holds `path`. */
@@ -703,20 +726,215 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	return 0;
 }
 
-static int check_mountpoint(const char *mp)
+/* A mount point of /proc/self/mountinfo, its octal escapes undone
+ * (\040 a space, \011 a tab, \012 a newline, \134 a backslash). */
+static void unescape_mount_point(char *s)
 {
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+					(s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/* Whether something is mounted on `real` (an absolute path, resolved). */
+static bool mounted_on(const char *real)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0) {
+		char *field = line, *end;
+
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... */
+		for (int i = 0; i < 4 && field; i++) {
+			field = strchr(field, ' ');
+			if (field)
+				field++;
+		}
+		if (!field)
+			continue;
+		end = strchr(field, ' ');
+		if (end)
+			*end = '\0';
+		unescape_mount_point(field);
+		found = !strcmp(field, real);
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static bool has_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool any = false;
+
+	if (!d)
+		return false;
+	while (!any && (e = readdir(d)))
+		any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return any;
+}
+
+/*
+ * The mountpoint is a folder flowfs may mount on, as rclone and sshfs
+ * users expect: not a mount already (a second daemon would stack on
+ * the first, over the same database), not a dead one, and empty unless
+ * -o nonempty (its files would be hidden without a word).
+ */
+static int check_mountpoint(const char *mp, bool nonempty)
+{
+	static const char dead[] = "flowfs: %s is a mount whose daemon has"
+		" ended; clear it with: fusermount3 -u %s\n";
+	struct statvfs sv;
 	struct stat st;
+	char *real;
+	bool mounted;
 
 	if (stat(mp, &st) < 0) {
-		fprintf(stderr, "flowfs: mountpoint %s: %s\n", mp,
-			strerror(errno));
+		if (errno == ENOTCONN)
+			fprintf(stderr, dead, mp, mp);
+		else
+			fprintf(stderr, "flowfs: mountpoint %s: %s\n", mp,
+				strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "flowfs: mountpoint %s is not a folder\n", mp);
 		return -1;
 	}
+	real = realpath(mp, NULL);
+	mounted = real && mounted_on(real);
+	free(real);
+	if (mounted) {
+		/* the kernel may answer a stat of a dead mount from its
+		 * cache, never a statfs */
+		if (statvfs(mp, &sv) < 0 && errno == ENOTCONN)
+			fprintf(stderr, dead, mp, mp);
+		else
+			fprintf(stderr, "flowfs: %s is already mounted (unmount"
+				" it first: fusermount3 -u %s)\n", mp, mp);
+		return -1;
+	}
+	if (!nonempty && has_entries(mp)) {
+		fprintf(stderr, "flowfs: %s is not empty, and its files would"
+			" be hidden while mounted: mount on an empty folder, or"
+			" add -o nonempty\n", mp);
+		return -1;
+	}
 	return 0;
+}
+
+/*
+ * The database flowfs created for a mount that then failed, and the
+ * folders it made for it (from the top one made, `made_top`): a failed
+ * mount leaves nothing behind.
+ */
+static void undo_created_db(const char *db, const char *made_top)
+{
+	static const char *const suffixes[] = { "", "-wal", "-shm",
+						"-journal" };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(*suffixes); i++) {
+		snprintf(path, sizeof(path), "%s%s", db, suffixes[i]);
+		unlink(path);
+	}
+	if (!made_top)
+		return;
+	snprintf(path, sizeof(path), "%s", db);
+	for (;;) {
+		char *slash = strrchr(path, '/');
+
+		if (!slash || slash == path)
+			break;
+		*slash = '\0';
+		if (rmdir(path) < 0 || !strcmp(path, made_top))
+			break;
+	}
+}
+
+/* The top folder make_parent_dirs() would make for `path` (NULL: none). */
+static char *first_missing_parent(const char *path)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (stat(buf, &st) < 0)
+			return strdup(buf);
+		*p = '/';
+	}
+	return NULL;
+}
+
+/*
+ * fuse_session_new(), its complaints about the options (libfuse prints
+ * "fuse: unknown option(s): `-o foo'") in flowfs's words.
+ */
+static struct fuse_session *new_session(struct fuse_args *args,
+					struct flowfs *fs)
+{
+	struct fuse_session *se;
+	int saved = dup(STDERR_FILENO);
+	int cap = memfd_create("flowfs-options", MFD_CLOEXEC);
+	char said[1024];
+	ssize_t n = 0;
+
+	if (saved < 0 || cap < 0) {
+		if (saved >= 0)
+			close(saved);
+		if (cap >= 0)
+			close(cap);
+		return fuse_session_new(args, &fs_ops, sizeof(fs_ops), fs);
+	}
+	fflush(stderr);
+	dup2(cap, STDERR_FILENO);
+	se = fuse_session_new(args, &fs_ops, sizeof(fs_ops), fs);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	if (lseek(cap, 0, SEEK_SET) == 0)
+		n = read(cap, said, sizeof(said) - 1);
+	close(cap);
+	said[n > 0 ? n : 0] = '\0';
+	for (char *line = said, *next; *line; line = next) {
+		const char *unknown = "fuse: unknown option(s): `";
+		size_t len = strcspn(line, "\n");
+
+		next = line + len + (line[len] == '\n');
+		line[len] = '\0';
+		if (!strncmp(line, unknown, strlen(unknown))) {
+			char *opt = line + strlen(unknown);
+
+			opt[strcspn(opt, "'")] = '\0';
+			fprintf(stderr, "flowfs: unknown option %s (see flowfs"
+				" --help)\n", opt);
+		} else if (*line) {
+			fprintf(stderr, "flowfs: %s\n",
+				strncmp(line, "fuse: ", 6) ? line : line + 6);
+		}
+	}
+	return se;
 }
 
 int main(int argc, char *argv[])
@@ -732,7 +950,9 @@ int main(int argc, char *argv[])
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	struct ferr err = FERR_INIT, exposed = FERR_INIT, cgroup_why = FERR_INIT;
-	char *db = NULL;
+	char *db = NULL, *made_top = NULL;
+	const char *db_given;
+	bool db_made = false, mounted = false;
 	int ret = 1;
 
 	/*
@@ -784,10 +1004,18 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	if (opts.extra_args) {
-		fprintf(stderr, "flowfs: more than one mountpoint given (see flowfs --help)\n");
+		fprintf(stderr, "flowfs: too many arguments: give a mountpoint,"
+			" and the database before it if not with --db (see"
+			" flowfs --help)\n");
 		goto out;
 	}
-	if (check_mountpoint(opts.mountpoint) < 0)
+	if (!!opts.db + !!opts.db_opt + !!opts.source > 1) {
+		fprintf(stderr, "flowfs: the database is given twice (--db,"
+			" -o db= or before the mountpoint): give it once\n");
+		goto out;
+	}
+	db_given = opts.db ? opts.db : opts.db_opt ? opts.db_opt : opts.source;
+	if (check_mountpoint(opts.mountpoint, opts.nonempty) < 0)
 		goto out;
 	cmd.mountpoint = realpath(opts.mountpoint, NULL);
 	if (!cmd.mountpoint) {
@@ -811,11 +1039,13 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: cannot start libcurl\n");
 		goto out;
 	}
-	db = opts.db ? absolute_path(opts.db) : default_db_path();
+	db = db_given ? absolute_path(db_given) : default_db_path();
 	if (!db) {
 		fprintf(stderr, "flowfs: no --db given and $HOME is not set\n");
 		goto out;
 	}
+	db_made = access(db, F_OK) < 0;
+	made_top = first_missing_parent(db);
 	/*
 	 * Check and migrate the database now, in the process the caller
 	 * waits for.  It is opened again after detaching: SQLite's locks
@@ -832,13 +1062,14 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: %s\n", exposed.message);
 
 	fuse_opt_add_arg(&args, "-odefault_permissions,subtype=flowfs,fsname=flowfs");
-	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
+	se = new_session(&args, &fs);
 	if (!se)
 		goto out;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out;
 	if (fuse_session_mount(se, cmd.mountpoint) != 0)
 		goto out_handlers;
+	mounted = true;
 	fuse_daemonize(cmd.foreground);
 	/* the logs' lines go where the daemon's own messages can be seen */
 	fs.foreground = cmd.foreground;
@@ -953,6 +1184,9 @@ out_handlers:
 out:
 	if (se)
 		fuse_session_destroy(se);
+	if (db_made && !mounted && db)
+		undo_created_db(db, made_top);
+	free(made_top);
 	if (loop)
 		fuse_loop_cfg_destroy(loop);
 	fs_log_drop(&fs);
@@ -979,6 +1213,8 @@ out:
 	free(db);
 	free(cmd.mountpoint);
 	free(opts.db);
+	free(opts.db_opt);
+	free(opts.source);
 	free(opts.mountpoint);
 	free(opts.engine_url);
 	free(opts.engine_model);

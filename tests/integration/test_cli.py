@@ -110,7 +110,8 @@ def test_default_db_under_xdg_data_home(tmp_path):
     finally:
         if os.path.ismount(mnt):
             _fusermount(mnt)
-    wait_daemon_gone(mnt)
+    assert not os.path.ismount(mnt), "the unmount failed"
+    assert wait_daemon_gone(mnt), "daemon still running after unmount"
     assert (xdg / "flowfs" / "flowfs.db").is_file()
 
 
@@ -131,7 +132,8 @@ def test_default_db_under_home(tmp_path):
     finally:
         if os.path.ismount(mnt):
             _fusermount(mnt)
-    wait_daemon_gone(mnt)
+    assert not os.path.ismount(mnt), "the unmount failed"
+    assert wait_daemon_gone(mnt), "daemon still running after unmount"
     assert (home / ".local" / "share" / "flowfs" / "flowfs.db").is_file()
 
 
@@ -246,3 +248,140 @@ def test_no_mountpoint_argument_fails(tmp_path):
     err = r.stderr.decode(errors="replace")
     assert r.returncode != 0
     assert not sanitizer_report(err), err
+
+
+def test_database_before_the_mountpoint(tmp_path):
+    """`flowfs DB MOUNTPOINT`: the form mount(8) and mount.fuse3 use
+    (mount -t fuse.flowfs DB MNT runs `flowfs DB MNT -o OPTS`)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    db = tmp_path / "given.db"
+    r = run_flowfs([str(db), str(mnt), "-o", "rw,nosuid,nodev"])
+    try:
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        os.mkdir(mnt / "s")
+        assert os.path.isdir(mnt / "s" / "uploads")
+    finally:
+        if os.path.ismount(mnt):
+            _fusermount(mnt)
+    assert not os.path.ismount(mnt)
+    assert wait_daemon_gone(mnt)
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
+    finally:
+        con.close()
+
+
+def test_database_as_a_mount_option(tmp_path):
+    """-o db=FILE, for an /etc/fstab line or a systemd mount unit."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    db = tmp_path / "opt.db"
+    r = run_flowfs([str(mnt), "-o", f"nosuid,db={db}"])
+    try:
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        assert ".flowfs" in os.listdir(mnt)
+    finally:
+        if os.path.ismount(mnt):
+            _fusermount(mnt)
+    assert not os.path.ismount(mnt)
+    assert wait_daemon_gone(mnt)
+    assert db.is_file()
+
+
+@pytest.mark.parametrize("args", [
+    ["--db={tmp}/a.db", "{tmp}/b.db", "{tmp}/mnt"],
+    ["{tmp}/b.db", "{tmp}/mnt", "-o", "db={tmp}/a.db"],
+    ["{tmp}/a.db", "{tmp}/b.db", "{tmp}/mnt"],
+    ["{tmp}/mnt", "-o", "nosuch_option"],
+    ["--no-such-option", "{tmp}/mnt"],
+])
+def test_bad_command_lines_create_nothing(tmp_path, args):
+    """A command line flowfs cannot take: one line in its words, and
+    nothing on disk (not the database, not its folders)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    args = [a.replace("{tmp}", str(tmp_path / "new" / "dirs")) for a in args]
+    args = [a if "mnt" not in a else str(mnt) for a in args]
+    r = run_flowfs(args)
+    line = assert_one_line_error(r, mnt)
+    assert "fuse:" not in line, line
+    assert not (tmp_path / "new").exists(), list((tmp_path / "new").rglob("*"))
+
+
+def test_unknown_option_is_named(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = run_flowfs([f"--db={tmp_path / 'db'}", str(mnt), "-o", "colour=red"])
+    line = assert_one_line_error(r, mnt)
+    assert line == "flowfs: unknown option -o colour=red (see flowfs --help)", line
+    assert not (tmp_path / "db").exists()
+
+
+def test_non_empty_folder_refused_unless_nonempty(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    (mnt / "mine.txt").write_text("hidden if mounted over")
+    db = tmp_path / "db"
+    r = run_flowfs([f"--db={db}", str(mnt)])
+    line = assert_one_line_error(r, mnt)
+    assert "not empty" in line and "-o nonempty" in line, line
+    assert not db.exists()
+    r = run_flowfs([f"--db={db}", "-o", "nonempty", str(mnt)])
+    try:
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        assert os.path.ismount(mnt)
+        assert "mine.txt" not in os.listdir(mnt)
+    finally:
+        if os.path.ismount(mnt):
+            _fusermount(mnt)
+    assert not os.path.ismount(mnt)
+    assert wait_daemon_gone(mnt)
+    assert (mnt / "mine.txt").read_text() == "hidden if mounted over"
+
+
+def test_mounted_point_refused(make_flowfs, tmp_path):
+    """A second flowfs on a mounted point would stack a second daemon on
+    the first; it is refused, and the first goes on."""
+    fs = make_flowfs()
+    os.mkdir(fs.mnt / "s")
+    other = tmp_path / "other.db"
+    r = run_flowfs([f"--db={other}", str(fs.mnt)])
+    line = assert_one_line_error(r)
+    assert "already mounted" in line and "fusermount3 -u" in line, line
+    assert not other.exists()
+    assert os.path.isdir(fs.mnt / "s" / "uploads")
+    assert sum(1 for ln in open("/proc/self/mountinfo")
+               if f" {fs.mnt} " in ln) == 1
+
+
+def test_dead_mount_refused_with_the_command_to_clear_it(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    db = tmp_path / "db"
+    p = subprocess.Popen([str(flowfs_bin()), f"--db={db}", "-f", str(mnt)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=daemon_env())
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.ismount(mnt):
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        p.kill()
+        p.wait()
+        r = run_flowfs([f"--db={db}", str(mnt)])
+        line = assert_one_line_error(r)
+        assert f"clear it with: fusermount3 -u {mnt}" in line, line
+        assert _fusermount(mnt).returncode == 0
+        assert not os.path.ismount(mnt)
+        r = run_flowfs([f"--db={db}", str(mnt)])
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if os.path.ismount(mnt):
+            _fusermount(mnt, lazy=True)
+    assert not os.path.ismount(mnt)
+    assert wait_daemon_gone(mnt)
