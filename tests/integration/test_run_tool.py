@@ -72,6 +72,17 @@ def test_tools_run_mounts_a_demo_session(tmp_path, run_env):
         assert r.stdout.strip() == (f"flowfs is already mounted at {mnt}"
                                     f" (unmount with: fusermount3 -u {mnt})")
         assert sorted(os.listdir(mnt)) == [".flowfs", "demo"]
+        # with options, which a mount going on cannot take: refused, not
+        # dropped without a word
+        skills = tmp_path / "skills"
+        skills.mkdir()
+        r = tools_run(mnt, run_env, f"--skills={skills}")
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert r.stderr.strip() == (
+            f"run: flowfs is already mounted at {mnt}, without"
+            f" --skills={skills}: unmount it first (fusermount3 -u {mnt}),"
+            " then run this again")
+        assert os.path.ismount(mnt)
     finally:
         if os.path.ismount(mnt):
             unmount(mnt)
@@ -83,6 +94,22 @@ def test_tools_run_refuses_an_option_first(tmp_path, run_env):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert r.stderr.startswith("usage: tools/run [MOUNTPOINT [FLOWFS-OPTION...]]")
+
+
+def test_help_of_the_two_commands(run_env):
+    """--help prints how to use them and does nothing else (tools/test
+    --help started the whole run)."""
+    for tool, first in (("run", "usage: tools/run [MOUNTPOINT"),
+                        ("test", "usage: tools/test")):
+        r = subprocess.run([str(REPO / "tools" / tool), "--help"], env=run_env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith(first), r.stdout
+        assert r.stderr == ""
+    r = subprocess.run([str(REPO / "tools" / "test"), "--bogus"], env=run_env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.startswith("usage: tools/test")
 
 
 def test_tools_run_as_an_ordinary_user(tmp_path, run_env):
