@@ -193,6 +193,10 @@ static int take_mountpoint(void *data, const char *arg, int key,
 			absolute_path(arg + strlen("--skills="));
 		return opts->skill_dirs[opts->nskill_dirs++] ? 0 : -1;
 	}
+	/* x-systemd.automount and the like, which mount(8) passes on from
+	 * an fstab line: for the tools that read fstab, not for flowfs */
+	if (key == FUSE_OPT_KEY_OPT && !strncmp(arg, "x-", 2))
+		return 0;
 	if (key != FUSE_OPT_KEY_NONOPT)
 		return 1;
 	/* "flowfs SOURCE MOUNTPOINT", as mount.fuse3 runs it: the first
