@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -908,12 +909,47 @@ int store_open_beside(struct store *first, struct store **out,
 	return 0;
 }
 
+/*
+ * Whether flowfs can write `path` and the -wal and -shm files SQLite
+ * makes beside it: without, SQLite fails later with "unable to open
+ * database file", which says nothing of why.
+ */
+static int check_writable(const char *path, struct ferr *err)
+{
+	char dir[PATH_MAX];
+	struct statvfs sv;
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	if (statvfs(dir, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+		return ferr_set(err, -EROFS, "cannot write %s: its file system"
+				" is read-only (flowfs writes the database, and"
+				" SQLite its -wal and -shm files beside it)",
+				path);
+	if (access(path, F_OK) == 0 && access(path, W_OK) < 0)
+		return ferr_set(err, -errno, "cannot write %s: %s", path,
+				strerror(errno));
+	if (access(dir, F_OK) == 0 && access(dir, W_OK | X_OK) < 0)
+		return ferr_set(err, -errno, "cannot write in %s, where SQLite"
+				" makes the -wal and -shm files of %s: %s", dir,
+				path, strerror(errno));
+	return 0;
+}
+
 int store_open(struct store **out, const char *path, struct ferr *err)
 {
 	struct store *st;
 	int rc, ret, fd;
 
 	*out = NULL;
+	ret = check_writable(path, err);
+	if (ret < 0)
+		return ret;
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->path = strdup(path))) {
 		free(st);

@@ -795,6 +795,36 @@ static bool has_entries(const char *dir)
 	return any;
 }
 
+/* Each --skills folder is one that holds skill packages (one line
+ * when not: a missing one was accepted without a word, and a package
+ * given itself showed its subfolders as broken skills). */
+static int check_skill_dirs(const struct options *opts)
+{
+	for (size_t i = 0; i < opts->nskill_dirs; i++) {
+		const char *dir = opts->skill_dirs[i];
+		char manifest[PATH_MAX];
+		struct stat st;
+
+		if (stat(dir, &st) < 0) {
+			fprintf(stderr, "flowfs: --skills folder %s: %s\n", dir,
+				strerror(errno));
+			return -1;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "flowfs: --skills %s is not a folder\n",
+				dir);
+			return -1;
+		}
+		snprintf(manifest, sizeof(manifest), "%s/SKILL.md", dir);
+		if (stat(manifest, &st) == 0) {
+			fprintf(stderr, "flowfs: --skills %s is a skill package"
+				" itself: give the folder that holds it\n", dir);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * The mountpoint is a folder flowfs may mount on, as rclone and sshfs
  * users expect: not a mount already (a second daemon would stack on
@@ -1019,7 +1049,8 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	db_given = opts.db ? opts.db : opts.db_opt ? opts.db_opt : opts.source;
-	if (check_mountpoint(opts.mountpoint, opts.nonempty) < 0)
+	if (check_mountpoint(opts.mountpoint, opts.nonempty) < 0 ||
+	    check_skill_dirs(&opts) < 0)
 		goto out;
 	cmd.mountpoint = realpath(opts.mountpoint, NULL);
 	if (!cmd.mountpoint) {

@@ -385,3 +385,73 @@ def test_dead_mount_refused_with_the_command_to_clear_it(tmp_path):
             _fusermount(mnt, lazy=True)
     assert not os.path.ismount(mnt)
     assert wait_daemon_gone(mnt)
+
+
+@pytest.mark.parametrize("kind", ["missing", "file", "one_skill"])
+def test_bad_skills_folder(tmp_path, kind):
+    """--skills names a folder of skill packages: a missing one was taken
+    without a word, and a package given itself showed its subfolders as
+    broken skills."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    skills = tmp_path / "skills"
+    if kind == "file":
+        skills.write_text("not a folder")
+    elif kind == "one_skill":
+        (skills / "assets").mkdir(parents=True)
+        (skills / "SKILL.md").write_text("---\nname: x\n---\n")
+    r = run_flowfs([f"--db={tmp_path / 'db'}", f"--skills={skills}", str(mnt)])
+    line = assert_one_line_error(r, mnt)
+    assert str(skills) in line, line
+    if kind == "one_skill":
+        assert "is a skill package itself" in line, line
+    assert not (tmp_path / "db").exists()
+
+
+def test_database_on_a_read_only_folder_says_so(tmp_path):
+    """What is wrong is writing: flowfs writes the database and SQLite its
+    -wal and -shm files beside it (it said "cannot read")."""
+    if os.geteuid() == 0:
+        pytest.skip("root writes any folder (the root pass has a read-only mount)")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    r = run_flowfs([f"--db={ro / 'db'}", str(mnt)])
+    assert r.returncode == 0, r.stderr
+    _fusermount(mnt)
+    assert wait_daemon_gone(mnt)
+    ro.chmod(0o555)
+    try:
+        r = run_flowfs([f"--db={ro / 'db'}", str(mnt)])
+        line = assert_one_line_error(r, mnt)
+        assert line.startswith(f"flowfs: cannot write in {ro}"), line
+        assert "Permission denied" in line, line
+    finally:
+        ro.chmod(0o755)
+
+
+@pytest.mark.root      # a read-only file system: a mount
+def test_database_on_a_read_only_file_system_says_so(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(ro)],
+                   check=True)
+    try:
+        r = run_flowfs([f"--db={ro / 'db'}", str(mnt)])
+        assert r.returncode == 0, r.stderr
+        _fusermount(mnt)
+        assert wait_daemon_gone(mnt)
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        for name in ("db", "new.db"):
+            r = run_flowfs([f"--db={ro / name}", str(mnt)])
+            line = assert_one_line_error(r, mnt)
+            assert line == (f"flowfs: cannot write {ro / name}: its file"
+                            " system is read-only (flowfs writes the"
+                            " database, and SQLite its -wal and -shm files"
+                            " beside it)"), line
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert not os.path.ismount(ro)
