@@ -101,18 +101,6 @@ static const struct field metrics_fields[] = {
 	{ "completion_rate", T_NUMBER, false },
 	{ "quality_average", T_NUMBER, false }, { NULL, T_ANY, false }
 };
-static const struct field legacy_fields[] = {
-	{ "role", T_NAME, true }, { "content", T_TEXT, false },
-	{ "tool_calls", T_ARRAY, false }, { NULL, T_ANY, false }
-};
-static const struct field call_fields[] = {
-	{ "id", T_TEXT, false }, { "type", T_TEXT, false },
-	{ "function", T_OBJECT, true }, { NULL, T_ANY, false }
-};
-static const struct field function_fields[] = {
-	{ "name", T_NAME, true }, { "arguments", T_ANY, false },
-	{ NULL, T_ANY, false }
-};
 
 static const struct shape top_shape = { "a context",
 	"id, timestamp, architecture, request, phases, summary", top_fields };
@@ -140,12 +128,6 @@ static const struct shape decision_shape = { "a decision",
 	"action, reason", decision_fields };
 static const struct shape metrics_shape = { "phase_metrics",
 	"completion_rate, quality_average", metrics_fields };
-static const struct shape legacy_shape = { "a legacy assistant message",
-	"role, content, tool_calls", legacy_fields };
-static const struct shape call_shape = { "a tool call",
-	"id, type, function", call_fields };
-static const struct shape function_shape = { "a tool call's function",
-	"name, arguments", function_fields };
 
 static const char *const forbidden_tools[] = {
 	"judge", "judge_tasks", "think", NULL
@@ -597,8 +579,51 @@ out:
 
 /* ---- legacy messages ---------------------------------------------------- */
 
-/* function.arguments as the execution's arguments (a new reference). */
-static json_t *legacy_arguments(const json_t *args)
+/*
+ * MyAgent's StructuredMessage.from_legacy_message (context.h): what it
+ * converts, the rest kept as written.
+ */
+
+/* Python's bool() of a JSON value: what `if not tool_calls` tests. */
+static bool truthy(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return json_object_size(v) > 0;
+	case JSON_ARRAY:
+		return json_array_size(v) > 0;
+	case JSON_STRING:
+		return json_string_length(v) > 0;
+	case JSON_INTEGER:
+		return json_integer_value(v) != 0;
+	case JSON_REAL:
+		return json_real_value(v) != 0;
+	case JSON_TRUE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The first `n` code points of UTF-8 `s` (Python's s[:n]). */
+static json_t *first_code_points(const char *s, size_t len, size_t n)
+{
+	size_t i = 0;
+
+	while (i < len && n > 0) {
+		uint32_t cp;
+		size_t k = utf8_decode((const unsigned char *)s + i, len - i,
+				       &cp);
+
+		i += k ? k : 1;
+		n--;
+	}
+	return json_stringn(s, i);
+}
+
+/* function.arguments of an OpenAI-style call (an extension): the JSON
+ * text parsed; "" or absent: {}; a text that does not parse as is. */
+static json_t *openai_arguments(const json_t *args)
 {
 	json_t *parsed = NULL;
 
@@ -614,91 +639,135 @@ static json_t *legacy_arguments(const json_t *args)
 	return json_deep_copy(args);
 }
 
-static int legacy_convert(const json_t *msg, json_t **out, struct ferr *err)
+/* tc.get(key, fallback), as a new reference. */
+static json_t *get_or(const json_t *obj, const char *key, json_t *fallback)
 {
-	json_t *doc = NULL, *execs = NULL, *e;
-	const json_t *role, *calls, *call, *fn, *v;
-	char item[PATH_MAX_LEN], sub[PATH_MAX_LEN];
+	json_t *v = json_object_get(obj, key);
+
+	if (!v)
+		return fallback;
+	json_decref(fallback);
+	return json_deep_copy(v);
+}
+
+/* One execution of tool call `tc`, the `i`th (1-based). */
+static json_t *execution_of(const json_t *tc, size_t i, double now)
+{
+	const json_t *fn = json_object_get(tc, "function");
+	json_t *tool, *args;
+
+	if (!json_object_get(tc, "tool") && json_is_object(fn) &&
+	    json_is_string(json_object_get(fn, "name"))) {
+		/* OpenAI's {id, type, function: {name, arguments}} */
+		tool = json_deep_copy(json_object_get(fn, "name"));
+		args = openai_arguments(json_object_get(fn, "arguments"));
+	} else {
+		tool = get_or(tc, "tool", json_string("unknown"));
+		args = get_or(tc, "arguments", json_object());
+	}
+	return json_pack("{s:I, s:o, s:o, s:o, s:f}", "task_id",
+			 (json_int_t)i, "tool", tool, "arguments", args,
+			 "result", get_or(tc, "result", json_object()),
+			 "timestamp", now);
+}
+
+/* StructuredMessage(): what every converted message starts from. */
+static json_t *fresh_message(double now)
+{
+	char id[32];
+
+	snprintf(id, sizeof(id), "msg_%lld", (long long)now);
+	return json_pack("{s:s, s:f, s:s, s:{s:s, s:s, s:[], s:[]}, s:[],"
+			 " s:s}", "id", id, "timestamp", now,
+			 "architecture", ARCHITECTURE, "request",
+			 "original_input", "", "core_goal", "",
+			 "requirements", "constraints", "phases",
+			 "summary", "");
+}
+
+/*
+ * The message converted, *out NULL when MyAgent keeps it as it is (not
+ * an assistant message, or one without tool calls).
+ */
+static int legacy_convert(const json_t *msg, double now, json_t **out,
+			  struct ferr *err)
+{
+	const json_t *role = json_object_get(msg, "role");
+	const json_t *sc = json_object_get(msg, "structured_context");
+	const json_t *calls = json_object_get(msg, "tool_calls");
+	const json_t *content = json_object_get(msg, "content");
+	json_t *doc = NULL, *execs = NULL, *phase, *tc;
+	char item[PATH_MAX_LEN];
 	size_t i;
-	int ret;
+	int ret = -ENOMEM;
 
 	*out = NULL;
-	ret = check_shape(msg, "", &legacy_shape, err);
-	if (ret < 0)
-		goto out;
-	role = member(msg, "role");
-	if (strcmp(json_string_value(role), "assistant")) {
-		ret = refuse(err, "role", "\"%.*s\": only an assistant message "
-			     "can be converted (a context is a structured "
-			     "message or a legacy assistant message)",
-			     clip(json_string_value(role), 80),
-			     json_string_value(role));
-		goto out;
+	if (!json_is_string(role) || strcmp(json_string_value(role), "assistant"))
+		return 0;
+	if (sc) {
+		if (!json_is_object(sc))
+			return refuse(err, "structured_context", "must be an"
+				      " object (a structured message)");
+		doc = fresh_message(now);
+		if (!doc || json_object_update(doc, (json_t *)sc) < 0)
+			goto out;
+		*out = doc;
+		return 0;
 	}
-	calls = member(msg, "tool_calls");
+	if (!calls || !truthy(calls))
+		return 0;
+	if (!json_is_array(calls))
+		return refuse(err, "tool_calls", "must be an array of tool"
+			      " calls");
+	if (content && !json_is_string(content))
+		return refuse(err, "content", "must be a string: it becomes"
+			      " the summary of a converted message");
 	execs = json_array();
-	if (!execs) {
-		ret = -ENOMEM;
+	if (!execs)
 		goto out;
-	}
-	json_array_foreach(calls, i, call) {
-		join_index(item, "", "tool_calls", i);
-		ret = check_shape(call, item, &call_shape, err);
-		if (ret < 0)
-			goto out;
-		v = member(call, "type");
-		if (v && strcmp(json_string_value(v), "function")) {
-			join(sub, item, "type");
-			ret = refuse(err, sub, "\"%.*s\" must be \"function\"",
-				     clip(json_string_value(v), 80),
-				     json_string_value(v));
+	json_array_foreach(calls, i, tc) {
+		if (!json_is_object(tc)) {
+			join_index(item, "", "tool_calls", i);
+			ret = refuse(err, item, "must be an object (a tool"
+				     " call)");
 			goto out;
 		}
-		fn = member(call, "function");
-		join(sub, item, "function");
-		ret = check_shape(fn, sub, &function_shape, err);
-		if (ret < 0)
+		if (json_array_append_new(execs, execution_of(tc, i + 1, now)))
 			goto out;
-		v = member(call, "id");
-		e = json_pack("{s:o, s:O, s:o, s:n, s:i}",
-			      "task_id", v && json_string_length(v)
-					 ? json_incref((json_t *)v)
-					 : json_integer((json_int_t)i + 1),
-			      "tool", member(fn, "name"),
-			      "arguments", legacy_arguments(member(fn,
-								  "arguments")),
-			      "result", "timestamp", 0);
-		if (!e || json_array_append_new(execs, e)) {
-			ret = -ENOMEM;
-			goto out;
-		}
 	}
-	v = member(msg, "content");
-	/* "o" is stolen even when json_pack fails (jansson >= 2.13) */
-	doc = json_pack("{s:s, s:i, s:s, s:{s:s, s:s, s:[], s:[]},"
-			" s:[{s:i, s:s, s:s, s:[{s:i, s:{s:[], s:s}, s:O}],"
-			" s:s, s:s}], s:o}",
-			"id", "msg_legacy", "timestamp", 0,
-			"architecture", ARCHITECTURE,
-			"request", "original_input", "", "core_goal", "",
-			"requirements", "constraints",
-			"phases", "id", 1, "name", "Main Task", "goal", "",
-			"rounds", "round_id", 1, "plan", "tasks", "reasoning",
-			"", "executions", execs, "status", "done", "summary",
-			"", "summary", v ? json_incref((json_t *)v) : json_string(""));
-	if (!doc) {
-		ret = -ENOMEM;
+	if (!content)
+		content = json_string_nocheck("");
+	else
+		json_incref((json_t *)content);
+	phase = json_pack("{s:i, s:s, s:s, s:[{s:i, s:{s:[], s:s}, s:O, s:{}}],"
+			  " s:s, s:O}", "id", 1, "name", "Main Task",
+			  "goal", "历史任务", "rounds", "round_id", 1, "plan",
+			  "tasks", "reasoning", "", "executions", execs,
+			  "judge", "status", "done", "summary", content);
+	doc = fresh_message(now);
+	if (!phase || !doc ||
+	    json_object_set_new(json_object_get(doc, "request"),
+				"original_input", json_string("历史消息")) ||
+	    json_object_set_new(json_object_get(doc, "request"), "core_goal",
+				first_code_points(json_string_value(content),
+						  json_string_length(content),
+						  100)) ||
+	    json_array_append_new(json_object_get(doc, "phases"), phase) ||
+	    json_object_set(doc, "summary", (json_t *)content)) {
+		json_decref((json_t *)content);
 		goto out;
 	}
+	json_decref((json_t *)content);
 	*out = doc;
 	doc = NULL;
+	ret = 0;
 out:
 	json_decref(execs);
 	json_decref(doc);
 	return ret;
 }
 
-int context_check(json_t *doc, json_t **out, struct ferr *err)
+int context_check(json_t *doc, double now, json_t **out, struct ferr *err)
 {
 	json_t *conv = NULL;
 	int ret;
@@ -706,12 +775,16 @@ int context_check(json_t *doc, json_t **out, struct ferr *err)
 	*out = NULL;
 	if (!json_is_object(doc))
 		return refuse(err, "", "a context must be a JSON object (a "
-			      "structured message or a legacy assistant "
-			      "message)");
+			      "structured message or a legacy message)");
 	if (json_object_get(doc, "role")) {
-		ret = legacy_convert(doc, &conv, err);
+		ret = legacy_convert(doc, now, &conv, err);
 		if (ret < 0)
 			goto out;
+		if (!conv) {
+			/* kept as written, as MyAgent keeps it */
+			*out = json_incref(doc);
+			return 0;
+		}
 	} else {
 		conv = json_incref(doc);
 	}
@@ -982,6 +1055,30 @@ static int render_phase(struct sbuf *out, const json_t *phase,
 	return 0;
 }
 
+/* A legacy message kept as written (context_check()). */
+static int render_kept(const json_t *doc, struct sbuf *out)
+{
+	const json_t *role = member(doc, "role"), *content;
+	struct sbuf line = SBUF_INIT;
+	int ret = -ENOMEM;
+
+	content = member(doc, "content");
+	if (sbuf_addstr(&line, "Legacy message, role ") < 0 ||
+	    add_value(&line, role) < 0 ||
+	    sbuf_addstr(&line, ": kept as written (not an assistant message"
+			" with tool calls)") < 0 ||
+	    put_text(out, 0, "", line.buf, line.len) < 0)
+		goto out;
+	if (json_is_string(content) && json_string_length(content)
+		    ? put_str_text(out, 0, "Content: ", content) < 0
+		    : sbuf_addstr(out, "Content: (none)\n") < 0)
+		goto out;
+	ret = 0;
+out:
+	sbuf_release(&line);
+	return ret;
+}
+
 int context_render_text(const json_t *doc, struct sbuf *out)
 {
 	struct sbuf line = SBUF_INIT;
@@ -989,6 +1086,12 @@ int context_render_text(const json_t *doc, struct sbuf *out)
 	size_t start = out->len, i;
 	int ret = -ENOMEM;
 
+	if (json_is_object(doc) && json_object_get(doc, "role")) {
+		ret = render_kept(doc, out);
+		if (ret < 0)
+			sbuf_setlen(out, start);
+		return ret;
+	}
 	phases = member(doc, "phases");
 	if (!json_is_object(doc) || !json_is_object(req) ||
 	    !json_is_array(phases)) {

@@ -63,30 +63,41 @@
  *   are not checked against the plan (a converted legacy message has
  *   executions and no plan).
  *
- * A legacy assistant message, {"role": "assistant", "content",
- * "tool_calls"} (an object with a "role" member; content a string or
- * null, tool_calls an optional array of OpenAI tool calls {id, type
- * "function", function {name*, arguments}}; nothing else), is converted
- * as the seed's converter does, then checked like any other document:
+ * A legacy message (an object with a "role" member) is taken the way
+ * MyAgent's StructuredMessage.from_legacy_message (core/
+ * structured_message.py, seed 003's code) takes it; its other members
+ * are ignored:
+ * - not role "assistant", or without tool calls (tool_calls absent or
+ *   empty): kept as written, not checked further (context.txt says so);
+ * - with "structured_context" (an object): that object laid over a fresh
+ *   message (below, without phases), key by key, then checked;
+ * - else converted, then checked like any other document (`now` is the
+ *   conversion's time, Unix seconds, as MyAgent's time.time()):
  *
- *	{"id": "msg_legacy", "timestamp": 0,
+ *	{"id": "msg_<int(now)>", "timestamp": now,
  *	 "architecture": "request-phase-task",
- *	 "request": {"original_input": "", "core_goal": "",
+ *	 "request": {"original_input": "历史消息",
+ *	             "core_goal": <content's first 100 code points>,
  *	             "requirements": [], "constraints": []},
- *	 "phases": [{"id": 1, "name": "Main Task", "goal": "",
+ *	 "phases": [{"id": 1, "name": "Main Task", "goal": "历史任务",
  *	             "rounds": [{"round_id": 1,
  *	                         "plan": {"tasks": [], "reasoning": ""},
- *	                         "executions": [one per tool call]}],
- *	             "status": "done", "summary": ""}],
- *	 "summary": <content, "" when null>}
+ *	                         "executions": [one per tool call],
+ *	                         "judge": {}}],
+ *	             "status": "done", "summary": <content>}],
+ *	 "summary": <content>}
  *
- * The content is what the seed persists as an assistant message's content:
- * the final summary.  An execution is {"task_id": <the call's id, or its
- * 1-based position when it has none>, "tool": <function.name>,
- * "arguments": <function.arguments parsed as JSON; "" or absent: {}; a
- * text that does not parse is kept as the string>, "result": null,
- * "timestamp": 0}.  The message has no time, so nothing depends on the
- * clock.
+ *   content: a string ("" when absent).  The i-th call (1-based) becomes
+ *   {"task_id": i, "tool": <its "tool", "unknown" when absent>,
+ *   "arguments": <its "arguments", {} when absent>, "result": <its
+ *   "result", {} when absent>, "timestamp": now}.  An extension: a call
+ *   in OpenAI's shape, {"id", "type", "function": {"name", "arguments"}}
+ *   without "tool", gives function.name as the tool and function.arguments
+ *   parsed as JSON as the arguments ("" or absent: {}; a text that does
+ *   not parse is kept as the string).
+ * Refused: tool_calls that is not an array, a call that is not an
+ * object, a content that is not a string (MyAgent's code fails on
+ * these), a structured_context that is not an object.
  */
 #ifndef FLOWFS_CONTEXT_H
 #define FLOWFS_CONTEXT_H
@@ -103,11 +114,12 @@
 #define CONTEXT_MAX_SIZE (1024 * 1024)
 
 /*
- * Check a parsed context.json (converting a legacy message first).  0 and
- * *out = the document to store (a new reference), or -EINVAL (err says
- * what and where) or -ENOMEM, with *out NULL.  `doc` is not changed.
+ * Check a parsed context.json (converting a legacy message first, at
+ * time `now`).  0 and *out = the document to store (a new reference), or
+ * -EINVAL (err says what and where) or -ENOMEM, with *out NULL.  `doc` is
+ * not changed.
  */
-int context_check(json_t *doc, json_t **out, struct ferr *err);
+int context_check(json_t *doc, double now, json_t **out, struct ferr *err);
 
 /*
  * Append context.txt for a document context_check() accepted: a tree for

@@ -848,7 +848,8 @@ int session_commit_context(struct store *st, const struct session_info *s,
 		return ret;
 	/* null: no context any more */
 	if (!json_is_null(doc)) {
-		ret = context_check(doc, &checked, err);
+		ret = context_check(doc, (double)store_now_ns() / 1e9,
+				    &checked, err);
 		if (!ret)
 			ret = fjson_dump(&canon, checked);
 		if (!ret && canon.len > CONTEXT_MAX_SIZE)

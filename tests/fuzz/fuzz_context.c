@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (fjson_parse(&doc, (const char *)data, size, NULL) < 0)
 		goto out;
-	ret = context_check(doc, &out, &err);
+	ret = context_check(doc, 1764100000.25, &out, &err);
 	if (ret < 0) {
 		if (out)
 			die("a refusal returned a document", NULL);
@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    txt.buf[txt.len - 1] != '\n')
 		die("context.txt is not lines of text", txt.buf);
 	ferr_clear(&err);
-	if (context_check(out, &again, &err) < 0)
+	if (context_check(out, 1764100000.25, &again, &err) < 0)
 		die("the stored document is refused", err.message);
 	if (!json_equal(out, again))
 		die("checking the stored document changed it", NULL);

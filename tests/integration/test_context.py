@@ -12,6 +12,7 @@ import copy
 import errno
 import json
 import os
+import time
 import unicodedata
 
 import pytest
@@ -353,34 +354,77 @@ def test_not_json_says_where(session):
     assert read_bytes(session / "context.json") == b"null"
 
 
-def test_legacy_assistant_message_is_converted(session):
-    legacy = {"role": "assistant", "content": "All done: accuracy 0.82",
-              "tool_calls": [
-                  {"id": "call_a", "type": "function",
-                   "function": {"name": "run_terminal",
-                                "arguments": "{\"command\": \"python t.py\"}"}},
-                  {"type": "function",
-                   "function": {"name": "file_operations", "arguments": ""}}]}
-    assert put(session / "context.json", json.dumps(legacy)) == 0
-    want = {"id": "msg_legacy", "timestamp": 0,
+def myagent_conversion(msg, now):
+    """StructuredMessage.from_legacy_message of MyAgent (seed 003's code,
+    core/structured_message.py), restated from its source with its
+    time.time() as `now`: what flowfs must store."""
+    content = msg.get("content", "")
+    calls = [{"task_id": i, "tool": tc.get("tool", "unknown"),
+              "arguments": tc.get("arguments", {}),
+              "result": tc.get("result", {}), "timestamp": now}
+             for i, tc in enumerate(msg["tool_calls"], 1)]
+    return {"id": f"msg_{int(now)}", "timestamp": now,
             "architecture": "request-phase-task",
-            "request": {"original_input": "", "core_goal": "",
+            "request": {"original_input": "历史消息",
+                        "core_goal": content[:100],
                         "requirements": [], "constraints": []},
-            "phases": [{"id": 1, "name": "Main Task", "goal": "",
+            "phases": [{"id": 1, "name": "Main Task", "goal": "历史任务",
                         "rounds": [{"round_id": 1,
                                     "plan": {"tasks": [], "reasoning": ""},
-                                    "executions": [
-                                        {"task_id": "call_a",
-                                         "tool": "run_terminal",
-                                         "arguments": {"command": "python t.py"},
-                                         "result": None, "timestamp": 0},
-                                        {"task_id": 2,
-                                         "tool": "file_operations",
-                                         "arguments": {}, "result": None,
-                                         "timestamp": 0}]}],
-                        "status": "done", "summary": ""}],
-            "summary": "All done: accuracy 0.82"}
+                                    "executions": calls, "judge": {}}],
+                        "status": "done", "summary": content}],
+            "summary": content}
+
+
+def test_legacy_assistant_message_is_converted_as_myagent_does(session):
+    legacy = {"role": "assistant",
+              "content": "已完成：训练模型，准确率 0.82。" * 8,  # > 100 code points
+              "tool_calls": [
+                  {"tool": "run_terminal",
+                   "arguments": {"command": "python t.py"},
+                   "result": {"stdout": "0.82"}},
+                  {"tool": "file_operations"},
+                  {"arguments": {"path": "x"}}],
+              "name": "assistant-1"}        # other members are ignored
+    before = time.time()
+    assert put(session / "context.json",
+               json.dumps(legacy, ensure_ascii=False)) == 0
+    after = time.time()
+    got = json.loads(read_bytes(session / "context.json"))
+    now = got["timestamp"]
+    assert before - 1 <= now <= after + 1, (before, now, after)
+    want = myagent_conversion(legacy, now)
     assert read_bytes(session / "context.json") == dumps(want).encode()
+    txt = read_bytes(session / "context.txt").decode()
+    assert "Phase 1: Main Task (done)" in txt, txt
+
+
+def test_legacy_openai_tool_calls_are_converted_too(session):
+    """An extension (README): tool calls in OpenAI's shape give their
+    function's name and parsed arguments."""
+    legacy = {"role": "assistant", "content": "done",
+              "tool_calls": [{"id": "call_a", "type": "function",
+                              "function": {"name": "run_terminal",
+                                           "arguments": "{\"command\": \"ls\"}"}}]}
+    assert put(session / "context.json", json.dumps(legacy)) == 0
+    (e,) = json.loads(read_bytes(session / "context.json"))[
+        "phases"][0]["rounds"][0]["executions"]
+    assert e["task_id"] == 1 and e["tool"] == "run_terminal"
+    assert e["arguments"] == {"command": "ls"} and e["result"] == {}
+
+
+@pytest.mark.parametrize("legacy", [
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": "no tool called"},
+    {"role": "assistant", "content": "x", "tool_calls": []},
+])
+def test_legacy_messages_myagent_does_not_convert_are_kept(session, legacy):
+    assert put(session / "context.json", json.dumps(legacy)) == 0
+    assert json.loads(read_bytes(session / "context.json")) == legacy
+    txt = read_bytes(session / "context.txt").decode()
+    assert txt.startswith(f"Legacy message, role {legacy['role']}: kept as"
+                          " written (not an assistant message with tool"
+                          " calls)\n"), txt
 
 
 def test_unchanged_rewrite_keeps_mtime(session):

@@ -1,7 +1,7 @@
 /*
  * Unit tests for context: context.json's rules (every refusal and its
  * message, with the path it names), what is accepted (the seed's example,
- * nulls for pending parts, key order kept), the legacy assistant message
+ * nulls for pending parts, key order kept), a legacy message (MyAgent's conversion)
  * conversion, and context.txt.
  *
  * Expected messages, documents and texts are written out by hand from the
@@ -40,13 +40,16 @@ static char *dump(const json_t *v)
 	return s;
 }
 
+/* The time a legacy message is converted at (MyAgent's time.time()). */
+#define NOW 1764100000.25
+
 /* Check `text`; returns the accepted document (or fails the test). */
 static json_t *accept(const char *text)
 {
 	json_t *doc = parse(text), *out = NULL;
 	struct ferr err = FERR_INIT;
 
-	if (context_check(doc, &out, &err) < 0)
+	if (context_check(doc, NOW, &out, &err) < 0)
 		fail_msg("refused: %s", err.message);
 	json_decref(doc);
 	return out;
@@ -58,7 +61,7 @@ static void refused(const char *text, const char *path, const char *msg)
 	json_t *doc = parse(text), *out = (json_t *)1;
 	struct ferr err = FERR_INIT;
 
-	assert_int_equal(context_check(doc, &out, &err), -EINVAL);
+	assert_int_equal(context_check(doc, NOW, &out, &err), -EINVAL);
 	assert_null(out);
 	assert_string_equal(err.message, msg);
 	assert_string_equal(err.path, path);
@@ -356,7 +359,7 @@ static void test_shape(void **state)
 {
 	(void)state;
 	refused("[]", "", "a context must be a JSON object (a structured "
-		"message or a legacy assistant message)");
+		"message or a legacy message)");
 	refused("{\"id\": \"m\", \"timestamp\": 1, \"architecture\": "
 		"\"request-phase-task\", \"request\": {}, \"phases\": [], "
 		"\"extra\": 1}", "",
@@ -428,16 +431,21 @@ static void test_shape(void **state)
 		"character");
 }
 
+/*
+ * MyAgent's StructuredMessage.from_legacy_message, read from its code
+ * (core/structured_message.py): the expected documents below are what it
+ * builds, written out by hand, with time.time() = NOW.
+ */
 static void test_legacy(void **state)
 {
 	static const char expected[] =
 		"{\n"
-		"  \"id\": \"msg_legacy\",\n"
-		"  \"timestamp\": 0,\n"
+		"  \"id\": \"msg_1764100000\",\n"
+		"  \"timestamp\": 1764100000.25,\n"
 		"  \"architecture\": \"request-phase-task\",\n"
 		"  \"request\": {\n"
-		"    \"original_input\": \"\",\n"
-		"    \"core_goal\": \"\",\n"
+		"    \"original_input\": \"历史消息\",\n"
+		"    \"core_goal\": \"已完成：读取 main.py\",\n"
 		"    \"requirements\": [],\n"
 		"    \"constraints\": []\n"
 		"  },\n"
@@ -445,7 +453,7 @@ static void test_legacy(void **state)
 		"    {\n"
 		"      \"id\": 1,\n"
 		"      \"name\": \"Main Task\",\n"
-		"      \"goal\": \"\",\n"
+		"      \"goal\": \"历史任务\",\n"
 		"      \"rounds\": [\n"
 		"        {\n"
 		"          \"round_id\": 1,\n"
@@ -455,46 +463,51 @@ static void test_legacy(void **state)
 		"          },\n"
 		"          \"executions\": [\n"
 		"            {\n"
-		"              \"task_id\": \"call_1\",\n"
-		"              \"tool\": \"read_file\",\n"
+		"              \"task_id\": 1,\n"
+		"              \"tool\": \"file_operations\",\n"
 		"              \"arguments\": {\n"
 		"                \"path\": \"main.py\"\n"
 		"              },\n"
-		"              \"result\": null,\n"
-		"              \"timestamp\": 0\n"
+		"              \"result\": {\n"
+		"                \"ok\": true\n"
+		"              },\n"
+		"              \"timestamp\": 1764100000.25\n"
 		"            },\n"
 		"            {\n"
 		"              \"task_id\": 2,\n"
-		"              \"tool\": \"think\",\n"
-		"              \"arguments\": \"{not json\",\n"
-		"              \"result\": null,\n"
-		"              \"timestamp\": 0\n"
+		"              \"tool\": \"unknown\",\n"
+		"              \"arguments\": \"raw\",\n"
+		"              \"result\": {},\n"
+		"              \"timestamp\": 1764100000.25\n"
 		"            },\n"
 		"            {\n"
 		"              \"task_id\": 3,\n"
-		"              \"tool\": \"ls\",\n"
-		"              \"arguments\": {},\n"
-		"              \"result\": null,\n"
-		"              \"timestamp\": 0\n"
+		"              \"tool\": \"read_file\",\n"
+		"              \"arguments\": {\n"
+		"                \"path\": \"a\"\n"
+		"              },\n"
+		"              \"result\": {},\n"
+		"              \"timestamp\": 1764100000.25\n"
 		"            }\n"
-		"          ]\n"
+		"          ],\n"
+		"          \"judge\": {}\n"
 		"        }\n"
 		"      ],\n"
 		"      \"status\": \"done\",\n"
-		"      \"summary\": \"\"\n"
+		"      \"summary\": \"已完成：读取 main.py\"\n"
 		"    }\n"
 		"  ],\n"
 		"  \"summary\": \"已完成：读取 main.py\"\n"
 		"}";
+	/* extra members are ignored; the third call is OpenAI's shape */
 	json_t *out = accept("{\"role\": \"assistant\", \"content\": "
-		"\"已完成：读取 main.py\", \"tool_calls\": ["
-		"{\"id\": \"call_1\", \"type\": \"function\", \"function\": "
+		"\"已完成：读取 main.py\", \"name\": \"ignored\", \"tool_calls\": ["
+		"{\"tool\": \"file_operations\", \"arguments\": {\"path\": "
+		"\"main.py\"}, \"result\": {\"ok\": true}, \"id\": \"x\"},"
+		"{\"arguments\": \"raw\"},"
+		"{\"id\": \"call_3\", \"type\": \"function\", \"function\": "
 		"{\"name\": \"read_file\", \"arguments\": "
-		"\"{\\\"path\\\": \\\"main.py\\\"}\"}},"
-		"{\"type\": \"function\", \"function\": {\"name\": \"think\", "
-		"\"arguments\": \"{not json\"}},"
-		"{\"id\": \"\", \"function\": {\"name\": \"ls\", \"arguments\": "
-		"\"\"}}]}");
+		"\"{\\\"path\\\": \\\"a\\\"}\"}}]}");
 	char *text = dump(out), *again;
 	json_t *back;
 
@@ -510,41 +523,108 @@ static void test_legacy(void **state)
 	json_decref(out);
 }
 
-static void test_legacy_minimal(void **state)
+/* core_goal: content[:100], in code points (Python's slicing). */
+static void test_legacy_goal_is_100_code_points(void **state)
 {
-	json_t *out = accept("{\"role\": \"assistant\", \"content\": null}");
-	json_t *round = json_array_get(json_object_get(json_array_get(
-		json_object_get(out, "phases"), 0), "rounds"), 0);
+	char msg[2048], content[1024] = "";
+	json_t *out, *goal;
 
 	(void)state;
+	for (int i = 0; i < 120; i++)
+		strcat(content, i % 2 ? "票" : "a");
+	snprintf(msg, sizeof(msg), "{\"role\": \"assistant\", \"content\": "
+		 "\"%s\", \"tool_calls\": [{}]}", content);
+	out = accept(msg);
+	goal = json_object_get(json_object_get(out, "request"), "core_goal");
+	/* 50 "a" (1 byte) and 50 "票" (3 bytes) */
+	assert_int_equal(json_string_length(goal), 50 + 150);
+	assert_memory_equal(json_string_value(goal), content, 200);
 	assert_string_equal(json_string_value(json_object_get(out, "summary")),
-			    "");
-	assert_int_equal(json_array_size(json_object_get(round, "executions")),
-			 0);
+			    content);
+	json_decref(out);
+}
+
+/* What MyAgent does not convert is kept as written. */
+static void test_legacy_kept(void **state)
+{
+	static const char *const kept[] = {
+		"{\"role\": \"user\", \"content\": \"hi\"}",
+		"{\"role\": \"assistant\", \"content\": \"no calls\"}",
+		"{\"role\": \"assistant\", \"content\": \"x\", \"tool_calls\": []}",
+		"{\"role\": \"tool\", \"tool_calls\": 5, \"extra\": [1]}",
+	};
+	struct sbuf sb = SBUF_INIT;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++) {
+		json_t *doc = parse(kept[i]), *out = accept(kept[i]);
+
+		assert_true(json_equal(doc, out));
+		json_decref(doc);
+		json_decref(out);
+	}
+	{
+		json_t *out = accept(kept[0]);
+
+		assert_int_equal(context_render_text(out, &sb), 0);
+		assert_string_equal(sb.buf, "Legacy message, role user: kept as"
+				    " written (not an assistant message with"
+				    " tool calls)\nContent: hi\n");
+		json_decref(out);
+	}
+	sbuf_release(&sb);
+}
+
+/* structured_context: laid over a fresh message, then checked. */
+static void test_legacy_structured_context(void **state)
+{
+	json_t *out = accept("{\"role\": \"assistant\", \"tool_calls\": [{}],"
+		" \"structured_context\": {\"id\": \"msg_7\", \"summary\": \"s\","
+		" \"phases\": [{\"id\": 1, \"name\": \"P\", \"rounds\": []}]}}");
+	char *text = dump(out);
+
+	(void)state;
+	assert_string_equal(text,
+		"{\n"
+		"  \"id\": \"msg_7\",\n"
+		"  \"timestamp\": 1764100000.25,\n"
+		"  \"architecture\": \"request-phase-task\",\n"
+		"  \"request\": {\n"
+		"    \"original_input\": \"\",\n"
+		"    \"core_goal\": \"\",\n"
+		"    \"requirements\": [],\n"
+		"    \"constraints\": []\n"
+		"  },\n"
+		"  \"phases\": [\n"
+		"    {\n"
+		"      \"id\": 1,\n"
+		"      \"name\": \"P\",\n"
+		"      \"rounds\": []\n"
+		"    }\n"
+		"  ],\n"
+		"  \"summary\": \"s\"\n"
+		"}");
+	free(text);
 	json_decref(out);
 }
 
 static void test_legacy_refused(void **state)
 {
 	(void)state;
-	refused("{\"role\": \"user\", \"content\": \"hi\"}", "role",
-		"role: \"user\": only an assistant message can be converted (a "
-		"context is a structured message or a legacy assistant "
-		"message)");
-	refused("{\"role\": \"assistant\", \"content\": \"x\", \"name\": \"n\"}",
-		"", "unknown field \"name\" (a legacy assistant message has "
-		"role, content, tool_calls)");
-	refused("{\"role\": \"assistant\", \"tool_calls\": [{\"type\": "
-		"\"code\", \"function\": {\"name\": \"a\"}}]}",
-		"tool_calls[0].type",
-		"tool_calls[0].type: \"code\" must be \"function\"");
-	refused("{\"role\": \"assistant\", \"tool_calls\": [{\"function\": "
-		"{\"arguments\": \"{}\"}}]}", "tool_calls[0].function",
-		"tool_calls[0].function: \"name\" is missing (a tool call's "
-		"function has name, arguments)");
-	refused("{\"role\": \"assistant\", \"tool_calls\": [{\"id\": \"c\"}]}",
-		"tool_calls[0]", "tool_calls[0]: \"function\" is missing (a tool "
-		"call has id, type, function)");
+	refused("{\"role\": \"assistant\", \"tool_calls\": {\"a\": 1}}",
+		"tool_calls", "tool_calls: must be an array of tool calls");
+	refused("{\"role\": \"assistant\", \"tool_calls\": [\"read\"]}",
+		"tool_calls[0]", "tool_calls[0]: must be an object (a tool call)");
+	refused("{\"role\": \"assistant\", \"content\": null, \"tool_calls\": "
+		"[{}]}", "content", "content: must be a string: it becomes the"
+		" summary of a converted message");
+	refused("{\"role\": \"assistant\", \"structured_context\": []}",
+		"structured_context", "structured_context: must be an object (a"
+		" structured message)");
+	/* converted, then checked as any context: a bad tool name */
+	refused("{\"role\": \"assistant\", \"tool_calls\": [{\"tool\": 5}]}",
+		"phases[0].rounds[0].executions[0].tool",
+		"phases[0].rounds[0].executions[0].tool: must be a non-empty string");
 }
 
 static void render_is(const char *doc_text, const char *expected)
@@ -736,7 +816,9 @@ int main(void)
 		cmocka_unit_test(test_dependencies),
 		cmocka_unit_test(test_shape),
 		cmocka_unit_test(test_legacy),
-		cmocka_unit_test(test_legacy_minimal),
+		cmocka_unit_test(test_legacy_goal_is_100_code_points),
+		cmocka_unit_test(test_legacy_kept),
+		cmocka_unit_test(test_legacy_structured_context),
 		cmocka_unit_test(test_legacy_refused),
 		cmocka_unit_test(test_render_seed),
 		cmocka_unit_test(test_render_sparse),
