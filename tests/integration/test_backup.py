@@ -632,8 +632,8 @@ def test_readme_backup_and_restore_commands(flowfs, tmp_path):
     home = tmp_path / "home"
     (home / "backup").mkdir(parents=True)
     mnt = flowfs.mnt
-    want = fill_session(mnt / "titanic")
-    second_over(mnt / "titanic")    # for rsync, see second_over()
+    want = fill_session(mnt / "demo")
+    second_over(mnt / "demo")       # for rsync, see second_over()
 
     def sh(line):
         line = line.replace("~/", f"{home}/")
@@ -643,18 +643,19 @@ def test_readme_backup_and_restore_commands(flowfs, tmp_path):
         clean(r)
 
     outs = [l for l in out_block.splitlines() if l.strip()]
-    assert [l.split()[0] for l in outs] == ["cp", "rsync", "tar"]
-    sh(outs[1])     # rsync into the folder cp then finds there: the same
-    sh(f"rm -rf ~/backup/titanic && {outs[0]}")
-    sh(outs[2])
+    assert [l.split()[0] for l in outs] == ["mkdir", "cp", "rsync", "tar"]
+    sh(outs[0])
+    sh(outs[2])     # rsync into the folder cp then finds there: the same
+    sh(f"rm -rf ~/backup/demo && {outs[1]}")
+    sh(outs[3])
     ways = [l for l in in_block.splitlines()
             if l.strip() and not l.startswith("mkdir")]
     assert len(ways) == 3
     for i, way in enumerate(ways):
         way = way.removeprefix("# or: ")
-        target = f"titanic{i + 2}"
-        sh(f"mkdir mnt/{target} && " + way.replace("titanic2", target))
+        target = f"demo{i + 2}"
+        sh(f"mkdir mnt/{target} && " + way.replace("demo2", target))
         times = TIMES[way.split()[0]]
         assert user_data(mnt / target, times=times) == \
-            user_data(mnt / "titanic", times=times), way
-    assert user_data(mnt / "titanic") == want
+            user_data(mnt / "demo", times=times), way
+    assert user_data(mnt / "demo") == want

@@ -421,6 +421,8 @@ def test_readme_root_log_example(flowfs, tmp_path):
     start = text.index("**Sessions.**")
     block = re.search(r"```console\n(.*?)```", text[start:], re.S).group(1)
     lines = block.splitlines()
+    assert lines[0] == '$ echo "to keep" > notes.txt'
+    lines = lines[1:]
     assert lines[0] == "$ cp notes.txt mnt/"
     (tmp_path / "notes.txt").write_text("n\n")
     r = subprocess.run(["cp", "notes.txt", f"{flowfs.mnt}/"], cwd=tmp_path,

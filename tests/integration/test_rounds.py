@@ -526,7 +526,7 @@ def test_readme_titanic_example(flowfs):
                        capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout.decode() == printed.rstrip("\n")
-    s = flowfs.mnt / "titanic"
+    s = flowfs.mnt / "fare"
     r = subprocess.run(["/usr/bin/python3", "-c", check.split('"', 1)[1].rsplit('"', 1)[0]],
                        cwd=s, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr.decode()

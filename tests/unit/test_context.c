@@ -1,8 +1,8 @@
 /*
  * Unit tests for context: context.json's rules (every refusal and its
  * message, with the path it names), what is accepted (the seed's example,
- * nulls for pending parts, key order kept), a legacy message (MyAgent's conversion)
- * conversion, and context.txt.
+ * nulls for pending parts, key order kept), a legacy message converted as MyAgent
+ * converts it, and context.txt.
  *
  * Expected messages, documents and texts are written out by hand from the
  * contract in core/context.h; expected documents are compared through
