@@ -273,7 +273,8 @@ static const char *range_words(const struct dparam *p, double v, char *buf,
 
 /*
  * A value the deck will print (the parameter's, or item `item` of its
- * list): in range, and printable as DATCOM reads it.  v is finite.
+ * list): in range, and one a DATCOM REAL holds.  v is finite; the deck
+ * prints it as it is (deck_format_number()).
  */
 static int check_number(struct ferr *err, int pi, size_t item, double v)
 {
@@ -282,7 +283,7 @@ static int check_number(struct ferr *err, int pi, size_t item, double v)
 	/* DATCOM's REALs are single precision: beyond this they overflow */
 	bool big = fabs(v) > DATCOM_REAL_MAX;
 
-	if (!range && !big && deck_number_check(v) == 0)
+	if (!range && !big)
 		return 0;
 	if (item == NO_ITEM)
 		label(lbl, pi);
@@ -292,12 +293,8 @@ static int check_number(struct ferr *err, int pi, size_t item, double v)
 	if (range)
 		return fail(err, pi, "%s must be %s, not %s", lbl, words,
 			    shown);
-	if (big)
-		return fail(err, pi, "%s is %s, beyond what a DATCOM REAL "
-			    "holds (about 3.4E38)", lbl, shown);
-	return fail(err, pi, "%s is %s, which a DATCOM card would show as "
-		    "0.0 (numbers are written with at most 4 decimals); use a "
-		    "smaller unit or 0", lbl, shown);
+	return fail(err, pi, "%s is %s, beyond what a DATCOM REAL holds"
+		    " (about 3.4E38)", lbl, shown);
 }
 
 /* A whole number lo..hi ("1, 2 or 3" for short ranges). */
@@ -1287,28 +1284,11 @@ static json_t *number_json(int pi, double v)
 	return json_real(v);
 }
 
-/* Would the deck show v as another number?  Then say so, once. */
-static int precision_note(struct importer *im, const char *nl, int pi,
-			  double v, bool *said)
-{
-	char num[40], shown[FJSON_REAL_SIZE];
-	char *end;
-
-	if (*said || deck_format_number(v, num, sizeof(num)) < 0)
-		return 0;
-	if (strtod(num, &end) == v)
-		return 0;
-	*said = true;
-	return note(im, "%s %s = %s has more than 4 decimals; the generated "
-		    "deck shows %s", nl, params_table[pi].var, show(shown, v),
-		    num);
-}
-
 static int import_var(struct importer *im, const char *nl, int pi)
 {
 	const char *var = params_table[pi].var;
 	const struct deck_value *bad;
-	bool list = params_table[pi].kind == K_LIST, said = false;
+	bool list = params_table[pi].kind == K_LIST;
 	size_t n = 0, times;
 	json_t *arr;
 	int r;
@@ -1341,8 +1321,6 @@ static int import_var(struct importer *im, const char *nl, int pi)
 		    (r = note(im, "%s %s is given %zu times; the last value "
 			      "is used", nl, var, times)) < 0)
 			return r;
-		if ((r = precision_note(im, nl, pi, im->buf[0], &said)) < 0)
-			return r;
 		return set(im, pi, number_json(pi, im->buf[0]));
 	}
 	if (!list && (r = note(im, "%s %s is given %zu values; it takes one",
@@ -1367,7 +1345,6 @@ static int import_var(struct importer *im, const char *nl, int pi)
 				 i + 1);
 		} else {
 			item = number_json(pi, v);
-			r = precision_note(im, nl, pi, v, &said);
 		}
 		if (r < 0 || json_array_append_new(arr, item)) {
 			json_decref(arr);

@@ -34,9 +34,9 @@
  *     any case (written upper case).  The card is NACA-<W|H|V>-<series>-
  *     <designation>.
  *
- * Every value the deck would print is refused when it would print as
- * 0.0 but is not zero, or would not fit on a card (deck_format_number's
- * -ERANGE), naming the parameter.
+ * Every value is printed as it is (deck_format_number(): the seed's form
+ * where that is exact, else an exponent form that reads back as the
+ * value), so what DATCOM reads is what was checked.
  *
  * Functions return 0, -ENOMEM, or -EINVAL with err->message saying what
  * is wrong in words naming the parameter and err->path
@@ -78,8 +78,6 @@ struct deck;
  *	holds at most 80"
  *	"CASEID (case_id) has 74 characters; a CASEID card holds at most 73"
  *   values a card cannot hold:
- *	"TWISTA of the wing (wing_twista) is 1e-05, which a DATCOM card
- *	would show as 0.0 (...)"
  *	"XCG (xcg) is 1e+300, beyond what a DATCOM REAL holds (about 3.4E38)"
  *   every count equal to its list's length
  *	"The number of angles of attack (5) must match NALPHA (6)"
@@ -171,8 +169,6 @@ int datcom_render(const json_t *params, struct sbuf *out, struct ferr *err);
  *	"FLTCON WT holds .TRUE., not a number"
  *	"FLTCON NALPHA is given 2 values; it takes one"
  *	"FLTCON WT is given 2 times; the last value is used"
- *	"SYNTHS XCG = 0.059816 has more than 4 decimals; the generated deck
- *	shows 0.0598"
  *	"2 NACA-W cards; the last is used"
  *	"$WGSCHR (the wing section) is carried through; wing_naca is not
  *	set from it"

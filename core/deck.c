@@ -311,17 +311,35 @@ static void split_printf(const char *t, bool *neg, const char **ip,
 
 int deck_number_check(double v)
 {
-	if (!isfinite(v))
-		return -EDOM;
-	/*
-	 * "%.4f" rounds the exact value of v: to 0.0000 exactly when |v| <
-	 * 0.00005 (never a tie: no double is 0.00005).  The double nearest
-	 * 0.00005 is above it, so no double lies between the two and `<
-	 * 5e-5` tells the same.
-	 */
-	if (v != 0.0 && fabs(v) < 5e-5)
-		return -ERANGE;
-	return 0;
+	return isfinite(v) ? 0 : -EDOM;
+}
+
+/*
+ * v in exponent form with the fewest significant digits that read back
+ * as v: a mantissa with a `.` and at least one decimal, an upper-case
+ * `E`, the exponent without sign or zeros it does not need ("1.753E-4",
+ * "1.0E9").
+ */
+static int exponent_form(double v, char *res, size_t size)
+{
+	char tmp[64], *e;
+	const char *frac;
+	size_t fl;
+	int digits;
+
+	for (digits = 1; digits < 17; digits++) {
+		snprintf(tmp, sizeof(tmp), "%.*E", digits, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+	/* tmp is [-]d.ddddE[+-]dd: the decimals' zeros at the end go */
+	e = strchr(tmp, 'E');
+	frac = strchr(tmp, '.') + 1;
+	fl = (size_t)(e - frac);
+	while (fl > 1 && frac[fl - 1] == '0')
+		fl--;
+	return snprintf(res, size, "%.*s%.*sE%d", (int)(frac - tmp), tmp,
+			(int)fl, frac, atoi(e + 1));
 }
 
 int deck_format_number(double v, char *buf, size_t size)
@@ -336,25 +354,20 @@ int deck_format_number(double v, char *buf, size_t size)
 		return n;
 	if (v == 0.0)
 		v = 0.0;	/* -0.0 prints as 0.0 */
-	if (fabs(v) >= 1e9) {
-		int e;
-
-		snprintf(tmp, sizeof(tmp), "%.6E", v);
-		split_printf(tmp, &neg, &ip, &il, &fp, &fl, &rest);
-		while (fl > 1 && fp[fl - 1] == '0')
-			fl--;
-		rest = strchr(rest, 'E');
-		e = rest ? atoi(rest + 1) : 0;
-		n = snprintf(res, sizeof(res), "%s%.*s.%.*sE%d", neg ? "-" : "",
-			     (int)il, ip, (int)fl, fp, e);
-	} else {
+	n = -1;
+	if (fabs(v) < 1e9) {
+		/* the seed's form, where it is the value itself */
 		snprintf(tmp, sizeof(tmp), "%.4f", v);
 		split_printf(tmp, &neg, &ip, &il, &fp, &fl, &rest);
 		while (fl > 1 && fp[fl - 1] == '0')
 			fl--;
 		n = snprintf(res, sizeof(res), "%s%.*s.%.*s", neg ? "-" : "",
 			     (int)il, ip, (int)fl, fp);
+		if (strtod(res, NULL) != v)
+			n = -1;
 	}
+	if (n < 0)
+		n = exponent_form(v, res, sizeof(res));
 	if (n < 0 || (size_t)n >= sizeof(res))
 		return -ERANGE;
 	if ((size_t)n >= size)

@@ -179,7 +179,7 @@ int deck_add_namelist(struct deck_case *c, const char *name,
 /*
  * Append a variable.  `name` as for namelists; `index` 0 (no index) or
  * 1..DECK_INDEX_MAX.  The value functions check each number with
- * deck_number_check() first: -ERANGE / -EDOM refuse the whole variable.
+ * deck_number_check() first: -EDOM refuses the whole variable.
  */
 int deck_add_number(struct deck_namelist *nl, const char *name, double v);
 int deck_add_array(struct deck_namelist *nl, const char *name,
@@ -226,16 +226,16 @@ int deck_get_numbers(const struct deck_case *c, const char *nl,
 		     const char *var, double *out, size_t max, size_t *n);
 
 /*
- * Format a number the flowfs way, independent of the locale:
- *  - integral values as `6.0`, `-3.0`, `10000.0` (-0.0 is `0.0`);
- *  - others with at most 4 decimals, trailing zeros stripped (`0.5489`,
- *    `-1.25`, `1.0E-4` is `0.0001`);
- *  - -ERANGE for a non-zero value that would print as 0.0 (|v| < 0.00005:
- *    writing it would silently change the number);
- *  - |v| >= 1e9 (too many digits for a card field: DATCOM's REALs hold
- *    about 7 significant digits anyway) in exponent form with an upper-case
- *    `E` and a mantissa of up to 6 decimals, trailing zeros stripped:
- *    `1.5E10`, `-2.345678E12`, `1.0E9`;
+ * Format a number the flowfs way, independent of the locale, so that it
+ * reads back as the same value (DATCOM reads `1.753E-4`, `5580.0E-3` and
+ * `3.343E+01` alike):
+ *  - as the seed writes numbers, where that is the value itself: with at
+ *    most 4 decimals, trailing zeros stripped (`6.0`, `-3.0`, `10000.0`,
+ *    `0.5489`, `-1.25`, `0.0001`; -0.0 is `0.0`);
+ *  - any other value, and |v| >= 1e9, in exponent form with the fewest
+ *    significant digits that read back as it: an upper-case `E`, a
+ *    mantissa with at least one decimal (`1.753E-4`, `2.418852E-1`,
+ *    `1.00001E0`, `1.0E9`, `-2.3456789E12`);
  *  - -EDOM for NaN and infinities.
  * Writes a NUL-terminated string into buf (32 bytes always suffice) and
  * returns its length, or -ENOSPC when size is too small.
@@ -244,7 +244,7 @@ int deck_format_number(double v, char *buf, size_t size);
 
 /*
  * What deck_format_number(v, ...) returns with room enough, without
- * formatting: 0, -ERANGE (non-zero |v| < 0.00005) or -EDOM.
+ * formatting: 0, or -EDOM (NaN, infinities).
  */
 int deck_number_check(double v);
 

@@ -65,8 +65,6 @@ def pc9(**changes):
 
 NAME = r"[A-Z][A-Z0-9]{0,5}"
 NUM_ANY = re.compile(r"^[+-]?(\d+\.\d*|\.\d+)(E[+-]?\d+)?$")
-NUM_OURS = re.compile(r"^-?(0|[1-9]\d*)\.(\d{1,4})$")
-NUM_EXP = re.compile(r"^-?[1-9]\.(\d{1,6})E([1-9]\d*)$")
 ASSIGN = re.compile(rf"^({NAME})(?:\((\d+)\))?=(.*)$")
 CONTROL = [re.compile(p) for p in (
     r"^CASEID( [ -~]{1,73})?$", r"^DIM (FT|IN|M|CM)$", r"^DERIV (DEG|RAD)$",
@@ -104,20 +102,8 @@ def check_number(tok, where, ours):
     assert NUM_ANY.match(tok), f"{where}: {tok!r} is not a DATCOM REAL"
     if not ours:
         return
-    if "E" in tok:
-        m = NUM_EXP.match(tok)
-        assert m, f"{where}: exponent form {tok!r}"
-        assert m.group(1) == "0" or not m.group(1).endswith("0"), \
-            f"{where}: trailing zeros in {tok!r}"
-        assert abs(float(tok)) >= 1e9, f"{where}: {tok!r} needs no exponent"
-        return
-    m = NUM_OURS.match(tok)
-    assert m, f"{where}: {tok!r} not in the X.0 / <=4 decimals format"
-    dec = m.group(2)
-    assert dec == "0" or not dec.endswith("0"), \
-        f"{where}: trailing zero in {tok!r}"
-    assert tok != "-0.0", f"{where}: -0.0"
-    assert abs(float(tok)) < 1e9, f"{where}: {tok!r} too long for a field"
+    assert tok == fmt(float(tok)), \
+        f"{where}: {tok!r}, not {fmt(float(tok))!r} (README: numbers)"
 
 
 def check_cards(data, ours=True):
@@ -194,11 +180,25 @@ def check_cards(data, ours=True):
 # -- what the deck must say for given parameters ------------------------------
 
 def fmt(v):
-    """DESIGN §6: integral as X.0, else at most 4 decimals, zeros stripped
-    (values below 1e9 only)."""
-    s = f"{float(v):.4f}".rstrip("0")
-    s = s + "0" if s.endswith(".") else s
-    return "0.0" if s == "-0.0" else s
+    """The README's number format, restated with Python's own formatting:
+    the seed's (X.0, else at most 4 decimals, zeros stripped) where that
+    reads back as the value and |v| < 1e9, else the fewest significant
+    digits that do, in exponent form (1.753E-4, 1.0E9)."""
+    v = float(v)
+    if abs(v) < 1e9:
+        s = f"{v:.4f}".rstrip("0")
+        s = s + "0" if s.endswith(".") else s
+        s = "0.0" if s == "-0.0" else s
+        if float(s) == v:
+            return s
+    for p in range(1, 17):
+        s = f"{v:.{p}E}"
+        if float(s) == v:
+            break
+    mant, exp = s.split("E")
+    whole, dec = mant.split(".")
+    dec = dec.rstrip("0") or "0"
+    return f"{whole}.{dec}E{int(exp)}"
 
 
 def as_list(v):
@@ -470,8 +470,6 @@ REFUSALS = [
      "NACA designation DATCOM reads (*"),
     ({"alschd": "1,2,3,abc,5,6"}, 'ALSCHD (alschd) is not a list of numbers: '
      'item 4 ("abc") is not a number'),
-    ({"wing_twista": 0.00001}, "TWISTA of the wing (wing_twista) is 1e-05, "
-     "which a DATCOM card would show as 0.0 (*"),
     ({"xcg": 1e300}, "XCG (xcg) is 1e+300, beyond what a DATCOM REAL holds "
      "(about 3.4E38)"),
 ]
@@ -564,6 +562,31 @@ def test_big_weight_in_exponent_form(dsession):
     assert request(dsession, pc9(wt=1.5e10, dim="M")) == 0
     deck = check_cards(deck_of(dsession))
     assert deck.values("FLTCON")["WT"] == (0, ["1.5E10"])
+
+
+def test_no_value_changes_in_print(dsession):
+    """Issue 15's cases: four decimals would have printed SREF 0.0001753 as
+    0.0002, R 0.00025 as 0.0003, Mach 0.2418852 as 0.2419, and the alphas
+    1.00001 and 1.00002 both as 1.0 (and refused 0.00001).  Each prints
+    as a number that reads back as itself, and re-imports as it was."""
+    s = dsession
+    params = pc9(sref=0.0001753, mach=[0.2418852], wing_twista=0.00001,
+                 alschd=[1.00001, 1.00002, 3, 4, 5, 6], dim="M",
+                 r_coords=[0.0, 0.00025, 1.6, 1.9, 1.9, 1.5, 0.9, 0.25])
+    assert request(s, params) == 0
+    assert status_of(s)[0] == ["ready"], status_of(s)
+    deck = check_cards(deck_of(s))
+    assert deck.values("OPTINS")["SREF"] == (0, ["1.753E-4"])
+    assert deck.values("FLTCON")["MACH"] == (1, ["2.418852E-1"])
+    assert deck.values("FLTCON")["ALSCHD"][1][:2] == ["1.00001E0",
+                                                      "1.00002E0"]
+    assert deck.values("BODY")["R"][1][:2] == ["0.0", "2.5E-4"]
+    assert deck.values("WGPLNF")["TWISTA"] == (0, ["1.0E-5"])
+    check_deck_for(deck_of(s), params)
+    # the deck, copied back in, gives the same deck again
+    before = deck_of(s)
+    (s / "uploads" / "deck.dat").write_bytes(before)
+    assert deck_of(s) == before
 
 
 # -- binding ---------------------------------------------------------------------------

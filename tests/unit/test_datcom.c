@@ -385,19 +385,6 @@ static const struct refusal refusals[] = {
 	{ "{\"wing_naca\": 2412}", "parameter.wing_naca",
 	  "NACA-W of the wing (wing_naca) must be a NACA designation (a "
 	  "string), not an integer" },
-	{ "{\"wing_twista\": 0.00001}", "parameter.wing_twista",
-	  "TWISTA of the wing (wing_twista) is 1e-05, which a DATCOM card "
-	  "would show as 0.0 (numbers are written with at most 4 decimals); "
-	  "use a smaller unit or 0" },
-	{ "{\"alt\": [0.00004]}", "parameter.alt",
-	  "ALT(1) (alt) is 4e-05, which a DATCOM card would show as 0.0 "
-	  "(numbers are written with at most 4 decimals); use a smaller unit "
-	  "or 0" },
-	{ "{\"zl_coords\": \"0,-1,-1.5,-1.8,-1.8,-1.3,-0.6,-0.00001\"}",
-	  "parameter.zl_coords",
-	  "ZL(8) (zl_coords) is -1e-05, which a DATCOM card would show as 0.0 "
-	  "(numbers are written with at most 4 decimals); use a smaller unit "
-	  "or 0" },
 	{ "{\"alschd\": \"1,2,3,abc,5,6\"}", "parameter.alschd",
 	  "ALSCHD (alschd) is not a list of numbers: item 4 (\"abc\") is not a "
 	  "number" },
