@@ -69,7 +69,7 @@ static int import_deck(const char *text, size_t len, json_t **params,
 	for (size_t i = 0; rejected && i < problems.nr; i++)
 		if (problems.v[i].severity >= DECK_ERROR) {
 			ret = fname_line(&im->notes,
-					 "%zu line%s DATCOM would reject (line %u: %s); the generated deck is clean",
+					 "%zu line%s DATCOM would reject (line %u: %s); the deck flowfs generates from it leaves them out",
 					 rejected, rejected == 1 ? "" : "s",
 					 problems.v[i].line, problems.v[i].message);
 			break;
@@ -144,7 +144,8 @@ static int transcript_exists(const struct binding_ctx *c)
  * each.  A file is there while its session is ready (no problem in
  * status) and `render` succeeds; `exists`, when set, tells that without
  * rendering.  `check`, when set, is the rules between parameters that
- * a request.json write and status apply (the first problem); `render`
+ * a request.json write and status apply (the first problem); `warn`,
+ * when set, lines status shows beside the file (DATCOM's STMACH); `render`
  * fails wherever it would.  `import_input`, when set, names the file
  * input whose upload supplies the parameters the request does not give.
  */
@@ -155,17 +156,20 @@ static const struct artifact {
 		      const struct imported *im, struct sbuf *out);
 	int (*exists)(const struct binding_ctx *c);
 	int (*check)(const json_t *params, struct ferr *err);
+	/* lines for status that do not stop the file, when set */
+	int (*warn)(const json_t *params, struct sbuf *out);
 	const char *import_input;
 	int (*import)(const char *text, size_t len, json_t **params,
 		      struct imported *im, struct ferr *err);
 	int64_t import_max;	/* the largest upload read for it */
 } artifacts[] = {
-	{ "datcom", "for005.dat", render_for005, NULL, datcom_check, "deck",
-	  import_deck, DECK_MAX_SIZE },
+	{ "datcom", "for005.dat", render_for005, NULL, datcom_check,
+	  datcom_warnings, "deck", import_deck, DECK_MAX_SIZE },
 	{ "scientific-workflow", "summary.json", render_summary,
-	  transcript_exists, NULL, NULL, NULL, 0 },
+	  transcript_exists, NULL, NULL, NULL, NULL, 0 },
 	{ "scientific-workflow", "summary_readable.txt",
-	  render_summary_readable, transcript_exists, NULL, NULL, NULL, 0 },
+	  render_summary_readable, transcript_exists, NULL, NULL, NULL, NULL,
+	  0 },
 };
 
 #define ARTIFACT_COUNT (sizeof(artifacts) / sizeof(artifacts[0]))
@@ -667,6 +671,21 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 	return ret;
 }
 
+/* The warnings of a complete, accepted set of parameters: no problem
+ * (`problems` bytes of them) before. */
+static int artifact_warnings(const struct skill *sk, const struct inputs *in,
+			     size_t problems, struct sbuf *notes)
+{
+	int ret = 0;
+
+	if (problems || in->problems.len)
+		return 0;
+	for (size_t i = 0; !ret && i < ARTIFACT_COUNT; i++)
+		if (!strcmp(artifacts[i].skill, sk->id) && artifacts[i].warn)
+			ret = artifacts[i].warn(in->parameter, notes);
+	return ret;
+}
+
 /* binding_problems() without the cache; *im says what was imported. */
 static int solve(const struct binding_ctx *c, struct sbuf *out,
 		 struct sbuf *notes, struct imported *im)
@@ -692,6 +711,8 @@ static int solve(const struct binding_ctx *c, struct sbuf *out,
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
 	if (!ret && sk)
 		ret = artifact_problems(sk, &in, out);
+	if (!ret && sk)
+		ret = artifact_warnings(sk, &in, out->len, notes);
 	/* a template that does not render is a problem of the session */
 	if (!ret && sk) {
 		ret = binding_prompt_from(c, sk, &in, &prompt, &err);

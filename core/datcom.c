@@ -117,6 +117,10 @@ enum { PARAMS(X_ENUM) NPARAMS };
 static const struct dparam params_table[NPARAMS] = { PARAMS(X_TABLE) };
 
 #define DATCOM_REAL_MAX 3.4e38
+/* DATCOM hangs at Mach 0.001; 0.005 ran (issue 15's runs) */
+#define DATCOM_MACH_MIN 0.005
+/* FLTCON STMACH's default: above it, no subsonic coefficients */
+#define DATCOM_STMACH 0.6
 
 /* Longest NACA designation kept; a card holds at most 80 columns anyway. */
 #define NACA_MAX 80
@@ -526,6 +530,12 @@ static bool naca_fits(char series, const char *d)
 	case '5':	/* 23012, 23012-33 */
 		if (!digits(&p, series == '4' ? 4 : 5))
 			return false;
+		/* a cambered section (a design lift first) with a
+		 * thickness: DATCOM hung on 00120 (and runs 65415, a
+		 * public deck's) */
+		if (series == '5' && (d[0] == '0' || (d[3] == '0' &&
+						      d[4] == '0')))
+			return false;
 		if (*p == '-') {
 			p++;
 			if (!digits(&p, 2))
@@ -785,6 +795,87 @@ static int check_order(struct ferr *err, const struct dcase *c, int pi,
 	return 0;
 }
 
+/*
+ * What DATCOM accepts but cannot compute, each found by running the real
+ * program (issue 15): a refusal naming the parameter and why.
+ */
+static int check_computable(const struct dcase *c, struct ferr *err)
+{
+	static const int types[] = { P_W_TYPE, P_H_TYPE, P_V_TYPE };
+	const struct dval *v = c->v;
+	char lbl[LABEL_MAX], a[FJSON_REAL_SIZE];
+
+	if (v[P_NX].set && v[P_NX].num < 2)
+		return fail(err, P_NX, "%s is %d: DATCOM needs at least 2 body "
+			    "stations (with one, every coefficient is NaN)",
+			    label(lbl, P_NX), (int)v[P_NX].num);
+	for (size_t i = 0; v[P_MACH].set && i < v[P_MACH].n &&
+	     i < DATCOM_MAX_LIST; i++)
+		if (v[P_MACH].list[i] < DATCOM_MACH_MIN)
+			return fail(err, P_MACH, "%s is %s: DATCOM does not "
+				    "finish below Mach %g (at 0.001 it ran for "
+				    "minutes without an answer)",
+				    item_label(lbl, P_MACH, i),
+				    show(a, v[P_MACH].list[i]),
+				    DATCOM_MACH_MIN);
+	for (size_t i = 0; v[P_ALSCHD].set && i < v[P_ALSCHD].n &&
+	     i < DATCOM_MAX_LIST; i++)
+		if (fabs(v[P_ALSCHD].list[i]) >= 90)
+			return fail(err, P_ALSCHD, "%s is %s: DATCOM gives no "
+				    "coefficients at 90 degrees or beyond (rows "
+				    "of NaN); angles of attack must be between "
+				    "-90 and 90", item_label(lbl, P_ALSCHD, i),
+				    show(a, v[P_ALSCHD].list[i]));
+	for (size_t s = 0; s < sizeof(types) / sizeof(*types); s++)
+		if (v[types[s]].set && v[types[s]].num != 1)
+			return fail(err, types[s], "%s is %d (%s): DATCOM needs "
+				    "the break-point data of such a planform "
+				    "(SSPNOP, SSPNE, CHRDBP, SAVSO, DHDADO of "
+				    "the outboard panel), which flowfs does not "
+				    "take yet; without it DATCOM says WING NOT "
+				    "STRAIGHT TAPERED and gives no coefficients "
+				    "(1, straight tapered, it computes)",
+				    label(lbl, types[s]), (int)v[types[s]].num,
+				    v[types[s]].num == 2 ? "double delta"
+							 : "cranked");
+	return 0;
+}
+
+static int load(const json_t *params, struct dcase *c, struct ferr *err);
+
+int datcom_warnings(const json_t *params, struct sbuf *out)
+{
+	struct dcase *c = malloc(sizeof(*c));
+	struct ferr err = FERR_INIT;
+	struct sbuf above = SBUF_INIT;
+	char num[FJSON_REAL_SIZE];
+	size_t n = 0;
+	int ret = 0;
+
+	if (!c)
+		return -ENOMEM;
+	if (load(params, c, &err) < 0 || !c->v[P_MACH].set)
+		goto out;
+	for (size_t i = 0; i < c->v[P_MACH].n && i < DATCOM_MAX_LIST; i++) {
+		if (c->v[P_MACH].list[i] < DATCOM_STMACH)
+			continue;
+		if ((n++ && sbuf_addstr(&above, ", ") < 0) ||
+		    sbuf_addstr(&above, show(num, c->v[P_MACH].list[i])) < 0) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	if (n && sbuf_addf(out, "MACH %s %s at or above %g, DATCOM's "
+			   "default STMACH (where subsonic ends): its tables "
+			   "show no coefficients there\n", above.buf,
+			   n == 1 ? "is" : "are", DATCOM_STMACH) < 0)
+		ret = -ENOMEM;
+out:
+	sbuf_release(&above);
+	free(c);
+	return ret;
+}
+
 static int check_rules(const struct dcase *c, struct ferr *err)
 {
 	const struct dval *v = c->v;
@@ -839,7 +930,7 @@ static int check_rules(const struct dcase *c, struct ferr *err)
 			    params_table[sf->first + S_SSPN].name,
 			    show(b, sspn->num));
 	}
-	return 0;
+	return check_computable(c, err);
 }
 
 /* Read and check everything present in `params` into `c`. */

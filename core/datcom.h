@@ -101,6 +101,16 @@ struct deck;
 int datcom_check(const json_t *params, struct ferr *err);
 
 /*
+ * Lines (each ended by '\n') about parameters DATCOM takes but answers
+ * with nothing useful, for status without stopping the deck: Mach numbers
+ * at or above 0.6, DATCOM's default STMACH ("MACH 0.7, 0.8 are at or
+ * above 0.6, DATCOM's default STMACH (where subsonic ends): its tables
+ * show no coefficients there").  Nothing for parameters datcom_check()
+ * refuses.  0 or -ENOMEM.
+ */
+int datcom_warnings(const json_t *params, struct sbuf *out);
+
+/*
  * Append to `out` the names of the required parameters `params` lacks,
  * comma-and-blank separated in schema order ("wing_naca, htail_naca").
  * Returns the number of names, or -ENOMEM.  A non-object `params` lacks
