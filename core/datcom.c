@@ -1297,6 +1297,7 @@ struct importer {
 	json_t *params;
 	struct sbuf *notes;
 	double *buf;		/* READ_MAX */
+	bool alpha;		/* FLTCON ALPHA was taken as ALSCHD */
 };
 
 static int note(struct importer *im, const char *fmt, ...)
@@ -1385,6 +1386,20 @@ static int import_var(struct importer *im, const char *nl, int pi)
 	int r;
 
 	r = deck_get_numbers(im->c, nl, var, im->buf, READ_MAX, &n);
+	if (r == -ENOENT && pi == P_ALSCHD) {
+		/* DATCOM's other name for the angles of attack (the F-16's
+		 * public deck gives ALPHA) */
+		var = "ALPHA";
+		r = deck_get_numbers(im->c, nl, var, im->buf, READ_MAX, &n);
+		if (r != -ENOENT) {
+			int nr = note(im, "FLTCON ALPHA is taken as ALSCHD, "
+				      "the angles of attack");
+
+			if (nr < 0)
+				return nr;
+			im->alpha = true;
+		}
+	}
 	if (r == -ENOENT)
 		return 0;
 	if (r == -EINVAL) {
@@ -1590,7 +1605,9 @@ static int import_case(struct importer *im, struct deck_case *rc)
 
 		while ((src = deck_find_namelist(c, name, &pos)))
 			for (size_t i = 0; i < src->nr; i++) {
-				if (mapped_param(name, src->vars[i]->name) >= 0)
+				if (mapped_param(name, src->vars[i]->name) >= 0 ||
+				    (im->alpha && !strcmp(name, "FLTCON") &&
+				     !strcmp(src->vars[i]->name, "ALPHA")))
 					continue;
 				if (!dst &&
 				    (r = deck_add_namelist(rc, name, &dst)) < 0)
@@ -1618,7 +1635,7 @@ static int import_case(struct importer *im, struct deck_case *rc)
 int datcom_from_deck(const struct deck *d, json_t **params,
 		     struct deck **rest, struct sbuf *notes, struct ferr *err)
 {
-	struct importer im = { NULL, NULL, notes, NULL };
+	struct importer im = { .notes = notes };
 	struct deck *rd = NULL;
 	struct deck_case *rc;
 	size_t notes_len = notes ? notes->len : 0;

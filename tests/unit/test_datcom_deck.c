@@ -183,6 +183,41 @@ static void test_reading_rules(void **state)
 }
 
 /* What DATCOM could not use still becomes the parameter, for datcom_check. */
+/* FLTCON ALPHA, DATCOM's other name for ALSCHD (the F-16's public
+ * deck): taken as the angles of attack, and not carried through too. */
+static void test_alpha_is_alschd(void **state)
+{
+	json_t *p;
+	struct deck *rest;
+	struct sbuf notes = SBUF_INIT;
+	char *r;
+
+	(void)state;
+	import_text(" $FLTCON NMACH=1.0,MACH(1)=0.5,NALPHA=3.0,"
+		    "ALPHA(1)=0.0,2.0,4.0,TR=1.0$\nNEXT CASE\n", &p, &rest,
+		    &notes);
+	expect_json(p, "alschd", "[0.0, 2.0, 4.0]");
+	assert_string_equal(notes.buf, "FLTCON ALPHA is taken as ALSCHD, the "
+			    "angles of attack\n");
+	r = write_rest(rest);
+	assert_string_equal(r, " $FLTCON TR=1.0$\nNEXT CASE\n");
+	free(r);
+	json_decref(p);
+	deck_free(rest);
+	sbuf_reset(&notes);
+	/* given both, ALSCHD is the angles and ALPHA goes through as is */
+	import_text(" $FLTCON NALPHA=1.0,ALSCHD(1)=3.0,ALPHA(1)=5.0$\n"
+		    "NEXT CASE\n", &p, &rest, &notes);
+	expect_json(p, "alschd", "[3.0]");
+	assert_int_equal(notes.len, 0);
+	r = write_rest(rest);
+	assert_string_equal(r, " $FLTCON ALPHA(1)=5.0$\nNEXT CASE\n");
+	free(r);
+	json_decref(p);
+	deck_free(rest);
+	sbuf_release(&notes);
+}
+
 static void test_unusable_values(void **state)
 {
 	static const char text[] =
@@ -614,10 +649,11 @@ struct example {
 };
 
 static const struct example examples[] = {
-	/* angles as ALPHA(1)=, which is not ALSCHD: NALPHA=13 meets the
-	 * PC-9's 6 angles */
+	/* angles as ALPHA(1)=, DATCOM's other name for ALSCHD, are taken;
+	 * a body of X and R only: the PC-9's ZU remain (issue 15: ZU and
+	 * ZL are optional to DATCOM) */
 	{ "aircraftdatcom_F16_for005.dat", 1, "wing_naca",
-	  "\"64A204 A=0.8\"", 7, REFUSED, "parameter.alschd" },
+	  "\"64A204 A=0.8\"", 6, REFUSED, "parameter.zu_coords" },
 	/* a body alone, NX=10 with X and R only: the PC-9's 3 ZU remain */
 	{ "aircraftdatcom_sprob.in", 23, "case_id",
 	  "\"APPROXIMATE AXISYMMETRIC BODY SOLUTION, EXAMPLE PROBLEM 1, "
@@ -761,6 +797,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reading_rules),
+		cmocka_unit_test(test_alpha_is_alschd),
 		cmocka_unit_test(test_unusable_values),
 		cmocka_unit_test(test_no_case),
 		cmocka_unit_test(test_several_cases),
