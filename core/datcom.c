@@ -52,15 +52,15 @@ struct dparam {
  * (string lists, decks, callers that skipped the schema) get them too.
  */
 #define PARAMS(X) \
-	X(CASE_ID, "case_id", K_CASEID, "CASEID", "", REQ, 0, 0) \
+	X(CASE_ID, "case_id", K_CASEID, "CASEID", "", 0, 0, 0) \
 	X(DIMP, "dim", K_DIM, "DIM", "", 0, 0, 0) \
 	X(NALPHA, "nalpha", K_COUNT, "NALPHA", "", REQ, 1, 20) \
 	X(ALSCHD, "alschd", K_LIST, "ALSCHD", "", REQ | LO | HI, -90, 90) \
 	X(NMACH, "nmach", K_COUNT, "NMACH", "", REQ, 1, 20) \
 	X(MACH, "mach", K_LIST, "MACH", "", REQ | XLO, 0, 0) \
-	X(NALT, "nalt", K_COUNT, "NALT", "", REQ, 1, 20) \
+	X(NALT, "nalt", K_COUNT, "NALT", "", 0, 1, 20) \
 	X(ALT, "alt", K_LIST, "ALT", "", REQ, 0, 0) \
-	X(WT, "wt", K_NUM, "WT", "", REQ | XLO, 0, 0) \
+	X(WT, "wt", K_NUM, "WT", "", XLO, 0, 0) \
 	X(SREF, "sref", K_NUM, "SREF", "", XLO, 0, 0) \
 	X(CBARR, "cbarr", K_NUM, "CBARR", "", XLO, 0, 0) \
 	X(BLREF, "blref", K_NUM, "BLREF", "", XLO, 0, 0) \
@@ -76,11 +76,11 @@ struct dparam {
 	X(ZV, "zv", K_NUM, "ZV", "", REQ, 0, 0) \
 	X(NX, "nx", K_COUNT, "NX", "", REQ, 1, 20) \
 	X(XC, "x_coords", K_LIST, "X", "", REQ, 0, 0) \
-	X(RC, "r_coords", K_LIST, "R", "", REQ | LO, 0, 0) \
-	X(ZUC, "zu_coords", K_LIST, "ZU", "", REQ, 0, 0) \
-	X(ZLC, "zl_coords", K_LIST, "ZL", "", REQ, 0, 0) \
-	X(ITYPE, "itype", K_CODE, "ITYPE", "", REQ, 1, 3) \
-	X(METHOD, "method", K_CODE, "METHOD", "", REQ, 1, 2) \
+	X(RC, "r_coords", K_LIST, "R", "", LO, 0, 0) \
+	X(ZUC, "zu_coords", K_LIST, "ZU", "", 0, 0, 0) \
+	X(ZLC, "zl_coords", K_LIST, "ZL", "", 0, 0, 0) \
+	X(ITYPE, "itype", K_CODE, "ITYPE", "", 0, 1, 3) \
+	X(METHOD, "method", K_CODE, "METHOD", "", 0, 1, 2) \
 	SURFACE(X, W, "wing_", WING) \
 	SURFACE(X, H, "htail_", HTAIL) \
 	X(V_NACA, "vtail_naca", K_NACA, "NACA-V", VTAIL, REQ, 0, 0) \
@@ -1169,10 +1169,12 @@ static int build_case(struct deck_case *dc, const struct dcase *c,
 	char line[256];
 	int r;
 
-	snprintf(line, sizeof(line), "DIM %s",
-		 v[P_DIMP].set ? v[P_DIMP].text : "FT");
-	if ((r = deck_add_caseid(dc, v[P_CASE_ID].text)) < 0 ||
-	    (r = deck_add_control(dc, line)) < 0 ||
+	/* DATCOM needs neither card: CASEID titles the output, DIM is FT
+	 * unless given (so a deck without them comes back without) */
+	snprintf(line, sizeof(line), "DIM %s", v[P_DIMP].text);
+	if ((v[P_CASE_ID].set &&
+	     (r = deck_add_caseid(dc, v[P_CASE_ID].text)) < 0) ||
+	    (v[P_DIMP].set && (r = deck_add_control(dc, line)) < 0) ||
 	    (r = add_namelist(dc, "FLTCON", c, fltcon, NELEM(fltcon),
 			      rest)) < 0)
 		return r;

@@ -230,10 +230,13 @@ def expected_values(p):
     def arr(v):
         return (1, [fmt(x) for x in as_list(v)])
 
+    # what DATCOM needs is there; what it does not, only when given
     flt = {"NMACH": one(p["nmach"]), "MACH": arr(p["mach"]),
-           "NALT": one(p["nalt"]), "ALT": arr(p["alt"]),
-           "NALPHA": one(p["nalpha"]), "ALSCHD": arr(p["alschd"]),
-           "WT": one(p["wt"])}
+           "ALT": arr(p["alt"]),
+           "NALPHA": one(p["nalpha"]), "ALSCHD": arr(p["alschd"])}
+    for k in ("nalt", "wt"):
+        if k in p:
+            flt[k.upper()] = one(p[k])
     if "loop" in p:
         flt["LOOP"] = one(p["loop"])
     if "rnnub" in p:
@@ -244,10 +247,14 @@ def expected_values(p):
         out["OPTINS"] = opt
     out["SYNTHS"] = {k.upper(): one(p[k]) for k in (
         "xcg", "zcg", "xw", "zw", "aliw", "xh", "zh", "alih", "xv", "zv")}
-    out["BODY"] = {"NX": one(p["nx"]), "X": arr(p["x_coords"]),
-                   "R": arr(p["r_coords"]), "ZU": arr(p["zu_coords"]),
-                   "ZL": arr(p["zl_coords"]), "ITYPE": one(p["itype"]),
-                   "METHOD": one(p["method"])}
+    out["BODY"] = {"NX": one(p["nx"]), "X": arr(p["x_coords"])}
+    for k, var in (("r_coords", "R"), ("zu_coords", "ZU"),
+                   ("zl_coords", "ZL")):
+        if k in p:
+            out["BODY"][var] = arr(p[k])
+    for k in ("itype", "method"):
+        if k in p:
+            out["BODY"][k.upper()] = one(p[k])
     for pre, nl, _ in SURFACES:
         out[nl] = {k.upper(): one(p[f"{pre}_{k}"]) for k in PLANFORM
                    if f"{pre}_{k}" in p}
@@ -257,8 +264,11 @@ def expected_values(p):
 def expected_controls(p):
     """The control cards, as a set (their order is the writer's choice but
     NEXT CASE, checked by check_cards)."""
-    cards = {f"CASEID {p['case_id']}", f"DIM {p.get('dim', 'FT')}",
-             "NEXT CASE"}
+    cards = {"NEXT CASE"}
+    if "case_id" in p:
+        cards.add(f"CASEID {p['case_id']}")
+    # the skill's schema gives dim its default, FT
+    cards.add(f"DIM {p.get('dim', 'FT')}")
     for pre, _, s in SURFACES:
         cards.add(f"NACA-{s}-{NACA_CARD[p[pre + '_naca']]}")
     if "deriv" in p:
@@ -273,7 +283,8 @@ def expected_controls(p):
 def check_deck_for(data, p):
     """Card rules, then every value the parameters call for, nothing else."""
     deck = check_cards(data)
-    assert deck.controls()[0] == f"CASEID {p['case_id']}"
+    if "case_id" in p:
+        assert deck.controls()[0] == f"CASEID {p['case_id']}"
     ctl = deck.controls()
     assert len(ctl) == len(set(ctl)) and set(ctl) == expected_controls(p), \
         f"control cards {ctl}"
@@ -430,14 +441,22 @@ def test_incomplete_request_has_no_deck(dsession):
                           vtail_type=None)) == 0
     absent(s)
     problems, _ = status_of(s)
-    assert problems == ["missing required parameters: case_id, wing_naca, "
+    # case_id is optional (DATCOM needs no CASEID card)
+    assert problems == ["missing required parameters: wing_naca, "
                         "htail_naca, vtail_type"]
-    # the optional ones are not missing
-    assert request(s, pc9(sref=None, cbarr=None, blref=None, dim=None)) == 0
+    # the optional ones are not missing: what DATCOM does without them
+    # (its defaults) is left to it, so the deck leaves them out
+    optional = dict(sref=None, cbarr=None, blref=None, dim=None,
+                    case_id=None, nalt=None, wt=None, r_coords=None,
+                    zu_coords=None, zl_coords=None, itype=None, method=None)
+    assert request(s, pc9(**optional)) == 0
     assert status_of(s) == (["ready"], [])
-    deck = check_deck_for(deck_of(s), pc9(sref=None, cbarr=None, blref=None,
-                                          dim=None))
-    assert "DIM FT" in deck.controls() and not deck.namelists("OPTINS")
+    deck = check_deck_for(deck_of(s), pc9(**optional))
+    text = deck_of(s).decode()
+    assert not deck.namelists("OPTINS")
+    assert "DIM FT" in text and "CASEID" not in text
+    for var in ("NALT", "WT", "R(", "ZU(", "ZL(", "ITYPE", "METHOD"):
+        assert var not in text, var
     assert request(s, pc9(nx=None)) == 0
     absent(s)
     assert status_of(s)[0] == ["missing required parameters: nx"]
