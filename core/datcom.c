@@ -93,6 +93,8 @@ struct dparam {
 	X(V_TYPE, "vtail_type", K_CODE, "TYPE", VTAIL, REQ, 1, 3) \
 	X(LOOP, "loop", K_CODE, "LOOP", "", 0, 1, 3) \
 	X(RNNUB, "rnnub", K_LIST, "RNNUB", "", XLO, 0, 0) \
+	X(STMACH, "stmach", K_NUM, "STMACH", "", LO | HI, 0.6, 0.99) \
+	X(TSMACH, "tsmach", K_NUM, "TSMACH", "", LO | HI, 1.01, 1.4) \
 	X(DERIV, "deriv", K_DERIV, "DERIV", "", 0, 0, 0) \
 	X(DAMP, "damp", K_BOOL, "DAMP", "", 0, 0, 0) \
 	X(BUILD, "build", K_BOOL, "BUILD", "", 0, 0, 0)
@@ -119,7 +121,8 @@ static const struct dparam params_table[NPARAMS] = { PARAMS(X_TABLE) };
 #define DATCOM_REAL_MAX 3.4e38
 /* DATCOM hangs at Mach 0.001; 0.005 ran (issue 15's runs) */
 #define DATCOM_MACH_MIN 0.005
-/* FLTCON STMACH's default: above it, no subsonic coefficients */
+/* FLTCON STMACH's default: at and above it, no coefficients in its
+ * tables (issue 15's runs: 1,044 of 1,044) */
 #define DATCOM_STMACH 0.6
 
 /* Longest NACA designation kept; a card holds at most 80 columns anyway. */
@@ -849,6 +852,7 @@ int datcom_warnings(const json_t *params, struct sbuf *out)
 	struct ferr err = FERR_INIT;
 	struct sbuf above = SBUF_INIT;
 	char num[FJSON_REAL_SIZE];
+	double stmach;
 	size_t n = 0;
 	int ret = 0;
 
@@ -856,8 +860,9 @@ int datcom_warnings(const json_t *params, struct sbuf *out)
 		return -ENOMEM;
 	if (load(params, c, &err) < 0 || !c->v[P_MACH].set)
 		goto out;
+	stmach = c->v[P_STMACH].set ? c->v[P_STMACH].num : DATCOM_STMACH;
 	for (size_t i = 0; i < c->v[P_MACH].n && i < DATCOM_MAX_LIST; i++) {
-		if (c->v[P_MACH].list[i] < DATCOM_STMACH)
+		if (c->v[P_MACH].list[i] < stmach)
 			continue;
 		if ((n++ && sbuf_addstr(&above, ", ") < 0) ||
 		    sbuf_addstr(&above, show(num, c->v[P_MACH].list[i])) < 0) {
@@ -865,10 +870,17 @@ int datcom_warnings(const json_t *params, struct sbuf *out)
 			goto out;
 		}
 	}
-	if (n && sbuf_addf(out, "MACH %s %s at or above %g, DATCOM's "
-			   "default STMACH (where subsonic ends): its tables "
-			   "show no coefficients there\n", above.buf,
-			   n == 1 ? "is" : "are", DATCOM_STMACH) < 0)
+	if (n && !c->v[P_STMACH].set &&
+	    sbuf_addf(out, "MACH %s %s at or above %g, DATCOM's default "
+		      "STMACH (where subsonic ends): its tables show no "
+		      "coefficients there (stmach moves it, up to 0.99)\n",
+		      above.buf, n == 1 ? "is" : "are", DATCOM_STMACH) < 0)
+		ret = -ENOMEM;
+	else if (n && c->v[P_STMACH].set &&
+		 sbuf_addf(out, "MACH %s %s at or above STMACH %s (where "
+			   "subsonic ends): DATCOM's tables show no "
+			   "coefficients there\n", above.buf,
+			   n == 1 ? "is" : "are", show(num, stmach)) < 0)
 		ret = -ENOMEM;
 out:
 	sbuf_release(&above);
@@ -1000,7 +1012,8 @@ int datcom_missing(const json_t *params, struct sbuf *out)
 
 /* The namelists the deck is built from, each a run of parameters. */
 static const int fltcon[] = { P_NMACH, P_MACH, P_NALT, P_ALT, P_NALPHA,
-			      P_ALSCHD, P_WT, P_LOOP, P_RNNUB };
+			      P_ALSCHD, P_WT, P_LOOP, P_RNNUB, P_STMACH,
+			      P_TSMACH };
 static const int optins[] = { P_SREF, P_CBARR, P_BLREF };
 static const int synths[] = { P_XCG, P_ZCG, P_XW, P_ZW, P_ALIW, P_XH, P_ZH,
 			      P_ALIH, P_XV, P_ZV };

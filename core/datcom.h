@@ -103,8 +103,10 @@ int datcom_check(const json_t *params, struct ferr *err);
 /*
  * Lines (each ended by '\n') about parameters DATCOM takes but answers
  * with nothing useful, for status without stopping the deck: Mach numbers
- * at or above 0.6, DATCOM's default STMACH ("MACH 0.7, 0.8 are at or
- * above 0.6, DATCOM's default STMACH (where subsonic ends): its tables
+ * at or above STMACH, 0.6 unless given ("MACH 0.7, 0.8 are at or above
+ * 0.6, DATCOM's default STMACH (where subsonic ends): its tables show no
+ * coefficients there (stmach moves it, up to 0.99)"; with stmach: "MACH
+ * 0.85 is at or above STMACH 0.8 (where subsonic ends): DATCOM's tables
  * show no coefficients there").  Nothing for parameters datcom_check()
  * refuses.  0 or -ENOMEM.
  */

@@ -234,7 +234,7 @@ def expected_values(p):
     flt = {"NMACH": one(p["nmach"]), "MACH": arr(p["mach"]),
            "ALT": arr(p["alt"]),
            "NALPHA": one(p["nalpha"]), "ALSCHD": arr(p["alschd"])}
-    for k in ("nalt", "wt"):
+    for k in ("nalt", "wt", "stmach", "tsmach"):
         if k in p:
             flt[k.upper()] = one(p[k])
     if "loop" in p:
@@ -593,8 +593,14 @@ def test_mach_above_stmach_is_said_in_status(dsession):
     assert doc["ready"] is True, doc
     assert doc["notes"] == [
         "MACH 0.7 is at or above 0.6, DATCOM's default STMACH (where"
-        " subsonic ends): its tables show no coefficients there"], doc
+        " subsonic ends): its tables show no coefficients there (stmach"
+        " moves it, up to 0.99)"], doc
     check_cards(deck_of(s))
+    # STMACH above it: DATCOM computes there, and the deck says so
+    assert request(s, pc9(nmach=2, mach=[0.5, 0.7], nalt=2,
+                          alt=[10000, 10000], stmach=0.9)) == 0
+    assert json.loads(read_bytes(s / "status.json"))["notes"] == []
+    assert check_cards(deck_of(s)).values("FLTCON")["STMACH"] == (0, ["0.9"])
     assert request(s, pc9()) == 0
     assert json.loads(read_bytes(s / "status.json"))["notes"] == []
 

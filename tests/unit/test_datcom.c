@@ -139,9 +139,9 @@ static void test_skill_package(void **state)
 			assert_string_equal(key, the57[i]);
 		i++;
 	}
-	assert_int_equal(i, 57 + 5);
+	assert_int_equal(i, 57 + 7);
 	for (const char *const *x = (const char *const[]){ "loop", "rnnub",
-	     "deriv", "damp", "build", NULL }; *x; x++)
+	     "stmach", "tsmach", "deriv", "damp", "build", NULL }; *x; x++)
 		assert_non_null(json_object_get(props, *x));
 	assert_string_equal(json_string_value(json_object_get(
 		json_object_get(props, "dim"), "default")), "FT");
@@ -480,8 +480,19 @@ static void test_warnings(void **state)
 	assert_int_equal(datcom_warnings(p, &out), 0);
 	assert_string_equal(out.buf, "MACH 0.6, 0.85 are at or above 0.6, "
 			    "DATCOM's default STMACH (where subsonic ends): "
-			    "its tables show no coefficients there\n");
+			    "its tables show no coefficients there (stmach "
+			    "moves it, up to 0.99)\n");
 	sbuf_reset(&out);
+	/* STMACH given: only what is at or above it */
+	json_object_set_new(p, "stmach", json_real(0.8));
+	assert_int_equal(datcom_warnings(p, &out), 0);
+	assert_string_equal(out.buf, "MACH 0.85 is at or above STMACH 0.8 "
+			    "(where subsonic ends): DATCOM's tables show no "
+			    "coefficients there\n");
+	sbuf_reset(&out);
+	json_object_set_new(p, "stmach", json_real(0.9));
+	assert_int_equal(datcom_warnings(p, &out), 0);
+	assert_int_equal(out.len, 0);
 	/* nothing for what datcom_check refuses */
 	json_object_set_new(p, "nmach", json_integer(2));
 	assert_int_equal(datcom_warnings(p, &out), 0);

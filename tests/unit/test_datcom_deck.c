@@ -166,10 +166,10 @@ static void test_reading_rules(void **state)
 	expect_json(p, "deriv", "\"RAD\"");
 	expect_json(p, "damp", "true");
 	expect_json(p, "build", "true");
+	expect_json(p, "stmach", "0.9");
 	assert_null(json_object_get(p, "xcg"));
 	r = write_rest(rest);
-	assert_string_equal(r, " $FLTCON STMACH=0.9$\n"
-			       " $BODY BNOSE=2.0$\n"
+	assert_string_equal(r, " $BODY BNOSE=2.0$\n"
 			       "NACA-F-4-0009\n"
 			       "TRIM\n"
 			       "NEXT CASE\n");
