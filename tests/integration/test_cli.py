@@ -1,6 +1,7 @@
 """Starting flowfs: the database is opened/created/migrated before daemonizing;
 problems seen before mounting give one `flowfs: ...` line and a non-zero exit."""
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -77,6 +78,21 @@ def wait_daemon_gone(mnt, timeout=15):
             return True
         time.sleep(0.05)
     return False
+
+
+@contextlib.contextmanager
+def background_mount(args, mnt):
+    """flowfs started with `args` (without -f), mounted when it returns;
+    after the block, unmounted and its daemon gone."""
+    r = run_flowfs(args)
+    try:
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        yield r
+    finally:
+        if os.path.ismount(mnt):
+            _fusermount(mnt)
+    assert not os.path.ismount(mnt), "the unmount failed"
+    assert wait_daemon_gone(mnt), "daemon still running after unmount"
 
 
 def test_background_start_returns_when_mounted(tmp_path):
@@ -256,16 +272,9 @@ def test_database_before_the_mountpoint(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     db = tmp_path / "given.db"
-    r = run_flowfs([str(db), str(mnt), "-o", "rw,nosuid,nodev"])
-    try:
-        assert r.returncode == 0, r.stderr.decode(errors="replace")
+    with background_mount([str(db), str(mnt), "-o", "rw,nosuid,nodev"], mnt):
         os.mkdir(mnt / "s")
         assert os.path.isdir(mnt / "s" / "uploads")
-    finally:
-        if os.path.ismount(mnt):
-            _fusermount(mnt)
-    assert not os.path.ismount(mnt)
-    assert wait_daemon_gone(mnt)
     con = sqlite3.connect(db)
     try:
         assert con.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
@@ -278,15 +287,8 @@ def test_database_as_a_mount_option(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     db = tmp_path / "opt.db"
-    r = run_flowfs([str(mnt), "-o", f"nosuid,db={db}"])
-    try:
-        assert r.returncode == 0, r.stderr.decode(errors="replace")
+    with background_mount([str(mnt), "-o", f"nosuid,db={db}"], mnt):
         assert ".flowfs" in os.listdir(mnt)
-    finally:
-        if os.path.ismount(mnt):
-            _fusermount(mnt)
-    assert not os.path.ismount(mnt)
-    assert wait_daemon_gone(mnt)
     assert db.is_file()
 
 
@@ -328,16 +330,9 @@ def test_non_empty_folder_refused_unless_nonempty(tmp_path):
     line = assert_one_line_error(r, mnt)
     assert "not empty" in line and "-o nonempty" in line, line
     assert not db.exists()
-    r = run_flowfs([f"--db={db}", "-o", "nonempty", str(mnt)])
-    try:
-        assert r.returncode == 0, r.stderr.decode(errors="replace")
+    with background_mount([f"--db={db}", "-o", "nonempty", str(mnt)], mnt):
         assert os.path.ismount(mnt)
         assert "mine.txt" not in os.listdir(mnt)
-    finally:
-        if os.path.ismount(mnt):
-            _fusermount(mnt)
-    assert not os.path.ismount(mnt)
-    assert wait_daemon_gone(mnt)
     assert (mnt / "mine.txt").read_text() == "hidden if mounted over"
 
 
