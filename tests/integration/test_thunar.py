@@ -716,7 +716,7 @@ def test_thunar_sees_for005_come_and_go_by_itself(desk, flowfs, tmp_path):
     s = flowfs.mnt / "pc9"
     os.mkdir(s)
     assert put_json(s / "session.json", {"skill": "datcom"}) == 0
-    incomplete = {k: v for k, v in PC9.items() if k != "case_id"}
+    incomplete = {k: v for k, v in PC9.items() if k != "wing_naca"}
     w = desk.show(s / "output")
     desk.xdo("windowfocus", "--sync", w, "key", "ctrl+h")
     names = []
