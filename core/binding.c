@@ -158,18 +158,22 @@ static const struct artifact {
 	int (*check)(const json_t *params, struct ferr *err);
 	/* lines for status that do not stop the file, when set */
 	int (*warn)(const json_t *params, struct sbuf *out);
+	/* what is required beyond the schema's list (a surface begun), when
+	 * set: their names, comma-separated, and how many */
+	int (*missing)(const json_t *params, struct sbuf *out);
 	const char *import_input;
 	int (*import)(const char *text, size_t len, json_t **params,
 		      struct imported *im, struct ferr *err);
 	int64_t import_max;	/* the largest upload read for it */
 } artifacts[] = {
 	{ "datcom", "for005.dat", render_for005, NULL, datcom_check,
-	  datcom_warnings, "deck", import_deck, DECK_MAX_SIZE },
+	  datcom_warnings, datcom_missing, "deck", import_deck,
+	  DECK_MAX_SIZE },
 	{ "scientific-workflow", "summary.json", render_summary,
-	  transcript_exists, NULL, NULL, NULL, NULL, 0 },
+	  transcript_exists, NULL, NULL, NULL, NULL, NULL, 0 },
 	{ "scientific-workflow", "summary_readable.txt",
 	  render_summary_readable, transcript_exists, NULL, NULL, NULL, NULL,
-	  0 },
+	  NULL, 0 },
 };
 
 #define ARTIFACT_COUNT (sizeof(artifacts) / sizeof(artifacts[0]))
@@ -654,6 +658,20 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 	/* missing values are already listed; check only complete sets */
 	if (in->problems.len)
 		return 0;
+	for (size_t i = 0; i < ARTIFACT_COUNT; i++) {
+		const struct artifact *a = &artifacts[i];
+		struct sbuf names = SBUF_INIT;
+		int n;
+
+		if (strcmp(a->skill, sk->id) || !a->missing)
+			continue;
+		n = a->missing(in->parameter, &names);
+		ret = n > 0 ? fname_line(out, "missing required parameters: %s",
+					 names.buf) : n;
+		sbuf_release(&names);
+		if (ret < 0 || n > 0)
+			return ret;
+	}
 	for_each_checked_artifact(a, sk->id) {
 		struct ferr err = FERR_INIT;
 

@@ -68,10 +68,10 @@ struct dparam {
 	X(ZCG, "zcg", K_NUM, "ZCG", "", REQ, 0, 0) \
 	X(XW, "xw", K_NUM, "XW", "", REQ, 0, 0) \
 	X(ZW, "zw", K_NUM, "ZW", "", REQ, 0, 0) \
-	X(ALIW, "aliw", K_NUM, "ALIW", "", REQ | LO | HI, -90, 90) \
+	X(ALIW, "aliw", K_NUM, "ALIW", "", LO | HI, -90, 90) \
 	X(XH, "xh", K_NUM, "XH", "", REQ, 0, 0) \
 	X(ZH, "zh", K_NUM, "ZH", "", REQ, 0, 0) \
-	X(ALIH, "alih", K_NUM, "ALIH", "", REQ | LO | HI, -90, 90) \
+	X(ALIH, "alih", K_NUM, "ALIH", "", LO | HI, -90, 90) \
 	X(XV, "xv", K_NUM, "XV", "", REQ, 0, 0) \
 	X(ZV, "zv", K_NUM, "ZV", "", REQ, 0, 0) \
 	X(NX, "nx", K_COUNT, "NX", "", REQ, 1, 20) \
@@ -89,7 +89,7 @@ struct dparam {
 	X(V_SSPNE, "vtail_sspne", K_NUM, "SSPNE", VTAIL, REQ | XLO, 0, 0) \
 	X(V_CHRDR, "vtail_chrdr", K_NUM, "CHRDR", VTAIL, REQ | XLO, 0, 0) \
 	X(V_SAVSI, "vtail_savsi", K_NUM, "SAVSI", VTAIL, REQ | XLO | XHI, -90, 90) \
-	X(V_CHSTAT, "vtail_chstat", K_NUM, "CHSTAT", VTAIL, REQ | LO | HI, 0, 1) \
+	X(V_CHSTAT, "vtail_chstat", K_NUM, "CHSTAT", VTAIL, LO | HI, 0, 1) \
 	X(V_TYPE, "vtail_type", K_CODE, "TYPE", VTAIL, REQ, 1, 3) \
 	X(LOOP, "loop", K_CODE, "LOOP", "", 0, 1, 3) \
 	X(RNNUB, "rnnub", K_LIST, "RNNUB", "", XLO, 0, 0) \
@@ -106,9 +106,9 @@ struct dparam {
 	X(S##_SSPNE, pre "sspne", K_NUM, "SSPNE", OF, REQ | XLO, 0, 0) \
 	X(S##_CHRDR, pre "chrdr", K_NUM, "CHRDR", OF, REQ | XLO, 0, 0) \
 	X(S##_SAVSI, pre "savsi", K_NUM, "SAVSI", OF, REQ | XLO | XHI, -90, 90) \
-	X(S##_CHSTAT, pre "chstat", K_NUM, "CHSTAT", OF, REQ | LO | HI, 0, 1) \
-	X(S##_TWISTA, pre "twista", K_NUM, "TWISTA", OF, REQ | LO | HI, -90, 90) \
-	X(S##_DHDADI, pre "dhdadi", K_NUM, "DHDADI", OF, REQ | LO | HI, -90, 90) \
+	X(S##_CHSTAT, pre "chstat", K_NUM, "CHSTAT", OF, LO | HI, 0, 1) \
+	X(S##_TWISTA, pre "twista", K_NUM, "TWISTA", OF, LO | HI, -90, 90) \
+	X(S##_DHDADI, pre "dhdadi", K_NUM, "DHDADI", OF, LO | HI, -90, 90) \
 	X(S##_TYPE, pre "type", K_CODE, "TYPE", OF, REQ, 1, 3)
 
 #define X_ENUM(id, name, kind, var, of, flags, lo, hi) P_##id,
@@ -117,6 +117,8 @@ enum { PARAMS(X_ENUM) NPARAMS };
 #define X_TABLE(id, name, kind, var, of, flags, lo, hi) \
 	{ name, kind, var, of, flags, lo, hi },
 static const struct dparam params_table[NPARAMS] = { PARAMS(X_TABLE) };
+
+#define NELEM(a) (sizeof(a) / sizeof(*(a)))
 
 #define DATCOM_REAL_MAX 3.4e38
 /* DATCOM hangs at Mach 0.001; 0.005 ran (issue 15's runs) */
@@ -982,6 +984,47 @@ int datcom_check(const json_t *params, struct ferr *err)
 	return r;
 }
 
+/* Whether parameter `pi` is given: loaded into `c`, or with c NULL in
+ * `params`. */
+static bool given(const struct dcase *c, const json_t *params, int pi)
+{
+	return c ? c->v[pi].set : json_is_object(params) &&
+		   json_object_get(params, params_table[pi].name);
+}
+
+/*
+ * The surface (surfaces[]) parameter `pi` belongs to, -1 for none: its
+ * planform's, its NACA section and its place in SYNTHS.  A configuration
+ * has any of them, or none (a body alone, the orbiter without horizontal
+ * tail): a surface is there when any of its planform's parameters or its
+ * section is given (a place in SYNTHS alone is not one: DanAlex03's deck
+ * gives XH for a tail it has not), and then those DATCOM needs are
+ * required.
+ */
+static int surface_of(int pi)
+{
+	if (pi == P_XW || pi == P_ZW || pi == P_ALIW ||
+	    (pi >= P_W_NACA && pi <= P_W_TYPE))
+		return 0;
+	if (pi == P_XH || pi == P_ZH || pi == P_ALIH ||
+	    (pi >= P_H_NACA && pi <= P_H_TYPE))
+		return 1;
+	if (pi == P_XV || pi == P_ZV || (pi >= P_V_NACA && pi <= P_V_TYPE))
+		return 2;
+	return -1;
+}
+
+static bool surface_given(const struct dcase *c, const json_t *params,
+			  int s)
+{
+	int first = surfaces[s].first;
+
+	for (int i = first; i < NPARAMS && surface_of(i) == s; i++)
+		if (given(c, params, i))
+			return true;
+	return false;
+}
+
 /*
  * datcom_missing() of the parameters loaded into `c` (load() marked those
  * given), or with c NULL of `params` itself.
@@ -989,13 +1032,20 @@ int datcom_check(const json_t *params, struct ferr *err)
 static int missing(const struct dcase *c, const json_t *params,
 		   struct sbuf *out)
 {
+	bool there[NELEM(surfaces)];
 	int n = 0;
 
+	for (size_t s = 0; s < NELEM(surfaces); s++)
+		there[s] = surface_given(c, params, (int)s);
 	for (int i = 0; i < NPARAMS; i++) {
-		if (!(params_table[i].flags & REQ))
+		int s = surface_of(i);
+
+		if (!(params_table[i].flags & REQ) || (s >= 0 && !there[s]))
 			continue;
-		if (c ? c->v[i].set : (json_is_object(params) &&
-		    json_object_get(params, params_table[i].name)))
+		/* the Reynolds numbers stand for the altitudes (sprob.in) */
+		if (i == P_ALT && given(c, params, P_RNNUB))
+			continue;
+		if (given(c, params, i))
 			continue;
 		if ((n && sbuf_addstr(out, ", ") < 0) ||
 		    sbuf_addstr(out, params_table[i].name) < 0)
@@ -1050,7 +1100,6 @@ static const char *const mapped_namelists[] = {
 	"FLTCON", "OPTINS", "SYNTHS", "BODY", "WGPLNF", "HTPLNF", "VTPLNF",
 };
 
-#define NELEM(a) (sizeof(a) / sizeof(*(a)))
 
 static bool is_mapped_namelist(const char *name)
 {
@@ -1206,6 +1255,9 @@ static int build_case(struct deck_case *dc, const struct dcase *c,
 		int ids[10];
 		size_t n = surface_ids(sf, ids);
 
+		/* a configuration without it */
+		if (!surface_given(c, NULL, (int)s))
+			continue;
 		r = add_namelist(dc, sf->namelist, c, ids, n, rest);
 		if (r < 0)
 			return r;

@@ -115,8 +115,12 @@ int datcom_warnings(const json_t *params, struct sbuf *out);
 /*
  * Append to `out` the names of the required parameters `params` lacks,
  * comma-and-blank separated in schema order ("wing_naca, htail_naca").
- * Returns the number of names, or -ENOMEM.  A non-object `params` lacks
- * all of them.
+ * Required: the schema's list (the flight conditions, xcg, zcg, nx,
+ * x_coords; alt unless rnnub is given), and each surface's section,
+ * chrdtp, sspn, sspne, chrdr, savsi, type and place in SYNTHS once any of
+ * its section and planform parameters is given (a configuration has the
+ * surfaces it gives).  Returns the number of names, or -ENOMEM.  A
+ * non-object `params` lacks the schema's list.
  */
 int datcom_missing(const json_t *params, struct sbuf *out);
 

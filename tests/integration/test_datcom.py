@@ -246,7 +246,8 @@ def expected_values(p):
     if opt:
         out["OPTINS"] = opt
     out["SYNTHS"] = {k.upper(): one(p[k]) for k in (
-        "xcg", "zcg", "xw", "zw", "aliw", "xh", "zh", "alih", "xv", "zv")}
+        "xcg", "zcg", "xw", "zw", "aliw", "xh", "zh", "alih", "xv", "zv")
+        if k in p}
     out["BODY"] = {"NX": one(p["nx"]), "X": arr(p["x_coords"])}
     for k, var in (("r_coords", "R"), ("zu_coords", "ZU"),
                    ("zl_coords", "ZL")):
@@ -256,8 +257,9 @@ def expected_values(p):
         if k in p:
             out["BODY"][k.upper()] = one(p[k])
     for pre, nl, _ in SURFACES:
-        out[nl] = {k.upper(): one(p[f"{pre}_{k}"]) for k in PLANFORM
-                   if f"{pre}_{k}" in p}
+        if any(k.startswith(f"{pre}_") for k in p):   # the surface is there
+            out[nl] = {k.upper(): one(p[f"{pre}_{k}"]) for k in PLANFORM
+                       if f"{pre}_{k}" in p}
     return out
 
 
@@ -270,7 +272,8 @@ def expected_controls(p):
     # the skill's schema gives dim its default, FT
     cards.add(f"DIM {p.get('dim', 'FT')}")
     for pre, _, s in SURFACES:
-        cards.add(f"NACA-{s}-{NACA_CARD[p[pre + '_naca']]}")
+        if pre + "_naca" in p:
+            cards.add(f"NACA-{s}-{NACA_CARD[p[pre + '_naca']]}")
     if "deriv" in p:
         cards.add(f"DERIV {p['deriv']}")
     if p.get("damp"):
@@ -581,6 +584,38 @@ def test_big_weight_in_exponent_form(dsession):
     assert request(dsession, pc9(wt=1.5e10, dim="M")) == 0
     deck = check_cards(deck_of(dsession))
     assert deck.values("FLTCON")["WT"] == (0, ["1.5E10"])
+
+
+def test_configurations_of_any_surfaces(dsession):
+    """A body alone, a body and wing, no horizontal tail: each surface is
+    there when given, and then whole (issue 15: the orbiter, the rocket,
+    the first cases of sprob.in and DanAlex03)."""
+    s = dsession
+
+    def without(*surfaces):
+        drop = {"wing": ("xw", "zw", "aliw"), "htail": ("xh", "zh", "alih"),
+                "vtail": ("xv", "zv")}
+        p = pc9()
+        for sf in surfaces:
+            for k in list(p):
+                if k.startswith(sf + "_") or k in drop[sf]:
+                    del p[k]
+        return p
+
+    for gone in (("wing", "htail", "vtail"), ("htail", "vtail"), ("htail",)):
+        p = without(*gone)
+        assert request(s, p) == 0
+        assert status_of(s)[0] == ["ready"], (gone, status_of(s))
+        deck = check_deck_for(deck_of(s), p)
+        for sf, nl, letter in SURFACES:
+            assert (sf in gone) == (nl not in [c[1] for c in deck.namelists()])
+    # a tail begun is a tail: what it needs is missing
+    p = without("htail")
+    p["htail_sspn"] = 6.6
+    assert request(s, p) == 0
+    assert status_of(s)[0] == ["missing required parameters: xh, zh, "
+                               "htail_naca, htail_chrdtp, htail_sspne, "
+                               "htail_chrdr, htail_savsi, htail_type"]
 
 
 def test_mach_above_stmach_is_said_in_status(dsession):
