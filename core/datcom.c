@@ -97,7 +97,18 @@ struct dparam {
 	X(TSMACH, "tsmach", K_NUM, "TSMACH", "", LO | HI, 1.01, 1.4) \
 	X(DERIV, "deriv", K_DERIV, "DERIV", "", 0, 0, 0) \
 	X(DAMP, "damp", K_BOOL, "DAMP", "", 0, 0, 0) \
-	X(BUILD, "build", K_BOOL, "BUILD", "", 0, 0, 0)
+	X(BUILD, "build", K_BOOL, "BUILD", "", 0, 0, 0) \
+	BREAKS(X, W, "wing_", WING) \
+	X(W_DHDADO, "wing_dhdado", K_NUM, "DHDADO", WING, LO | HI, -90, 90) \
+	BREAKS(X, H, "htail_", HTAIL) \
+	X(H_DHDADO, "htail_dhdado", K_NUM, "DHDADO", HTAIL, LO | HI, -90, 90) \
+	BREAKS(X, V, "vtail_", VTAIL)
+
+/* A cranked or double-delta planform's break point (TYPE 2, 3) */
+#define BREAKS(X, S, pre, OF) \
+	X(S##_CHRDBP, pre "chrdbp", K_NUM, "CHRDBP", OF, LO, 0, 0) \
+	X(S##_SSPNOP, pre "sspnop", K_NUM, "SSPNOP", OF, LO, 0, 0) \
+	X(S##_SAVSO, pre "savso", K_NUM, "SAVSO", OF, XLO | XHI, -90, 90)
 
 #define SURFACE(X, S, pre, OF) \
 	X(S##_NACA, pre "naca", K_NACA, "NACA-" #S, OF, REQ, 0, 0) \
@@ -151,14 +162,21 @@ struct surface {
 	const char *namelist;	/* WGPLNF */
 	char letter;		/* W: NACA-W card */
 	int first;		/* P_W_NACA */
-	bool twist;		/* has TWISTA and DHDADI */
+	bool twist;		/* has TWISTA and DHDADI (and DHDADO) */
+	int breaks;		/* P_W_CHRDBP: CHRDBP SSPNOP SAVSO [DHDADO] */
 };
 
 static const struct surface surfaces[] = {
-	{ "wing", "WGPLNF", 'W', P_W_NACA, true },
-	{ "horizontal tail", "HTPLNF", 'H', P_H_NACA, true },
-	{ "vertical tail", "VTPLNF", 'V', P_V_NACA, false },
+	{ "wing", "WGPLNF", 'W', P_W_NACA, true, P_W_CHRDBP },
+	{ "horizontal tail", "HTPLNF", 'H', P_H_NACA, true, P_H_CHRDBP },
+	{ "vertical tail", "VTPLNF", 'V', P_V_NACA, false, P_V_CHRDBP },
 };
+
+/* The break-point parameters of surface sf (3, or 4 with DHDADO). */
+static size_t break_count(const struct surface *sf)
+{
+	return sf->twist ? 4 : 3;
+}
 
 /* Offsets inside a surface's run of parameters (schema order). */
 enum { S_NACA, S_CHRDTP, S_SSPN, S_SSPNE, S_CHRDR, S_SAVSI, S_CHSTAT };
@@ -808,7 +826,7 @@ static int check_computable(const struct dcase *c, struct ferr *err)
 {
 	static const int types[] = { P_W_TYPE, P_H_TYPE, P_V_TYPE };
 	const struct dval *v = c->v;
-	char lbl[LABEL_MAX], a[FJSON_REAL_SIZE];
+	char lbl[LABEL_MAX], a[FJSON_REAL_SIZE], b[FJSON_REAL_SIZE];
 
 	if (v[P_NX].set && v[P_NX].num < 2)
 		return fail(err, P_NX, "%s is %d: DATCOM needs at least 2 body "
@@ -831,18 +849,36 @@ static int check_computable(const struct dcase *c, struct ferr *err)
 				    "of NaN); angles of attack must be between "
 				    "-90 and 90", item_label(lbl, P_ALSCHD, i),
 				    show(a, v[P_ALSCHD].list[i]));
-	for (size_t s = 0; s < sizeof(types) / sizeof(*types); s++)
-		if (v[types[s]].set && v[types[s]].num != 1)
+	for (size_t s = 0; s < sizeof(types) / sizeof(*types); s++) {
+		const struct surface *sf = &surfaces[s];
+		char lacking[160] = "";
+
+		if (!v[types[s]].set || v[types[s]].num == 1)
+			continue;
+		/* CHRDBP, SSPNOP and SAVSO; DHDADO may be 0, DATCOM's
+		 * default */
+		for (size_t k = 0; k < 3; k++)
+			if (!v[sf->breaks + (int)k].set)
+				snprintf(lacking + strlen(lacking),
+					 sizeof(lacking) - strlen(lacking),
+					 "%s%s", lacking[0] ? ", " : "",
+					 params_table[sf->breaks + (int)k].name);
+		if (lacking[0])
 			return fail(err, types[s], "%s is %d (%s): DATCOM needs "
-				    "the break-point data of such a planform "
-				    "(SSPNOP, SSPNE, CHRDBP, SAVSO, DHDADO of "
-				    "the outboard panel), which flowfs does not "
-				    "take yet; without it DATCOM says WING NOT "
-				    "STRAIGHT TAPERED and gives no coefficients "
-				    "(1, straight tapered, it computes)",
-				    label(lbl, types[s]), (int)v[types[s]].num,
+				    "its break point, %s (without, DATCOM says "
+				    "WING NOT STRAIGHT TAPERED and gives no "
+				    "coefficients)", label(lbl, types[s]),
+				    (int)v[types[s]].num,
 				    v[types[s]].num == 2 ? "double delta"
-							 : "cranked");
+							 : "cranked", lacking);
+		if (v[sf->first + S_SSPN].set &&
+		    v[sf->breaks + 1].num >= v[sf->first + S_SSPN].num)
+			return fail(err, sf->breaks + 1, "The %s's outboard "
+				    "panel SSPNOP (%s) must be shorter than its "
+				    "semi-span SSPN (%s)", sf->noun,
+				    show(a, v[sf->breaks + 1].num),
+				    show(b, v[sf->first + S_SSPN].num));
+	}
 	return 0;
 }
 
@@ -1001,15 +1037,24 @@ static bool given(const struct dcase *c, const json_t *params, int pi)
  * gives XH for a tail it has not), and then those DATCOM needs are
  * required.
  */
+static bool is_place(int pi)
+{
+	return pi == P_XW || pi == P_ZW || pi == P_ALIW || pi == P_XH ||
+	       pi == P_ZH || pi == P_ALIH || pi == P_XV || pi == P_ZV;
+}
+
 static int surface_of(int pi)
 {
 	if (pi == P_XW || pi == P_ZW || pi == P_ALIW ||
-	    (pi >= P_W_NACA && pi <= P_W_TYPE))
+	    (pi >= P_W_NACA && pi <= P_W_TYPE) ||
+	    (pi >= P_W_CHRDBP && pi <= P_W_DHDADO))
 		return 0;
 	if (pi == P_XH || pi == P_ZH || pi == P_ALIH ||
-	    (pi >= P_H_NACA && pi <= P_H_TYPE))
+	    (pi >= P_H_NACA && pi <= P_H_TYPE) ||
+	    (pi >= P_H_CHRDBP && pi <= P_H_DHDADO))
 		return 1;
-	if (pi == P_XV || pi == P_ZV || (pi >= P_V_NACA && pi <= P_V_TYPE))
+	if (pi == P_XV || pi == P_ZV || (pi >= P_V_NACA && pi <= P_V_TYPE) ||
+	    (pi >= P_V_CHRDBP && pi <= P_V_SAVSO))
 		return 2;
 	return -1;
 }
@@ -1017,10 +1062,8 @@ static int surface_of(int pi)
 static bool surface_given(const struct dcase *c, const json_t *params,
 			  int s)
 {
-	int first = surfaces[s].first;
-
-	for (int i = first; i < NPARAMS && surface_of(i) == s; i++)
-		if (given(c, params, i))
+	for (int i = 0; i < NPARAMS; i++)
+		if (surface_of(i) == s && !is_place(i) && given(c, params, i))
 			return true;
 	return false;
 }
@@ -1114,7 +1157,8 @@ static size_t surface_ids(const struct surface *sf, int *ids)
 {
 	size_t n = 0;
 
-	/* CHRDTP SSPN SSPNE CHRDR SAVSI CHSTAT [TWISTA DHDADI] TYPE */
+	/* CHRDTP SSPN SSPNE CHRDR SAVSI CHSTAT [TWISTA DHDADI] TYPE, then
+	 * the break point: CHRDBP SSPNOP SAVSO [DHDADO] (at most 14) */
 	for (int k = S_CHRDTP; k <= S_CHSTAT; k++)
 		ids[n++] = sf->first + k;
 	ids[n++] = sf->first + S_CHSTAT + 1;
@@ -1122,6 +1166,8 @@ static size_t surface_ids(const struct surface *sf, int *ids)
 		ids[n++] = sf->first + S_CHSTAT + 2;
 		ids[n++] = sf->first + S_CHSTAT + 3;
 	}
+	for (size_t k = 0; k < break_count(sf); k++)
+		ids[n++] = sf->breaks + (int)k;
 	return n;
 }
 
@@ -1252,7 +1298,7 @@ static int build_case(struct deck_case *dc, const struct dcase *c,
 		return r;
 	for (size_t s = 0; s < NELEM(surfaces); s++) {
 		const struct surface *sf = &surfaces[s];
-		int ids[10];
+		int ids[16];
 		size_t n = surface_ids(sf, ids);
 
 		/* a configuration without it */

@@ -219,7 +219,7 @@ NACA_CARD = {   # designation given -> <series>-<designation> on the card
 SURFACES = (("wing", "WGPLNF", "W"), ("htail", "HTPLNF", "H"),
             ("vtail", "VTPLNF", "V"))
 PLANFORM = ("chrdtp", "sspn", "sspne", "chrdr", "savsi", "chstat", "twista",
-            "dhdadi", "type")
+            "dhdadi", "type", "chrdbp", "sspnop", "savso", "dhdado")
 
 
 def expected_values(p):
@@ -647,7 +647,7 @@ def test_mach_above_stmach_is_said_in_status(dsession):
     ({"alschd": [-90, 1, 2, 3, 4, 5]}, "ALSCHD(1) (alschd) is -90.0: DATCOM"
      " gives no coefficients at 90 degrees or beyond"),
     ({"wing_type": 3}, "TYPE of the wing (wing_type) is 3 (cranked): DATCOM"
-     " needs the break-point data"),
+     " needs its break point, wing_chrdbp, wing_sspnop, wing_savso"),
     ({"vtail_naca": "00120"}, 'NACA-V of the vertical tail (vtail_naca):'
      ' "00120" is not a NACA designation'),
 ])
@@ -659,6 +659,16 @@ def test_what_datcom_cannot_compute_is_refused(dsession, changes, why):
             f.write(body)
     assert e.value.errno == errno.EINVAL
     assert why in read_bytes(s / "log").decode()
+
+
+def test_cranked_wing_with_its_break_point(dsession):
+    s = dsession
+    p = pc9(wing_type=3, wing_chrdbp=5.2, wing_sspnop=9.5, wing_savso=12.5,
+            wing_dhdado=3.0)
+    assert request(s, p) == 0
+    assert status_of(s)[0] == ["ready"]
+    deck = check_deck_for(deck_of(s), p)
+    assert deck.values("WGPLNF")["SSPNOP"] == (0, ["9.5"])
 
 
 def test_no_value_changes_in_print(dsession):

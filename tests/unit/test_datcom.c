@@ -139,7 +139,7 @@ static void test_skill_package(void **state)
 			assert_string_equal(key, the57[i]);
 		i++;
 	}
-	assert_int_equal(i, 57 + 7);
+	assert_int_equal(i, 57 + 7 + 11);
 	for (const char *const *x = (const char *const[]){ "loop", "rnnub",
 	     "stmach", "tsmach", "deriv", "damp", "build", NULL }; *x; x++)
 		assert_non_null(json_object_get(props, *x));
@@ -318,11 +318,13 @@ static const struct refusal refusals[] = {
 	  "-90 and 90" },
 	{ "{\"htail_type\": 2}", "parameter.htail_type",
 	  "TYPE of the horizontal tail (htail_type) is 2 (double delta): "
-	  "DATCOM needs the break-point data of such a planform (SSPNOP, "
-	  "SSPNE, CHRDBP, SAVSO, DHDADO of the outboard panel), which flowfs "
-	  "does not take yet; without it DATCOM says WING NOT STRAIGHT "
-	  "TAPERED and gives no coefficients (1, straight tapered, it "
-	  "computes)" },
+	  "DATCOM needs its break point, htail_chrdbp, htail_sspnop, "
+	  "htail_savso (without, DATCOM says WING NOT STRAIGHT TAPERED and "
+	  "gives no coefficients)" },
+	{ "{\"wing_type\": 3, \"wing_chrdbp\": 5.0, \"wing_sspnop\": 16.7, "
+	  "\"wing_savso\": 10.0}", "parameter.wing_sspnop",
+	  "The wing's outboard panel SSPNOP (16.7) must be shorter than its "
+	  "semi-span SSPN (16.7)" },
 	{ "{\"wing_naca\": \"00120\"}", "parameter.wing_naca", NULL },
 	{ "{\"wing_naca\": \"23000\"}", "parameter.wing_naca", NULL },
 	{ "{\"alschd\": [1, 2, 3, 4, 5]}", "parameter.alschd",
@@ -463,6 +465,46 @@ static const struct refusal refusals[] = {
 	  "parameter.case_id",
 	  "CASEID (case_id) has 74 characters; a CASEID card holds at most 73" },
 };
+
+/* A cranked wing with its break point: the planform namelist carries
+ * it (issue 15: all 32 TYPE 2/3 decks without one gave nothing). */
+static void test_cranked_planform(void **state)
+{
+	json_t *p = pc9();
+	struct sbuf deck = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	json_object_update_new(p, json_pack("{s:i, s:f, s:f, s:f, s:f}",
+					    "wing_type", 3, "wing_chrdbp",
+					    5.2, "wing_sspnop", 9.5,
+					    "wing_savso", 12.5, "wing_dhdado",
+					    3.0));
+	assert_int_equal(datcom_check(p, &err), 0);
+	assert_int_equal(datcom_render(p, &deck, &err), 0);
+	assert_non_null(strstr(deck.buf, "TYPE=3.0,CHRDBP=5.2,SSPNOP=9.5,"
+				       "SAVSO=12.5,DHDADO=3.0$"));
+	/* and reads back as it was */
+	{
+		struct deck *d = NULL, *rest = NULL;
+		struct deck_problems pr = DECK_PROBLEMS_INIT;
+		json_t *back = NULL;
+
+		assert_int_equal(deck_parse(deck.buf, deck.len, &d, &pr), 0);
+		assert_int_equal(datcom_from_deck(d, &back, &rest, NULL, &err),
+				 0);
+		assert_true(json_real_value(json_object_get(back,
+				"wing_sspnop")) == 9.5);
+		assert_int_equal(json_integer_value(json_object_get(back,
+				 "wing_type")), 3);
+		json_decref(back);
+		deck_free(rest);
+		deck_free(d);
+		deck_problems_release(&pr);
+	}
+	sbuf_release(&deck);
+	json_decref(p);
+}
 
 /* Mach numbers DATCOM gives nothing for: a line for status. */
 static void test_warnings(void **state)
@@ -1050,6 +1092,7 @@ int main(void)
 		cmocka_unit_test(test_pc9_deck),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_warnings),
+		cmocka_unit_test(test_cranked_planform),
 		cmocka_unit_test(test_accepted_forms),
 		cmocka_unit_test(test_comma_strings),
 		cmocka_unit_test(test_missing),
