@@ -255,6 +255,7 @@ def test_a_big_write_read_as_it_goes(flowfs):
         assert got == data[:len(got)], f"differs from what was written" \
             f" (read {len(got)} bytes)"
 
+    path.write_bytes(b"")   # there before the readers start
     writer = threading.Thread(target=write)
     writer.start()
     threads = [race.run("read big", read_big),
