@@ -160,14 +160,15 @@ static const struct artifact {
 	int (*warn)(const json_t *params, struct sbuf *out);
 	/* what is required beyond the schema's list (a surface begun), when
 	 * set: their names, comma-separated, and how many */
-	int (*missing)(const json_t *params, struct sbuf *out);
+	int (*missing)(const json_t *params, const struct deck *rest,
+		       struct sbuf *out);
 	const char *import_input;
 	int (*import)(const char *text, size_t len, json_t **params,
 		      struct imported *im, struct ferr *err);
 	int64_t import_max;	/* the largest upload read for it */
 } artifacts[] = {
 	{ "datcom", "for005.dat", render_for005, NULL, datcom_check,
-	  datcom_warnings, datcom_missing, "deck", import_deck,
+	  datcom_warnings, datcom_missing_with, "deck", import_deck,
 	  DECK_MAX_SIZE },
 	{ "scientific-workflow", "summary.json", render_summary,
 	  transcript_exists, NULL, NULL, NULL, NULL, NULL, 0 },
@@ -650,7 +651,7 @@ int binding_check_request(const struct skill *sk, const json_t *request,
 
 /* What keeps a built-in skill's generated files from existing. */
 static int artifact_problems(const struct skill *sk, const struct inputs *in,
-			     struct sbuf *out)
+			     const struct imported *im, struct sbuf *out)
 {
 	char msg[FERR_MESSAGE_MAX + 64];
 	int ret = 0;
@@ -665,7 +666,7 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 
 		if (strcmp(a->skill, sk->id) || !a->missing)
 			continue;
-		n = a->missing(in->parameter, &names);
+		n = a->missing(in->parameter, imported_rest(im), &names);
 		ret = n > 0 ? fname_line(out, "missing required parameters: %s",
 					 names.buf) : n;
 		sbuf_release(&names);
@@ -728,7 +729,7 @@ static int solve(const struct binding_ctx *c, struct sbuf *out,
 	if (!ret)
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
 	if (!ret && sk)
-		ret = artifact_problems(sk, &in, out);
+		ret = artifact_problems(sk, &in, im, out);
 	if (!ret && sk)
 		ret = artifact_warnings(sk, &in, out->len, notes);
 	/* a template that does not render is a problem of the session */

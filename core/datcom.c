@@ -1068,22 +1068,33 @@ static bool surface_given(const struct dcase *c, const json_t *params,
 	return false;
 }
 
+/* The namelists that stand for a surface's section: its profile given
+ * point by point (katiakms's deck gives $WGSCHR, no NACA-W). */
+static const char *const section_namelists[] = { "WGSCHR", "HTSCHR",
+						 "VTSCHR" };
+
 /*
  * datcom_missing() of the parameters loaded into `c` (load() marked those
- * given), or with c NULL of `params` itself.
+ * given), or with c NULL of `params` itself; `rest` (may be NULL) is what
+ * the deck carries through.
  */
 static int missing(const struct dcase *c, const json_t *params,
-		   struct sbuf *out)
+		   const struct deck_case *rest, struct sbuf *out)
 {
-	bool there[NELEM(surfaces)];
+	bool there[NELEM(surfaces)], section[NELEM(surfaces)];
 	int n = 0;
 
-	for (size_t s = 0; s < NELEM(surfaces); s++)
+	for (size_t s = 0; s < NELEM(surfaces); s++) {
 		there[s] = surface_given(c, params, (int)s);
+		section[s] = rest && deck_find_namelist(rest,
+						section_namelists[s], NULL);
+	}
 	for (int i = 0; i < NPARAMS; i++) {
 		int s = surface_of(i);
 
 		if (!(params_table[i].flags & REQ) || (s >= 0 && !there[s]))
+			continue;
+		if (s >= 0 && section[s] && i == surfaces[s].first + S_NACA)
 			continue;
 		/* the Reynolds numbers stand for the altitudes (sprob.in) */
 		if (i == P_ALT && given(c, params, P_RNNUB))
@@ -1100,7 +1111,14 @@ static int missing(const struct dcase *c, const json_t *params,
 
 int datcom_missing(const json_t *params, struct sbuf *out)
 {
-	return missing(NULL, params, out);
+	return missing(NULL, params, NULL, out);
+}
+
+int datcom_missing_with(const json_t *params, const struct deck *rest,
+			struct sbuf *out)
+{
+	return missing(NULL, params, rest && rest->nr ? rest->cases[0] : NULL,
+		       out);
 }
 
 /* The namelists the deck is built from, each a run of parameters. */
@@ -1307,6 +1325,9 @@ static int build_case(struct deck_case *dc, const struct dcase *c,
 		r = add_namelist(dc, sf->namelist, c, ids, n, rest);
 		if (r < 0)
 			return r;
+		/* its section is $..SCHR, carried through (missing()) */
+		if (!v[sf->first + S_NACA].set)
+			continue;
 		snprintf(line, sizeof(line), "NACA-%c-%c-%s", sf->letter,
 			 v[sf->first + S_NACA].series,
 			 v[sf->first + S_NACA].text);
@@ -1344,7 +1365,7 @@ static int build(const json_t *params, const struct deck_case *rest,
 	r = load(params, c, err);
 	if (r < 0)
 		goto out;
-	r = missing(c, params, &lacking);
+	r = missing(c, params, rest, &lacking);
 	if (r < 0)
 		goto out;
 	if (r > 0) {

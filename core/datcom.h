@@ -123,6 +123,11 @@ int datcom_warnings(const json_t *params, struct sbuf *out);
  * non-object `params` lacks the schema's list.
  */
 int datcom_missing(const json_t *params, struct sbuf *out);
+/* The same for parameters whose deck carries `rest` through (may be NULL):
+ * a surface's section given as $WGSCHR, $HTSCHR or $VTSCHR stands for its
+ * NACA designation. */
+int datcom_missing_with(const json_t *params, const struct deck *rest,
+			struct sbuf *out);
 
 /*
  * The deck for `params` (checked as datcom_check() does; every required

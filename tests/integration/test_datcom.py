@@ -883,6 +883,32 @@ def test_import_example_merged_with_request(dsession):
     assert "DIM FT" in deck.controls()
 
 
+@pytest.mark.parametrize("name", [
+    "aircraftdatcom_F16_for005.dat", "aircraftdatcom_sprob.in",
+    "OpenDatcom_orbiter_for005.dat", "katiakms_DATCOM_for005.dat",
+    "OpenPost_PUB_ROCKET_for005.dat", "pydatcom_Navion.dcm",
+    "pydatcom_B-737.dcm", "DanAlex03_SysID_for005.dat",
+])
+def test_public_deck_imports_as_it_is(make_flowfs, isolated_config, name):
+    """Issue 15: a deck DATCOM runs comes in as it is, with nothing in
+    request.json, and the deck flowfs generates from it comes in again to
+    the same deck (the same namelists and values)."""
+    src = EXAMPLES / name
+    if not src.is_file():
+        pytest.skip(f"{src} is absent")
+    fs = make_flowfs()
+    decks = []
+    for session, raw in (("a", src.read_bytes()), ("b", None)):
+        s = fs.mnt / session
+        os.mkdir(s)
+        assert bind(s, "datcom") == 0
+        upload(s, "deck.dat", raw if raw is not None else decks[-1])
+        assert status_of(s)[0] == ["ready"], (name, status_of(s))
+        decks.append(deck_of(s))
+        check_cards(decks[-1], ours=False)
+    assert decks[0] == decks[1]
+
+
 def test_import_several_cases_noted(pc9_session):
     s = pc9_session
     deck = deck_of(s)

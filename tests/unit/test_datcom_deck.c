@@ -218,6 +218,34 @@ static void test_alpha_is_alschd(void **state)
 	sbuf_release(&notes);
 }
 
+/* A wing section given as $WGSCHR stands for wing_naca: not missing,
+ * and no NACA-W card beside it. */
+static void test_section_as_schr(void **state)
+{
+	json_t *p = jparse(pc9_text), *imp;
+	struct deck *rest;
+	struct sbuf notes = SBUF_INIT, miss = SBUF_INIT, deck = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	import_text(" $WGSCHR TOVC=0.12,XOVC=0.3$\nNEXT CASE\n", &imp, &rest,
+		    &notes);
+	json_object_del(p, "wing_naca");
+	assert_int_equal(datcom_missing(p, &miss), 1);
+	sbuf_reset(&miss);
+	assert_int_equal(datcom_missing_with(p, rest, &miss), 0);
+	assert_int_equal(datcom_render_with(p, rest, &deck, &err), 0);
+	assert_null(strstr(deck.buf, "NACA-W"));
+	assert_non_null(strstr(deck.buf, " $WGSCHR TOVC=0.12,XOVC=0.3$\n"));
+	assert_non_null(strstr(deck.buf, "NACA-H-4-0012\n"));
+	sbuf_release(&deck);
+	sbuf_release(&miss);
+	sbuf_release(&notes);
+	deck_free(rest);
+	json_decref(imp);
+	json_decref(p);
+}
+
 static void test_unusable_values(void **state)
 {
 	static const char text[] =
@@ -662,10 +690,8 @@ static const struct example examples[] = {
 	/* no horizontal tail */
 	{ "OpenDatcom_orbiter_for005.dat", 1, NULL, NULL, 0, ROUND_TRIPS,
 	  NULL },
-	/* its wing section in $WGSCHR, which is carried through: the NACA-W
-	 * the parameters require stands for it only merged over the PC-9
-	 * (not yet: "the wing section when $WGSCHR is given") */
-	{ "katiakms_DATCOM_for005.dat", 1, "alih", "3.991737", 1, ROUND_TRIPS,
+	/* its wing section as $WGSCHR, carried through, for a NACA-W */
+	{ "katiakms_DATCOM_for005.dat", 1, "alih", "3.991737", 0, ROUND_TRIPS,
 	  NULL },
 	{ "OpenPost_PUB_ROCKET_for005.dat", 4, "case_id", "\"PUB_ROCKET\"",
 	  0, ROUND_TRIPS, NULL },
@@ -732,7 +758,7 @@ static void test_examples(void **state)
 			assert_true(!notes.buf || !strstr(notes.buf, "cases;"));
 		if (ex->key)
 			expect_json(p, ex->key, ex->value);
-		rc = datcom_missing(p, &missing);
+		rc = datcom_missing_with(p, rest, &missing);
 		if (rc != ex->missing)
 			fail_msg("%s: lacks %d required parameters, expected "
 				 "%d: %s", ex->file, rc, ex->missing,
@@ -806,6 +832,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reading_rules),
 		cmocka_unit_test(test_alpha_is_alschd),
+		cmocka_unit_test(test_section_as_schr),
 		cmocka_unit_test(test_unusable_values),
 		cmocka_unit_test(test_no_case),
 		cmocka_unit_test(test_several_cases),
