@@ -532,8 +532,15 @@ static json_t *random_params(void)
 	json_object_set_new(p, "zl_coords", rlist(n, -5, 5, 0));
 	json_object_set_new(p, "itype", json_integer(rint_in(1, 3)));
 	json_object_set_new(p, "method", json_integer(rint_in(1, 2)));
+	/* the widened model (issue 15): a configuration of any of the
+	 * surfaces, DATCOM's optional values sometimes left out, break
+	 * points, STMACH and TSMACH */
 	for (int s = 0; s < 3; s++) {
 		double sspn = rnum(0.1, 60);
+		int type = rint_in(0, 3) ? 1 : rint_in(2, 3);
+
+		if (!rint_in(0, 3))
+			continue;	/* a configuration without it */
 #define K(name) (snprintf(key, sizeof(key), "%s%s", surf[s], name), key)
 		json_object_set_new(p, K("naca"),
 				    json_string(nacas[rint_in(0, 11)]));
@@ -542,15 +549,43 @@ static json_t *random_params(void)
 		json_object_set_new(p, K("sspne"), json_real(rnum(0.1, sspn)));
 		json_object_set_new(p, K("chrdr"), json_real(rnum(0.1, 30)));
 		json_object_set_new(p, K("savsi"), json_real(rnum(-89, 89)));
-		json_object_set_new(p, K("chstat"), json_real(rnum(0, 1)));
-		if (s < 2) {
+		if (rint_in(0, 1))
+			json_object_set_new(p, K("chstat"),
+					    json_real(rnum(0, 1)));
+		if (s < 2 && rint_in(0, 1)) {
 			json_object_set_new(p, K("twista"),
 					    json_real(rnum(-90, 90)));
 			json_object_set_new(p, K("dhdadi"),
 					    json_real(rnum(-90, 90)));
 		}
-		json_object_set_new(p, K("type"), json_integer(1));
+		json_object_set_new(p, K("type"), json_integer(type));
+		if (type != 1) {
+			json_object_set_new(p, K("chrdbp"),
+					    json_real(rnum(0.1, 20)));
+			json_object_set_new(p, K("sspnop"),
+					    json_real(rnum(0, sspn * 0.9)));
+			json_object_set_new(p, K("savso"),
+					    json_real(rnum(-89, 89)));
+			if (s < 2 && rint_in(0, 1))
+				json_object_set_new(p, K("dhdado"),
+						    json_real(rnum(-90, 90)));
+		}
 #undef K
+	}
+	if (!rint_in(0, 3))
+		json_object_set_new(p, "stmach", json_real(rnum(0.6, 0.99)));
+	if (!rint_in(0, 3))
+		json_object_set_new(p, "tsmach", json_real(rnum(1.01, 1.4)));
+	{
+		static const char *const optional[] = {
+			"wt", "r_coords", "zu_coords", "zl_coords", "itype",
+			"method", "aliw", "alih", "case_id",
+		};
+
+		for (size_t i = 0; i < sizeof(optional) / sizeof(*optional);
+		     i++)
+			if (!rint_in(0, 4))
+				json_object_del(p, optional[i]);
 	}
 	if (rint_in(0, 1))
 		json_object_set_new(p, "deriv",
