@@ -6,8 +6,9 @@ the output must be that (timestamps, the folder and dates in generated file
 names aside).  A block the suite cannot run says why in an HTML comment on
 the line before it: `<!-- not run by the README test: REASON -->`.
 
-What a walk-through names is there: the checkout's `examples/` (its sample
-data) and, for the skills walk-through, the Skill-Runner demo skills from
+What a walk-through names is made by an earlier step it shows (its
+sample data) or is there: for the skills walk-through, the Skill-Runner
+demo skills from
 ../shared/fixtures/skill-runner in $HOME/skills (the section is skipped
 without them).  It runs as root: `tools/run` builds in the checkout, which is
 root's in CI (tools/test has made that release build already)."""
@@ -198,7 +199,6 @@ def test_walk_through(section, tmp_path):
     home = tmp_path / "home"
     work.mkdir()
     home.mkdir()
-    (work / "examples").symlink_to(REPO / "examples")
     env = dict(os.environ, HOME=str(home),
                XDG_DATA_HOME=str(home / ".local" / "share"),
                XDG_CONFIG_HOME=str(home / ".config"), LC_ALL="C.UTF-8",
