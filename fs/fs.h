@@ -132,7 +132,6 @@ struct flowfs {
 	pthread_cond_t spill_cond;
 	_Atomic bool spill_due;
 	bool spill_stop;
-	bool spill_running;
 	pthread_t spill_thread;
 	/* connections for reads of file data outside `lock` (ops.c's
 	 * read), opened as needed: fs_reader_get() */

@@ -57,21 +57,24 @@ static void spill_wait(struct flowfs *fs)
 	pthread_mutex_unlock(&fs->spill_lock);
 }
 
-void fs_lock_gather(struct flowfs *fs)
-{
-	pthread_mutex_lock(&fs->write_lock);
-	atomic_store(&fs->writer_tid, thread_id());
-	take_lock(fs);
-}
-
-void fs_lock_write(struct flowfs *fs)
+static void take_write(struct flowfs *fs, bool gather)
 {
 	pthread_mutex_lock(&fs->write_lock);
 	atomic_store(&fs->writer_tid, thread_id());
 	/* SQLite's one writer is the spill thread until it settles */
-	if (atomic_load(&fs->spill_due))
+	if (!gather && atomic_load(&fs->spill_due))
 		spill_wait(fs);
 	take_lock(fs);
+}
+
+void fs_lock_gather(struct flowfs *fs)
+{
+	take_write(fs, true);
+}
+
+void fs_lock_write(struct flowfs *fs)
+{
+	take_write(fs, false);
 }
 
 /*
@@ -184,14 +187,13 @@ int fs_spiller_start(struct flowfs *fs)
 		fs->sst = NULL;
 		return ret;
 	}
-	fs->spill_running = true;
 	tree_set_spiller(fs->tree, fs->sst, spill_kick_cb, spill_wait_cb);
 	return 0;
 }
 
 void fs_spiller_stop(struct flowfs *fs)
 {
-	if (!fs->spill_running)
+	if (!fs->sst)
 		return;
 	pthread_mutex_lock(&fs->spill_lock);
 	fs->spill_stop = true;
@@ -203,7 +205,6 @@ void fs_spiller_stop(struct flowfs *fs)
 	pthread_mutex_destroy(&fs->spill_lock);
 	store_close(fs->sst);
 	fs->sst = NULL;
-	fs->spill_running = false;
 }
 
 struct store *fs_reader_get(struct flowfs *fs)
