@@ -883,6 +883,7 @@ static int check_computable(const struct dcase *c, struct ferr *err)
 }
 
 static int load(const json_t *params, struct dcase *c, struct ferr *err);
+static int check_rules(const struct dcase *c, struct ferr *err);
 
 int datcom_warnings(const json_t *params, struct sbuf *out)
 {
@@ -896,7 +897,23 @@ int datcom_warnings(const json_t *params, struct sbuf *out)
 
 	if (!c)
 		return -ENOMEM;
-	if (load(params, c, &err) < 0 || !c->v[P_MACH].set)
+	if (load(params, c, &err) < 0 || check_rules(c, &err) < 0)
+		goto out;
+	/* A public deck (pydatcom's SenecaII) that DATCOM runs has NMACH 1,
+	 * NALT 3 with LOOP 1: a deck DATCOM runs must import, so this is
+	 * said, not refused. */
+	if (c->v[P_NALT].set && c->v[P_NMACH].set &&
+	    (!c->v[P_LOOP].set || c->v[P_LOOP].num == 1) &&
+	    c->v[P_NALT].num != c->v[P_NMACH].num &&
+	    sbuf_addf(out, "NALT (%d) differs from NMACH (%d) while LOOP is "
+		      "1 (Mach number and altitude vary together, in pairs): "
+		      "not every value makes a flight condition of its own "
+		      "(loop 2 or 3 computes every combination)\n",
+		      (int)c->v[P_NALT].num, (int)c->v[P_NMACH].num) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (!c->v[P_MACH].set)
 		goto out;
 	stmach = c->v[P_STMACH].set ? c->v[P_STMACH].num : DATCOM_STMACH;
 	for (size_t i = 0; i < c->v[P_MACH].n && i < DATCOM_MAX_LIST; i++) {
@@ -953,14 +970,6 @@ static int check_rules(const struct dcase *c, struct ferr *err)
 		return fail(err, P_RNNUB, "The number of Reynolds numbers in "
 			    "rnnub (%zu) must match the number of Mach "
 			    "numbers (%zu)", v[P_RNNUB].n, v[P_MACH].n);
-	if (v[P_NALT].set && v[P_NMACH].set &&
-	    (!v[P_LOOP].set || v[P_LOOP].num == 1) &&
-	    v[P_NALT].num != v[P_NMACH].num)
-		return fail(err, P_NALT, "NALT (%d) must equal NMACH (%d) when "
-			    "LOOP is 1 (Mach number and altitude vary "
-			    "together; set loop to 2 or 3 for every "
-			    "combination)", (int)v[P_NALT].num,
-			    (int)v[P_NMACH].num);
 	if ((r = check_order(err, c, P_ALSCHD, true,
 			     "The angles of attack")) < 0 ||
 	    (r = check_order(err, c, P_XC, false, "The body stations")) < 0)

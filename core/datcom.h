@@ -84,8 +84,6 @@ struct deck;
  *	(also Mach numbers/NMACH, altitudes/NALT, body stations in
  *	x_coords, body radii in r_coords, upper/lower body heights in
  *	zu_coords/zl_coords/NX, Reynolds numbers in rnnub/NMACH)
- *   NALT = NMACH unless LOOP is 2 or 3
- *	"NALT (2) must equal NMACH (1) when LOOP is 1 (...)"
  *   alschd strictly ascending, x_coords ascending
  *	"The angles of attack (ALSCHD) must be strictly ascending: value 3
  *	(2.0) does not exceed value 2 (2.0)"
@@ -107,7 +105,9 @@ int datcom_check(const json_t *params, struct ferr *err);
  * 0.6, DATCOM's default STMACH (where subsonic ends): its tables show no
  * coefficients there (stmach moves it, up to 0.99)"; with stmach: "MACH
  * 0.85 is at or above STMACH 0.8 (where subsonic ends): DATCOM's tables
- * show no coefficients there").  Nothing for parameters datcom_check()
+ * show no coefficients there"); NALT other than NMACH with LOOP 1 ("NALT
+ * (3) differs from NMACH (1) while LOOP is 1 (...)").  Nothing for
+ * parameters datcom_check()
  * refuses.  0 or -ENOMEM.
  */
 int datcom_warnings(const json_t *params, struct sbuf *out);

@@ -473,8 +473,6 @@ REFUSALS = [
      "The number of angles of attack (5) must match NALPHA (6)"),
     ({"alschd": "1,2,3,4,5"},
      "The number of angles of attack (5) must match NALPHA (6)"),
-    ({"nalt": 2, "alt": [10000.0, 20000.0]},
-     "NALT (2) must equal NMACH (1) when LOOP is 1 (*"),
     ({"alschd": [1.0, 2.0, 2.0, 4.0, 5.0, 6.0]},
      "The angles of attack (ALSCHD) must be strictly ascending: value 3 "
      "(2.0) does not exceed value 2 (2.0)"),
@@ -637,6 +635,26 @@ def test_mach_above_stmach_is_said_in_status(dsession):
     assert json.loads(read_bytes(s / "status.json"))["notes"] == []
     assert check_cards(deck_of(s)).values("FLTCON")["STMACH"] == (0, ["0.9"])
     assert request(s, pc9()) == 0
+    assert json.loads(read_bytes(s / "status.json"))["notes"] == []
+
+
+def test_nalt_unlike_nmach_is_said_in_status(dsession):
+    """NALT other than NMACH under LOOP 1 is in a public deck DATCOM runs
+    (SenecaII): the deck is made as given and status says it (it was
+    refused before issue 15's every-deck-imports rule)."""
+    s = dsession
+    assert request(s, pc9(nalt=2, alt=[10000.0, 20000.0])) == 0
+    doc = json.loads(read_bytes(s / "status.json"))
+    assert doc["ready"] is True, doc
+    assert doc["notes"] == [
+        "NALT (2) differs from NMACH (1) while LOOP is 1 (Mach number and"
+        " altitude vary together, in pairs): not every value makes a"
+        " flight condition of its own (loop 2 or 3 computes every"
+        " combination)"], doc
+    flt = check_cards(deck_of(s)).values("FLTCON")
+    assert flt["NALT"][1] == ["2.0"] and flt["ALT"][1] == ["10000.0",
+                                                           "20000.0"]
+    assert request(s, pc9(nalt=2, alt=[10000.0, 20000.0], loop=2)) == 0
     assert json.loads(read_bytes(s / "status.json"))["notes"] == []
 
 
@@ -888,6 +906,7 @@ def test_import_example_merged_with_request(dsession):
     "OpenDatcom_orbiter_for005.dat", "katiakms_DATCOM_for005.dat",
     "OpenPost_PUB_ROCKET_for005.dat", "pydatcom_Navion.dcm",
     "pydatcom_B-737.dcm", "DanAlex03_SysID_for005.dat",
+    "pydatcom_SenecaII.dcm",
 ])
 def test_public_deck_imports_as_it_is(make_flowfs, isolated_config, name):
     """Issue 15: a deck DATCOM runs comes in as it is, with nothing in
