@@ -1,0 +1,164 @@
+/*
+ * jobspec: how a session's job graph runs (issue 16) — each node of
+ * nodes/ made into a job from the tool map, and the graph into a plan in
+ * dependency order, the same plan for every executor (jobs.h) and every
+ * export (gexport.h).
+ *
+ * The tool map ($XDG_CONFIG_HOME/flowfs/tools.json, graph.h) says per
+ * node label how its tool runs:
+ *
+ *	{"abacus_relax": {
+ *	   "image": "registry.example/abacus:3.8",
+ *	   "machine_type": "c2_m8_cpu",
+ *	   "command": ["abacus-relax", "--in", "{{ structure_file }}",
+ *	               "--out", "{{ job_dir }}/relaxed.cif"],
+ *	   "outputs": {"relaxed_structure": "relaxed.cif"},
+ *	   "resources": {"cpus": 4, "memory_mib": 16384,
+ *	                 "time_minutes": 120, "partition": "compute"}}}
+ *
+ * every field optional.  `command` is an argv list (1..JOBSPEC_ARGV_MAX
+ * items, each a template of template.h's Jinja subset, at most
+ * JOBSPEC_ITEM_MAX bytes): no shell ever reads it, so a value a node
+ * carries (an LLM's) is one argument and never code.  A template sees
+ * the node's input parameters by name (an edge's replaced by the path
+ * its source hands on, below), `inputs` (the same as a dict), `job_dir`
+ * (the job's folder, absolute), `node` ({"id", "label"}) and `session`
+ * (the session's name); those four shadow an input of the same name.
+ * `outputs` maps an output parameter name to a file in the job's
+ * folder (a relative path of 1..255 bytes, no "..", "." or empty
+ * component, not starting with "/"); the output `out_<label>` (the
+ * MatMaster default edge source) is the job folder itself unless the
+ * map declares it.  `resources`: cpus (1..4096), memory_mib
+ * (1..16777216), gpus (0..64), time_minutes (1..525600), partition (a
+ * Slurm partition name: letters, digits, "_", "-", ".", 1..64 bytes).
+ * Without resources, or for the ones it leaves out, `machine_type` (the
+ * node's, else the map's) gives them in MatMaster's form
+ * c<cpus>_m<GiB>_cpu or c<cpus>_m<GiB>_<gpu-name> ("c2_m8_cpu": 2 CPUs,
+ * 8 GiB; "c8_m32_1 * NVIDIA V100" one GPU); another machine type gives
+ * 1 CPU and nothing else.
+ *
+ * jobspec_check_tool() validates one entry of the map (graph.c calls it
+ * when it reads the map); the message names the label and the field:
+ *	"\"relax\": command[2]: line 1, column 4: unexpected '}'"
+ *	"\"relax\": outputs.energy: \"../e.json\" leaves the job folder"
+ *
+ * jobspec_plan() makes the plan of a whole graph (the seed-000 document
+ * parameters.json holds) or refuses it with the first reason found, in
+ * this order, naming the node or edge:
+ *	"node \"n2\": its label \"relax\" has no command in the tool map
+ *	 (~/.config/flowfs/tools.json)"
+ *	"edge \"e1\": node \"n1\" (relax) has no output
+ *	 \"energy\" (it has: out_relax, relaxed_structure)"
+ *	"node \"n2\": command[3]: 'structure_file' ..." (a template that does
+ *	 not render)
+ *	"the graph has a cycle: n1 -> n2 -> n1"
+ *	"the graph has no nodes"
+ * An edge hands its source's output (the absolute path of the declared
+ * file, or the source's job folder for out_<label>) to its target's
+ * input parameter: the target's command sees that path as the value.
+ * Jobs come in an order where every job comes after the jobs it needs
+ * (Kahn's algorithm; ties in node order).  At most JOBSPEC_NODES_MAX
+ * nodes; a command renders to at most JOBSPEC_COMMAND_MAX bytes.
+ *
+ * jobspec_script() is the job's batch script: bash, #SBATCH lines for
+ * Slurm (job name "flowfs-<session>-<node>", resources, output and error
+ * files; ignored by a local run), then it records its start in
+ * `<job_dir>/.flowfs-started`, runs the argv (quoted for bash), and
+ * writes its exit code and end time to `<job_dir>/.flowfs-exit`
+ * ("<code> <unix seconds>\n", written to a temporary name and renamed,
+ * so a reader sees all of it or nothing).  Its stdout and stderr go to
+ * `<job_dir>/.flowfs-stdout` and `.flowfs-stderr`.
+ */
+#ifndef FLOWFS_JOBSPEC_H
+#define FLOWFS_JOBSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "ferr.h"
+#include "sbuf.h"
+
+#define JOBSPEC_ARGV_MAX 256
+#define JOBSPEC_ITEM_MAX 4096
+#define JOBSPEC_COMMAND_MAX (256 * 1024)
+#define JOBSPEC_NODES_MAX 10000
+
+/* The files a job's script writes into its folder. */
+#define JOBSPEC_STARTED ".flowfs-started"
+#define JOBSPEC_EXIT ".flowfs-exit"
+#define JOBSPEC_STDOUT ".flowfs-stdout"
+#define JOBSPEC_STDERR ".flowfs-stderr"
+#define JOBSPEC_SCRIPT ".flowfs-job.sh"
+
+struct jobspec_options {
+	const char *session;	/* the session's name */
+	const char *run_dir;	/* absolute; job folders are <run_dir>/<node id> */
+	/* argv templates put before the command when the node has an image
+	 * (each item sees `image` and `job_dir`), e.g. {"apptainer",
+	 * "exec", "docker://{{ image }}", NULL}; NULL: the command runs
+	 * directly, the image unused */
+	const char *const *container;
+	const char *tools_path;	/* named in messages */
+};
+
+struct jobspec_output {
+	char *name;		/* output parameter name */
+	char *path;		/* absolute: the file, or the job folder */
+};
+
+struct jobspec_job {
+	char *node_id, *label;
+	char *job_dir;		/* <run_dir>/<node id> */
+	char *image;		/* "" when none */
+	char *machine_type;
+	char **argv;		/* the container runner's items, then the
+				 * command's; NULL-terminated */
+	size_t argc;
+	unsigned cpus;		/* >= 1 */
+	unsigned long memory_mib;	/* 0: not said */
+	unsigned gpus;
+	unsigned time_minutes;	/* 0: not said */
+	char *partition;	/* NULL: not said */
+	size_t *deps;		/* indices in plan->jobs of the jobs it needs */
+	size_t ndeps;
+	struct jobspec_output *outputs;	/* out_<label> first */
+	size_t noutputs;
+	/* input parameter -> value as the command sees it (edges applied) */
+	json_t *inputs;
+};
+
+struct jobspec_plan {
+	struct jobspec_job *jobs;	/* dependency order */
+	size_t n;
+};
+
+/* Validate one tool map entry (an object); -EINVAL and err. */
+int jobspec_check_tool(const char *label, const json_t *entry,
+		       struct ferr *err);
+
+/*
+ * The plan of `graph` ({"nodes": [...], "edges": [...], ...}, the
+ * document graph_render_parameters() gives) under `tools` (the tool map's
+ * object, NULL for none).  0, -EINVAL with err (above), -E2BIG past
+ * JOBSPEC_NODES_MAX, -ENOMEM.  Free with jobspec_plan_release().
+ */
+int jobspec_plan(const json_t *graph, const json_t *tools,
+		 const struct jobspec_options *opt, struct jobspec_plan *out,
+		 struct ferr *err);
+void jobspec_plan_release(struct jobspec_plan *plan);
+
+/* Index of the job of node `id`, or -1. */
+long jobspec_find(const struct jobspec_plan *plan, const char *id);
+
+/* The batch script of job `i` (above), appended to `out`. */
+int jobspec_script(const struct jobspec_plan *plan, size_t i,
+		   const struct jobspec_options *opt, struct sbuf *out);
+
+/* `s` quoted for bash as one word ('...' with '\'' for a quote; bare
+ * when it is made only of [A-Za-z0-9_./=:,@%+-] and not empty),
+ * appended to `out`. */
+int jobspec_shell_quote(struct sbuf *out, const char *s);
+
+#endif
