@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "fjson.h"
+#include "jobspec.h"
 #include "fname.h"
 #include "utf8.h"
 
@@ -19,7 +20,7 @@
 #define DEFAULT_MACHINE "c2_m4_cpu"
 
 struct graph_tools {
-	json_t *map;	/* {"<label>": {"image"?, "machine_type"?}} */
+	json_t *map;	/* {"<label>": {...}}, each checked by jobspec */
 };
 
 static const char *const node_fields[] = {
@@ -1424,35 +1425,21 @@ int graph_tools_load(const char *path, struct graph_tools **out,
 			goto out;
 		if (!json_is_object(map)) {
 			ret = ferr_set(err, -EINVAL,
-				       "%s must be a JSON object {\"<label>\": {\"image\": ..., \"machine_type\": ...}}",
+				       "%s must be a JSON object {\"<label>\": {\"command\": [...], \"image\": ..., ...}}",
 				       path);
 			goto out;
 		}
 		json_object_foreach(map, label, entry) {
-			const char *k;
-			json_t *v;
+			ret = jobspec_check_tool(label, entry, err);
+			if (ret < 0) {
+				/* the file's name before the entry's words */
+				char why[FERR_MESSAGE_MAX];
 
-			if (!json_is_object(entry)) {
-				ret = ferr_set(err, -EINVAL,
-					       "%s: \"%s\" must be an object",
-					       path, label);
+				snprintf(why, sizeof(why), "%s",
+					 err ? err->message : "");
+				if (err)
+					ferr_set(err, ret, "%s: %s", path, why);
 				goto out;
-			}
-			json_object_foreach(entry, k, v) {
-				if (strcmp(k, "image") && strcmp(k, "machine_type")) {
-					ret = ferr_set(err, -EINVAL,
-						       "%s: \"%s\": unknown field \"%s\" (a tool has image, machine_type)",
-						       path, label, k);
-					goto out;
-				}
-				if (!json_is_string(v) ||
-				    strlen(json_string_value(v)) !=
-					    json_string_length(v)) {
-					ret = ferr_set(err, -EINVAL,
-						       "%s: \"%s.%s\" must be a string",
-						       path, label, k);
-					goto out;
-				}
 			}
 		}
 	} else {
@@ -1474,6 +1461,11 @@ out:
 	json_decref(map);
 	sbuf_release(&text);
 	return ret;
+}
+
+const json_t *graph_tools_map(const struct graph_tools *tools)
+{
+	return tools ? tools->map : NULL;
 }
 
 void graph_tools_free(struct graph_tools *tools)

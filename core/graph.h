@@ -156,7 +156,9 @@ struct graph_item {
 
 /*
  * The tool map ($XDG_CONFIG_HOME/flowfs/tools.json):
- * {"<label>": {"image": "...", "machine_type": "..."}}, both optional.
+ * {"<label>": {"image": "...", "machine_type": "...", "command": [...],
+ * "outputs": {...}, "resources": {...}}}, every field optional; an entry
+ * is checked by jobspec_check_tool() (jobspec.h says what each means).
  */
 struct graph_tools;
 
@@ -165,6 +167,8 @@ struct graph_tools;
 int graph_tools_load(const char *path, struct graph_tools **out,
 		     struct ferr *err);
 void graph_tools_free(struct graph_tools *tools);
+/* The map as read (an object; NULL for NULL). */
+const json_t *graph_tools_map(const struct graph_tools *tools);
 
 /* All items of one kind in creation order (drafts included, flagged). */
 int graph_list(struct store *st, int64_t session, enum graph_kind kind,

@@ -60,14 +60,20 @@
  * (Kahn's algorithm; ties in node order).  At most JOBSPEC_NODES_MAX
  * nodes; a command renders to at most JOBSPEC_COMMAND_MAX bytes.
  *
+ * A job's folder is <run_dir>/<name>: the node id with every byte
+ * outside [A-Za-z0-9._-] (and a leading ".") made "_", and "-2", "-3"...
+ * after a name an earlier job took, so a folder name is never more than
+ * a name and goes into a batch script as it is.
+ *
  * jobspec_script() is the job's batch script: bash, #SBATCH lines for
- * Slurm (job name "flowfs-<session>-<node>", resources, output and error
- * files; ignored by a local run), then it records its start in
- * `<job_dir>/.flowfs-started`, runs the argv (quoted for bash), and
- * writes its exit code and end time to `<job_dir>/.flowfs-exit`
- * ("<code> <unix seconds>\n", written to a temporary name and renamed,
- * so a reader sees all of it or nothing).  Its stdout and stderr go to
- * `<job_dir>/.flowfs-stdout` and `.flowfs-stderr`.
+ * Slurm (job name "flowfs-<session>-<node>" made of the same bytes,
+ * resources; a local run ignores them), then it goes to its folder,
+ * records its start in `.flowfs-started`, runs the argv (each item
+ * quoted for bash), and writes its exit code and end time to
+ * `.flowfs-exit` ("<code> <unix seconds>\n", written to a temporary name
+ * and renamed, so a reader sees all of it or nothing).  Whoever starts
+ * it sends its stdout and stderr to `.flowfs-stdout` and `.flowfs-stderr`
+ * in the folder (for sbatch: jobspec_sbatch_flags()).
  */
 #ifndef FLOWFS_JOBSPEC_H
 #define FLOWFS_JOBSPEC_H
@@ -94,7 +100,7 @@
 
 struct jobspec_options {
 	const char *session;	/* the session's name */
-	const char *run_dir;	/* absolute; job folders are <run_dir>/<node id> */
+	const char *run_dir;	/* absolute; job folders go in it (above) */
 	/* argv templates put before the command when the node has an image
 	 * (each item sees `image` and `job_dir`), e.g. {"apptainer",
 	 * "exec", "docker://{{ image }}", NULL}; NULL: the command runs
@@ -110,7 +116,7 @@ struct jobspec_output {
 
 struct jobspec_job {
 	char *node_id, *label;
-	char *job_dir;		/* <run_dir>/<node id> */
+	char *job_dir;		/* <run_dir>/<node id made a folder name> */
 	char *image;		/* "" when none */
 	char *machine_type;
 	char **argv;		/* the container runner's items, then the
@@ -155,6 +161,12 @@ long jobspec_find(const struct jobspec_plan *plan, const char *id);
 /* The batch script of job `i` (above), appended to `out`. */
 int jobspec_script(const struct jobspec_plan *plan, size_t i,
 		   const struct jobspec_options *opt, struct sbuf *out);
+
+/* sbatch's flags for job `i` beyond the script's: "--chdir=<job_dir>",
+ * "--output=<job_dir>/.flowfs-stdout", "--error=<job_dir>/.flowfs-stderr",
+ * as a NULL-terminated argv in *flags (free each item and the array). */
+int jobspec_sbatch_flags(const struct jobspec_plan *plan, size_t i,
+			 char ***flags);
 
 /* `s` quoted for bash as one word ('...' with '\'' for a quote; bare
  * when it is made only of [A-Za-z0-9_./=:,@%+-] and not empty),

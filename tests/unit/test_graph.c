@@ -2128,7 +2128,21 @@ static void test_tools(void **state)
 		{ "{\"t\": 1}", "\"t\" must be an object" },
 		{ "{\"t\": {\"image\": 1}}", "\"t.image\" must be a string" },
 		{ "{\"t\": {\"imgae\": \"x\"}}",
-		  "\"t\": unknown field \"imgae\" (a tool has image, machine_type)" },
+		  "\"t\": unknown field \"imgae\" (a tool has image, "
+		  "machine_type, command, outputs, resources)" },
+		{ "{\"t\": {\"command\": \"run x\"}}",
+		  "tools.json: \"t\": command must be a list of 1 to 256 "
+		  "strings" },
+		{ "{\"t\": {\"command\": [\"x\", \"{{ a \"]}}",
+		  "tools.json: \"t\": command[1]: " },
+		{ "{\"t\": {\"outputs\": {\"e\": \"../e.json\"}}}",
+		  "\"t\": outputs.e: \"../e.json\" leaves the job folder" },
+		{ "{\"t\": {\"resources\": {\"cpus\": 0}}}",
+		  "\"t\": resources.cpus must be a whole number from 1 to 4096" },
+		{ "{\"t\": {\"resources\": {\"partition\": \"a b\"}}}",
+		  "\"t\": resources.partition must be a partition name" },
+		{ "{\"t\": {\"resources\": {\"ram\": 1}}}",
+		  "\"t\": resources: unknown field \"ram\"" },
 		{ "{", "line 1, column 2" },
 	};
 	struct graph_tools *t = NULL;
