@@ -729,6 +729,20 @@ static void kill_group(struct jobs *j, pid_t pid)
 	pthread_mutex_unlock(&j->mu);
 }
 
+/* A Slurm job for the monitor to scancel (without the lock). */
+static void queue_scancel(struct jobs *j, const char *id)
+{
+	char **grown;
+
+	pthread_mutex_lock(&j->mu);
+	grown = realloc(j->scancel, (j->nscancel + 1) * sizeof(*grown));
+	if (grown) {
+		j->scancel = grown;
+		j->scancel[j->nscancel++] = strdup(id);
+	}
+	pthread_mutex_unlock(&j->mu);
+}
+
 /* ---- the run's bookkeeping ------------------------------------------------ */
 
 static const char going_sql[] = "SELECT " ROW_COLUMNS ROW_FROM
@@ -769,17 +783,8 @@ static void skip_descendants(struct jobs *j, int64_t session,
 			char why[400];
 
 			if (rows[i].scheduler_id &&
-			    !strcmp(rows[i].executor, "slurm")) {
-				pthread_mutex_lock(&j->mu);
-				char **grown = realloc(j->scancel,
-					(j->nscancel + 1) * sizeof(*grown));
-				if (grown) {
-					j->scancel = grown;
-					j->scancel[j->nscancel++] =
-						strdup(rows[i].scheduler_id);
-				}
-				pthread_mutex_unlock(&j->mu);
-			}
+			    !strcmp(rows[i].executor, "slurm"))
+				queue_scancel(j, rows[i].scheduler_id);
 			snprintf(why, sizeof(why), "upstream node %s %s",
 				 failed->node_id, failed->state);
 			rows[i].ended_ns = store_now_ns();
@@ -994,6 +999,17 @@ static int prepare(struct jobs *j, const struct job_row *r, char **script,
 	return 0;
 }
 
+/* Whether the job is still queued (lock held): a cancel may have come
+ * while it was being started without the lock. */
+static bool still_queued(struct jobs *j, const struct job_row *r)
+{
+	int64_t n = 0;
+
+	return store_int(j->host->st, "SELECT count(*) FROM graph_jobs WHERE"
+			 " id = ?1 AND state = 'queued'", &n,
+			 STORE_INT(r->id)) == 0 && n;
+}
+
 static void start_local(struct jobs *j, struct job_row *r)
 {
 	struct sbuf why = SBUF_INIT;
@@ -1008,7 +1024,13 @@ static void start_local(struct jobs *j, struct job_row *r)
 			sbuf_addf(&why, "cannot start it: %s", strerror(-ret));
 	}
 	lock(j);
-	if (ret < 0) {
+	if (!still_queued(j, r)) {
+		/* cancelled meanwhile: it must not run on */
+		if (!ret)
+			kill_group(j, pid);
+		free(r->state);
+		r->state = strdup("cancelled");
+	} else if (ret < 0) {
 		finish(j, r, false, 0, 0, why.buf);
 	} else {
 		snprintf(id, sizeof(id), "%d", (int)pid);
@@ -1096,14 +1118,22 @@ static void submit_slurm(struct jobs *j, struct job_row *r,
 		}
 	}
 	lock(j);
-	if (ret < 0) {
-		finish(j, r, false, 0, 0, why.buf);
-	} else {
+	if (!ret) {
 		char *semi = strchr(out.buf, ';');
 
 		if (semi)
 			*semi = '\0';
 		one_line(&out);
+	}
+	if (!still_queued(j, r)) {
+		/* cancelled meanwhile: it must not run on */
+		if (!ret)
+			queue_scancel(j, out.buf);
+		free(r->state);
+		r->state = strdup("cancelled");
+	} else if (ret < 0) {
+		finish(j, r, false, 0, 0, why.buf);
+	} else {
 		free(r->scheduler_id);
 		r->scheduler_id = strdup(out.buf);
 		set_state(j, r, "submitted", NULL, NULL);
@@ -1266,31 +1296,39 @@ static void poll_once(struct jobs *j)
 		else if (queue && strcmp(rows[i].state, "queued"))
 			poll_slurm(j, &rows[i], queue);
 	}
+	/* then what can start, a session at a time, over its rows as they
+	 * are now (a job ended above); a job started or refused here
+	 * updates its row in `all`, which the jobs after it read */
 	for (size_t i = 0; i < n; i++) {
 		struct job_row *all;
 		size_t nall;
-		bool blocked;
+		bool blocked, any = false;
 
-		if (strcmp(rows[i].state, "queued"))
+		if (i && rows[i].session == rows[i - 1].session)
 			continue;
-		/* the session's rows as they are now: a job ended above */
+		for (size_t k = i; k < n && rows[k].session == rows[i].session;
+		     k++)
+			any = any || !strcmp(rows[k].state, "queued");
+		if (!any)
+			continue;
 		lock(j);
 		ret = session_rows(j, rows[i].session, &all, &nall);
 		unlock(j);
 		if (ret < 0)
 			continue;
-		for (size_t m = 0; m < nall; m++)
-			if (all[m].id == rows[i].id && strcmp(all[m].state,
-							      "queued"))
-				goto next;	/* skipped or cancelled meanwhile */
-		if (!strcmp(rows[i].executor, "slurm")) {
-			submit_slurm(j, &rows[i], all, nall);
-		} else if (deps_done(all, nall, &rows[i], &blocked) &&
-			   running < j->slots) {
-			start_local(j, &rows[i]);
-			running++;
+		for (size_t m = 0; m < nall; m++) {
+			struct job_row *r = &all[m];
+
+			if (strcmp(r->state, "queued"))
+				continue;
+			if (!strcmp(r->executor, "slurm")) {
+				submit_slurm(j, r, all, nall);
+			} else if (running < j->slots &&
+				   deps_done(all, nall, r, &blocked)) {
+				start_local(j, r);
+				running++;
+			}
 		}
-next:
 		rows_free(all, nall);
 	}
 out:
@@ -1608,17 +1646,8 @@ int jobs_cancel(struct jobs *j, int64_t session)
 		if (going && !strcmp(r->executor, "local") && r->scheduler_id &&
 		    local_alive((pid_t)atol(r->scheduler_id), r->pid_start))
 			kill_group(j, (pid_t)atol(r->scheduler_id));
-		if (going && !strcmp(r->executor, "slurm") && r->scheduler_id) {
-			pthread_mutex_lock(&j->mu);
-			char **grown = realloc(j->scancel, (j->nscancel + 1) *
-							      sizeof(*grown));
-			if (grown) {
-				j->scancel = grown;
-				j->scancel[j->nscancel++] =
-					strdup(r->scheduler_id);
-			}
-			pthread_mutex_unlock(&j->mu);
-		}
+		if (going && !strcmp(r->executor, "slurm") && r->scheduler_id)
+			queue_scancel(j, r->scheduler_id);
 		r->ended_ns = store_now_ns();
 		set_state(j, r, "cancelled", NULL, NULL);
 		stopped = 1;
