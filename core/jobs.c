@@ -43,6 +43,7 @@ struct jobs {
 	struct jobs_options opt;
 	char *work_dir;
 	unsigned slots;
+	bool slurm_going;	/* the last poll saw Slurm jobs: poll slower */
 	pthread_t thread;
 	pthread_mutex_t mu;	/* guards stop, wake and the lists below */
 	pthread_cond_t cond;
@@ -155,6 +156,7 @@ struct job_row {
 	char *node_id, *job_dir, *state, *scheduler_id, *message, *executor;
 	json_t *deps, *outputs;
 	int64_t pid_start, exit_code, queued_ns, started_ns, ended_ns;
+	int64_t time_limit_s;
 	bool has_exit;
 };
 
@@ -181,7 +183,7 @@ static char *col_text(sqlite3_stmt *q, int col)
 #define ROW_COLUMNS "j.id, j.session, j.position, j.node_id, j.job_dir," \
 	" j.state, j.scheduler_id, j.message, r.executor, j.deps, j.outputs," \
 	" coalesce(j.pid_start, 0), j.exit_code, coalesce(j.queued_ns, 0)," \
-	" coalesce(j.started_ns, 0), coalesce(j.ended_ns, 0)"
+	" coalesce(j.started_ns, 0), coalesce(j.ended_ns, 0), j.time_limit_s"
 #define ROW_FROM " FROM graph_jobs j JOIN graph_runs r ON r.session = j.session"
 
 static int read_row(sqlite3_stmt *q, struct job_row *r)
@@ -202,6 +204,7 @@ static int read_row(sqlite3_stmt *q, struct job_row *r)
 	r->queued_ns = sqlite3_column_int64(q, 13);
 	r->started_ns = sqlite3_column_int64(q, 14);
 	r->ended_ns = sqlite3_column_int64(q, 15);
+	r->time_limit_s = sqlite3_column_int64(q, 16);
 	if (!r->node_id || !r->job_dir || !r->state || !r->executor)
 		return -ENOMEM;
 	if (store_column_json(q, 9, &r->deps) < 0 ||
@@ -889,6 +892,7 @@ static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
 {
 	int64_t code, when;
 	pid_t pid = r->scheduler_id ? (pid_t)atol(r->scheduler_id) : 0;
+	bool over;
 	int got;
 
 	if (strcmp(r->state, "running"))
@@ -900,15 +904,31 @@ static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
 		unlock(j);
 		return;
 	}
+	over = r->time_limit_s && r->started_ns &&
+	       store_now_ns() - r->started_ns > r->time_limit_s * 1000000000;
 	if (!local_alive(pid, r->pid_start)) {
+		char why[200];
+
+		snprintf(why, sizeof(why), over ? "stopped after %" PRId64
+			 " minutes (its time_minutes)" : "ended without an "
+			 "exit status (killed, or the machine restarted)",
+			 r->time_limit_s / 60);
 		/* it may have written its exit file just now */
 		got = read_exit(r->job_dir, &code, &when);
 		lock(j);
 		finish(j, r, got == 1, code, got == 1 ? when : 0,
-		       got == 1 ? NULL : "ended without an exit status "
-		       "(killed, or the machine restarted)");
+		       got == 1 ? NULL : why);
 		unlock(j);
 		return;
+	}
+	/* its time is up: stopped as a cancel stops it, and ended at a
+	 * later poll */
+	if (over && !r->message) {
+		kill_group(j, pid);
+		r->message = strdup("stopping: its time_minutes is up");
+		lock(j);
+		set_state(j, r, "running", NULL, NULL);
+		unlock(j);
 	}
 	(*running)++;
 }
@@ -1281,6 +1301,7 @@ static void poll_once(struct jobs *j)
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		any_slurm = any_slurm || !strcmp(rows[i].executor, "slurm");
+	j->slurm_going = any_slurm;
 	if (any_slurm) {
 		struct sbuf why = SBUF_INIT;
 
@@ -1358,8 +1379,8 @@ static void *monitor(void *arg)
 		if (!j->wake) {
 			/* nothing going: sleep until a submit wakes us, but
 			 * still come round for the SIGKILLs due */
-			int64_t ms = going ? (poll ? poll : 200)
-				   : j->nkills ? 1000 : 60000;
+			int64_t ms = !going ? (j->nkills ? 1000 : 60000)
+				   : poll ? poll : j->slurm_going ? 1000 : 200;
 			struct timespec until = store_monotonic_after(ms);
 
 			pthread_cond_timedwait(&j->cond, &j->mu, &until);
@@ -1459,7 +1480,8 @@ static int store_plan(struct jobs *j, const struct session_info *s,
 		" state = 'running', started_ns = ?5, ended_ns = NULL";
 	static const char job_sql[] = "INSERT INTO graph_jobs(session,"
 		" position, node_id, job_dir, deps, outputs, script, state,"
-		" queued_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', ?8)";
+		" queued_ns, time_limit_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+		" 'queued', ?8, ?9)";
 	struct store *st = j->host->st;
 	int64_t now = store_now_ns();
 	int ret = store_run(st, "DELETE FROM graph_jobs WHERE session = ?1",
@@ -1493,7 +1515,8 @@ static int store_plan(struct jobs *j, const struct session_info *s,
 					STORE_TEXT(job->job_dir),
 					STORE_TEXT(deps.buf),
 					STORE_TEXT(outs.buf),
-					STORE_TEXT(script.buf), STORE_INT(now));
+					STORE_TEXT(script.buf), STORE_INT(now),
+					STORE_INT(job->time_minutes * 60LL));
 		json_decref(d);
 		json_decref(o);
 		sbuf_release(&deps);

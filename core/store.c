@@ -407,6 +407,7 @@ static const char schema_v10[] =
 	"  pid_start INTEGER,"			/* local: the process's start */
 	"  exit_code INTEGER,"
 	"  message TEXT,"
+	"  time_limit_s INTEGER NOT NULL DEFAULT 0,"	/* local: 0 none */
 	"  queued_ns INTEGER, started_ns INTEGER, ended_ns INTEGER"
 	");"
 	"CREATE UNIQUE INDEX graph_jobs_by_node ON graph_jobs(session, node_id);"
