@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -45,9 +46,14 @@ struct jobs {
 	unsigned slots;
 	bool slurm_going;	/* the last poll saw Slurm jobs: poll slower */
 	pthread_t thread;
-	pthread_mutex_t mu;	/* guards stop, wake and the lists below */
-	pthread_cond_t cond;
-	bool stop, wake;
+	pthread_mutex_t mu;	/* guards stop and the lists below */
+	bool stop;
+	/* the monitor sleeps in poll() on this (a submit, a cancel, a stop
+	 * writes it) and on a pidfd of each local job running, so a job's
+	 * end starts the next at once, not at the next poll */
+	int wake_fd;
+	pid_t watch[64];
+	size_t nwatch;
 	/* Slurm ids cancelled under the lock, for the monitor's scancel */
 	char **scancel;
 	size_t nscancel;
@@ -82,10 +88,11 @@ static void iso_time(int64_t s, char *buf, size_t size)
 
 static void wake(struct jobs *j)
 {
-	pthread_mutex_lock(&j->mu);
-	j->wake = true;
-	pthread_cond_signal(&j->cond);
-	pthread_mutex_unlock(&j->mu);
+	uint64_t one = 1;
+
+	/* a full counter already wakes it */
+	if (write(j->wake_fd, &one, sizeof(one)) < 0)
+		return;
 }
 
 static void log_line(struct jobs *j, int64_t session, const char *node,
@@ -921,6 +928,8 @@ static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
 		unlock(j);
 		return;
 	}
+	if (j->nwatch < sizeof(j->watch) / sizeof(*j->watch))
+		j->watch[j->nwatch++] = pid;
 	/* its time is up: stopped as a cancel stops it, and ended at a
 	 * later poll */
 	if (over && !r->message) {
@@ -1294,6 +1303,7 @@ static void poll_once(struct jobs *j)
 	int ret;
 
 	do_kills(j);
+	j->nwatch = 0;
 	lock(j);
 	ret = read_rows(j->host->st, going_sql, 0, &rows, &n);
 	unlock(j);
@@ -1348,6 +1358,10 @@ static void poll_once(struct jobs *j)
 				   deps_done(all, nall, r, &blocked)) {
 				start_local(j, r);
 				running++;
+				if (r->scheduler_id && j->nwatch <
+				    sizeof(j->watch) / sizeof(*j->watch))
+					j->watch[j->nwatch++] =
+						(pid_t)atol(r->scheduler_id);
 			}
 		}
 		rows_free(all, nall);
@@ -1357,37 +1371,54 @@ out:
 	rows_free(rows, n);
 }
 
+/* Sleep `ms`, or until woken or a watched local job ends. */
+static void sleep_a_while(struct jobs *j, int64_t ms)
+{
+	struct pollfd fds[1 + sizeof(j->watch) / sizeof(*j->watch)];
+	size_t n = 0;
+	uint64_t count;
+
+	fds[n++] = (struct pollfd){ .fd = j->wake_fd, .events = POLLIN };
+	for (size_t i = 0; i < j->nwatch; i++) {
+		int fd = (int)syscall(SYS_pidfd_open, j->watch[i], 0);
+
+		if (fd >= 0)
+			fds[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	}
+	poll(fds, n, (int)ms);
+	if (read(j->wake_fd, &count, sizeof(count)) < 0)
+		count = 0;	/* nothing was written: a timeout or a job */
+	for (size_t i = 1; i < n; i++)
+		close(fds[i].fd);
+}
+
 static void *monitor(void *arg)
 {
 	struct jobs *j = arg;
-	unsigned poll = j->opt.poll_ms;
+	unsigned poll_ms = j->opt.poll_ms;
 
-	pthread_mutex_lock(&j->mu);
-	while (!j->stop) {
-		int64_t going = 0;
+	for (;;) {
+		int64_t going = 0, ms;
+		bool stop;
 
+		pthread_mutex_lock(&j->mu);
+		stop = j->stop;
 		pthread_mutex_unlock(&j->mu);
+		if (stop)
+			break;
 		poll_once(j);
 		lock(j);
 		store_int(j->host->st, "SELECT count(*) FROM graph_jobs WHERE"
 			  " ?1 = 0 AND state IN ('queued', 'submitted',"
 			  " 'running')", &going, STORE_INT(0));
 		unlock(j);
-		pthread_mutex_lock(&j->mu);
-		if (j->stop)
-			break;
-		if (!j->wake) {
-			/* nothing going: sleep until a submit wakes us, but
-			 * still come round for the SIGKILLs due */
-			int64_t ms = !going ? (j->nkills ? 1000 : 60000)
-				   : poll ? poll : j->slurm_going ? 1000 : 200;
-			struct timespec until = store_monotonic_after(ms);
-
-			pthread_cond_timedwait(&j->cond, &j->mu, &until);
-		}
-		j->wake = false;
+		/* nothing going: until a submit wakes it, but still round
+		 * for the SIGKILLs due; local jobs wake it as they end */
+		ms = !going ? (j->nkills ? 1000 : 60000)
+		     : poll_ms ? poll_ms : j->slurm_going ? 1000
+		     : j->nkills ? 500 : 1000;
+		sleep_a_while(j, ms);
 	}
-	pthread_mutex_unlock(&j->mu);
 	return NULL;
 }
 
@@ -1395,7 +1426,6 @@ int jobs_start(struct jobs **out, struct run_host *host,
 	       const struct jobs_options *opt, struct ferr *err)
 {
 	struct jobs *j = calloc(1, sizeof(*j));
-	pthread_condattr_t ca;
 	long cpus;
 	int ret;
 
@@ -1413,17 +1443,19 @@ int jobs_start(struct jobs **out, struct run_host *host,
 		goto fail;
 	}
 	j->opt.work_dir = j->work_dir;
+	j->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (j->wake_fd < 0) {
+		ret = ferr_set(err, -errno, "cannot start the job monitor: %s",
+			       strerror(errno));
+		goto fail;
+	}
 	pthread_mutex_init(&j->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&j->cond, &ca);
-	pthread_condattr_destroy(&ca);
 	ret = -pthread_create(&j->thread, NULL, monitor, j);
 	if (ret < 0) {
 		ferr_set(err, ret, "cannot start the job monitor: %s",
 			 strerror(-ret));
-		pthread_cond_destroy(&j->cond);
 		pthread_mutex_destroy(&j->mu);
+		close(j->wake_fd);
 		goto fail;
 	}
 	*out = j;
@@ -1441,9 +1473,10 @@ void jobs_stop(struct jobs *j)
 		return;
 	pthread_mutex_lock(&j->mu);
 	j->stop = true;
-	pthread_cond_signal(&j->cond);
 	pthread_mutex_unlock(&j->mu);
+	wake(j);
 	pthread_join(j->thread, NULL);
+	close(j->wake_fd);
 	/* the SIGKILLs still due: a cancelled job must not outlive it */
 	for (size_t i = 0; i < j->nkills; i++)
 		kill(-j->kills[i].pid, SIGKILL);
@@ -1452,7 +1485,6 @@ void jobs_stop(struct jobs *j)
 	free(j->scancel);
 	free(j->kills);
 	json_decref(j->missing);
-	pthread_cond_destroy(&j->cond);
 	pthread_mutex_destroy(&j->mu);
 	free(j->work_dir);
 	free(j);
