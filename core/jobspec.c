@@ -86,6 +86,7 @@ static int check_command(const char *label, const json_t *cmd,
 	json_array_foreach(cmd, i, item) {
 		struct ferr terr = FERR_INIT;
 		struct tmpl *t = NULL;
+		char where[FERR_MESSAGE_MAX];
 		int ret;
 
 		if (!plain_string(item))
@@ -101,9 +102,11 @@ static int check_command(const char *label, const json_t *cmd,
 		tmpl_free(t);
 		if (ret == -ENOMEM)
 			return ret;
+		/* an item may be many lines: say where in it */
 		if (ret < 0)
 			return ferr_set(err, -EINVAL, "\"%s\": command[%zu]: %s",
-					label, i, terr.message);
+					label, i, ferr_format(&terr, where,
+							      sizeof(where)));
 	}
 	return 0;
 }
