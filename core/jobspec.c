@@ -330,22 +330,26 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 	return 0;
 }
 
-/* Whether node p has output `name`; `have` lists what it has. */
+/* Whether `name` is out_<label>; a label has no bound, so no buffer. */
+static bool default_output(const char *name, const char *label)
+{
+	return !strncmp(name, "out_", 4) && !strcmp(name + 4, label);
+}
+
+/* Whether node p has output `name`; `have` lists what it has (a message:
+ * a failure to grow it only shortens the list). */
 static bool has_output(const struct pnode *p, const char *name,
 		       struct sbuf *have)
 {
 	const json_t *outs = json_object_get(p->tool, "outputs");
-	char dflt[300];
 	const char *k;
 	json_t *v;
-	bool found;
+	bool found = default_output(name, p->label);
 
-	snprintf(dflt, sizeof(dflt), "out_%s", p->label);
-	found = !strcmp(name, dflt);
-	sbuf_addstr(have, dflt);
+	sbuf_addf(have, "out_%s", p->label);
 	json_object_foreach((json_t *)outs, k, v) {
 		found = found || !strcmp(k, name);
-		if (strcmp(k, dflt)) {
+		if (!default_output(k, p->label)) {
 			sbuf_addstr(have, ", ");
 			sbuf_addstr(have, k);
 		}
@@ -381,15 +385,14 @@ static int read_edges(struct pgraph *g, struct ferr *err)
 		long s = find_node(g, src), t = find_node(g, dst);
 		struct sbuf have = SBUF_INIT;
 		const char *out;
-		char dflt[300];
 
 		if (s < 0 || t < 0)
 			return ferr_set(err, -EINVAL, "edge \"%s\": node \"%s\""
 					" is not in the graph", id,
 					s < 0 ? src : dst);
-		snprintf(dflt, sizeof(dflt), "out_%s", g->nodes[s].label);
-		out = str_or(e, "source_parameter_name", dflt);
-		if (!has_output(&g->nodes[s], out, &have)) {
+		/* none named: out_<label>, which every node has */
+		out = str_or(e, "source_parameter_name", NULL);
+		if (out && !has_output(&g->nodes[s], out, &have)) {
 			ret = ferr_set(err, -EINVAL, "edge \"%s\": node \"%s\" "
 				       "(%s) has no output \"%s\" (it has: %s)",
 				       id, src, g->nodes[s].label, out,
@@ -533,30 +536,33 @@ static int job_folder(struct jobspec_plan *plan, size_t i,
 static int set_outputs(struct jobspec_job *job, const json_t *tool)
 {
 	const json_t *outs = json_object_get(tool, "outputs");
-	const json_t *declared;
+	const json_t *declared = NULL;
 	const char *k;
 	json_t *v;
-	char dflt[300];
 	size_t n = 1 + json_object_size(outs);
 
 	job->outputs = calloc(n, sizeof(*job->outputs));
 	if (!job->outputs)
 		return -ENOMEM;
-	snprintf(dflt, sizeof(dflt), "out_%s", job->label);
-	declared = json_object_get(outs, dflt);
-	job->outputs[0].name = strdup(dflt);
+	job->noutputs = 1;
+	if (asprintf(&job->outputs[0].name, "out_%s", job->label) < 0) {
+		job->outputs[0].name = NULL;
+		return -ENOMEM;
+	}
+	json_object_foreach((json_t *)outs, k, v)
+		if (default_output(k, job->label))
+			declared = v;
 	if (!declared)
 		job->outputs[0].path = strdup(job->job_dir);
 	else if (asprintf(&job->outputs[0].path, "%s/%s", job->job_dir,
 			  json_string_value(declared)) < 0)
 		job->outputs[0].path = NULL;
-	job->noutputs = 1;
-	if (!job->outputs[0].name || !job->outputs[0].path)
+	if (!job->outputs[0].path)
 		return -ENOMEM;
 	json_object_foreach((json_t *)outs, k, v) {
 		struct jobspec_output *o = &job->outputs[job->noutputs];
 
-		if (!strcmp(k, dflt))
+		if (default_output(k, job->label))
 			continue;
 		o->name = strdup(k);
 		if (asprintf(&o->path, "%s/%s", job->job_dir,
