@@ -720,23 +720,26 @@ static int render_argv(struct jobspec_job *job, const json_t *tool,
 	const json_t *cmd = json_object_get(tool, "command");
 	const char **items = calloc(json_array_size(cmd) + 1, sizeof(*items));
 	json_t *ctx = json_deep_copy(job->inputs);
+	/* the runner sees only these two: `image` is no name the command
+	 * sees, so an input called image keeps its value there */
+	json_t *runner_ctx = json_pack("{ssss}", "image", job->image,
+				       "job_dir", job->job_dir);
 	size_t total = 0, n = 0;
 	int ret = -ENOMEM;
 
-	if (!items || !ctx)
+	if (!items || !ctx || !runner_ctx)
 		goto out;
 	if (json_object_set(ctx, "inputs", job->inputs) < 0 ||
 	    json_object_set_new(ctx, "job_dir", json_string(job->job_dir)) ||
 	    json_object_set_new(ctx, "node", json_pack("{ssss}", "id",
 						       job->node_id, "label",
 						       job->label)) ||
-	    json_object_set_new(ctx, "session", json_string(opt->session)) ||
-	    json_object_set_new(ctx, "image", json_string(job->image)))
+	    json_object_set_new(ctx, "session", json_string(opt->session)))
 		goto out;
 	if (opt->container && *job->image) {
 		while (opt->container[n])
 			n++;
-		ret = render_items(job, opt->container, n, ctx,
+		ret = render_items(job, opt->container, n, runner_ctx,
 				   "the container runner", &total, err);
 		if (ret < 0)
 			goto out;
@@ -748,6 +751,7 @@ static int render_argv(struct jobspec_job *job, const json_t *tool,
 out:
 	free(items);
 	json_decref(ctx);
+	json_decref(runner_ctx);
 	return ret;
 }
 
