@@ -293,7 +293,8 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 
 		p->id = str_or(node, "id", NULL);
 		p->label = str_or(node, "label", NULL);
-		if (!p->id || !p->label)
+		/* an empty id would make the job folder run_dir itself */
+		if (!p->id || !p->label || !*p->id || !*p->label)
 			return ferr_set(err, -EINVAL, "nodes[%zu] has no id or "
 					"label", i);
 		if (find_node(g, p->id) >= 0)
