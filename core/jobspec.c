@@ -912,19 +912,27 @@ long jobspec_find(const struct jobspec_plan *plan, const char *id)
 
 /* ---- scripts ------------------------------------------------------------- */
 
-int jobspec_shell_quote(struct sbuf *out, const char *s)
+/* `force`: quoted even when it could be bare (a command's first word:
+ * bare, "X=1" would be an assignment and "if" a keyword). */
+static int quote(struct sbuf *out, const char *s, bool force)
 {
 	size_t len = strlen(s);
 	int ret;
 
-	if (len && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
-			     "XYZ0123456789_./=:,@%+-") == len)
+	if (!force && len &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
+		      "XYZ0123456789_./=:,@%+-") == len)
 		return sbuf_addstr(out, s);
 	ret = sbuf_addch(out, '\'');
 	for (; !ret && *s; s++)
 		ret = *s == '\'' ? sbuf_addstr(out, "'\\''")
 				 : sbuf_addch(out, *s);
 	return ret ? ret : sbuf_addch(out, '\'');
+}
+
+int jobspec_shell_quote(struct sbuf *out, const char *s)
+{
+	return quote(out, s, false);
 }
 
 int jobspec_script(const struct jobspec_plan *plan, size_t i,
@@ -965,7 +973,7 @@ int jobspec_script(const struct jobspec_plan *plan, size_t i,
 				  "date +%s > " JOBSPEC_STARTED ".tmp && mv -f "
 				  JOBSPEC_STARTED ".tmp " JOBSPEC_STARTED "\n");
 	for (size_t a = 0; !ret && a < j->argc; a++) {
-		ret = jobspec_shell_quote(out, j->argv[a]);
+		ret = quote(out, j->argv[a], a == 0);
 		if (!ret)
 			ret = sbuf_addstr(out, a + 1 < j->argc ? " \\\n  "
 							       : "\n");
