@@ -1,6 +1,7 @@
 /* jobspec: a job graph made into a plan; see jobspec.h. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,81 +411,123 @@ static int read_edges(struct pgraph *g, struct ferr *err)
 	return 0;
 }
 
-/* "a -> b -> a" for a cycle among the nodes Kahn's algorithm left. */
+/*
+ * "a -> b -> a" for a cycle among the nodes Kahn's algorithm left.  Every
+ * node left has a predecessor left (else it would have been placed), but
+ * not always a successor (a node after a cycle), so the walk goes
+ * backwards: from any node left, predecessor after predecessor, until one
+ * repeats; that one is on a cycle, printed forwards.
+ */
 static int cycle_error(const struct pgraph *g, struct ferr *err)
 {
 	struct sbuf path = SBUF_INIT;
-	size_t *seen_at = calloc(g->n, sizeof(*seen_at));
-	size_t at = 0, step = 1;
-	int ret;
+	size_t *pred = malloc(g->n * sizeof(*pred));
+	size_t *cyc = malloc((g->n + 1) * sizeof(*cyc));
+	bool *seen = calloc(g->n, sizeof(*seen));
+	size_t at = 0, n = 0;
+	int ret = -ENOMEM;
 
-	if (!seen_at)
-		return -ENOMEM;
-	while (at < g->n && g->nodes[at].placed)
+	if (!pred || !cyc || !seen)
+		goto out;
+	for (size_t i = 0; i < g->n; i++)
+		pred[i] = SIZE_MAX;
+	for (size_t i = 0; i < g->n; i++)
+		for (size_t k = 0; !g->nodes[i].placed && k < g->nodes[i].nnext;
+		     k++)
+			if (pred[g->nodes[i].next[k]] == SIZE_MAX)
+				pred[g->nodes[i].next[k]] = i;
+	while (g->nodes[at].placed)
 		at++;
-	/* walk unplaced successors until a node repeats: every unplaced
-	 * node has an unplaced predecessor, so follow predecessors
-	 * backwards by walking successors from a node on the cycle */
-	while (!seen_at[at]) {
-		size_t next = at;
-
-		seen_at[at] = step++;
-		for (size_t k = 0; k < g->nodes[at].nnext; k++)
-			if (!g->nodes[g->nodes[at].next[k]].placed) {
-				next = g->nodes[at].next[k];
-				break;
-			}
-		if (next == at)
-			break;
-		at = next;
-	}
-	/* print from the repeated node round to itself */
-	{
-		size_t start = at, cur = at;
-
-		do {
-			sbuf_addf(&path, "%s -> ", g->nodes[cur].id);
-			for (size_t k = 0; k < g->nodes[cur].nnext; k++)
-				if (!g->nodes[g->nodes[cur].next[k]].placed &&
-				    seen_at[g->nodes[cur].next[k]]) {
-					cur = g->nodes[cur].next[k];
-					break;
-				}
-		} while (cur != start && path.len < 400);
-		sbuf_addstr(&path, g->nodes[start].id);
+	for (; !seen[at]; at = pred[at])
+		seen[at] = true;
+	/* at is on the cycle: backwards round it, then printed reversed */
+	do {
+		cyc[n++] = at;
+		at = pred[at];
+	} while (at != cyc[0]);
+	cyc[n++] = at;
+	for (size_t i = n; i-- > 0;) {
+		/* a message has room for a few hundred bytes of ids */
+		if (path.len > 400 && i > 0) {
+			sbuf_addstr(&path, "... -> ");
+			i = 0;
+		}
+		sbuf_addstr(&path, g->nodes[cyc[i]].id);
+		if (i)
+			sbuf_addstr(&path, " -> ");
 	}
 	ret = ferr_set(err, -EINVAL, "the graph has a cycle: %s", path.buf);
-	free(seen_at);
+out:
+	free(pred);
+	free(cyc);
+	free(seen);
 	sbuf_release(&path);
 	return ret;
 }
 
-/* The node indices in dependency order (Kahn; ties in node order). */
+/* A min-heap of node indices: the ready job listed first goes first. */
+static void heap_push(size_t *heap, size_t *n, size_t v)
+{
+	size_t at = (*n)++;
+
+	for (; at && heap[(at - 1) / 2] > v; at = (at - 1) / 2)
+		heap[at] = heap[(at - 1) / 2];
+	heap[at] = v;
+}
+
+static size_t heap_pop(size_t *heap, size_t *n)
+{
+	size_t top = heap[0], last = heap[--*n], at = 0;
+
+	for (;;) {
+		size_t c = 2 * at + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && heap[c + 1] < heap[c])
+			c++;
+		if (heap[c] >= last)
+			break;
+		heap[at] = heap[c];
+		at = c;
+	}
+	heap[at] = last;
+	return top;
+}
+
+/*
+ * The node indices in dependency order (Kahn; of the jobs ready, the one
+ * listed first, so a graph listed in an order that works keeps it).
+ */
 static int order_nodes(struct pgraph *g, size_t *order, struct ferr *err)
 {
 	size_t *indeg = malloc(g->n * sizeof(*indeg));
-	size_t done = 0, head = 0;
+	size_t *heap = malloc(g->n * sizeof(*heap));
+	size_t done = 0, nheap = 0;
+	int ret = -ENOMEM;
 
-	if (!indeg)
-		return -ENOMEM;
+	if (!indeg || !heap)
+		goto out;
 	for (size_t i = 0; i < g->n; i++) {
 		indeg[i] = g->nodes[i].indegree;
-		if (!indeg[i]) {
-			order[done++] = i;
-			g->nodes[i].placed = true;
-		}
+		if (!indeg[i])
+			heap_push(heap, &nheap, i);
 	}
-	while (head < done) {
-		const struct pnode *p = &g->nodes[order[head++]];
+	while (nheap) {
+		struct pnode *p;
 
+		order[done] = heap_pop(heap, &nheap);
+		p = &g->nodes[order[done++]];
+		p->placed = true;
 		for (size_t k = 0; k < p->nnext; k++)
-			if (!--indeg[p->next[k]]) {
-				order[done++] = p->next[k];
-				g->nodes[p->next[k]].placed = true;
-			}
+			if (!--indeg[p->next[k]])
+				heap_push(heap, &nheap, p->next[k]);
 	}
+	ret = done == g->n ? 0 : cycle_error(g, err);
+out:
 	free(indeg);
-	return done == g->n ? 0 : cycle_error(g, err);
+	free(heap);
+	return ret;
 }
 
 static char *strdup_or_null(const char *s)
