@@ -321,14 +321,27 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 				return -ENOMEM;
 		}
 	}
-	for (i = 0; i < g->n; i++)
+	for (i = 0; i < g->n; i++) {
+		const char *path = g->opt->tools_path ? g->opt->tools_path
+						      : "tools.json";
+		char why[FERR_MESSAGE_MAX];
+		int ret;
+
 		if (!json_object_get(g->nodes[i].tool, "command"))
 			return ferr_set(err, -EINVAL, "node \"%s\": its label "
 					"\"%s\" has no command in the tool map "
 					"(%s)", g->nodes[i].id,
-					g->nodes[i].label,
-					g->opt->tools_path ? g->opt->tools_path
-							   : "tools.json");
+					g->nodes[i].label, path);
+		/* the map is the caller's: an entry no one checked would
+		 * give an empty argv, a "(null)" path or 0 CPUs below */
+		ret = jobspec_check_tool(g->nodes[i].label, g->nodes[i].tool,
+					 err);
+		if (ret < 0) {
+			snprintf(why, sizeof(why), "%s", err ? err->message : "");
+			return ret == -ENOMEM ? ret
+			       : ferr_set(err, ret, "%s: %s", path, why);
+		}
+	}
 	return 0;
 }
 

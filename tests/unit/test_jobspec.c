@@ -624,8 +624,8 @@ static void test_plan_fan_in(void **state)
 		" {'id': 'e3', 'source_node_id': 'b',"
 		"  'target_node_id': 'sum', 'target_parameter_name': 'xs'}]}",
 		"{'g': {'command': ['g'], 'outputs': {'r': 'r.txt'}},"
-		" 'sum': {'command': ['sum', '{{ xs|join(\\u0027,\\u0027) }}', '{{ xs|length }}',"
-		"  '{{ xs }}']}}", &opt_plain, &p);
+		" 'sum': {'command': ['sum', '{{ xs|join(\\u0027,\\u0027) }}',"
+		"  '{{ xs|length }}', '{{ xs }}']}}", &opt_plain, &p);
 	j = job(&p, "sum");
 	inputs_are(j, "{'xs': ['" RUN "/c/r.txt', '" RUN "/a/r.txt', '"
 		   RUN "/b']}");
@@ -811,6 +811,27 @@ static void test_plan_refusals(void **state)
 		     "'out_relax': 'f', 'b': 'b', 'a': 'a'}}}", -EINVAL,
 		     "edge \"e1\": node \"n1\" (relax) has no output \"energy\" "
 		     "(it has: out_relax, b, a)");
+	/* an entry no one checked is checked here: the map is the
+	 * caller's (without it: no argv, a "(null)" path, 0 CPUs) */
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax'}]}",
+		     "{'relax': {'command': 'r --x'}}", -EINVAL,
+		     TOOLS_PATH ": " CMD_LIST);
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax'}]}",
+		     "{'relax': {'command': ['r'], 'outputs': {'e': 5}}}",
+		     -EINVAL, TOOLS_PATH ": \"relax\": outputs.e must be a "
+		     "string");
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax'}]}",
+		     "{'relax': {'command': ['r'], 'resources': {'cpus': '4'}}}",
+		     -EINVAL, TOOLS_PATH ": " WHOLE("cpus", "1", "4096"));
+	/* entries no node uses are not looked at */
+	{
+		struct jobspec_plan p;
+
+		plan_ok("{'nodes': [{'id': 'n1', 'label': 'relax'}]}",
+			"{'relax': {'command': ['r']}, 'other': {'command': 5}}",
+			&opt_plain, &p);
+		jobspec_plan_release(&p);
+	}
 }
 
 /* The message of a refused plan of `graph` under `tools` (NULL when it
