@@ -223,6 +223,8 @@ struct pnode {
 struct pgraph {
 	struct pnode *nodes;
 	size_t n;
+	json_t *index;		/* id -> its index in nodes: 10,000 nodes
+				 * and their edges, looked up in O(1) */
 	const json_t *graph;
 	const json_t *tools;
 	const struct jobspec_options *opt;
@@ -237,10 +239,9 @@ static const char *str_or(const json_t *obj, const char *key, const char *dflt)
 
 static long find_node(const struct pgraph *g, const char *id)
 {
-	for (size_t i = 0; i < g->n; i++)
-		if (!strcmp(g->nodes[i].id, id))
-			return (long)i;
-	return -1;
+	const json_t *i = json_object_get(g->index, id);
+
+	return i ? (long)json_integer_value(i) : -1;
 }
 
 /* MatMaster's c<cpus>_m<GiB>_<kind>: false when it is not that form. */
@@ -282,7 +283,8 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 				"takes at most %d", json_array_size(nodes),
 				JOBSPEC_NODES_MAX);
 	g->nodes = calloc(json_array_size(nodes), sizeof(*g->nodes));
-	if (!g->nodes)
+	g->index = json_object();
+	if (!g->nodes || !g->index)
 		return -ENOMEM;
 	json_array_foreach(nodes, i, node) {
 		struct pnode *p = &g->nodes[g->n];
@@ -301,6 +303,9 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 		if (find_node(g, p->id) >= 0)
 			return ferr_set(err, -EINVAL, "two nodes are \"%s\"",
 					p->id);
+		if (json_object_set_new(g->index, p->id,
+					json_integer((json_int_t)g->n)) < 0)
+			return -ENOMEM;
 		g->n++;
 		p->tool = g->tools ? json_object_get(g->tools, p->label) : NULL;
 		p->machine_type = str_or(sv, "machine_type", "");
@@ -564,25 +569,32 @@ static void safe_name(const char *id, char *out, size_t size)
 	out[i] = '\0';
 }
 
+/*
+ * Job i's folder.  `taken` holds the names given; `tried` the last
+ * suffix tried per base name (those below it stay taken), so 10,000 ids
+ * that all make one name cost O(n), not O(n^2) tries.
+ */
 static int job_folder(struct jobspec_plan *plan, size_t i,
-		      const struct jobspec_options *opt)
+		      const struct jobspec_options *opt, json_t *taken,
+		      json_t *tried)
 {
-	char base[FOLDER_NAME_MAX + 1], name[FOLDER_NAME_MAX + 16];
-	unsigned n = 1;
-	bool taken;
+	char base[FOLDER_NAME_MAX + 1], name[FOLDER_NAME_MAX + 32];
+	json_int_t n;
 
 	safe_name(plan->jobs[i].node_id, base, sizeof(base));
 	snprintf(name, sizeof(name), "%s", base);
-	do {
-		taken = false;
-		for (size_t j = 0; j < i && !taken; j++) {
-			const char *other = strrchr(plan->jobs[j].job_dir, '/');
-
-			taken = !strcmp(other + 1, name);
-		}
-		if (taken)
-			snprintf(name, sizeof(name), "%s-%u", base, ++n);
-	} while (taken);
+	n = json_integer_value(json_object_get(tried, base));
+	if (n > 1)	/* 1: the base itself */
+		snprintf(name, sizeof(name), "%s-%" JSON_INTEGER_FORMAT, base,
+			 n);
+	else
+		n = 1;
+	while (json_object_get(taken, name))
+		snprintf(name, sizeof(name), "%s-%" JSON_INTEGER_FORMAT, base,
+			 ++n);
+	if (json_object_set_new(taken, name, json_true()) < 0 ||
+	    json_object_set_new(tried, base, json_integer(n)) < 0)
+		return -ENOMEM;
 	if (asprintf(&plan->jobs[i].job_dir, "%s/%s", opt->run_dir, name) < 0) {
 		plan->jobs[i].job_dir = NULL;
 		return -ENOMEM;
@@ -818,9 +830,14 @@ int jobspec_plan(const json_t *graph, const json_t *tools,
 {
 	struct pgraph g = { .graph = graph, .tools = tools, .opt = opt };
 	size_t *order = NULL, *job_of = NULL;
+	json_t *taken = json_object(), *tried = json_object();
 	int ret;
 
 	memset(out, 0, sizeof(*out));
+	if (!taken || !tried) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	ret = read_graph(&g, err);
 	if (!ret)
 		ret = read_edges(&g, err);
@@ -854,7 +871,7 @@ int jobspec_plan(const json_t *graph, const json_t *tools,
 		job->partition = strdup_or_null(str_or(
 			json_object_get(p->tool, "resources"), "partition",
 			NULL));
-		ret = job_folder(out, i, opt);
+		ret = job_folder(out, i, opt, taken, tried);
 		if (!ret)
 			ret = set_outputs(job, p->tool);
 		if (ret < 0)
@@ -924,6 +941,9 @@ out:
 		free(g.nodes[i].next);
 	}
 	free(g.nodes);
+	json_decref(g.index);
+	json_decref(taken);
+	json_decref(tried);
 	free(order);
 	free(job_of);
 	if (ret < 0)

@@ -1176,6 +1176,67 @@ static void test_plan_many(void **state)
 	json_decref(t);
 }
 
+/*
+ * 10,000 nodes with 5 edges into each, 3,000 of them making the same
+ * folder name: ids, edges and names are looked up in O(1), so this
+ * takes under a second of CPU under ASan (211 s when each lookup was a
+ * scan of the nodes).
+ */
+static void test_plan_cost(void **state)
+{
+	json_t *nodes = json_array(), *edges = json_array(), *g;
+	json_t *t = J("{'t': {'command': ['t', '{{ x|length }}']}}");
+	struct jobspec_plan p;
+	struct ferr err = FERR_INIT;
+	char id[64], src[64];
+	clock_t t0;
+	double cpu;
+
+	(void)state;
+	for (int i = 0; i < JOBSPEC_NODES_MAX; i++) {
+		if (i < 3000) {
+			/* "x" and i in the digits "!@#$%^&*(": all "x_..." */
+			int k = 0, v = i;
+
+			id[k++] = 'x';
+			do {
+				id[k++] = "!@#$%^&*("[v % 9];
+				v /= 9;
+			} while (v);
+			snprintf(id + k, sizeof(id) - (size_t)k, "%s",
+				 "!!!!!" + (k - 1 > 5 ? 5 : k - 1));
+		} else {
+			snprintf(id, sizeof(id), "node-%05d", i);
+		}
+		json_array_append_new(nodes, json_pack("{ssss}", "id", id,
+						       "label", "t"));
+		for (int k = 1; k <= 5 && i >= k; k++) {
+			const char *s = json_string_value(json_object_get(
+				json_array_get(nodes, (size_t)(i - k)), "id"));
+
+			snprintf(src, sizeof(src), "%s", s);
+			json_array_append_new(edges, json_pack("{ssssss}",
+				"source_node_id", src, "target_node_id", id,
+				"target_parameter_name", "x"));
+		}
+	}
+	g = json_pack("{soso}", "nodes", nodes, "edges", edges);
+	t0 = clock();
+	assert_int_equal(jobspec_plan(g, t, &opt_plain, &p, &err), 0);
+	cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+	if (cpu > 8.0)
+		fail_msg("a plan of 10,000 nodes took %.1f s of CPU", cpu);
+	assert_int_equal(p.n, JOBSPEC_NODES_MAX);
+	for (size_t i = 0; i < p.n; i++)
+		assert_string_equal(p.jobs[i].node_id, json_string_value(
+			json_object_get(json_array_get(nodes, i), "id")));
+	assert_string_equal(p.jobs[2999].job_dir, RUN "/x_____-3000");
+	argv_is(&p.jobs[9999], "t", "5", NULL);
+	jobspec_plan_release(&p);
+	json_decref(g);
+	json_decref(t);
+}
+
 static void safe_folder(const struct jobspec_job *j)
 {
 	const char *name = j->job_dir + strlen(RUN "/");
@@ -1729,6 +1790,7 @@ int main(void)
 		cmocka_unit_test(test_plan_order_of_refusals),
 		cmocka_unit_test(test_plan_no_nodes),
 		cmocka_unit_test(test_plan_many),
+		cmocka_unit_test(test_plan_cost),
 		cmocka_unit_test(test_plan_folders),
 		cmocka_unit_test(test_plan_long_label),
 		cmocka_unit_test_setup_teardown(test_script_hostile_argument,
