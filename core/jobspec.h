@@ -154,8 +154,11 @@ int jobspec_check_tool(const char *label, const json_t *entry,
 /*
  * The plan of `graph` ({"nodes": [...], "edges": [...], ...}, the
  * document graph_render_parameters() gives) under `tools` (the tool map's
- * object, NULL for none).  0, -EINVAL with err (above), -E2BIG past
- * JOBSPEC_NODES_MAX, -ENOMEM.  Free with jobspec_plan_release().
+ * object, NULL for none; each entry a node uses is checked as
+ * jobspec_check_tool() does, "<tools_path>: <why>").  0, -EINVAL with err
+ * (above), -E2BIG with err past JOBSPEC_NODES_MAX or when a command
+ * renders past JOBSPEC_COMMAND_MAX, -ENOMEM.  Free with
+ * jobspec_plan_release().
  */
 int jobspec_plan(const json_t *graph, const json_t *tools,
 		 const struct jobspec_options *opt, struct jobspec_plan *out,
