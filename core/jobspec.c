@@ -342,7 +342,8 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 		ret = jobspec_check_tool(g->nodes[i].label, g->nodes[i].tool,
 					 err);
 		if (ret < 0) {
-			snprintf(why, sizeof(why), "%s", err ? err->message : "");
+			snprintf(why, sizeof(why), "%s",
+				 err ? err->message : "");
 			return ret == -ENOMEM ? ret
 			       : ferr_set(err, ret, "%s: %s", path, why);
 		}
