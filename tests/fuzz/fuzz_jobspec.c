@@ -401,6 +401,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			snprintf(want, sizeof(want), "\"%s", label);
 			if (ret == -EINVAL &&
 			    (strncmp(err.message, want, strlen(want)) ||
+			     !err.message[strlen(want)] ||
 			     !strchr("\".", err.message[strlen(want)])))
 				die("a refusal does not name its entry",
 				    err.message);
