@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fjson.h"
 #include "flowfs-config.h"
@@ -68,6 +69,23 @@ static int render_config(struct flowfs *fs, const struct session_info *s,
 				    ? engine_url_shown(fs->run_opt.engine.url)
 				    : NULL;
 
+		/* where the job graph runs */
+		json_t *container = json_array();
+
+		for (size_t i = 0; container && fs->container &&
+				   fs->container[i]; i++)
+			json_array_append_new(container,
+					      json_string(fs->container[i]));
+		json_object_set_new(doc, "jobs", json_pack(
+			"{ss ss si so}", "executor",
+			fs->jobs_opt.executor == JOBS_SLURM ? "slurm" : "local",
+			"work_dir", fs->jobs_opt.work_dir ? fs->jobs_opt.work_dir
+							   : "",
+			"slots", fs->jobs_opt.slots ? (int)fs->jobs_opt.slots
+				 : (int)sysconf(_SC_NPROCESSORS_ONLN),
+			"container", fs->container ? container : json_null()));
+		if (!fs->container)
+			json_decref(container);
 		json_object_set_new(doc, "engine", url
 			? json_pack("{ss ss sb sb}", "url", url,
 				    "model", fs->run_opt.engine.model, "key",
