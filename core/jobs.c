@@ -1399,7 +1399,7 @@ static void *monitor(void *arg)
 
 	for (;;) {
 		int64_t going = 0, ms;
-		bool stop;
+		bool stop, kills;
 
 		pthread_mutex_lock(&j->mu);
 		stop = j->stop;
@@ -1412,11 +1412,14 @@ static void *monitor(void *arg)
 			  " ?1 = 0 AND state IN ('queued', 'submitted',"
 			  " 'running')", &going, STORE_INT(0));
 		unlock(j);
+		pthread_mutex_lock(&j->mu);
+		kills = j->nkills || j->nscancel;
+		pthread_mutex_unlock(&j->mu);
 		/* nothing going: until a submit wakes it, but still round
 		 * for the SIGKILLs due; local jobs wake it as they end */
-		ms = !going ? (j->nkills ? 1000 : 60000)
+		ms = !going ? (kills ? 500 : 60000)
 		     : poll_ms ? poll_ms : j->slurm_going ? 1000
-		     : j->nkills ? 500 : 1000;
+		     : kills ? 500 : 1000;
 		sleep_a_while(j, ms);
 	}
 	return NULL;
@@ -1598,18 +1601,23 @@ static int clear_jobs_folder(struct jobs *j, const struct session_info *s)
 	return ret;
 }
 
-static void safe_part(const char *in, char *out, size_t size)
+int jobs_session_dir(const char *work_dir, const struct session_info *s,
+		     const char *leaf, char **out)
 {
+	char name[128];
 	size_t i;
 
-	for (i = 0; in[i] && i + 1 < size; i++) {
-		unsigned char c = (unsigned char)in[i];
+	/* the session's name in bytes a folder name may hold as they are */
+	for (i = 0; s->name[i] && i + 1 < sizeof(name); i++) {
+		unsigned char c = (unsigned char)s->name[i];
 
-		out[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			 (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-			 (c == '.' && i) ? (char)c : '_';
+		name[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+			  (c == '.' && i) ? (char)c : '_';
 	}
-	out[i] = '\0';
+	name[i] = '\0';
+	return asprintf(out, "%s/%s-%" PRId64 "/%s", work_dir, name, s->id,
+			leaf) < 0 ? -ENOMEM : 0;
 }
 
 int jobs_submit(struct jobs *j, const struct session_info *s,
@@ -1620,7 +1628,7 @@ int jobs_submit(struct jobs *j, const struct session_info *s,
 		.session = s->name, .container = j->opt.container,
 		.tools_path = j->opt.tools_path,
 	};
-	char name[128], *run_dir = NULL;
+	char leaf[32], *run_dir = NULL;
 	int64_t number = 0;
 	int ret, files;
 
@@ -1629,9 +1637,8 @@ int jobs_submit(struct jobs *j, const struct session_info *s,
 				"cancel > ctl stops it)");
 	store_int(j->host->st, "SELECT number FROM graph_runs WHERE"
 		  " session = ?1", &number, STORE_INT(s->id));
-	safe_part(s->name, name, sizeof(name));
-	if (asprintf(&run_dir, "%s/%s-%" PRId64 "/run-%" PRId64, j->work_dir,
-		     name, s->id, number + 1) < 0)
+	snprintf(leaf, sizeof(leaf), "run-%" PRId64, number + 1);
+	if (jobs_session_dir(j->work_dir, s, leaf, &run_dir) < 0)
 		return -ENOMEM;
 	jo.run_dir = run_dir;
 	ret = jobspec_plan(graph, tools, &jo, &plan, err);

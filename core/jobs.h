@@ -90,6 +90,12 @@ void jobs_stop(struct jobs *jobs);
  * -E2BIG with jobspec's reason. */
 int jobs_submit(struct jobs *jobs, const struct session_info *s,
 		const json_t *graph, const json_t *tools, struct ferr *err);
+/* A folder of the session's in the work folder, *out (malloc'd):
+ * "<work_dir>/<name>-<id>/<leaf>", the name's bytes outside
+ * [A-Za-z0-9._-] (and a leading ".") made "_"; a run's is "run-<n>". */
+int jobs_session_dir(const char *work_dir, const struct session_info *s,
+		     const char *leaf, char **out);
+
 /* Lock held.  1 when something was stopped, 0 when nothing went on. */
 int jobs_cancel(struct jobs *jobs, int64_t session);
 /* Lock held.  -EBUSY with err when node `id`'s job has not ended (id

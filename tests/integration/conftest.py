@@ -304,7 +304,7 @@ SESSION_ENTRIES = {"session.json", "request.json", "input.json",
                    "parameter.json", "status", "status.json", "log",
                    "uploads", "output", "nodes", "edges", "parameters.json",
                    "parameters_output", "ctl", "context.json", "context.txt",
-                   "rounds", "engine.log"}
+                   "rounds", "engine.log", "jobs"}
 
 
 def session_doc(sid, created, title="", skill=None, engine=None):

@@ -515,7 +515,7 @@ def test_cp_r_into_a_new_folder_restores_nothing(flowfs, tmp_path):
     r = run("cp", "-r", copy, new)
     assert r.returncode == 1
     folders = {"uploads", "output", "nodes", "edges", "rounds",
-               "parameters_output"}
+               "parameters_output", "jobs"}
     files = SESSION_ENTRIES - folders
     assert sorted(r.stderr.splitlines()) == sorted(
         [f"cp: cannot create directory '{new}/{n}': File exists"
