@@ -178,7 +178,7 @@ def test_run_refused_until_the_session_can_run(run_mount, skill_folder, engine):
     assert write_line(s / "ctl", "run\n") == errno.EINVAL
     assert status_of(s)[1][-1] == ("ctl", "cannot run: missing required input files: data")
     assert write_line(s / "ctl", "cancel\n") == errno.EINVAL
-    assert status_of(s)[1][-1] == ("ctl", "no run is going on")
+    assert status_of(s)[1][-1] == ("ctl", "no run or job graph is going on")
     assert engine.requests == [] and run_line(s) is None
 
 
