@@ -437,8 +437,14 @@ static int argo_header(struct sbuf *out, const struct jobspec_options *opt)
 		ret = yaml_pair(out, 1, "entrypoint", "graph");
 	if (!ret)
 		ret = yaml_line(out, 1, "volumeClaimTemplates:");
+	/* Argo does without apiVersion and kind here; the Kubernetes
+	 * schema of a claim wants them */
 	if (!ret)
-		ret = yaml_line(out, 2, "- metadata:");
+		ret = yaml_item_pair(out, 2, "apiVersion", "v1");
+	if (!ret)
+		ret = yaml_pair(out, 3, "kind", "PersistentVolumeClaim");
+	if (!ret)
+		ret = yaml_line(out, 3, "metadata:");
 	if (!ret)
 		ret = yaml_pair(out, 4, "name", "work");
 	if (!ret)

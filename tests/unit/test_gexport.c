@@ -207,7 +207,9 @@ static void test_argo_exact(void **state)
 		"spec:\n"
 		"  entrypoint: \"graph\"\n"
 		"  volumeClaimTemplates:\n"
-		"    - metadata:\n"
+		"    - apiVersion: \"v1\"\n"
+		"      kind: \"PersistentVolumeClaim\"\n"
+		"      metadata:\n"
 		"        name: \"work\"\n"
 		"      spec:\n"
 		"        accessModes:\n"
@@ -341,7 +343,9 @@ static void test_argo_diamond(void **state)
 	}
 	assert_json(json_object_get(json_object_get(doc, "spec"),
 				    "volumeClaimTemplates"),
-		    "[{\"metadata\": {\"name\": \"work\"}, \"spec\": "
+		    "[{\"apiVersion\": \"v1\", \"kind\": "
+		    "\"PersistentVolumeClaim\", "
+		    "\"metadata\": {\"name\": \"work\"}, \"spec\": "
 		    "{\"accessModes\": [\"ReadWriteMany\"], \"resources\": "
 		    "{\"requests\": {\"storage\": \"10Gi\"}}}}]");
 	assert_json(json_object_get(container(doc, 4), "volumeMounts"),
