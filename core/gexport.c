@@ -72,8 +72,8 @@ static void name_set_release(struct name_set *set)
 	set->next = NULL;
 }
 
-/* Add `name`; the set never holds more than 2 * n + 1 names, n of
- * name_set_init, so it never fills. */
+/* Add `name`.  A set made for n names gets at most n + 1 (the callers'
+ * names and "graph") in room for 2 n + 2, so a probe always ends. */
 static int name_set_add(struct name_set *set, const char *name)
 {
 	size_t i = name_slot(set, name);
@@ -89,16 +89,15 @@ static int name_set_add(struct name_set *set, const char *name)
 
 /*
  * `base`, or base + sep + 2, 3... the first not in the set, added to it
- * and written to `out` (`size` holds base and any suffix).  The base
- * itself is added too, so the next one that comes to it starts where
- * this one stopped.
+ * and written to `out` (`size` holds base and any suffix).  The base's
+ * entry keeps where the count stopped, so the next one that comes to it
+ * starts there.
  */
 static int name_set_take(struct name_set *set, const char *base, char sep,
 			 char *out, size_t size)
 {
 	size_t i = name_slot(set, base);
 	unsigned k;
-	int ret;
 
 	if (!set->keys[i]) {
 		snprintf(out, size, "%s", base);
@@ -110,8 +109,7 @@ static int name_set_take(struct name_set *set, const char *base, char sep,
 			break;
 	}
 	set->next[i] = k + 1;
-	ret = name_set_add(set, out);
-	return ret;
+	return name_set_add(set, out);
 }
 
 /* ---- names -------------------------------------------------------------- */
@@ -130,8 +128,11 @@ static void dns_label(const char *s, char *out, size_t max)
 		if (c >= 'A' && c <= 'Z')
 			c = (unsigned char)(c - 'A' + 'a');
 		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
-			if (dash && n && n + 1 < max)
+			if (dash && n) {
+				if (n + 1 >= max)
+					break;
 				out[n++] = '-';
+			}
 			dash = false;
 			out[n++] = (char)c;
 		} else {

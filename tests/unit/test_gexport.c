@@ -359,7 +359,7 @@ static void test_argo_diamond(void **state)
  * most GEXPORT_NAME_MAX bytes), each once, "graph" kept for the DAG. */
 static void test_argo_names(void **state)
 {
-	char longid[200];
+	char longid[200], cutid[80], cut[64];
 	struct tjob tj[] = {
 		{ .id = "Relax Step_1" },	/* relax-step-1 */
 		{ .id = "1abc" },		/* n-1abc */
@@ -372,10 +372,11 @@ static void test_argo_names(void **state)
 		{ .id = "--" },			/* n-2 */
 		{ .id = longid },
 		{ .id = "GRAPH" },		/* graph-3 */
+		{ .id = cutid },	/* 55 x then " yz": cut before "-y" */
 	};
-	static const char *const want[] = {
+	const char *const want[] = {
 		"relax-step-1", "n-1abc", "graph-2", "a-b", "a-b-2", "a-b-3",
-		"a-b-2-2", "n", "n-2", NULL, "graph-3",
+		"a-b-2-2", "n", "n-2", NULL, "graph-3", cut,
 	};
 	size_t n = sizeof(tj) / sizeof(tj[0]);
 	struct jobspec_plan plan;
@@ -386,9 +387,11 @@ static void test_argo_names(void **state)
 	(void)state;
 	memset(longid, 'x', sizeof(longid) - 1);
 	longid[sizeof(longid) - 1] = '\0';
+	snprintf(cut, sizeof(cut), "%.55s", longid);
+	snprintf(cutid, sizeof(cutid), "%s yz", cut);
 	for (size_t i = 0; i < n; i++) {
 		tj[i].argv[0] = "true";
-		tj[i].dir = i == 9 ? "long" : NULL;
+		tj[i].dir = i == 9 ? "long" : i == 11 ? "cut" : NULL;
 		if (i)
 			tj[i].deps[0] = i;
 	}
