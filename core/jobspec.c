@@ -1,6 +1,7 @@
 /* jobspec: a job graph made into a plan; see jobspec.h. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,7 @@ static int check_command(const char *label, const json_t *cmd,
 	json_array_foreach(cmd, i, item) {
 		struct ferr terr = FERR_INIT;
 		struct tmpl *t = NULL;
+		char where[FERR_MESSAGE_MAX];
 		int ret;
 
 		if (!plain_string(item))
@@ -101,9 +103,11 @@ static int check_command(const char *label, const json_t *cmd,
 		tmpl_free(t);
 		if (ret == -ENOMEM)
 			return ret;
+		/* an item may be many lines: say where in it */
 		if (ret < 0)
 			return ferr_set(err, -EINVAL, "\"%s\": command[%zu]: %s",
-					label, i, terr.message);
+					label, i, ferr_format(&terr, where,
+							      sizeof(where)));
 	}
 	return 0;
 }
@@ -219,6 +223,8 @@ struct pnode {
 struct pgraph {
 	struct pnode *nodes;
 	size_t n;
+	json_t *index;		/* id -> its index in nodes: 10,000 nodes
+				 * and their edges, looked up in O(1) */
 	const json_t *graph;
 	const json_t *tools;
 	const struct jobspec_options *opt;
@@ -233,10 +239,9 @@ static const char *str_or(const json_t *obj, const char *key, const char *dflt)
 
 static long find_node(const struct pgraph *g, const char *id)
 {
-	for (size_t i = 0; i < g->n; i++)
-		if (!strcmp(g->nodes[i].id, id))
-			return (long)i;
-	return -1;
+	const json_t *i = json_object_get(g->index, id);
+
+	return i ? (long)json_integer_value(i) : -1;
 }
 
 /* MatMaster's c<cpus>_m<GiB>_<kind>: false when it is not that form. */
@@ -278,7 +283,8 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 				"takes at most %d", json_array_size(nodes),
 				JOBSPEC_NODES_MAX);
 	g->nodes = calloc(json_array_size(nodes), sizeof(*g->nodes));
-	if (!g->nodes)
+	g->index = json_object();
+	if (!g->nodes || !g->index)
 		return -ENOMEM;
 	json_array_foreach(nodes, i, node) {
 		struct pnode *p = &g->nodes[g->n];
@@ -290,12 +296,16 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 
 		p->id = str_or(node, "id", NULL);
 		p->label = str_or(node, "label", NULL);
-		if (!p->id || !p->label)
+		/* an empty id would make the job folder run_dir itself */
+		if (!p->id || !p->label || !*p->id || !*p->label)
 			return ferr_set(err, -EINVAL, "nodes[%zu] has no id or "
 					"label", i);
 		if (find_node(g, p->id) >= 0)
 			return ferr_set(err, -EINVAL, "two nodes are \"%s\"",
 					p->id);
+		if (json_object_set_new(g->index, p->id,
+					json_integer((json_int_t)g->n)) < 0)
+			return -ENOMEM;
 		g->n++;
 		p->tool = g->tools ? json_object_get(g->tools, p->label) : NULL;
 		p->machine_type = str_or(sv, "machine_type", "");
@@ -316,33 +326,51 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 				return -ENOMEM;
 		}
 	}
-	for (i = 0; i < g->n; i++)
+	for (i = 0; i < g->n; i++) {
+		const char *path = g->opt->tools_path ? g->opt->tools_path
+						      : "tools.json";
+		char why[FERR_MESSAGE_MAX];
+		int ret;
+
 		if (!json_object_get(g->nodes[i].tool, "command"))
 			return ferr_set(err, -EINVAL, "node \"%s\": its label "
 					"\"%s\" has no command in the tool map "
 					"(%s)", g->nodes[i].id,
-					g->nodes[i].label,
-					g->opt->tools_path ? g->opt->tools_path
-							   : "tools.json");
+					g->nodes[i].label, path);
+		/* the map is the caller's: an entry no one checked would
+		 * give an empty argv, a "(null)" path or 0 CPUs below */
+		ret = jobspec_check_tool(g->nodes[i].label, g->nodes[i].tool,
+					 err);
+		if (ret < 0) {
+			snprintf(why, sizeof(why), "%s",
+				 err ? err->message : "");
+			return ret == -ENOMEM ? ret
+			       : ferr_set(err, ret, "%s: %s", path, why);
+		}
+	}
 	return 0;
 }
 
-/* Whether node p has output `name`; `have` lists what it has. */
+/* Whether `name` is out_<label>; a label has no bound, so no buffer. */
+static bool default_output(const char *name, const char *label)
+{
+	return !strncmp(name, "out_", 4) && !strcmp(name + 4, label);
+}
+
+/* Whether node p has output `name`; `have` lists what it has (a message:
+ * a failure to grow it only shortens the list). */
 static bool has_output(const struct pnode *p, const char *name,
 		       struct sbuf *have)
 {
 	const json_t *outs = json_object_get(p->tool, "outputs");
-	char dflt[300];
 	const char *k;
 	json_t *v;
-	bool found;
+	bool found = default_output(name, p->label);
 
-	snprintf(dflt, sizeof(dflt), "out_%s", p->label);
-	found = !strcmp(name, dflt);
-	sbuf_addstr(have, dflt);
+	sbuf_addf(have, "out_%s", p->label);
 	json_object_foreach((json_t *)outs, k, v) {
 		found = found || !strcmp(k, name);
-		if (strcmp(k, dflt)) {
+		if (!default_output(k, p->label)) {
 			sbuf_addstr(have, ", ");
 			sbuf_addstr(have, k);
 		}
@@ -378,15 +406,14 @@ static int read_edges(struct pgraph *g, struct ferr *err)
 		long s = find_node(g, src), t = find_node(g, dst);
 		struct sbuf have = SBUF_INIT;
 		const char *out;
-		char dflt[300];
 
 		if (s < 0 || t < 0)
 			return ferr_set(err, -EINVAL, "edge \"%s\": node \"%s\""
 					" is not in the graph", id,
 					s < 0 ? src : dst);
-		snprintf(dflt, sizeof(dflt), "out_%s", g->nodes[s].label);
-		out = str_or(e, "source_parameter_name", dflt);
-		if (!has_output(&g->nodes[s], out, &have)) {
+		/* none named: out_<label>, which every node has */
+		out = str_or(e, "source_parameter_name", NULL);
+		if (out && !has_output(&g->nodes[s], out, &have)) {
 			ret = ferr_set(err, -EINVAL, "edge \"%s\": node \"%s\" "
 				       "(%s) has no output \"%s\" (it has: %s)",
 				       id, src, g->nodes[s].label, out,
@@ -403,81 +430,123 @@ static int read_edges(struct pgraph *g, struct ferr *err)
 	return 0;
 }
 
-/* "a -> b -> a" for a cycle among the nodes Kahn's algorithm left. */
+/*
+ * "a -> b -> a" for a cycle among the nodes Kahn's algorithm left.  Every
+ * node left has a predecessor left (else it would have been placed), but
+ * not always a successor (a node after a cycle), so the walk goes
+ * backwards: from any node left, predecessor after predecessor, until one
+ * repeats; that one is on a cycle, printed forwards.
+ */
 static int cycle_error(const struct pgraph *g, struct ferr *err)
 {
 	struct sbuf path = SBUF_INIT;
-	size_t *seen_at = calloc(g->n, sizeof(*seen_at));
-	size_t at = 0, step = 1;
-	int ret;
+	size_t *pred = malloc(g->n * sizeof(*pred));
+	size_t *cyc = malloc((g->n + 1) * sizeof(*cyc));
+	bool *seen = calloc(g->n, sizeof(*seen));
+	size_t at = 0, n = 0;
+	int ret = -ENOMEM;
 
-	if (!seen_at)
-		return -ENOMEM;
-	while (at < g->n && g->nodes[at].placed)
+	if (!pred || !cyc || !seen)
+		goto out;
+	for (size_t i = 0; i < g->n; i++)
+		pred[i] = SIZE_MAX;
+	for (size_t i = 0; i < g->n; i++)
+		for (size_t k = 0; !g->nodes[i].placed && k < g->nodes[i].nnext;
+		     k++)
+			if (pred[g->nodes[i].next[k]] == SIZE_MAX)
+				pred[g->nodes[i].next[k]] = i;
+	while (g->nodes[at].placed)
 		at++;
-	/* walk unplaced successors until a node repeats: every unplaced
-	 * node has an unplaced predecessor, so follow predecessors
-	 * backwards by walking successors from a node on the cycle */
-	while (!seen_at[at]) {
-		size_t next = at;
-
-		seen_at[at] = step++;
-		for (size_t k = 0; k < g->nodes[at].nnext; k++)
-			if (!g->nodes[g->nodes[at].next[k]].placed) {
-				next = g->nodes[at].next[k];
-				break;
-			}
-		if (next == at)
-			break;
-		at = next;
-	}
-	/* print from the repeated node round to itself */
-	{
-		size_t start = at, cur = at;
-
-		do {
-			sbuf_addf(&path, "%s -> ", g->nodes[cur].id);
-			for (size_t k = 0; k < g->nodes[cur].nnext; k++)
-				if (!g->nodes[g->nodes[cur].next[k]].placed &&
-				    seen_at[g->nodes[cur].next[k]]) {
-					cur = g->nodes[cur].next[k];
-					break;
-				}
-		} while (cur != start && path.len < 400);
-		sbuf_addstr(&path, g->nodes[start].id);
+	for (; !seen[at]; at = pred[at])
+		seen[at] = true;
+	/* at is on the cycle: backwards round it, then printed reversed */
+	do {
+		cyc[n++] = at;
+		at = pred[at];
+	} while (at != cyc[0]);
+	cyc[n++] = at;
+	for (size_t i = n; i-- > 0;) {
+		/* a message has room for a few hundred bytes of ids */
+		if (path.len > 400 && i > 0) {
+			sbuf_addstr(&path, "... -> ");
+			i = 0;
+		}
+		sbuf_addstr(&path, g->nodes[cyc[i]].id);
+		if (i)
+			sbuf_addstr(&path, " -> ");
 	}
 	ret = ferr_set(err, -EINVAL, "the graph has a cycle: %s", path.buf);
-	free(seen_at);
+out:
+	free(pred);
+	free(cyc);
+	free(seen);
 	sbuf_release(&path);
 	return ret;
 }
 
-/* The node indices in dependency order (Kahn; ties in node order). */
+/* A min-heap of node indices: the ready job listed first goes first. */
+static void heap_push(size_t *heap, size_t *n, size_t v)
+{
+	size_t at = (*n)++;
+
+	for (; at && heap[(at - 1) / 2] > v; at = (at - 1) / 2)
+		heap[at] = heap[(at - 1) / 2];
+	heap[at] = v;
+}
+
+static size_t heap_pop(size_t *heap, size_t *n)
+{
+	size_t top = heap[0], last = heap[--*n], at = 0;
+
+	for (;;) {
+		size_t c = 2 * at + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && heap[c + 1] < heap[c])
+			c++;
+		if (heap[c] >= last)
+			break;
+		heap[at] = heap[c];
+		at = c;
+	}
+	heap[at] = last;
+	return top;
+}
+
+/*
+ * The node indices in dependency order (Kahn; of the jobs ready, the one
+ * listed first, so a graph listed in an order that works keeps it).
+ */
 static int order_nodes(struct pgraph *g, size_t *order, struct ferr *err)
 {
 	size_t *indeg = malloc(g->n * sizeof(*indeg));
-	size_t done = 0, head = 0;
+	size_t *heap = malloc(g->n * sizeof(*heap));
+	size_t done = 0, nheap = 0;
+	int ret = -ENOMEM;
 
-	if (!indeg)
-		return -ENOMEM;
+	if (!indeg || !heap)
+		goto out;
 	for (size_t i = 0; i < g->n; i++) {
 		indeg[i] = g->nodes[i].indegree;
-		if (!indeg[i]) {
-			order[done++] = i;
-			g->nodes[i].placed = true;
-		}
+		if (!indeg[i])
+			heap_push(heap, &nheap, i);
 	}
-	while (head < done) {
-		const struct pnode *p = &g->nodes[order[head++]];
+	while (nheap) {
+		struct pnode *p;
 
+		order[done] = heap_pop(heap, &nheap);
+		p = &g->nodes[order[done++]];
+		p->placed = true;
 		for (size_t k = 0; k < p->nnext; k++)
-			if (!--indeg[p->next[k]]) {
-				order[done++] = p->next[k];
-				g->nodes[p->next[k]].placed = true;
-			}
+			if (!--indeg[p->next[k]])
+				heap_push(heap, &nheap, p->next[k]);
 	}
+	ret = done == g->n ? 0 : cycle_error(g, err);
+out:
 	free(indeg);
-	return done == g->n ? 0 : cycle_error(g, err);
+	free(heap);
+	return ret;
 }
 
 static char *strdup_or_null(const char *s)
@@ -501,25 +570,32 @@ static void safe_name(const char *id, char *out, size_t size)
 	out[i] = '\0';
 }
 
+/*
+ * Job i's folder.  `taken` holds the names given; `tried` the last
+ * suffix tried per base name (those below it stay taken), so 10,000 ids
+ * that all make one name cost O(n), not O(n^2) tries.
+ */
 static int job_folder(struct jobspec_plan *plan, size_t i,
-		      const struct jobspec_options *opt)
+		      const struct jobspec_options *opt, json_t *taken,
+		      json_t *tried)
 {
-	char base[FOLDER_NAME_MAX + 1], name[FOLDER_NAME_MAX + 16];
-	unsigned n = 1;
-	bool taken;
+	char base[FOLDER_NAME_MAX + 1], name[FOLDER_NAME_MAX + 32];
+	json_int_t n;
 
 	safe_name(plan->jobs[i].node_id, base, sizeof(base));
 	snprintf(name, sizeof(name), "%s", base);
-	do {
-		taken = false;
-		for (size_t j = 0; j < i && !taken; j++) {
-			const char *other = strrchr(plan->jobs[j].job_dir, '/');
-
-			taken = !strcmp(other + 1, name);
-		}
-		if (taken)
-			snprintf(name, sizeof(name), "%s-%u", base, ++n);
-	} while (taken);
+	n = json_integer_value(json_object_get(tried, base));
+	if (n > 1)	/* 1: the base itself */
+		snprintf(name, sizeof(name), "%s-%" JSON_INTEGER_FORMAT, base,
+			 n);
+	else
+		n = 1;
+	while (json_object_get(taken, name))
+		snprintf(name, sizeof(name), "%s-%" JSON_INTEGER_FORMAT, base,
+			 ++n);
+	if (json_object_set_new(taken, name, json_true()) < 0 ||
+	    json_object_set_new(tried, base, json_integer(n)) < 0)
+		return -ENOMEM;
 	if (asprintf(&plan->jobs[i].job_dir, "%s/%s", opt->run_dir, name) < 0) {
 		plan->jobs[i].job_dir = NULL;
 		return -ENOMEM;
@@ -530,30 +606,33 @@ static int job_folder(struct jobspec_plan *plan, size_t i,
 static int set_outputs(struct jobspec_job *job, const json_t *tool)
 {
 	const json_t *outs = json_object_get(tool, "outputs");
-	const json_t *declared;
+	const json_t *declared = NULL;
 	const char *k;
 	json_t *v;
-	char dflt[300];
 	size_t n = 1 + json_object_size(outs);
 
 	job->outputs = calloc(n, sizeof(*job->outputs));
 	if (!job->outputs)
 		return -ENOMEM;
-	snprintf(dflt, sizeof(dflt), "out_%s", job->label);
-	declared = json_object_get(outs, dflt);
-	job->outputs[0].name = strdup(dflt);
+	job->noutputs = 1;
+	if (asprintf(&job->outputs[0].name, "out_%s", job->label) < 0) {
+		job->outputs[0].name = NULL;
+		return -ENOMEM;
+	}
+	json_object_foreach((json_t *)outs, k, v)
+		if (default_output(k, job->label))
+			declared = v;
 	if (!declared)
 		job->outputs[0].path = strdup(job->job_dir);
 	else if (asprintf(&job->outputs[0].path, "%s/%s", job->job_dir,
 			  json_string_value(declared)) < 0)
 		job->outputs[0].path = NULL;
-	job->noutputs = 1;
-	if (!job->outputs[0].name || !job->outputs[0].path)
+	if (!job->outputs[0].path)
 		return -ENOMEM;
 	json_object_foreach((json_t *)outs, k, v) {
 		struct jobspec_output *o = &job->outputs[job->noutputs];
 
-		if (!strcmp(k, dflt))
+		if (default_output(k, job->label))
 			continue;
 		o->name = strdup(k);
 		if (asprintf(&o->path, "%s/%s", job->job_dir,
@@ -711,23 +790,26 @@ static int render_argv(struct jobspec_job *job, const json_t *tool,
 	const json_t *cmd = json_object_get(tool, "command");
 	const char **items = calloc(json_array_size(cmd) + 1, sizeof(*items));
 	json_t *ctx = json_deep_copy(job->inputs);
+	/* the runner sees only these two: `image` is no name the command
+	 * sees, so an input called image keeps its value there */
+	json_t *runner_ctx = json_pack("{ssss}", "image", job->image,
+				       "job_dir", job->job_dir);
 	size_t total = 0, n = 0;
 	int ret = -ENOMEM;
 
-	if (!items || !ctx)
+	if (!items || !ctx || !runner_ctx)
 		goto out;
 	if (json_object_set(ctx, "inputs", job->inputs) < 0 ||
 	    json_object_set_new(ctx, "job_dir", json_string(job->job_dir)) ||
 	    json_object_set_new(ctx, "node", json_pack("{ssss}", "id",
 						       job->node_id, "label",
 						       job->label)) ||
-	    json_object_set_new(ctx, "session", json_string(opt->session)) ||
-	    json_object_set_new(ctx, "image", json_string(job->image)))
+	    json_object_set_new(ctx, "session", json_string(opt->session)))
 		goto out;
 	if (opt->container && *job->image) {
 		while (opt->container[n])
 			n++;
-		ret = render_items(job, opt->container, n, ctx,
+		ret = render_items(job, opt->container, n, runner_ctx,
 				   "the container runner", &total, err);
 		if (ret < 0)
 			goto out;
@@ -739,6 +821,7 @@ static int render_argv(struct jobspec_job *job, const json_t *tool,
 out:
 	free(items);
 	json_decref(ctx);
+	json_decref(runner_ctx);
 	return ret;
 }
 
@@ -748,9 +831,14 @@ int jobspec_plan(const json_t *graph, const json_t *tools,
 {
 	struct pgraph g = { .graph = graph, .tools = tools, .opt = opt };
 	size_t *order = NULL, *job_of = NULL;
+	json_t *taken = json_object(), *tried = json_object();
 	int ret;
 
 	memset(out, 0, sizeof(*out));
+	if (!taken || !tried) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	ret = read_graph(&g, err);
 	if (!ret)
 		ret = read_edges(&g, err);
@@ -784,7 +872,7 @@ int jobspec_plan(const json_t *graph, const json_t *tools,
 		job->partition = strdup_or_null(str_or(
 			json_object_get(p->tool, "resources"), "partition",
 			NULL));
-		ret = job_folder(out, i, opt);
+		ret = job_folder(out, i, opt, taken, tried);
 		if (!ret)
 			ret = set_outputs(job, p->tool);
 		if (ret < 0)
@@ -854,6 +942,9 @@ out:
 		free(g.nodes[i].next);
 	}
 	free(g.nodes);
+	json_decref(g.index);
+	json_decref(taken);
+	json_decref(tried);
 	free(order);
 	free(job_of);
 	if (ret < 0)
@@ -898,19 +989,27 @@ long jobspec_find(const struct jobspec_plan *plan, const char *id)
 
 /* ---- scripts ------------------------------------------------------------- */
 
-int jobspec_shell_quote(struct sbuf *out, const char *s)
+/* `force`: quoted even when it could be bare (a command's first word:
+ * bare, "X=1" would be an assignment and "if" a keyword). */
+static int quote(struct sbuf *out, const char *s, bool force)
 {
 	size_t len = strlen(s);
 	int ret;
 
-	if (len && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
-			     "XYZ0123456789_./=:,@%+-") == len)
+	if (!force && len &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
+		      "XYZ0123456789_./=:,@%+-") == len)
 		return sbuf_addstr(out, s);
 	ret = sbuf_addch(out, '\'');
 	for (; !ret && *s; s++)
 		ret = *s == '\'' ? sbuf_addstr(out, "'\\''")
 				 : sbuf_addch(out, *s);
 	return ret ? ret : sbuf_addch(out, '\'');
+}
+
+int jobspec_shell_quote(struct sbuf *out, const char *s)
+{
+	return quote(out, s, false);
 }
 
 int jobspec_script(const struct jobspec_plan *plan, size_t i,
@@ -951,7 +1050,7 @@ int jobspec_script(const struct jobspec_plan *plan, size_t i,
 				  "date +%s > " JOBSPEC_STARTED ".tmp && mv -f "
 				  JOBSPEC_STARTED ".tmp " JOBSPEC_STARTED "\n");
 	for (size_t a = 0; !ret && a < j->argc; a++) {
-		ret = jobspec_shell_quote(out, j->argv[a]);
+		ret = quote(out, j->argv[a], a == 0);
 		if (!ret)
 			ret = sbuf_addstr(out, a + 1 < j->argc ? " \\\n  "
 							       : "\n");

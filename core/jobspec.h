@@ -51,14 +51,20 @@
  *	 \"energy\" (it has: out_relax, relaxed_structure)"
  *	"node \"n2\": command[3]: 'structure_file' ..." (a template that does
  *	 not render)
- *	"the graph has a cycle: n1 -> n2 -> n1"
+ *	"the graph has a cycle: n1 -> n2 -> n1" (a cycle too long for
+ *	 the message is cut in its middle: "n1 -> n2 -> ... -> n1")
  *	"the graph has no nodes"
+ * and, before those, a graph that is not one: "nodes[3] has no id or
+ * label" (missing or empty), "two nodes are \"n1\"", "edge \"e1\": node
+ * \"n9\" is not in the graph".
  * An edge hands its source's output (the absolute path of the declared
  * file, or the source's job folder for out_<label>) to its target's
  * input parameter: the target's command sees that path as the value.
  * Jobs come in an order where every job comes after the jobs it needs
- * (Kahn's algorithm; ties in node order).  At most JOBSPEC_NODES_MAX
- * nodes; a command renders to at most JOBSPEC_COMMAND_MAX bytes.
+ * (Kahn's algorithm; of the jobs ready at once, the one listed first, so
+ * a graph listed in an order that works keeps it).  At most
+ * JOBSPEC_NODES_MAX nodes; a command renders to at most
+ * JOBSPEC_COMMAND_MAX bytes.
  *
  * A job's folder is <run_dir>/<name>: the node id with every byte
  * outside [A-Za-z0-9._-] (and a leading ".") made "_", and "-2", "-3"...
@@ -69,11 +75,12 @@
  * Slurm (job name "flowfs-<session>-<node>" made of the same bytes,
  * resources; a local run ignores them), then it goes to its folder,
  * records its start in `.flowfs-started`, runs the argv (each item
- * quoted for bash), and writes its exit code and end time to
- * `.flowfs-exit` ("<code> <unix seconds>\n", written to a temporary name
- * and renamed, so a reader sees all of it or nothing).  Whoever starts
- * it sends its stdout and stderr to `.flowfs-stdout` and `.flowfs-stderr`
- * in the folder (for sbatch: jobspec_sbatch_flags()).
+ * quoted for bash, the first always: a program, never an assignment
+ * such as "X=1" or a keyword such as "if"), and writes its exit code and
+ * end time to `.flowfs-exit` ("<code> <unix seconds>\n", written to a
+ * temporary name and renamed, so a reader sees all of it or nothing).
+ * Whoever starts it sends its stdout and stderr to `.flowfs-stdout` and
+ * `.flowfs-stderr` in the folder (for sbatch: jobspec_sbatch_flags()).
  */
 #ifndef FLOWFS_JOBSPEC_H
 #define FLOWFS_JOBSPEC_H
@@ -102,7 +109,7 @@ struct jobspec_options {
 	const char *session;	/* the session's name */
 	const char *run_dir;	/* absolute; job folders go in it (above) */
 	/* argv templates put before the command when the node has an image
-	 * (each item sees `image` and `job_dir`), e.g. {"apptainer",
+	 * (each item sees only `image` and `job_dir`), e.g. {"apptainer",
 	 * "exec", "docker://{{ image }}", NULL}; NULL: the command runs
 	 * directly, the image unused */
 	const char *const *container;
@@ -147,8 +154,11 @@ int jobspec_check_tool(const char *label, const json_t *entry,
 /*
  * The plan of `graph` ({"nodes": [...], "edges": [...], ...}, the
  * document graph_render_parameters() gives) under `tools` (the tool map's
- * object, NULL for none).  0, -EINVAL with err (above), -E2BIG past
- * JOBSPEC_NODES_MAX, -ENOMEM.  Free with jobspec_plan_release().
+ * object, NULL for none; each entry a node uses is checked as
+ * jobspec_check_tool() does, "<tools_path>: <why>").  0, -EINVAL with err
+ * (above), -E2BIG with err past JOBSPEC_NODES_MAX or when a command
+ * renders past JOBSPEC_COMMAND_MAX, -ENOMEM.  Free with
+ * jobspec_plan_release().
  */
 int jobspec_plan(const json_t *graph, const json_t *tools,
 		 const struct jobspec_options *opt, struct jobspec_plan *out,

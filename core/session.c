@@ -24,7 +24,7 @@
 	" s.uploads_ino, s.output_ino, coalesce(s.skill, '')," \
 	" coalesce(s.engine, ''), s.request_mtime_ns, s.nodes_ino," \
 	" s.edges_ino, s.rounds_ino, r.uid, r.gid, s.graph_mtime_ns," \
-	" s.rounds_mtime_ns, " SESSION_TRASHED
+	" s.rounds_mtime_ns, " SESSION_TRASHED ", s.jobs_ino"
 #define SESSION_FROM \
 	" FROM sessions s LEFT JOIN inodes r ON r.ino = s.root_ino"
 
@@ -53,6 +53,7 @@ static void row_to_info(sqlite3_stmt *q, struct session_info *s)
 	s->graph_mtime_ns = sqlite3_column_int64(q, 15);
 	s->rounds_mtime_ns = sqlite3_column_int64(q, 16);
 	s->trashed = sqlite3_column_int(q, 17);
+	s->jobs_ino = (uint64_t)sqlite3_column_int64(q, 18);
 }
 
 /* A session in a trash is named by its folder's path from the mount's
@@ -102,6 +103,8 @@ static const struct {
 		"UPDATE sessions SET edges_ino = ?2 WHERE id = ?1" },
 	[SESSION_ROUNDS] = { "rounds",
 		"UPDATE sessions SET rounds_ino = ?2 WHERE id = ?1" },
+	[SESSION_JOBS] = { "jobs",
+		"UPDATE sessions SET jobs_ino = ?2 WHERE id = ?1" },
 };
 
 uint64_t session_folder_ino(const struct session_info *s,
@@ -118,6 +121,8 @@ uint64_t session_folder_ino(const struct session_info *s,
 		return s->edges_ino;
 	case SESSION_ROUNDS:
 		return s->rounds_ino;
+	case SESSION_JOBS:
+		return s->jobs_ino;
 	}
 	return 0;
 }
@@ -287,7 +292,7 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	ret = add_folder(st, t, out->id, root.ino, SESSION_UPLOADS, uid, gid);
 	if (ret < 0)
 		goto out;
-	for (enum session_folder f = SESSION_OUTPUT; f <= SESSION_ROUNDS; f++) {
+	for (enum session_folder f = SESSION_OUTPUT; f <= SESSION_JOBS; f++) {
 		ret = add_folder(st, t, out->id, root.ino, f, uid, gid);
 		if (ret < 0)
 			goto out;

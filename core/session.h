@@ -63,6 +63,7 @@ struct session_info {
 	uint64_t nodes_ino;
 	uint64_t edges_ino;
 	uint64_t rounds_ino;
+	uint64_t jobs_ino;
 	/* the session folder's owner: what its generated files show */
 	uint32_t uid, gid;
 	/* the last change of its graph and of its rounds (0: never), as
@@ -81,6 +82,7 @@ enum session_folder {
 	SESSION_NODES = 3,	/* scratch files beside the graph's nodes */
 	SESSION_EDGES = 4,
 	SESSION_ROUNDS = 5,	/* scratch files beside rounds/<n>.json */
+	SESSION_JOBS = 6,	/* what the job graph's jobs left (jobs.h) */
 };
 
 struct session_list {

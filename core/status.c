@@ -9,6 +9,7 @@
 #include "fname.h"
 #include "skill.h"
 #include "graph.h"
+#include "jobs.h"
 #include "roundstore.h"
 #include "run.h"
 #include "status.h"
@@ -90,7 +91,8 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 {
 	struct sbuf problems = SBUF_INIT, notes = SBUF_INIT;
 	json_t *run = NULL, *fetches = NULL, *plist = NULL, *nlist = NULL;
-	int64_t when = 0, bound_ns = 0;
+	json_t *graph = NULL;
+	int64_t when = 0, bound_ns = 0, graph_ns = 0;
 	int ret;
 
 	*doc = NULL;
@@ -101,6 +103,8 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 		ret = graph_problems(c->st, c->s->id, &problems);
 	if (!ret)
 		ret = run_report(c->st, c->s->id, &run, &fetches, &when);
+	if (!ret)
+		ret = jobs_report(c->st, c->s->id, &graph, &graph_ns);
 	/* the request names a URL that could not be had */
 	if (!ret)
 		ret = fetch_lines(&problems, fetches, "failed");
@@ -117,15 +121,18 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 		ret = add_lines(nlist, &notes);
 	if (ret < 0)
 		goto out;
-	*doc = json_pack("{sbsOsOsOsO}", "ready", !problems.len,
+	*doc = json_pack("{sbsOsOsOsOso}", "ready", !problems.len,
 			 "problems", plist, "notes", nlist, "run", run,
-			 "fetches", fetches);
+			 "fetches", fetches, "graph",
+			 graph ? json_incref(graph) : json_null());
 	if (!*doc)
 		ret = -ENOMEM;
 out:
 	*mtime_ns = later(later(c->s->created_ns, bound_ns),
-			  later(when, later(c->s->graph_mtime_ns,
-					    c->s->rounds_mtime_ns)));
+			  later(later(when, graph_ns),
+				later(c->s->graph_mtime_ns,
+				      c->s->rounds_mtime_ns)));
+	json_decref(graph);
 	json_decref(plist);
 	json_decref(nlist);
 	json_decref(run);
@@ -148,6 +155,13 @@ int status_text(const json_t *doc, struct sbuf *out)
 			ret = sbuf_addf(out, "%s\n", json_string_value(p));
 	if (!ret && state_is(run, "running"))
 		ret = state_line(out, "run", NULL, run);
+	if (!ret && state_is(json_object_get(doc, "graph"), "running"))
+		ret = sbuf_addf(out, "graph: running: %" JSON_INTEGER_FORMAT
+				" of %" JSON_INTEGER_FORMAT " done\n",
+				json_integer_value(json_object_get(
+					json_object_get(doc, "graph"), "done")),
+				json_integer_value(json_object_get(
+					json_object_get(doc, "graph"), "jobs")));
 	if (!ret)
 		ret = fetch_lines(out, json_object_get(doc, "fetches"),
 				  "fetching");

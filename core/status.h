@@ -10,11 +10,13 @@
  *                             failed fetch
  *    "notes": [line...],      remarks that are no problem
  *    "run": {...} | null,     the last run's state (run_report)
- *    "fetches": [{...}...]}   each URL input's last fetch state
+ *    "fetches": [{...}...],   each URL input's last fetch state
+ *    "graph": {...} | null}   the job graph's last run (jobs_report)
  *
  * `status` is that document for people and for scripts that wait: exactly
  * "ready\n" when there is no problem, else the problems, one line each;
- * then one line for a run or a fetch going on, and for a fetch queued
+ * then one line for a run, a job graph ("graph: running: 3 of 5 done")
+ * or a fetch going on, and for a fetch queued
  * (run.h's struct run_queue).  A run's end is history
  * (the session's log has it), so `status` never shows it and a script can
  * wait for "ready".

@@ -372,6 +372,48 @@ static const char schema_v9[] =
 #undef COUNT_TRIGGERS
 
 /* migrations[v] takes a database at version v to v + 1. */
+/*
+ * Version 10: the job graph runs (issue 16).  jobs/ is a folder of every
+ * session (what each job left: its script, state, stdout, stderr and
+ * outputs); a session's last graph run and its jobs, kept so that a
+ * remount re-attaches to jobs that outlive the daemon.
+ */
+static const char schema_v10[] =
+	"ALTER TABLE sessions ADD COLUMN jobs_ino INTEGER NOT NULL DEFAULT 0;"
+	SQL_ADD_FOLDER("jobs", 6, "jobs_ino")
+	"UPDATE inodes SET nlink = 2 + (SELECT count(*) FROM inodes c"
+	"  WHERE c.parent = inodes.ino AND (c.mode & 61440) = 16384)"
+	"  WHERE ino IN (SELECT root_ino FROM sessions);"
+	"CREATE TABLE graph_runs ("
+	"  session INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  number INTEGER NOT NULL,"		/* run-<number>/ in the work dir */
+	"  executor TEXT NOT NULL,"		/* local, slurm */
+	"  run_dir TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"		/* running, done, failed, cancelled */
+	"  started_ns INTEGER NOT NULL,"
+	"  ended_ns INTEGER"
+	");"
+	"CREATE TABLE graph_jobs ("
+	"  id INTEGER PRIMARY KEY,"
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  position INTEGER NOT NULL,"		/* in the plan's order */
+	"  node_id TEXT NOT NULL,"
+	"  job_dir TEXT NOT NULL,"
+	"  deps TEXT NOT NULL,"			/* JSON: positions it needs */
+	"  outputs TEXT NOT NULL,"		/* JSON: {name: path} */
+	"  script TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"
+	"  scheduler_id TEXT,"			/* Slurm job id, or local pid */
+	"  pid_start INTEGER,"			/* local: the process's start */
+	"  exit_code INTEGER,"
+	"  message TEXT,"
+	"  time_limit_s INTEGER NOT NULL DEFAULT 0,"	/* local: 0 none */
+	"  queued_ns INTEGER, started_ns INTEGER, ended_ns INTEGER"
+	");"
+	"CREATE UNIQUE INDEX graph_jobs_by_node ON graph_jobs(session, node_id);"
+	"CREATE INDEX graph_jobs_going ON graph_jobs(state)"
+	"  WHERE state IN ('queued', 'submitted', 'running');";
+
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
 	schema_v2,
@@ -382,6 +424,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v7,
 	schema_v8,
 	schema_v9,
+	schema_v10,
 };
 
 int store_column_json(sqlite3_stmt *q, int col, json_t **out)

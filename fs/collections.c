@@ -31,6 +31,14 @@ static int alloc_items(size_t count, struct fs_item **items)
 
 /* ---- nodes/ and edges/ ---------------------------------------------------- */
 
+/* A node whose job has not ended may not change (jobs.h). */
+static int node_busy(struct flowfs *fs, enum graph_kind kind, int64_t session,
+		     const char *id, struct ferr *err)
+{
+	return kind == GRAPH_NODE ? jobs_node_busy(fs->st, session, id, err)
+				  : 0;
+}
+
 static void item_from_graph(const struct graph_item *g, struct fs_item *out)
 {
 	out->key = g->seq;
@@ -121,22 +129,31 @@ static int prefix##_commit(struct flowfs *fs, int64_t session,		\
 			   const char *id, const char *text, size_t len, \
 			   struct ferr *err)				\
 {									\
-	return graph_commit(fs->st, fs_tools(fs, NULL), session, kind,	\
-			    id, text, len, err);			\
+	int ret = node_busy(fs, kind, session, id, err);		\
+									\
+	return ret < 0 ? ret : graph_commit(fs->st, fs_tools(fs, NULL),	\
+					    session, kind, id, text, len, \
+					    err);			\
 }									\
 static int prefix##_remove(struct flowfs *fs, int64_t session,		\
 			   const char *id)				\
 {									\
+	int ret = node_busy(fs, kind, session, id, NULL);		\
+									\
 	/* a node goes with its edges: removing all nodes works in	\
 	 * any order */							\
-	return graph_delete(fs->st, session, kind, id);			\
+	return ret < 0 ? ret : graph_delete(fs->st, session, kind, id);	\
 }									\
 static int prefix##_rename(struct flowfs *fs, int64_t session,		\
 			   const char *from, const char *to,		\
 			   bool replace, struct ferr *err)		\
 {									\
-	return graph_rename(fs->st, session, kind, from, to, replace,	\
-			    err);					\
+	int ret = node_busy(fs, kind, session, from, err);		\
+									\
+	if (!ret && replace)						\
+		ret = node_busy(fs, kind, session, to, err);		\
+	return ret < 0 ? ret : graph_rename(fs->st, session, kind, from, \
+					    to, replace, err);		\
 }
 
 GRAPH_OPS(nodes, GRAPH_NODE)

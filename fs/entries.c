@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fjson.h"
 #include "flowfs-config.h"
@@ -68,6 +69,23 @@ static int render_config(struct flowfs *fs, const struct session_info *s,
 				    ? engine_url_shown(fs->run_opt.engine.url)
 				    : NULL;
 
+		/* where the job graph runs */
+		json_t *container = json_array();
+
+		for (size_t i = 0; container && fs->container &&
+				   fs->container[i]; i++)
+			json_array_append_new(container,
+					      json_string(fs->container[i]));
+		json_object_set_new(doc, "jobs", json_pack(
+			"{ss ss si so}", "executor",
+			fs->jobs_opt.executor == JOBS_SLURM ? "slurm" : "local",
+			"work_dir", fs->jobs_opt.work_dir ? fs->jobs_opt.work_dir
+							   : "",
+			"slots", fs->jobs_opt.slots ? (int)fs->jobs_opt.slots
+				 : (int)sysconf(_SC_NPROCESSORS_ONLN),
+			"container", fs->container ? container : json_null()));
+		if (!fs->container)
+			json_decref(container);
 		json_object_set_new(doc, "engine", url
 			? json_pack("{ss ss sb sb}", "url", url,
 				    "model", fs->run_opt.engine.model, "key",
@@ -471,9 +489,46 @@ static int command_run(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
+/* `echo submit > ctl`: the whole graph checked, then run (jobs.h). */
+static int command_submit(struct flowfs *fs, const struct session_info *s,
+			  struct ferr *err)
+{
+	struct ferr tools_err = FERR_INIT;
+	const struct graph_tools *tools = fs_tools(fs, &tools_err);
+	struct sbuf text = SBUF_INIT, waiting = SBUF_INIT;
+	json_t *graph = NULL;
+	int ret;
+
+	if (tools_err.message[0])
+		return ferr_set(err, -EINVAL, "the tool map cannot be used: %s",
+				tools_err.message);
+	/* an edge waiting for its nodes is not in the graph that would run */
+	ret = graph_problems(fs->st, s->id, &waiting);
+	if (!ret && waiting.len) {
+		char *nl = strchr(waiting.buf, '\n');
+
+		if (nl)
+			*nl = '\0';
+		ret = ferr_set(err, -EINVAL, "the graph is not whole: %s",
+			       waiting.buf);
+	}
+	if (!ret)
+		ret = graph_render_parameters(fs->st, s->id, &text);
+	if (!ret)
+		ret = fjson_parse(&graph, text.buf, text.len, NULL);
+	if (!ret)
+		ret = jobs_submit(fs->jobs, s, graph, graph_tools_map(tools),
+				  err);
+	json_decref(graph);
+	sbuf_release(&text);
+	sbuf_release(&waiting);
+	return ret;
+}
+
 size_t fs_cancel_runs(struct flowfs *fs, int64_t session)
 {
-	size_t cancelled = 0;
+	size_t cancelled = fs->jobs ? (size_t)jobs_cancel(fs->jobs, session)
+				    : 0;
 
 	reap_runs(fs, session);
 	/* the run and the fetches of the session */
@@ -489,7 +544,7 @@ static int command_cancel(struct flowfs *fs, const struct session_info *s,
 			  struct ferr *err)
 {
 	if (!fs_cancel_runs(fs, s->id))
-		return ferr_set(err, -EINVAL, "no run is going on");
+		return ferr_set(err, -EINVAL, "no run or job graph is going on");
 	return 0;
 }
 
@@ -512,6 +567,7 @@ const struct fs_command fs_commands[] = {
 	{ "infer-edges", run_infer_edges },
 	{ "run", command_run },
 	{ "cancel", command_cancel },
+	{ "submit", command_submit },
 	{ NULL, NULL },
 };
 
@@ -643,6 +699,7 @@ const struct entry fs_entries[] = {
 	READ_ONLY("log", render_log),
 	GENERATED("status.json", SCOPE_SESSION, render_status_json),
 	GENERATED("log", SCOPE_SESSION, render_log),
+	FOLDER("jobs", SESSION_JOBS),
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

@@ -29,6 +29,7 @@
 #include "binding.h"
 #include "ferr.h"
 #include "graph.h"
+#include "jobs.h"
 #include "roundstore.h"
 #include "run.h"
 #include "notify.h"
@@ -168,6 +169,12 @@ struct flowfs {
 	struct run **runs;
 	size_t nruns;
 	struct run_queue fetch_queue;	/* run_host.fetches */
+	/* The job graph's runs (`echo submit > ctl`): the monitor thread
+	 * and what it runs with (--executor, --work-dir, --jobs,
+	 * --container); NULL before it starts. */
+	struct jobs *jobs;
+	struct jobs_options jobs_opt;
+	char **container;	/* --container split into argv templates */
 	/* The last contents rendered of entries with a version (below),
 	 * least recently used first out: `cat` asks for one three times
 	 * (lookup, getattr, open), `ls -l output/` for two side by side,

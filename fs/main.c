@@ -55,6 +55,10 @@ struct options {
 	char *fetch_allow;
 	int allow_exec;
 	char *sandbox_user;
+	char *executor;
+	char *work_dir;
+	char *container;
+	long job_slots;
 	char *skill_dirs[MAX_SKILL_DIRS];
 	size_t nskill_dirs;
 	char *db_opt;		/* -o db=FILE (fstab, mount -t fuse.flowfs) */
@@ -84,6 +88,10 @@ static const struct fuse_opt option_spec[] = {
 	{ "--exec-memory=", -1U, KEY_NUMBER },
 	OPT("--allow-exec", allow_exec),
 	{ "--sandbox-user=%s", offsetof(struct options, sandbox_user), 0 },
+	{ "--executor=%s", offsetof(struct options, executor), 0 },
+	{ "--work-dir=%s", offsetof(struct options, work_dir), 0 },
+	{ "--container=%s", offsetof(struct options, container), 0 },
+	{ "--jobs=", -1U, KEY_NUMBER },
 	{ "--max-fetch=%s", offsetof(struct options, max_fetch), 0 },
 	{ "--fetch-timeout=", -1U, KEY_NUMBER },
 	{ "--fetch-low-speed=%s", offsetof(struct options, fetch_low_speed), 0 },
@@ -119,6 +127,7 @@ static const struct numeric_opt {
 	{ "--fetch-timeout", offsetof(struct options, fetch_timeout_s),
 	  1, 7 * 86400 },
 	{ "--fetch-jobs", offsetof(struct options, fetch_jobs), 1, 64 },
+	{ "--jobs", offsetof(struct options, job_slots), 1, 4096 },
 };
 
 /* --NAME=VALUE of numeric_opts[] into its field; one line and -1 when
@@ -254,6 +263,15 @@ static void usage(const char *prog)
 	       "              and this machine's addresses too (refused by default)\n"
 	       "  --fetch-allow=ADDR[/BITS],...  fetch from these addresses and\n"
 	       "              ranges whatever they are (e.g. a NAS: 192.168.1.10)\n"
+	       "  --executor=local|slurm  where `echo submit > SESSION/ctl` runs the\n"
+	       "              job graph: this machine (default) or Slurm (sbatch)\n"
+	       "  --work-dir=DIR  the jobs' folders, outside the mount; on a file\n"
+	       "              system the cluster's nodes reach for slurm (default\n"
+	       "              $XDG_STATE_HOME/flowfs/jobs, ~/.local/state/flowfs/jobs)\n"
+	       "  --jobs=N    local jobs running at once (the CPUs; 1 to 4096)\n"
+	       "  --container=CMD  run a node that has an image as CMD + its command,\n"
+	       "              CMD's words templates seeing {{ image }} and\n"
+	       "              {{ job_dir }} (e.g. \"apptainer exec docker://{{ image }}\")\n"
 	       "  -f          stay in the foreground and print log lines on stderr\n"
 	       "              (else they go to syslog)\n"
 	       "  -d          debug: print every request (implies -f)\n"
@@ -641,6 +659,99 @@ static void log_cgroups(struct flowfs *fs, const struct ferr *why)
 			 " each and %ld processes", why->message,
 			 lim->memory_mib > 0 ? lim->memory_mib : 2048, procs);
 	fs_log(fs, 0, "", "experiments", line);
+}
+
+/* $XDG_STATE_HOME/flowfs/jobs (~/.local/state/flowfs/jobs). */
+static char *default_work_dir(void)
+{
+	const char *state = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	char *path = NULL;
+
+	if (state && state[0] == '/')
+		return asprintf(&path, "%s/flowfs/jobs", state) < 0 ? NULL : path;
+	if (home && *home)
+		return asprintf(&path, "%s/.local/state/flowfs/jobs", home) < 0
+			       ? NULL : path;
+	return strdup("/tmp/flowfs-jobs");
+}
+
+/* --container's words, each a template (checked when a job is made). */
+static int split_words(const char *text, char ***out)
+{
+	char **words = NULL, **grown, *copy = strdup(text), *save = NULL;
+	size_t n = 0;
+
+	*out = NULL;
+	if (!copy)
+		return -ENOMEM;
+	for (char *w = strtok_r(copy, " \t", &save); w;
+	     w = strtok_r(NULL, " \t", &save)) {
+		grown = realloc(words, (n + 2) * sizeof(*grown));
+		if (!grown)
+			break;
+		words = grown;
+		words[n++] = strdup(w);
+		words[n] = NULL;
+	}
+	free(copy);
+	*out = words;
+	return words ? 0 : -EINVAL;
+}
+
+/*
+ * Where the job graph runs: the executor, and a work folder of its own
+ * outside the mount (a job writing into the mount would call the daemon
+ * that waits for it).  One line and -EINVAL for a bad value.
+ */
+static int configure_jobs(struct flowfs *fs, const struct options *opts,
+			  const char *mountpoint)
+{
+	struct jobs_options *o = &fs->jobs_opt;
+	char *dir, *real;
+	size_t ml = strlen(mountpoint);
+	int ret;
+
+	if (!opts->executor || !strcmp(opts->executor, "local")) {
+		o->executor = JOBS_LOCAL;
+	} else if (!strcmp(opts->executor, "slurm")) {
+		o->executor = JOBS_SLURM;
+	} else {
+		fprintf(stderr, "flowfs: --executor takes local or slurm, not"
+			" \"%s\"\n", opts->executor);
+		return -EINVAL;
+	}
+	dir = opts->work_dir ? absolute_path(opts->work_dir)
+			     : default_work_dir();
+	if (!dir)
+		return -ENOMEM;
+	ret = make_parent_dirs(dir);
+	if (!ret && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		ret = -errno;
+	real = ret ? NULL : realpath(dir, NULL);
+	if (!real) {
+		fprintf(stderr, "flowfs: cannot make the work folder %s: %s\n",
+			dir, strerror(ret ? -ret : errno));
+		free(dir);
+		return -EINVAL;
+	}
+	free(dir);
+	if (!strncmp(real, mountpoint, ml) &&
+	    (real[ml] == '/' || !real[ml] || ml == 1)) {
+		fprintf(stderr, "flowfs: the work folder %s is inside the mount"
+			" point: jobs must run outside it (--work-dir)\n", real);
+		free(real);
+		return -EINVAL;
+	}
+	o->work_dir = real;
+	o->slots = (unsigned)(opts->job_slots > 0 ? opts->job_slots : 0);
+	if (opts->container &&
+	    split_words(opts->container, &fs->container) < 0) {
+		fprintf(stderr, "flowfs: --container needs a command\n");
+		return -EINVAL;
+	}
+	o->container = (const char *const *)fs->container;
+	return 0;
 }
 
 /* What runs use: the engine, exec, and the filesystem they write to. */
@@ -1065,6 +1176,8 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	ret = configure_runs(&fs, &opts, engine_key);
+	if (!ret)
+		ret = configure_jobs(&fs, &opts, cmd.mountpoint);
 	if (ret < 0) {
 		ret = ret == -EINVAL ? EXIT_USAGE : 1;
 		goto out;
@@ -1158,6 +1271,12 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
 	}
+	fs.jobs_opt.tools_path = fs.tools_path;
+	/* the job graphs a run left going: taken up again */
+	if (jobs_start(&fs.jobs, &fs.run_host, &fs.jobs_opt, &err) < 0) {
+		fprintf(stderr, "flowfs: %s\n", err.message);
+		goto out_unmount;
+	}
 	fs.mounted_ns = store_now_ns();
 	fs.uid = getuid();
 	fs.gid = getgid();
@@ -1203,6 +1322,9 @@ out_unmount:
 	fs_release_open_handles(&fs);
 	fs_spiller_stop(&fs);
 	fs_stop_runs(&fs);
+	/* the jobs go on; the next mount takes them up */
+	jobs_stop(fs.jobs);
+	fs.jobs = NULL;
 	fs_notifier_stop(fs.notifier);
 	fs.notifier = NULL;
 	if (fs.wst) {
@@ -1247,6 +1369,10 @@ out:
 	free(fs.mountpoint);
 	free(db);
 	free(cmd.mountpoint);
+	free((char *)fs.jobs_opt.work_dir);
+	for (size_t i = 0; fs.container && fs.container[i]; i++)
+		free(fs.container[i]);
+	free(fs.container);
 	free(opts.db);
 	free(opts.db_opt);
 	free(opts.source);

@@ -1983,6 +1983,9 @@ static int remove_session(struct flowfs *fs, const struct session_info *s)
 		ret = refuse_at_root(fs, -ENOTEMPTY, s->name, "the session"
 				     " holds files, a job graph, a context or"
 				     " rounds (rm -rf removes it all)");
+	/* before the rows that know the jobs go with the session */
+	if (!ret && fs->jobs)
+		jobs_cancel(fs->jobs, s->id);
 	if (!ret)
 		ret = session_delete(fs->st, fs->tree, s->id);
 	if (!ret) {
@@ -2096,6 +2099,10 @@ static int commit_alone(struct flowfs *fs, const struct doc_target *t,
 	const struct graph_tools *tools = fs_tools(fs, NULL);
 	int ret;
 
+	/* parameters.json replaces the graph a run is running */
+	ret = jobs_node_busy(fs->st, t->session, NULL, err);
+	if (ret < 0)
+		return ret;
 	fs->tools_pins++;
 	fs_leave(fs);
 	ret = fs_entries[t->row].commit_alone(fs->wst, tools, t->session, text,
@@ -2382,8 +2389,13 @@ static int move_session(struct flowfs *fs, const struct session_info *s,
 			session_find(fs->st, newname, &old) == 0 &&
 			old.id != s->id;
 	struct ferr err = FERR_INIT;
-	int ret = session_move(fs->st, fs->tree, s, to_root ? 0 : np->ino,
-			       newname, noreplace, &err);
+	int ret;
+
+	/* the replaced session's rows go with it: its jobs stop first */
+	if (replaces && fs->jobs)
+		jobs_cancel(fs->jobs, old.id);
+	ret = session_move(fs->st, fs->tree, s, to_root ? 0 : np->ino,
+			   newname, noreplace, &err);
 
 	if (ret < 0 && err.message[0])
 		refuse_at_root(fs, ret, newname, "%s", err.message);

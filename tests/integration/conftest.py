@@ -762,3 +762,78 @@ def user_data(s, generated=True, times="ns"):
         out["summary"] = read_bytes(s / "output" / "summary.json")
         out["status"] = read_bytes(s / "status")
     return out
+
+
+# -- a real single-node Slurm (issue 16) --------------------------------------
+
+# tools/test starts the cluster with tools/slurm-cluster and exports
+# FLOWFS_SLURM_CONF, or FLOWFS_SLURM_UNAVAILABLE with why it could not.
+SLURM_NO_CLUSTER = ("no test cluster: run tools/test, or tools/slurm-cluster "
+                    "start DIR as root and set FLOWFS_SLURM_CONF")
+SLURM_TIMEOUT = 30      # a job of the tests starts and ends well within it
+
+
+class SlurmCluster:
+    """The test cluster: `env` is what a Slurm client (sbatch, squeue,
+    scancel) needs in its environment; the rest runs those clients."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.env = {"SLURM_CONF": conf}
+
+    def run(self, *args, **kw):
+        """A Slurm client run to its end with `env` added to ours."""
+        env = dict(os.environ)
+        env.update(self.env)
+        return run(*args, env=env, **kw)
+
+    def sbatch(self, *args, cwd=None):
+        """Submit; the job id (sbatch --parsable prints "ID[;cluster]")."""
+        r = self.run("sbatch", "--parsable", *args, cwd=cwd)
+        assert r.returncode == 0 and r.stdout.strip(), (r.args, r.returncode,
+                                                        r.stdout, r.stderr)
+        return int(r.stdout.strip().split(";")[0])
+
+    def squeue(self, jobid):
+        """(state, reason) of the job in any state, e.g. ("PENDING",
+        "Dependency"), ("COMPLETED", "None"); None when slurmctld no longer
+        knows it (MinJobAge, 60 s, after it ended).  Without -t all,
+        squeue -j leaves finished jobs out."""
+        r = self.run("squeue", "-h", "-t", "all", f"-j{jobid}", "-o", "%T,%r")
+        if r.returncode != 0 and "Invalid job id" in r.stderr:
+            return None
+        assert r.returncode == 0, (r.args, r.returncode, r.stderr)
+        line = r.stdout.strip()
+        if not line:
+            return None
+        state, reason = line.split(",", 1)
+        return state, reason
+
+    def wait_state(self, jobid, *states, timeout=SLURM_TIMEOUT):
+        """Wait until the job is in one of `states`; its (state, reason)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self.squeue(jobid)
+            if seen is not None and seen[0] in states:
+                return seen
+            if time.monotonic() > deadline:
+                pytest.fail(f"job {jobid} not in {states} after {timeout} s; "
+                            f"squeue says {seen}")
+            time.sleep(0.1)
+
+    def scancel(self, *jobids):
+        clean(self.run("scancel", *[str(j) for j in jobids]))
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """The test cluster tools/test started; skips, saying why, without one."""
+    conf = os.environ.get("FLOWFS_SLURM_CONF")
+    if not conf:
+        why = os.environ.get("FLOWFS_SLURM_UNAVAILABLE")
+        pytest.skip(f"no test cluster: {why}" if why else SLURM_NO_CLUSTER)
+    if not os.access(conf, os.R_OK):
+        pytest.fail(f"FLOWFS_SLURM_CONF={conf} is not readable: the test "
+                    "cluster's folder must be open to this user",
+                    pytrace=False)
+    return SlurmCluster(conf)

@@ -515,8 +515,12 @@ static void test_migration_from_version_5(void **state)
 	assert_int_equal(tree_lookup(fx->t, s.root_ino, "rounds", &a), 0);
 	assert_int_equal(a.ino, s.rounds_ino);
 	assert_int_equal(a.tag, SESSION_ROUNDS);
+	/* 2 + the six folders, jobs/ (v10) among them */
+	assert_int_equal(tree_lookup(fx->t, s.root_ino, "jobs", &a), 0);
+	assert_int_equal(a.ino, s.jobs_ino);
+	assert_int_equal(a.tag, SESSION_JOBS);
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
-	assert_int_equal(a.nlink, 7);
+	assert_int_equal(a.nlink, 8);
 	/* v8 tags the session's root as one, and the session is listed */
 	assert_true(a.session_root);
 	assert_int_equal(a.tag, TREE_TAG_SESSION_ROOT);

@@ -124,8 +124,8 @@ static void test_create(void **state)
 	assert_int_equal(a.mode & 07777, 0750);
 	assert_int_equal(a.uid, 1234);
 	assert_int_equal(a.gid, 5678);
-	/* 2 + uploads/, output/, nodes/, edges/, rounds/ */
-	assert_int_equal(a.nlink, 7);
+	/* 2 + uploads/, output/, nodes/, edges/, rounds/, jobs/ */
+	assert_int_equal(a.nlink, 8);
 	assert_true(a.session_root);
 	assert_int_equal(a.session, s.id);
 	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
@@ -153,8 +153,8 @@ static void test_create(void **state)
 	assert_int_equal(session_count(fx->st, &n), 0);
 	assert_int_equal(n, 1);
 	assert_true(sqlite3_get_autocommit(store_db(fx->st)));
-	/* the failed create left no rows behind: the root, its 5 folders */
-	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes"), 6);
+	/* the failed create left no rows behind: the root, its 6 folders */
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM inodes"), 7);
 }
 
 static void test_create_names(void **state)
@@ -721,9 +721,9 @@ static void test_renew_uploads(void **state)
 	struct tree_attr a;
 	uint64_t old = s.uploads_ino;
 
-	/* root: 2 + uploads/, output/, nodes/, edges/, rounds/ */
+	/* root: 2 + uploads/, output/, nodes/, edges/, rounds/, jobs/ */
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
-	assert_int_equal(a.nlink, 7);
+	assert_int_equal(a.nlink, 8);
 	assert_int_equal(session_renew_folder(fx->st, fx->t, &s, SESSION_UPLOADS), 0);
 	assert_true(s.uploads_ino != old);
 	assert_int_equal(tree_lookup(fx->t, s.root_ino, "uploads", &a), 0);
@@ -731,7 +731,7 @@ static void test_renew_uploads(void **state)
 	assert_true(S_ISDIR(a.mode));
 	assert_int_equal(a.nlink, 2);
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
-	assert_int_equal(a.nlink, 7);
+	assert_int_equal(a.nlink, 8);
 	assert_int_equal(session_get(fx->st, s.id, &f), 0);
 	assert_int_equal(f.uploads_ino, s.uploads_ino);
 	/* the new uploads/ is usable */

@@ -130,7 +130,8 @@ static const char READY_JSON[] = "{\n"
 	"  \"problems\": [],\n"
 	"  \"notes\": [],\n"
 	"  \"run\": null,\n"
-	"  \"fetches\": []\n"
+	"  \"fetches\": [],\n"
+	"  \"graph\": null\n"
 	"}";
 
 static void test_a_new_session_is_ready(void **state)
@@ -171,7 +172,8 @@ static void test_problems_of_every_part(void **state)
 	       "  ],\n"
 	       "  \"notes\": [],\n"
 	       "  \"run\": null,\n"
-	       "  \"fetches\": []\n"
+	       "  \"fetches\": [],\n"
+	       "  \"graph\": null\n"
 	       "}",
 	       "missing required parameters: n\n"
 	       "rounds/2.json is missing: rounds are numbered from 1 without"

@@ -52,7 +52,16 @@ void unit_db_close(const char *dir, struct store *st, struct tree *t);
  */
 void unit_db_reopen_after(const char *path, const char *undo,
 			  struct store **st, struct tree **t);
-#define UNIT_UNDO_V9 \
+/* What version 10 added, undone (to test migrations from before it). */
+#define UNIT_UNDO_V10 \
+	"DROP TABLE graph_jobs;" \
+	"DROP TABLE graph_runs;" \
+	"DELETE FROM inodes WHERE ino IN (SELECT jobs_ino FROM sessions);" \
+	"ALTER TABLE sessions DROP COLUMN jobs_ino;" \
+	"UPDATE inodes SET nlink = nlink - 1" \
+	"  WHERE ino IN (SELECT root_ino FROM sessions);"
+
+#define UNIT_UNDO_V9 UNIT_UNDO_V10 \
 	"DROP TRIGGER graph_nodes_counted;" \
 	"DROP TRIGGER graph_nodes_uncounted;" \
 	"DROP TRIGGER graph_nodes_moved;" \

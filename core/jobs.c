@@ -1,0 +1,1796 @@
+/* jobs: the job graph runs; see jobs.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "fjson.h"
+#include "jobs.h"
+#include "jobspec.h"
+#include "tree.h"
+
+extern char **environ;
+
+#define KILL_GRACE_NS (5LL * 1000000000)
+#define COMMAND_TIMEOUT_MS 30000
+#define COMMAND_OUTPUT_MAX (256 * 1024)
+/* polls a Slurm job may be out of the queue without its exit file
+ * before it counts as ended without one (a shared file system lags) */
+#define MISSING_POLLS 5
+
+struct kill_later {
+	pid_t pid;
+	int64_t at_ns;
+};
+
+struct jobs {
+	struct run_host *host;
+	struct jobs_options opt;
+	char *work_dir;
+	unsigned slots;
+	bool slurm_going;	/* the last poll saw Slurm jobs: poll slower */
+	pthread_t thread;
+	pthread_mutex_t mu;	/* guards stop and the lists below */
+	bool stop;
+	/* the monitor sleeps in poll() on this (a submit, a cancel, a stop
+	 * writes it) and on a pidfd of each local job running, so a job's
+	 * end starts the next at once, not at the next poll */
+	int wake_fd;
+	pid_t watch[64];
+	size_t nwatch;
+	/* Slurm ids cancelled under the lock, for the monitor's scancel */
+	char **scancel;
+	size_t nscancel;
+	/* local process groups to SIGKILL once their grace is over */
+	struct kill_later *kills;
+	size_t nkills;
+	/* job row id -> polls missing from squeue */
+	json_t *missing;
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static void lock(struct jobs *j)
+{
+	j->host->lock(j->host->ctx);
+}
+
+static void unlock(struct jobs *j)
+{
+	j->host->unlock(j->host->ctx);
+}
+
+static void iso_time(int64_t s, char *buf, size_t size)
+{
+	time_t t = (time_t)s;
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ",
+					    &tm))
+		snprintf(buf, size, "%" PRId64, s);
+}
+
+static void wake(struct jobs *j)
+{
+	uint64_t one = 1;
+
+	/* a full counter already wakes it */
+	if (write(j->wake_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+static void log_line(struct jobs *j, int64_t session, const char *node,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void log_line(struct jobs *j, int64_t session, const char *node,
+		     const char *fmt, ...)
+{
+	char path[300], msg[700];
+	va_list ap;
+
+	if (!j->host->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (node)
+		snprintf(path, sizeof(path), "jobs/%s", node);
+	else
+		snprintf(path, sizeof(path), "ctl");
+	j->host->log(j->host->ctx, session, path, msg);
+}
+
+/* ---- the files in jobs/<node>/ ------------------------------------------- */
+
+/* jobs/<node>/ of the session, made when missing; lock held. */
+static int node_folder(struct jobs *j, int64_t session, const char *node,
+		       uint64_t *ino)
+{
+	struct session_info s;
+	struct tree_attr a;
+	int ret = session_get(j->host->st, session, &s);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_lookup(j->host->tree, s.jobs_ino, node, &a);
+	if (ret == -ENOENT) {
+		ret = tree_create(j->host->tree, s.jobs_ino, node,
+				  S_IFDIR | 0755, s.uid, s.gid, NULL, &a);
+		if (!ret)
+			j->host->changed(j->host->ctx, session, s.jobs_ino,
+					 node);
+	}
+	if (!ret && !S_ISDIR(a.mode))
+		ret = -ENOTDIR;
+	if (!ret)
+		*ino = a.ino;
+	return ret;
+}
+
+static int put_node_file(struct jobs *j, int64_t session, const char *node,
+			 const char *name, const char *data, size_t len)
+{
+	uint64_t folder;
+	int ret = node_folder(j, session, node, &folder);
+
+	if (!ret)
+		ret = tree_put_file(j->host->tree, folder, name, data, len,
+				    NULL);
+	if (!ret)
+		j->host->changed(j->host->ctx, session, folder, name);
+	return ret;
+}
+
+/* The row of one job, as the monitor and the state file need it. */
+struct job_row {
+	int64_t id, session, position;
+	char *node_id, *job_dir, *state, *scheduler_id, *message, *executor;
+	json_t *deps, *outputs;
+	int64_t pid_start, exit_code, queued_ns, started_ns, ended_ns;
+	int64_t time_limit_s;
+	bool has_exit;
+};
+
+static void row_release(struct job_row *r)
+{
+	free(r->node_id);
+	free(r->job_dir);
+	free(r->state);
+	free(r->scheduler_id);
+	free(r->message);
+	free(r->executor);
+	json_decref(r->deps);
+	json_decref(r->outputs);
+	memset(r, 0, sizeof(*r));
+}
+
+static char *col_text(sqlite3_stmt *q, int col)
+{
+	const unsigned char *t = sqlite3_column_text(q, col);
+
+	return t ? strdup((const char *)t) : NULL;
+}
+
+#define ROW_COLUMNS "j.id, j.session, j.position, j.node_id, j.job_dir," \
+	" j.state, j.scheduler_id, j.message, r.executor, j.deps, j.outputs," \
+	" coalesce(j.pid_start, 0), j.exit_code, coalesce(j.queued_ns, 0)," \
+	" coalesce(j.started_ns, 0), coalesce(j.ended_ns, 0), j.time_limit_s"
+#define ROW_FROM " FROM graph_jobs j JOIN graph_runs r ON r.session = j.session"
+
+static int read_row(sqlite3_stmt *q, struct job_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = sqlite3_column_int64(q, 0);
+	r->session = sqlite3_column_int64(q, 1);
+	r->position = sqlite3_column_int64(q, 2);
+	r->node_id = col_text(q, 3);
+	r->job_dir = col_text(q, 4);
+	r->state = col_text(q, 5);
+	r->scheduler_id = col_text(q, 6);
+	r->message = col_text(q, 7);
+	r->executor = col_text(q, 8);
+	r->pid_start = sqlite3_column_int64(q, 11);
+	r->has_exit = sqlite3_column_type(q, 12) != SQLITE_NULL;
+	r->exit_code = sqlite3_column_int64(q, 12);
+	r->queued_ns = sqlite3_column_int64(q, 13);
+	r->started_ns = sqlite3_column_int64(q, 14);
+	r->ended_ns = sqlite3_column_int64(q, 15);
+	r->time_limit_s = sqlite3_column_int64(q, 16);
+	if (!r->node_id || !r->job_dir || !r->state || !r->executor)
+		return -ENOMEM;
+	if (store_column_json(q, 9, &r->deps) < 0 ||
+	    store_column_json(q, 10, &r->outputs) < 0)
+		return -EIO;
+	return 0;
+}
+
+/* Rows of `where` (an SQL condition on j and r, ?1 bound to `arg`). */
+static int read_rows(struct store *st, const char *sql, int64_t arg,
+		     struct job_row **rows, size_t *n)
+{
+	sqlite3_stmt *q = store_stmt(st, sql);
+	struct job_row *list = NULL, *grown;
+	size_t count = 0;
+	int rc, ret = 0;
+
+	*rows = NULL;
+	*n = 0;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, arg);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		grown = realloc(list, (count + 1) * sizeof(*list));
+		if (!grown) {
+			ret = -ENOMEM;
+			break;
+		}
+		list = grown;
+		ret = read_row(q, &list[count++]);
+		if (ret < 0)
+			break;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	store_done(q);
+	if (ret < 0) {
+		for (size_t i = 0; i < count; i++)
+			row_release(&list[i]);
+		free(list);
+		return ret;
+	}
+	*rows = list;
+	*n = count;
+	return 0;
+}
+
+static void rows_free(struct job_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		row_release(&rows[i]);
+	free(rows);
+}
+
+static int write_state_file(struct jobs *j, const struct job_row *r,
+			    const char *extra)
+{
+	struct sbuf s = SBUF_INIT;
+	char t[40];
+	int ret = sbuf_addf(&s, "%s\n", r->state);
+
+	if (!ret && r->scheduler_id)
+		ret = sbuf_addf(&s, "scheduler_id %s\n", r->scheduler_id);
+	if (!ret && r->has_exit)
+		ret = sbuf_addf(&s, "exit_code %" PRId64 "\n", r->exit_code);
+	if (!ret && r->queued_ns) {
+		iso_time(r->queued_ns / 1000000000, t, sizeof(t));
+		ret = sbuf_addf(&s, "queued %s\n", t);
+	}
+	if (!ret && r->started_ns) {
+		iso_time(r->started_ns / 1000000000, t, sizeof(t));
+		ret = sbuf_addf(&s, "started %s\n", t);
+	}
+	if (!ret && r->ended_ns) {
+		iso_time(r->ended_ns / 1000000000, t, sizeof(t));
+		ret = sbuf_addf(&s, "ended %s\n", t);
+	}
+	if (!ret && r->message && *r->message)
+		ret = sbuf_addf(&s, "message %s\n", r->message);
+	if (!ret && extra && *extra)
+		ret = sbuf_addstr(&s, extra);
+	if (!ret)
+		ret = put_node_file(j, r->session, r->node_id, "state", s.buf,
+				    s.len);
+	sbuf_release(&s);
+	return ret;
+}
+
+/* Store a new state (and what goes with it) and show it; lock held. */
+static int set_state(struct jobs *j, struct job_row *r, const char *state,
+		     const char *message, const char *extra)
+{
+	static const char sql[] = "UPDATE graph_jobs SET state = ?2,"
+		" scheduler_id = ?3, message = ?4, exit_code = ?5,"
+		" pid_start = ?6, started_ns = nullif(?7, 0),"
+		" ended_ns = nullif(?8, 0) WHERE id = ?1";
+	char *s = strdup(state), *m = message ? strdup(message) : NULL;
+	int ret;
+
+	if (!s || (message && !m)) {
+		free(s);
+		free(m);
+		return -ENOMEM;
+	}
+	free(r->state);
+	r->state = s;
+	if (message) {
+		free(r->message);
+		r->message = m;
+	}
+	ret = store_run(j->host->st, sql, STORE_INT(r->id),
+			STORE_TEXT(r->state), STORE_TEXT(r->scheduler_id),
+			STORE_TEXT(r->message),
+			r->has_exit ? STORE_INT(r->exit_code) : STORE_NULL,
+			STORE_INT(r->pid_start), STORE_INT(r->started_ns),
+			STORE_INT(r->ended_ns));
+	if (!ret)
+		ret = write_state_file(j, r, extra);
+	log_line(j, r->session, r->node_id, "%s%s%s", r->state,
+		 r->message && *r->message ? ": " : "",
+		 r->message ? r->message : "");
+	return ret;
+}
+
+/* ---- reading what a job left --------------------------------------------- */
+
+static int open_beneath(const char *dir, const char *rel)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd;
+
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(dfd);
+	return fd;
+}
+
+/* The file's last `max` bytes (all of it when `whole` and it fits):
+ * -EFBIG when `whole` and it does not, -EINVAL when not a regular file. */
+static int read_tail(const char *dir, const char *rel, size_t max, bool whole,
+		     struct sbuf *out, size_t *cut)
+{
+	int fd = open_beneath(dir, rel);
+	struct stat st;
+	off_t from = 0;
+	int ret = 0;
+
+	*cut = 0;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if ((size_t)st.st_size > max) {
+		if (whole) {
+			ret = -EFBIG;
+			goto out;
+		}
+		from = st.st_size - (off_t)max;
+		*cut = (size_t)from;
+	}
+	for (;;) {
+		ssize_t n;
+
+		ret = sbuf_grow(out, 65536);
+		if (ret < 0)
+			goto out;
+		n = pread(fd, out->buf + out->len, 65536, from);
+		if (n < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (!n || out->len + (size_t)n > max + 65536)
+			break;
+		sbuf_setlen(out, out->len + (size_t)n);
+		from += n;
+	}
+out:
+	close(fd);
+	return ret;
+}
+
+/* "<code> <seconds>" from the exit file: 1 when there, 0 when not. */
+static int read_exit(const char *dir, int64_t *code, int64_t *when)
+{
+	struct sbuf s = SBUF_INIT;
+	size_t cut;
+	long long c, w;
+	int ret = read_tail(dir, JOBSPEC_EXIT, 64, true, &s, &cut);
+
+	if (ret == -ENOENT || ret == -EFBIG || ret == -EINVAL)
+		ret = 0;
+	else if (!ret)
+		ret = sscanf(s.buf, "%lld %lld", &c, &w) == 2 ? 1 : 0;
+	if (ret == 1) {
+		*code = c;
+		*when = w;
+	}
+	sbuf_release(&s);
+	return ret;
+}
+
+static int64_t read_started(const char *dir)
+{
+	struct sbuf s = SBUF_INIT;
+	size_t cut;
+	long long w = 0;
+
+	if (read_tail(dir, JOBSPEC_STARTED, 64, true, &s, &cut) == 0)
+		sscanf(s.buf, "%lld", &w);
+	sbuf_release(&s);
+	return w;
+}
+
+/* stdout, stderr and the outputs into jobs/<node>/; lock held.  What
+ * could not come is said in *notes. */
+static void bring_files(struct jobs *j, const struct job_row *r,
+			struct sbuf *notes)
+{
+	static const struct { const char *from, *to; } logs[] = {
+		{ JOBSPEC_STDOUT, "stdout" }, { JOBSPEC_STDERR, "stderr" },
+	};
+	const char *name;
+	json_t *path;
+
+	for (size_t i = 0; i < 2; i++) {
+		struct sbuf s = SBUF_INIT, all = SBUF_INIT;
+		size_t cut = 0;
+
+		if (read_tail(r->job_dir, logs[i].from, JOBS_LOG_MAX, false, &s,
+			      &cut) < 0)
+			sbuf_reset(&s);
+		if (cut)
+			sbuf_addf(&all, "[flowfs: the first %zu bytes are cut; "
+				  "the whole file is %s/%s]\n", cut, r->job_dir,
+				  logs[i].from);
+		sbuf_add(&all, s.buf, s.len);
+		put_node_file(j, r->session, r->node_id, logs[i].to, all.buf,
+			      all.len);
+		sbuf_release(&s);
+		sbuf_release(&all);
+	}
+	json_object_foreach(r->outputs, name, path) {
+		const char *p = json_string_value(path);
+		size_t dl = strlen(r->job_dir), cut;
+		const char *rel, *base;
+		struct sbuf s = SBUF_INIT;
+		char shown[300];
+		int ret;
+
+		/* the job folder itself (out_<label>) is not a file */
+		if (!p || strncmp(p, r->job_dir, dl) || p[dl] != '/')
+			continue;
+		rel = p + dl + 1;
+		base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+		snprintf(shown, sizeof(shown), "%s%s",
+			 !strcmp(base, "state") || !strcmp(base, "script") ||
+				 !strcmp(base, "stdout") ||
+				 !strcmp(base, "stderr")
+			 ? "output-" : "", base);
+		ret = read_tail(r->job_dir, rel, JOBS_OUTPUT_MAX, true, &s,
+				&cut);
+		if (!ret)
+			ret = put_node_file(j, r->session, r->node_id, shown,
+					    s.buf, s.len);
+		if (ret < 0)
+			sbuf_addf(notes, "not_brought %s (%s)\n", name,
+				  ret == -ENOENT ? "no such file"
+				  : ret == -EFBIG ? "over 64 MiB"
+				  : ret == -ELOOP || ret == -EXDEV
+					  ? "a symbolic link"
+				  : ret == -EINVAL ? "not a regular file"
+						   : strerror(-ret));
+		sbuf_release(&s);
+	}
+}
+
+/* ---- running commands (sbatch, squeue, scancel) ------------------------- */
+
+/* argv run with stdout and stderr captured (each to
+ * COMMAND_OUTPUT_MAX), killed after COMMAND_TIMEOUT_MS: its exit status
+ * (0..255), 128 + signal, or a negative errno when it did not start. */
+static int run_command(char *const argv[], struct sbuf *out, struct sbuf *err)
+{
+	int po[2], pe[2], status = 0, ret;
+	int64_t deadline = store_now_ns() + COMMAND_TIMEOUT_MS * 1000000LL;
+	bool open_o = true, open_e = true, killed = false;
+	pid_t pid;
+
+	if (pipe2(po, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(pe, O_CLOEXEC) < 0) {
+		ret = -errno;
+		close(po[0]);
+		close(po[1]);
+		return ret;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+
+		dup2(devnull, 0);
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		execvp(argv[0], argv);
+		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	ret = pid < 0 ? -errno : 0;
+	close(po[1]);
+	close(pe[1]);
+	while (!ret && (open_o || open_e)) {
+		struct pollfd p[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
+		int64_t left = (deadline - store_now_ns()) / 1000000;
+		char buf[4096];
+
+		if (!open_o)
+			p[0].fd = -1;
+		if (!open_e)
+			p[1].fd = -1;
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			killed = true;
+			break;
+		}
+		if (poll(p, 2, (int)left) < 0 && errno != EINTR)
+			break;
+		for (int k = 0; k < 2; k++) {
+			struct sbuf *to = k ? err : out;
+			ssize_t n;
+
+			if (p[k].fd < 0 || !p[k].revents)
+				continue;
+			n = read(p[k].fd, buf, sizeof(buf));
+			if (n <= 0) {
+				if (k)
+					open_e = false;
+				else
+					open_o = false;
+			} else if (to->len < COMMAND_OUTPUT_MAX) {
+				sbuf_add(to, buf, (size_t)n);
+			}
+		}
+	}
+	close(po[0]);
+	close(pe[0]);
+	if (pid > 0) {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (killed)
+			sbuf_addf(err, "%s did not answer in %d s",
+				  argv[0], COMMAND_TIMEOUT_MS / 1000);
+		ret = WIFEXITED(status) ? WEXITSTATUS(status)
+			: 128 + WTERMSIG(status);
+	}
+	return ret;
+}
+
+/* One line of a command's complaint, for a state's message. */
+static void one_line(struct sbuf *s)
+{
+	char *nl;
+
+	while (s->len && (s->buf[s->len - 1] == '\n' ||
+			  s->buf[s->len - 1] == ' '))
+		sbuf_setlen(s, s->len - 1);
+	while ((nl = memchr(s->buf, '\n', s->len)))
+		*nl = ' ';
+	if (s->len > 400)
+		sbuf_setlen(s, 400);
+}
+
+/* ---- local jobs ------------------------------------------------------------ */
+
+static int64_t proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* after the command name's closing parenthesis: " <field 3>
+	 * <field 4>...", each step one field on; starttime is field 22
+	 * (vsize, 23, changes at exec) */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	p++;
+	for (int field = 3; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &start) != 1)
+		return -1;
+	return (int64_t)start;
+}
+
+static bool local_alive(pid_t pid, int64_t start)
+{
+	return pid > 0 && proc_start(pid) == start;
+}
+
+/* The environment of a job: the daemon's, without FLOWFS_* (the
+ * engine's key may be among them). */
+static char **job_environment(void)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 1, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "FLOWFS_", 7))
+			env[k++] = environ[i];
+	return env;
+}
+
+/* Start `script` in `dir` as a process of no one's: its pid and start. */
+static int local_spawn(const char *dir, const char *script, pid_t *pid_out,
+		       int64_t *start_out)
+{
+	char **env = job_environment();
+	int pfd[2], ret = 0, status;
+	pid_t mid, pid = 0;
+
+	if (!env)
+		return -ENOMEM;
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		free(env);
+		return -errno;
+	}
+	mid = fork();
+	if (mid == 0) {
+		sigset_t none;
+		pid_t child;
+
+		sigemptyset(&none);
+		child = fork();
+		if (child == 0) {
+			char out[PATH_MAX], errp[PATH_MAX];
+			int in, o, e;
+
+			setsid();
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			for (int s = 1; s < NSIG; s++)
+				signal(s, SIG_DFL);
+			snprintf(out, sizeof(out), "%s/%s", dir, JOBSPEC_STDOUT);
+			snprintf(errp, sizeof(errp), "%s/%s", dir,
+				 JOBSPEC_STDERR);
+			in = open("/dev/null", O_RDONLY);
+			o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (in < 0 || o < 0 || e < 0 || chdir(dir) < 0)
+				_exit(126);
+			dup2(in, 0);
+			dup2(o, 1);
+			dup2(e, 2);
+			syscall(SYS_close_range, 3, ~0U, 0);
+			execle("/bin/bash", "bash", script, (char *)NULL, env);
+			dprintf(2, "flowfs: cannot run /bin/bash: %s\n",
+				strerror(errno));
+			_exit(127);
+		}
+		if (write(pfd[1], &child, sizeof(child)) != sizeof(child))
+			_exit(1);
+		_exit(child > 0 ? 0 : 1);
+	}
+	close(pfd[1]);
+	if (mid < 0) {
+		ret = -errno;
+	} else {
+		while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (read(pfd[0], &pid, sizeof(pid)) != sizeof(pid) || pid <= 0)
+			ret = -ECHILD;
+	}
+	close(pfd[0]);
+	free(env);
+	if (ret < 0)
+		return ret;
+	*pid_out = pid;
+	/* the start time identifies it across a reused pid; a job that
+	 * already ended has none, and its exit file tells */
+	*start_out = proc_start(pid);
+	return 0;
+}
+
+static void kill_group(struct jobs *j, pid_t pid)
+{
+	struct kill_later *grown;
+
+	if (pid <= 1)
+		return;
+	kill(-pid, SIGTERM);
+	pthread_mutex_lock(&j->mu);
+	grown = realloc(j->kills, (j->nkills + 1) * sizeof(*grown));
+	if (grown) {
+		j->kills = grown;
+		j->kills[j->nkills++] = (struct kill_later){
+			pid, store_now_ns() + KILL_GRACE_NS };
+	}
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* A Slurm job for the monitor to scancel (without the lock). */
+static void queue_scancel(struct jobs *j, const char *id)
+{
+	char **grown;
+
+	pthread_mutex_lock(&j->mu);
+	grown = realloc(j->scancel, (j->nscancel + 1) * sizeof(*grown));
+	if (grown) {
+		j->scancel = grown;
+		j->scancel[j->nscancel++] = strdup(id);
+	}
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* ---- the run's bookkeeping ------------------------------------------------ */
+
+static const char going_sql[] = "SELECT " ROW_COLUMNS ROW_FROM
+	" WHERE j.state IN ('queued', 'submitted', 'running')"
+	" AND ?1 = ?1 ORDER BY j.session, j.position";
+static const char session_sql[] = "SELECT " ROW_COLUMNS ROW_FROM
+	" WHERE j.session = ?1 ORDER BY j.position";
+
+/* The jobs of a session whose deps reach `failed` become "skipped". */
+static void skip_descendants(struct jobs *j, int64_t session,
+			     const struct job_row *failed)
+{
+	struct job_row *rows;
+	size_t n;
+	bool *bad;
+
+	if (read_rows(j->host->st, session_sql, session, &rows, &n) < 0)
+		return;
+	bad = calloc(n + 1, sizeof(*bad));
+	for (size_t i = 0; bad && i < n; i++) {
+		size_t k;
+		json_t *d;
+
+		if (rows[i].position == failed->position)
+			bad[i] = true;
+		json_array_foreach(rows[i].deps, k, d) {
+			int64_t pos = json_integer_value(d);
+
+			/* positions are plan order: a dep comes before */
+			for (size_t m = 0; m < i; m++)
+				if (rows[m].position == pos && bad[m])
+					bad[i] = true;
+		}
+		if (!bad[i] || rows[i].position == failed->position)
+			continue;
+		if (!strcmp(rows[i].state, "queued") ||
+		    !strcmp(rows[i].state, "submitted")) {
+			char why[400];
+
+			if (rows[i].scheduler_id &&
+			    !strcmp(rows[i].executor, "slurm"))
+				queue_scancel(j, rows[i].scheduler_id);
+			snprintf(why, sizeof(why), "upstream node %s %s",
+				 failed->node_id, failed->state);
+			rows[i].ended_ns = store_now_ns();
+			set_state(j, &rows[i], "skipped", why, NULL);
+		}
+	}
+	free(bad);
+	rows_free(rows, n);
+}
+
+/* The run's own state once none of its jobs goes on; lock held. */
+static void settle_run(struct jobs *j, int64_t session)
+{
+	static const char count_sql[] = "SELECT count(*) FROM graph_jobs"
+		" WHERE session = ?1 AND state IN ('queued', 'submitted',"
+		" 'running')";
+	static const char state_sql[] = "SELECT CASE"
+		" WHEN EXISTS (SELECT 1 FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'cancelled') THEN 2"
+		" WHEN EXISTS (SELECT 1 FROM graph_jobs WHERE session = ?1"
+		"   AND state IN ('failed', 'skipped')) THEN 1 ELSE 0 END";
+	static const char *const words[] = { "done", "failed", "cancelled" };
+	static const char end_sql[] = "UPDATE graph_runs SET state = ?2,"
+		" ended_ns = ?3 WHERE session = ?1 AND state = 'running'";
+	int64_t going = 0, which = 0;
+
+	if (store_int(j->host->st, count_sql, &going, STORE_INT(session)) < 0 ||
+	    going)
+		return;
+	if (store_int(j->host->st, state_sql, &which, STORE_INT(session)) < 0)
+		return;
+	if (store_run(j->host->st, end_sql, STORE_INT(session),
+		      STORE_TEXT(words[which]), STORE_INT(store_now_ns())) == 0 &&
+	    store_changes(j->host->st))
+		log_line(j, session, NULL, "graph %s", words[which]);
+}
+
+/* A job ended: its state, files and descendants; lock held. */
+static void finish(struct jobs *j, struct job_row *r, bool has_exit,
+		   int64_t code, int64_t ended_s, const char *why)
+{
+	struct sbuf notes = SBUF_INIT;
+	int64_t started = read_started(r->job_dir);
+
+	if (started && !r->started_ns)
+		r->started_ns = started * 1000000000;
+	r->has_exit = has_exit;
+	r->exit_code = code;
+	r->ended_ns = ended_s ? ended_s * 1000000000 : store_now_ns();
+	bring_files(j, r, &notes);
+	if (has_exit && code == 0) {
+		set_state(j, r, "done", NULL, notes.buf);
+	} else {
+		char msg[500];
+
+		if (has_exit)
+			snprintf(msg, sizeof(msg), "exited with %" PRId64
+				 "%s%s", code, why ? "; " : "", why ? why : "");
+		else
+			snprintf(msg, sizeof(msg), "%s", why ? why
+				 : "ended without an exit status");
+		set_state(j, r, "failed", msg, notes.buf);
+		skip_descendants(j, r->session, r);
+	}
+	sbuf_release(&notes);
+	settle_run(j, r->session);
+}
+
+/* ---- one poll -------------------------------------------------------------- */
+
+static bool deps_done(const struct job_row *rows, size_t n,
+		      const struct job_row *r, bool *blocked)
+{
+	size_t k;
+	json_t *d;
+
+	*blocked = false;
+	json_array_foreach(r->deps, k, d) {
+		int64_t pos = json_integer_value(d);
+
+		for (size_t m = 0; m < n; m++)
+			if (rows[m].session == r->session &&
+			    rows[m].position == pos &&
+			    strcmp(rows[m].state, "done")) {
+				*blocked = strcmp(rows[m].state, "queued") &&
+					   strcmp(rows[m].state, "submitted") &&
+					   strcmp(rows[m].state, "running");
+				return false;
+			}
+	}
+	return true;
+}
+
+/* The jobs of the session, all states, for deps (lock held). */
+static int session_rows(struct jobs *j, int64_t session,
+			struct job_row **rows, size_t *n)
+{
+	return read_rows(j->host->st, session_sql, session, rows, n);
+}
+
+static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
+{
+	int64_t code, when;
+	pid_t pid = r->scheduler_id ? (pid_t)atol(r->scheduler_id) : 0;
+	bool over;
+	int got;
+
+	if (strcmp(r->state, "running"))
+		return;
+	got = read_exit(r->job_dir, &code, &when);
+	if (got == 1) {
+		lock(j);
+		finish(j, r, true, code, when, NULL);
+		unlock(j);
+		return;
+	}
+	over = r->time_limit_s && r->started_ns &&
+	       store_now_ns() - r->started_ns > r->time_limit_s * 1000000000;
+	if (!local_alive(pid, r->pid_start)) {
+		char why[200];
+
+		snprintf(why, sizeof(why), over ? "stopped after %" PRId64
+			 " minutes (its time_minutes)" : "ended without an "
+			 "exit status (killed, or the machine restarted)",
+			 r->time_limit_s / 60);
+		/* it may have written its exit file just now */
+		got = read_exit(r->job_dir, &code, &when);
+		lock(j);
+		finish(j, r, got == 1, code, got == 1 ? when : 0,
+		       got == 1 ? NULL : why);
+		unlock(j);
+		return;
+	}
+	if (j->nwatch < sizeof(j->watch) / sizeof(*j->watch))
+		j->watch[j->nwatch++] = pid;
+	/* its time is up: stopped as a cancel stops it, and ended at a
+	 * later poll */
+	if (over && !r->message) {
+		kill_group(j, pid);
+		r->message = strdup("stopping: its time_minutes is up");
+		lock(j);
+		set_state(j, r, "running", NULL, NULL);
+		unlock(j);
+	}
+	(*running)++;
+}
+
+static int write_script(const char *dir, const char *text)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, JOBSPEC_SCRIPT);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	if (fputs(text, f) == EOF)
+		ret = -EIO;
+	if (fclose(f) == EOF && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret < 0)
+		unlink(tmp);
+	return ret;
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* The folder and the script of a job about to start (no lock). */
+static int prepare(struct jobs *j, const struct job_row *r, char **script,
+		   struct sbuf *why)
+{
+	static const char sql[] = "SELECT script FROM graph_jobs WHERE id = ?1";
+	sqlite3_stmt *q;
+	char *text = NULL;
+	int ret;
+
+	lock(j);
+	q = store_stmt(j->host->st, sql);
+	if (q) {
+		sqlite3_bind_int64(q, 1, r->id);
+		if (sqlite3_step(q) == SQLITE_ROW)
+			text = col_text(q, 0);
+		store_done(q);
+	}
+	unlock(j);
+	if (!text)
+		return -EIO;
+	ret = mkdir_p(r->job_dir);
+	if (!ret) {
+		/* what a job of an earlier run left must not pass for this
+		 * one's */
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s/%s", r->job_dir, JOBSPEC_EXIT);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s/%s", r->job_dir, JOBSPEC_STARTED);
+		unlink(p);
+		ret = write_script(r->job_dir, text);
+	}
+	free(text);
+	if (ret < 0) {
+		sbuf_addf(why, "cannot make its folder %s: %s", r->job_dir,
+			  strerror(-ret));
+		return ret;
+	}
+	if (asprintf(script, "%s/%s", r->job_dir, JOBSPEC_SCRIPT) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Whether the job is still queued (lock held): a cancel may have come
+ * while it was being started without the lock. */
+static bool still_queued(struct jobs *j, const struct job_row *r)
+{
+	int64_t n = 0;
+
+	return store_int(j->host->st, "SELECT count(*) FROM graph_jobs WHERE"
+			 " id = ?1 AND state = 'queued'", &n,
+			 STORE_INT(r->id)) == 0 && n;
+}
+
+static void start_local(struct jobs *j, struct job_row *r)
+{
+	struct sbuf why = SBUF_INIT;
+	char *script = NULL, id[32];
+	int64_t start = 0;
+	pid_t pid = 0;
+	int ret = prepare(j, r, &script, &why);
+
+	if (!ret) {
+		ret = local_spawn(r->job_dir, script, &pid, &start);
+		if (ret < 0)
+			sbuf_addf(&why, "cannot start it: %s", strerror(-ret));
+	}
+	lock(j);
+	if (!still_queued(j, r)) {
+		/* cancelled meanwhile: it must not run on */
+		if (!ret)
+			kill_group(j, pid);
+		free(r->state);
+		r->state = strdup("cancelled");
+	} else if (ret < 0) {
+		finish(j, r, false, 0, 0, why.buf);
+	} else {
+		snprintf(id, sizeof(id), "%d", (int)pid);
+		free(r->scheduler_id);
+		r->scheduler_id = strdup(id);
+		r->pid_start = start;
+		r->started_ns = store_now_ns();
+		set_state(j, r, "running", NULL, NULL);
+	}
+	unlock(j);
+	free(script);
+	sbuf_release(&why);
+}
+
+/* The Slurm ids of the jobs r needs, ":"-joined, or false when one has
+ * none yet (not submitted). */
+static bool dep_ids(const struct job_row *rows, size_t n,
+		    const struct job_row *r, struct sbuf *out)
+{
+	size_t k;
+	json_t *d;
+
+	json_array_foreach(r->deps, k, d) {
+		int64_t pos = json_integer_value(d);
+		bool found = false;
+
+		for (size_t m = 0; m < n; m++) {
+			if (rows[m].session != r->session ||
+			    rows[m].position != pos)
+				continue;
+			found = true;
+			if (!strcmp(rows[m].state, "done"))
+				break;	/* nothing to wait for */
+			if (!rows[m].scheduler_id)
+				return false;
+			sbuf_addf(out, ":%s", rows[m].scheduler_id);
+		}
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static void submit_slurm(struct jobs *j, struct job_row *r,
+			 const struct job_row *all, size_t nall)
+{
+	struct sbuf deps = SBUF_INIT, out = SBUF_INIT, err = SBUF_INIT;
+	struct sbuf why = SBUF_INIT, depflag = SBUF_INIT;
+	char *script = NULL;
+	int ret;
+
+	if (!dep_ids(all, nall, r, &deps))
+		goto out;	/* an upstream job is not submitted yet */
+	ret = prepare(j, r, &script, &why);
+	if (!ret) {
+		char chdir_f[PATH_MAX + 16], out_f[PATH_MAX + 32],
+			err_f[PATH_MAX + 32];
+		char *argv[10];
+		int a = 0;
+
+		argv[a++] = "sbatch";
+		argv[a++] = "--parsable";
+		/* the job's folder, stdout and stderr as sbatch flags: a
+		 * path in an #SBATCH line is read by Slurm's own rules */
+		snprintf(chdir_f, sizeof(chdir_f), "--chdir=%s", r->job_dir);
+		snprintf(out_f, sizeof(out_f), "--output=%s/%s", r->job_dir,
+			 JOBSPEC_STDOUT);
+		snprintf(err_f, sizeof(err_f), "--error=%s/%s", r->job_dir,
+			 JOBSPEC_STDERR);
+		argv[a++] = chdir_f;
+		argv[a++] = out_f;
+		argv[a++] = err_f;
+		if (deps.len) {
+			sbuf_addf(&depflag, "--dependency=afterok%s", deps.buf);
+			argv[a++] = depflag.buf;
+		}
+		argv[a++] = script;
+		argv[a] = NULL;
+		ret = run_command(argv, &out, &err);
+		if (ret != 0) {
+			one_line(&err);
+			sbuf_addf(&why, "sbatch failed: %s", err.len ? err.buf
+				  : ret < 0 ? strerror(-ret) : "no message");
+			ret = -EIO;
+		}
+	}
+	lock(j);
+	if (!ret) {
+		char *semi = strchr(out.buf, ';');
+
+		if (semi)
+			*semi = '\0';
+		one_line(&out);
+	}
+	if (!still_queued(j, r)) {
+		/* cancelled meanwhile: it must not run on */
+		if (!ret)
+			queue_scancel(j, out.buf);
+		free(r->state);
+		r->state = strdup("cancelled");
+	} else if (ret < 0) {
+		finish(j, r, false, 0, 0, why.buf);
+	} else {
+		free(r->scheduler_id);
+		r->scheduler_id = strdup(out.buf);
+		set_state(j, r, "submitted", NULL, NULL);
+	}
+	unlock(j);
+out:
+	free(script);
+	sbuf_release(&deps);
+	sbuf_release(&depflag);
+	sbuf_release(&out);
+	sbuf_release(&err);
+	sbuf_release(&why);
+}
+
+/* Which Slurm jobs of ours are in the queue: id -> state word. */
+static int squeue_states(json_t **out, struct sbuf *why)
+{
+	char uid[32];
+	char *argv[] = { "squeue", "-h", "-u", uid, "-o", "%i %T", NULL };
+	struct sbuf o = SBUF_INIT, e = SBUF_INIT;
+	json_t *map = json_object();
+	int ret;
+
+	*out = NULL;
+	if (!map)
+		return -ENOMEM;
+	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
+	ret = run_command(argv, &o, &e);
+	if (ret != 0) {
+		one_line(&e);
+		sbuf_addf(why, "squeue failed: %s", e.len ? e.buf
+			  : ret < 0 ? strerror(-ret) : "no message");
+		ret = -EIO;
+		goto out;
+	}
+	for (char *line = o.buf, *next; *line; line = next) {
+		char id[64], state[64];
+
+		next = strchr(line, '\n');
+		next = next ? next + 1 : line + strlen(line);
+		if (sscanf(line, "%63s %63s", id, state) == 2)
+			json_object_set_new(map, id, json_string(state));
+	}
+	*out = map;
+	map = NULL;
+out:
+	json_decref(map);
+	sbuf_release(&o);
+	sbuf_release(&e);
+	return ret;
+}
+
+static void poll_slurm(struct jobs *j, struct job_row *r, const json_t *queue)
+{
+	const char *state;
+	char key[32];
+	int64_t code, when, missing;
+	int got;
+
+	if (!r->scheduler_id)
+		return;
+	state = json_string_value(json_object_get(queue, r->scheduler_id));
+	snprintf(key, sizeof(key), "%" PRId64, r->id);
+	if (state) {
+		json_object_del(j->missing, key);
+		if (!strcmp(state, "RUNNING") || !strcmp(state, "COMPLETING")) {
+			if (strcmp(r->state, "running")) {
+				lock(j);
+				r->started_ns = store_now_ns();
+				set_state(j, r, "running", NULL, NULL);
+				unlock(j);
+			}
+		}
+		return;
+	}
+	got = read_exit(r->job_dir, &code, &when);
+	if (got != 1) {
+		missing = json_integer_value(json_object_get(j->missing, key));
+		json_object_set_new(j->missing, key, json_integer(missing + 1));
+		if (missing + 1 < MISSING_POLLS)
+			return;
+	}
+	json_object_del(j->missing, key);
+	lock(j);
+	finish(j, r, got == 1, code, got == 1 ? when : 0,
+	       got == 1 ? NULL : "left Slurm's queue without an exit status "
+	       "(cancelled outside flowfs, or killed: see stderr)");
+	unlock(j);
+}
+
+/* The queued SIGKILLs and scancels that are due. */
+static void do_kills(struct jobs *j)
+{
+	char **ids;
+	size_t n;
+
+	pthread_mutex_lock(&j->mu);
+	for (size_t i = 0; i < j->nkills;) {
+		if (j->kills[i].at_ns <= store_now_ns()) {
+			kill(-j->kills[i].pid, SIGKILL);
+			j->kills[i] = j->kills[--j->nkills];
+		} else {
+			i++;
+		}
+	}
+	ids = j->scancel;
+	n = j->nscancel;
+	j->scancel = NULL;
+	j->nscancel = 0;
+	pthread_mutex_unlock(&j->mu);
+	for (size_t i = 0; i < n; i += 64) {
+		char *argv[64 + 2];
+		size_t a = 0;
+		struct sbuf o = SBUF_INIT, e = SBUF_INIT;
+
+		argv[a++] = "scancel";
+		for (size_t k = i; k < n && k < i + 64; k++)
+			if (ids[k])
+				argv[a++] = ids[k];
+		argv[a] = NULL;
+		if (a > 1)
+			run_command(argv, &o, &e);
+		sbuf_release(&o);
+		sbuf_release(&e);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+static void poll_once(struct jobs *j)
+{
+	struct job_row *rows = NULL;
+	size_t n = 0;
+	unsigned running = 0;
+	json_t *queue = NULL;
+	bool any_slurm = false;
+	int ret;
+
+	do_kills(j);
+	j->nwatch = 0;
+	lock(j);
+	ret = read_rows(j->host->st, going_sql, 0, &rows, &n);
+	unlock(j);
+	if (ret < 0 || !n)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		any_slurm = any_slurm || !strcmp(rows[i].executor, "slurm");
+	j->slurm_going = any_slurm;
+	if (any_slurm) {
+		struct sbuf why = SBUF_INIT;
+
+		/* no answer from Slurm: nothing is decided this poll */
+		if (squeue_states(&queue, &why) < 0)
+			queue = NULL;
+		sbuf_release(&why);
+	}
+	/* what ended first, so that slots and dependencies are current */
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(rows[i].executor, "local"))
+			poll_local(j, &rows[i], &running);
+		else if (queue && strcmp(rows[i].state, "queued"))
+			poll_slurm(j, &rows[i], queue);
+	}
+	/* then what can start, a session at a time, over its rows as they
+	 * are now (a job ended above); a job started or refused here
+	 * updates its row in `all`, which the jobs after it read */
+	for (size_t i = 0; i < n; i++) {
+		struct job_row *all;
+		size_t nall;
+		bool blocked, any = false;
+
+		if (i && rows[i].session == rows[i - 1].session)
+			continue;
+		for (size_t k = i; k < n && rows[k].session == rows[i].session;
+		     k++)
+			any = any || !strcmp(rows[k].state, "queued");
+		if (!any)
+			continue;
+		lock(j);
+		ret = session_rows(j, rows[i].session, &all, &nall);
+		unlock(j);
+		if (ret < 0)
+			continue;
+		for (size_t m = 0; m < nall; m++) {
+			struct job_row *r = &all[m];
+
+			if (strcmp(r->state, "queued"))
+				continue;
+			if (!strcmp(r->executor, "slurm")) {
+				submit_slurm(j, r, all, nall);
+			} else if (running < j->slots &&
+				   deps_done(all, nall, r, &blocked)) {
+				start_local(j, r);
+				running++;
+				if (r->scheduler_id && j->nwatch <
+				    sizeof(j->watch) / sizeof(*j->watch))
+					j->watch[j->nwatch++] =
+						(pid_t)atol(r->scheduler_id);
+			}
+		}
+		rows_free(all, nall);
+	}
+out:
+	json_decref(queue);
+	rows_free(rows, n);
+}
+
+/* Sleep `ms`, or until woken or a watched local job ends. */
+static void sleep_a_while(struct jobs *j, int64_t ms)
+{
+	struct pollfd fds[1 + sizeof(j->watch) / sizeof(*j->watch)];
+	size_t n = 0;
+	uint64_t count;
+
+	fds[n++] = (struct pollfd){ .fd = j->wake_fd, .events = POLLIN };
+	for (size_t i = 0; i < j->nwatch; i++) {
+		int fd = (int)syscall(SYS_pidfd_open, j->watch[i], 0);
+
+		if (fd >= 0)
+			fds[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	}
+	poll(fds, n, (int)ms);
+	if (read(j->wake_fd, &count, sizeof(count)) < 0)
+		count = 0;	/* nothing was written: a timeout or a job */
+	for (size_t i = 1; i < n; i++)
+		close(fds[i].fd);
+}
+
+static void *monitor(void *arg)
+{
+	struct jobs *j = arg;
+	unsigned poll_ms = j->opt.poll_ms;
+
+	for (;;) {
+		int64_t going = 0, ms;
+		bool stop;
+
+		pthread_mutex_lock(&j->mu);
+		stop = j->stop;
+		pthread_mutex_unlock(&j->mu);
+		if (stop)
+			break;
+		poll_once(j);
+		lock(j);
+		store_int(j->host->st, "SELECT count(*) FROM graph_jobs WHERE"
+			  " ?1 = 0 AND state IN ('queued', 'submitted',"
+			  " 'running')", &going, STORE_INT(0));
+		unlock(j);
+		/* nothing going: until a submit wakes it, but still round
+		 * for the SIGKILLs due; local jobs wake it as they end */
+		ms = !going ? (j->nkills ? 1000 : 60000)
+		     : poll_ms ? poll_ms : j->slurm_going ? 1000
+		     : j->nkills ? 500 : 1000;
+		sleep_a_while(j, ms);
+	}
+	return NULL;
+}
+
+int jobs_start(struct jobs **out, struct run_host *host,
+	       const struct jobs_options *opt, struct ferr *err)
+{
+	struct jobs *j = calloc(1, sizeof(*j));
+	long cpus;
+	int ret;
+
+	*out = NULL;
+	if (!j)
+		return -ENOMEM;
+	j->host = host;
+	j->opt = *opt;
+	j->work_dir = strdup(opt->work_dir);
+	j->missing = json_object();
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	j->slots = opt->slots ? opt->slots : cpus > 0 ? (unsigned)cpus : 1;
+	if (!j->work_dir || !j->missing) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	j->opt.work_dir = j->work_dir;
+	j->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (j->wake_fd < 0) {
+		ret = ferr_set(err, -errno, "cannot start the job monitor: %s",
+			       strerror(errno));
+		goto fail;
+	}
+	pthread_mutex_init(&j->mu, NULL);
+	ret = -pthread_create(&j->thread, NULL, monitor, j);
+	if (ret < 0) {
+		ferr_set(err, ret, "cannot start the job monitor: %s",
+			 strerror(-ret));
+		pthread_mutex_destroy(&j->mu);
+		close(j->wake_fd);
+		goto fail;
+	}
+	*out = j;
+	return 0;
+fail:
+	json_decref(j->missing);
+	free(j->work_dir);
+	free(j);
+	return ret;
+}
+
+void jobs_stop(struct jobs *j)
+{
+	if (!j)
+		return;
+	pthread_mutex_lock(&j->mu);
+	j->stop = true;
+	pthread_mutex_unlock(&j->mu);
+	wake(j);
+	pthread_join(j->thread, NULL);
+	close(j->wake_fd);
+	/* the SIGKILLs still due: a cancelled job must not outlive it */
+	for (size_t i = 0; i < j->nkills; i++)
+		kill(-j->kills[i].pid, SIGKILL);
+	for (size_t i = 0; i < j->nscancel; i++)
+		free(j->scancel[i]);
+	free(j->scancel);
+	free(j->kills);
+	json_decref(j->missing);
+	pthread_mutex_destroy(&j->mu);
+	free(j->work_dir);
+	free(j);
+}
+
+/* ---- what the fs calls, lock held ------------------------------------------ */
+
+static bool run_going(struct store *st, int64_t session)
+{
+	int64_t n = 0;
+
+	return store_int(st, "SELECT count(*) FROM graph_jobs WHERE"
+			 " session = ?1 AND state IN ('queued', 'submitted',"
+			 " 'running')", &n, STORE_INT(session)) == 0 && n;
+}
+
+static int store_plan(struct jobs *j, const struct session_info *s,
+		      const struct jobspec_plan *plan,
+		      const struct jobspec_options *jo, int64_t number)
+{
+	static const char run_sql[] = "INSERT INTO graph_runs(session,"
+		" number, executor, run_dir, state, started_ns) VALUES"
+		" (?1, ?2, ?3, ?4, 'running', ?5) ON CONFLICT(session) DO"
+		" UPDATE SET number = ?2, executor = ?3, run_dir = ?4,"
+		" state = 'running', started_ns = ?5, ended_ns = NULL";
+	static const char job_sql[] = "INSERT INTO graph_jobs(session,"
+		" position, node_id, job_dir, deps, outputs, script, state,"
+		" queued_ns, time_limit_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+		" 'queued', ?8, ?9)";
+	struct store *st = j->host->st;
+	int64_t now = store_now_ns();
+	int ret = store_run(st, "DELETE FROM graph_jobs WHERE session = ?1",
+			    STORE_INT(s->id));
+
+	if (!ret)
+		ret = store_run(st, run_sql, STORE_INT(s->id), STORE_INT(number),
+				STORE_TEXT(j->opt.executor == JOBS_SLURM
+						   ? "slurm" : "local"),
+				STORE_TEXT(jo->run_dir), STORE_INT(now));
+	for (size_t i = 0; !ret && i < plan->n; i++) {
+		const struct jobspec_job *job = &plan->jobs[i];
+		struct sbuf script = SBUF_INIT, deps = SBUF_INIT,
+			    outs = SBUF_INIT;
+		json_t *d = json_array(), *o = json_object();
+
+		for (size_t k = 0; d && k < job->ndeps; k++)
+			json_array_append_new(d, json_integer(
+				(json_int_t)job->deps[k]));
+		for (size_t k = 0; o && k < job->noutputs; k++)
+			json_object_set_new(o, job->outputs[k].name,
+					    json_string(job->outputs[k].path));
+		ret = !d || !o ? -ENOMEM : jobspec_script(plan, i, jo, &script);
+		if (!ret)
+			ret = fjson_dump(&deps, d);
+		if (!ret)
+			ret = fjson_dump(&outs, o);
+		if (!ret)
+			ret = store_run(st, job_sql, STORE_INT(s->id),
+					STORE_INT(i), STORE_TEXT(job->node_id),
+					STORE_TEXT(job->job_dir),
+					STORE_TEXT(deps.buf),
+					STORE_TEXT(outs.buf),
+					STORE_TEXT(script.buf), STORE_INT(now),
+					STORE_INT(job->time_minutes * 60LL));
+		json_decref(d);
+		json_decref(o);
+		sbuf_release(&deps);
+		sbuf_release(&outs);
+		sbuf_release(&script);
+	}
+	return ret;
+}
+
+/* jobs/ emptied of an earlier run's folders (lock held): each node
+ * folder and the files in it; a folder a user made inside one stays,
+ * and so does its parent. */
+static int clear_jobs_folder(struct jobs *j, const struct session_info *s)
+{
+	struct tree_dir dir;
+	int ret = tree_readdir(j->host->tree, s->jobs_ino, &dir);
+
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; !ret && i < dir.n; i++) {
+		const char *name = dir.ents[i].name;
+		struct tree_dir inner;
+
+		if (!S_ISDIR(dir.ents[i].attr.mode)) {
+			ret = tree_unlink(j->host->tree, s->jobs_ino, name);
+			continue;
+		}
+		ret = tree_readdir(j->host->tree, dir.ents[i].attr.ino, &inner);
+		if (ret < 0)
+			break;
+		for (size_t k = 0; !ret && k < inner.n; k++)
+			if (!S_ISDIR(inner.ents[k].attr.mode)) {
+				ret = tree_unlink(j->host->tree,
+						  dir.ents[i].attr.ino,
+						  inner.ents[k].name);
+				if (!ret)
+					j->host->changed(j->host->ctx, s->id,
+						dir.ents[i].attr.ino,
+						inner.ents[k].name);
+			}
+		tree_dir_free(&inner);
+		if (!ret && tree_rmdir(j->host->tree, s->jobs_ino, name) == 0)
+			j->host->changed(j->host->ctx, s->id, s->jobs_ino,
+					 name);
+	}
+	tree_dir_free(&dir);
+	return ret;
+}
+
+static void safe_part(const char *in, char *out, size_t size)
+{
+	size_t i;
+
+	for (i = 0; in[i] && i + 1 < size; i++) {
+		unsigned char c = (unsigned char)in[i];
+
+		out[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+			 (c == '.' && i) ? (char)c : '_';
+	}
+	out[i] = '\0';
+}
+
+int jobs_submit(struct jobs *j, const struct session_info *s,
+		const json_t *graph, const json_t *tools, struct ferr *err)
+{
+	struct jobspec_plan plan = { 0 };
+	struct jobspec_options jo = {
+		.session = s->name, .container = j->opt.container,
+		.tools_path = j->opt.tools_path,
+	};
+	char name[128], *run_dir = NULL;
+	int64_t number = 0;
+	int ret, files;
+
+	if (run_going(j->host->st, s->id))
+		return ferr_set(err, -EBUSY, "the job graph is running (echo "
+				"cancel > ctl stops it)");
+	store_int(j->host->st, "SELECT number FROM graph_runs WHERE"
+		  " session = ?1", &number, STORE_INT(s->id));
+	safe_part(s->name, name, sizeof(name));
+	if (asprintf(&run_dir, "%s/%s-%" PRId64 "/run-%" PRId64, j->work_dir,
+		     name, s->id, number + 1) < 0)
+		return -ENOMEM;
+	jo.run_dir = run_dir;
+	ret = jobspec_plan(graph, tools, &jo, &plan, err);
+	if (ret < 0)
+		goto out;
+	/* the files are what a user sees of the rows: the rows first, in
+	 * one transaction, so the monitor never sees half a run */
+	ret = store_begin(j->host->st);
+	if (ret < 0)
+		goto out;
+	ret = store_plan(j, s, &plan, &jo, number + 1);
+	if (!ret)
+		ret = store_commit(j->host->st);
+	else
+		store_rollback(j->host->st);
+	if (ret < 0) {
+		ferr_set(err, ret, "cannot store the run: %s", strerror(-ret));
+		goto out;
+	}
+	/* the run is on from here: a file that cannot be shown is logged,
+	 * the jobs run all the same */
+	files = clear_jobs_folder(j, s);
+	for (size_t i = 0; !files && i < plan.n; i++) {
+		struct sbuf script = SBUF_INIT;
+		struct job_row r = { 0 };
+
+		files = jobspec_script(&plan, i, &jo, &script);
+		if (!files)
+			files = put_node_file(j, s->id, plan.jobs[i].node_id,
+					      "script", script.buf, script.len);
+		r.session = s->id;
+		r.node_id = plan.jobs[i].node_id;
+		r.state = "queued";
+		r.queued_ns = store_now_ns();
+		if (!files)
+			files = write_state_file(j, &r, NULL);
+		sbuf_release(&script);
+	}
+	if (files < 0)
+		log_line(j, s->id, NULL, "cannot show the jobs in jobs/: %s",
+			 strerror(-files));
+	log_line(j, s->id, NULL, "graph submitted: %zu jobs (%s), in %s",
+		 plan.n, j->opt.executor == JOBS_SLURM ? "slurm" : "local",
+		 run_dir);
+	wake(j);
+out:
+	jobspec_plan_release(&plan);
+	free(run_dir);
+	return ret;
+}
+
+int jobs_cancel(struct jobs *j, int64_t session)
+{
+	struct job_row *rows;
+	size_t n;
+	int stopped = 0;
+
+	if (read_rows(j->host->st, session_sql, session, &rows, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		struct job_row *r = &rows[i];
+		bool going = !strcmp(r->state, "submitted") ||
+			     !strcmp(r->state, "running");
+
+		if (!going && strcmp(r->state, "queued"))
+			continue;
+		if (going && !strcmp(r->executor, "local") && r->scheduler_id &&
+		    local_alive((pid_t)atol(r->scheduler_id), r->pid_start))
+			kill_group(j, (pid_t)atol(r->scheduler_id));
+		if (going && !strcmp(r->executor, "slurm") && r->scheduler_id)
+			queue_scancel(j, r->scheduler_id);
+		r->ended_ns = store_now_ns();
+		set_state(j, r, "cancelled", NULL, NULL);
+		stopped = 1;
+	}
+	rows_free(rows, n);
+	if (stopped) {
+		settle_run(j, session);
+		wake(j);
+	}
+	return stopped;
+}
+
+int jobs_node_busy(struct store *st, int64_t session, const char *id,
+		   struct ferr *err)
+{
+	int64_t n = 0;
+
+	if (!id)
+		return run_going(st, session)
+		       ? ferr_set(err, -EBUSY, "the job graph is running "
+				  "(echo cancel > ctl stops it)")
+		       : 0;
+	if (store_int(st, "SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		      " AND node_id = ?2 AND state IN ('queued', 'submitted',"
+		      " 'running')", &n, STORE_INT(session), STORE_TEXT(id)) < 0 ||
+	    !n)
+		return 0;
+	return ferr_set(err, -EBUSY, "node \"%s\" is in the running job graph "
+			"(see jobs/%s/state; echo cancel > ctl stops the "
+			"graph)", id, id);
+}
+
+int jobs_report(struct store *st, int64_t session, json_t **report,
+		int64_t *when)
+{
+	static const char sql[] = "SELECT r.state, r.executor, r.started_ns,"
+		" coalesce(r.ended_ns, 0),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'done'),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'failed'),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'skipped'),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'cancelled'),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'running'),"
+		" (SELECT max(max(coalesce(started_ns, 0), coalesce(ended_ns, 0)))"
+		"   FROM graph_jobs WHERE session = ?1)"
+		" FROM graph_runs r WHERE r.session = ?1";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int ret = 0, rc;
+
+	*report = NULL;
+	*when = 0;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		int64_t started = sqlite3_column_int64(q, 2),
+			ended = sqlite3_column_int64(q, 3),
+			latest = sqlite3_column_int64(q, 10);
+
+		char st[40], en[40];
+
+		iso_time(started / 1000000000, st, sizeof(st));
+		iso_time(ended / 1000000000, en, sizeof(en));
+		*report = json_pack("{ss ss sI sI sI sI sI sI ss so}",
+			"state", (const char *)sqlite3_column_text(q, 0),
+			"executor", (const char *)sqlite3_column_text(q, 1),
+			"jobs", (json_int_t)sqlite3_column_int64(q, 4),
+			"done", (json_int_t)sqlite3_column_int64(q, 5),
+			"failed", (json_int_t)sqlite3_column_int64(q, 6),
+			"skipped", (json_int_t)sqlite3_column_int64(q, 7),
+			"cancelled", (json_int_t)sqlite3_column_int64(q, 8),
+			"running", (json_int_t)sqlite3_column_int64(q, 9),
+			"started", st,
+			"ended", ended ? json_string(en) : json_null());
+		if (!*report)
+			ret = -ENOMEM;
+		*when = started > ended ? started : ended;
+		if (latest > *when)
+			*when = latest;
+	} else if (rc != SQLITE_DONE) {
+		ret = store_errno(rc);
+	}
+	store_done(q);
+	return ret;
+}

@@ -1,0 +1,106 @@
+/*
+ * jobs: a session's job graph runs (`echo submit > SESSION/ctl`, issue
+ * 16), on this machine or on a Slurm cluster.
+ *
+ * jobs_submit() (with the host's lock held) makes the plan (jobspec.h)
+ * of the graph, refusing it with jobspec's reason, and stores the run:
+ * one row per job in state "queued", its batch script, folder, upstream
+ * jobs and outputs.  Nothing is started there: one thread per mount (the
+ * monitor, jobs_start()) does every fork, sbatch, squeue and scancel
+ * without the lock, and takes the lock only to read and store states.
+ *
+ * Executors (the run keeps the one it started with):
+ *  - local: a job starts once every job it needs is done and fewer than
+ *    `slots` local jobs run (all sessions together).  It runs
+ *    `/bin/bash <job_dir>/.flowfs-job.sh` in a session of its own
+ *    (setsid), not a child of the daemon (double fork), so it outlives
+ *    an unmount; stdin /dev/null, stdout and stderr into its folder,
+ *    the daemon's environment without FLOWFS_* variables.  It is known
+ *    by its pid and the pid's start time (/proc), so a remount finds it
+ *    again and a reused pid is not taken for it.  With time_minutes it
+ *    is stopped (SIGTERM, SIGKILL 5 s later, the whole process group)
+ *    when that time is up.
+ *  - slurm: every job is submitted at once in plan order with `sbatch
+ *    --parsable` and `--dependency=afterok:<ids of the jobs it needs>`;
+ *    `squeue -h -u <uid> -o "%i %T"` each poll says which are pending
+ *    or running; one that left the queue ended, and its exit file
+ *    (jobspec.h) says how.  An sbatch that fails fails its job with
+ *    sbatch's own message.
+ * A job ends "done" (exit 0) or "failed" (the exit code; or why it has
+ * none: "ended without an exit status"), and a failed job's descendants
+ * are "skipped" (their Slurm jobs cancelled).  jobs_cancel() stops every
+ * job of the session: local process groups get SIGTERM (SIGKILL 5 s
+ * later), Slurm jobs are given to `scancel`; their state is "cancelled".
+ *
+ * What a user sees, written into the session's jobs/<node id>/ folder
+ * as plain files at each change (host->changed() told): `script` (the
+ * batch script), `state` (below), and when the job ends `stdout`,
+ * `stderr` (each the last JOBS_LOG_MAX bytes, with a first line saying
+ * how much was cut) and its declared outputs that are regular files of
+ * at most JOBS_OUTPUT_MAX bytes, each under the base name of its file
+ * (opened beneath the job folder without following a symlink; anything
+ * else is named in `state` as not brought).  `state` is the state word
+ * on its first line, then "key value" lines: scheduler_id, exit_code,
+ * queued, started, ended (UTC, ISO 8601), message.
+ *
+ * jobs_node_busy() says whether a node's job is queued, submitted or
+ * running (its node may not change then); jobs_report() what status
+ * says of the run (status.h: "graph: running: 3 of 5 done" while it
+ * goes on).  Every transition goes to the session's log
+ * (host->log).
+ */
+#ifndef FLOWFS_JOBS_H
+#define FLOWFS_JOBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ferr.h"
+#include "run.h"
+#include "sbuf.h"
+#include "session.h"
+#include "store.h"
+
+#define JOBS_LOG_MAX (4 << 20)
+#define JOBS_OUTPUT_MAX (64 << 20)
+
+enum jobs_executor { JOBS_LOCAL, JOBS_SLURM };
+
+struct jobs_options {
+	enum jobs_executor executor;	/* for new runs */
+	const char *work_dir;		/* absolute; run folders go here */
+	unsigned slots;			/* local jobs at once; 0: CPUs */
+	const char *const *container;	/* jobspec_options.container */
+	const char *tools_path;		/* named in messages */
+	unsigned poll_ms;		/* 0: 200 (local), 1000 (slurm) */
+};
+
+struct jobs;
+
+/* Start the monitor: it takes up the runs the database says go on (a
+ * remount re-attaches).  0, or a negative errno with err. */
+int jobs_start(struct jobs **out, struct run_host *host,
+	       const struct jobs_options *opt, struct ferr *err);
+/* Stop the monitor; the jobs go on (the next mount takes them up). */
+void jobs_stop(struct jobs *jobs);
+
+/* Lock held.  -EBUSY (err) while the session's run goes on; -EINVAL or
+ * -E2BIG with jobspec's reason. */
+int jobs_submit(struct jobs *jobs, const struct session_info *s,
+		const json_t *graph, const json_t *tools, struct ferr *err);
+/* Lock held.  1 when something was stopped, 0 when nothing went on. */
+int jobs_cancel(struct jobs *jobs, int64_t session);
+/* Lock held.  -EBUSY with err when node `id`'s job has not ended (id
+ * NULL: any job of the session). */
+int jobs_node_busy(struct store *st, int64_t session, const char *id,
+		   struct ferr *err);
+/* The session's last graph run for status.json: {"state" (running,
+ * done, failed, cancelled), "executor", "jobs", "done", "failed",
+ * "skipped", "cancelled", "running", "started", "ended" (UTC, ISO 8601;
+ * null while it runs)}, NULL when it never ran; *when its last change. */
+int jobs_report(struct store *st, int64_t session, json_t **report,
+		int64_t *when);
+
+#endif
