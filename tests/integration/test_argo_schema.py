@@ -5,15 +5,12 @@ registry (argo.py)."""
 
 import copy
 import json
-import os
 import re
-import subprocess
-from pathlib import Path
 
-import pytest
 import yaml
 
 from argo import validate_workflow
+from graphs import edge, node, render
 
 # gexport_argo()'s output for the small plan of tests/unit/test_gexport.c
 # (test_argo_exact), as that test has it.
@@ -166,43 +163,12 @@ def test_what_gexport_adds_is_needed():
         "/spec/volumeClaimTemplates/0: must have required property kind"]
 
 
-# ---- the workflow of a real plan (tests/unit/gexport_render) ------------
-
-BUILD = Path(os.environ.get("FLOWFS_BUILD_DIR",
-                            Path(__file__).resolve().parents[2] /
-                            "build-test"))
-RENDER = BUILD / "tests" / "unit" / "gexport_render"
+# ---- the workflow of a real plan (graphs.py) ---------------------------
 
 # Argo's controller (workflow/validate/validate.go) checks more than the
 # schema does: names of tasks and templates, parameters, dependencies.
 FIELD_NAME = re.compile(r"[a-zA-Z0-9][-a-zA-Z0-9]*\Z")
 PARAM_NAME = re.compile(r"[-a-zA-Z0-9_]+\Z")
-
-
-def render(kind, graph, tools, session="Weird: Session!", run_dir="/work"):
-    if not RENDER.exists():
-        pytest.fail(f"{RENDER} is not built: run ninja -C {BUILD} or point "
-                    f"FLOWFS_BUILD_DIR at a build directory that has it.")
-    doc = {"graph": graph, "tools": tools, "session": session,
-           "run_dir": run_dir}
-    r = subprocess.run([str(RENDER), kind], input=json.dumps(doc),
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
-def node(nid, label, **params):
-    return {"id": nid, "label": label,
-            "input_parameters": [{"name": k, "value": v}
-                                 for k, v in params.items()]}
-
-
-def edge(eid, src, dst, to, out=None):
-    e = {"id": eid, "source_node_id": src, "target_node_id": dst,
-         "target_parameter_name": to}
-    if out:
-        e["source_parameter_name"] = out
-    return e
 
 
 TOOLS = {
@@ -241,7 +207,8 @@ def test_real_plan_validates():
     """A plan with names Argo would refuse as they are, values YAML would
     misread, GPUs and a time limit: Argo's schema and its controller's
     name rules both take the workflow gexport makes of it."""
-    doc = yaml.safe_load(render("argo", GRAPH, TOOLS))
+    doc = yaml.safe_load(render("argo", GRAPH, TOOLS,
+                                session="Weird: Session!"))
     assert validate_workflow(doc) == []
 
     assert doc["metadata"]["generateName"] == "flowfs-weird-session-"
@@ -297,11 +264,9 @@ def test_real_plan_validates():
 def test_braces_refused():
     """Argo has no escape for "{{": gexport refuses the plan, naming the
     node, rather than let Argo substitute or reject it."""
-    graph = {"nodes": [node("n1", "relax", structure_file="{{workflow.name}}",
-                            note="")],
+    graph = {"nodes": [node("n1", "relax",
+                            structure_file="{{workflow.name}}", note="")],
              "edges": []}
-    r = subprocess.run([str(RENDER), "argo"], capture_output=True, text=True,
-                       input=json.dumps({"graph": graph, "tools": TOOLS,
-                                         "session": "s", "run_dir": "/work"}))
+    r = render("argo", graph, TOOLS, check=False)
     assert r.returncode == 1 and r.stdout == ""
     assert "node \"n1\": argv[2] holds \"{{\"" in r.stderr
