@@ -53,7 +53,9 @@
  *    after one that failed is cancelled, not left pending for ever),
  *    printing "<node id> <job id>" per job (the id without --parsable's
  *    ";<cluster>").  It stops at the first sbatch that fails or prints
- *    no job id, saying which node on stderr, exit status 1.
+ *    no job id, saying which node on stderr, exit status 1.  Make its
+ *    plan with run_dir a folder the cluster's nodes share: the script
+ *    makes the jobs' folders in it.
  *
  * Both are deterministic: the same plan gives the same bytes.  Both
  * append to `out`; on failure `out` is back at its length before the
@@ -66,6 +68,7 @@
 #include "jobspec.h"
 #include "sbuf.h"
 
+/* with "-" and a count of up to 5 digits, within a DNS label's 63 */
 #define GEXPORT_NAME_MAX 56
 #define GEXPORT_ARGO_IMAGE "debian:12-slim"
 #define GEXPORT_ARGO_STORAGE "10Gi"
