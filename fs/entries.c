@@ -4,6 +4,7 @@
  * in core/); the operations in ops.c never name a file.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "fjson.h"
+#include "gexport.h"
 #include "flowfs-config.h"
 #include "fs.h"
 #include "status.h"
@@ -627,6 +629,116 @@ const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err)
 	return fs->tools;
 }
 
+/* ---- the job graph for Argo and Slurm (gexport.h) --------------------------- */
+
+/* An export's reason for not being made, on one line. */
+static void one_line_reason(struct ferr *err, int ret)
+{
+	if (!err->message[0])
+		snprintf(err->message, sizeof(err->message), "%s",
+			 strerror(-ret));
+	for (char *p = err->message; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+}
+
+/*
+ * The plan an export shows: the graph under the tool map, as a submit
+ * would run it.  -ENOENT (no such file) for a session without nodes;
+ * -EINVAL or -E2BIG with err when the graph cannot run.
+ */
+static int export_plan(struct flowfs *fs, const struct session_info *s,
+		       const char *run_dir, struct jobspec_plan *plan,
+		       struct jobspec_options *jo, int64_t *mtime_ns,
+		       struct ferr *err)
+{
+	struct ferr tools_err = FERR_INIT;
+	const struct graph_tools *tools = fs_tools(fs, &tools_err);
+	struct sbuf text = SBUF_INIT;
+	json_t *graph = NULL;
+	int64_t nodes = 0;
+	int ret;
+
+	*mtime_ns = later(later(s->graph_mtime_ns, s->created_ns),
+			  fs->tools_mtime_ns);
+	ret = store_int(fs->st, "SELECT nodes FROM graph_counts WHERE"
+			" session = ?1", &nodes, STORE_INT(s->id));
+	if (ret == -ENOENT || (!ret && !nodes))
+		return -ENOENT;
+	if (!ret && tools_err.message[0])
+		return ferr_set(err, -EINVAL, "the tool map cannot be used: %s",
+				tools_err.message);
+	if (!ret)
+		ret = graph_render_parameters(fs->st, s->id, &text);
+	if (!ret)
+		ret = fjson_parse(&graph, text.buf, text.len, NULL);
+	*jo = (struct jobspec_options){ .session = s->name, .run_dir = run_dir,
+					.tools_path = fs->tools_path };
+	if (!ret)
+		ret = jobspec_plan(graph, graph_tools_map(tools), jo, plan, err);
+	json_decref(graph);
+	sbuf_release(&text);
+	return ret;
+}
+
+/* Argo's pods share one volume, mounted at /work; a graph that cannot
+ * be exported is a YAML comment saying why (a document of nothing). */
+static int render_argo(struct flowfs *fs, const struct session_info *s,
+		       struct sbuf *out, int64_t *mtime_ns)
+{
+	struct jobspec_plan plan;
+	struct jobspec_options jo;
+	struct ferr err = FERR_INIT;
+	int ret = export_plan(fs, s, "/work", &plan, &jo, mtime_ns, &err);
+
+	if (!ret) {
+		ret = gexport_argo(&plan, &jo, out, &err);
+		jobspec_plan_release(&plan);
+	}
+	if (ret == -EINVAL || ret == -E2BIG) {
+		one_line_reason(&err, ret);
+		ret = sbuf_addf(out, "# flowfs cannot export this job graph for "
+				"Argo Workflows: %s\n", err.message);
+	}
+	return ret;
+}
+
+/* The jobs go in <work dir>/<session>-<id>/export/; a graph that cannot
+ * run is a script that says why and fails. */
+static int render_submit_slurm(struct flowfs *fs, const struct session_info *s,
+			       struct sbuf *out, int64_t *mtime_ns)
+{
+	struct jobspec_plan plan;
+	struct jobspec_options jo;
+	struct ferr err = FERR_INIT;
+	char *run_dir = NULL;
+	int ret = jobs_session_dir(fs->jobs_opt.work_dir, s, "export",
+				   &run_dir);
+
+	if (!ret)
+		ret = export_plan(fs, s, run_dir, &plan, &jo, mtime_ns, &err);
+	if (!ret) {
+		ret = gexport_slurm(&plan, &jo, out, &err);
+		jobspec_plan_release(&plan);
+	}
+	if (ret == -EINVAL || ret == -E2BIG) {
+		struct sbuf why = SBUF_INIT;
+
+		one_line_reason(&err, ret);
+		ret = sbuf_addf(&why, "submit.slurm.sh: flowfs cannot submit "
+				"this job graph: %s", err.message);
+		if (!ret)
+			ret = sbuf_addf(out, "#!/bin/bash\necho ");
+		if (!ret)
+			ret = jobspec_shell_quote(out, why.buf);
+		if (!ret)
+			ret = sbuf_addstr(out, " >&2\nexit 1\n");
+		sbuf_release(&why);
+	}
+	free(run_dir);
+	return ret;
+}
+
 /*
  * Designated fields: a row names only what it has.  What a session shows
  * is writable by its owner, generated files too (what is written to them
@@ -700,6 +812,8 @@ const struct entry fs_entries[] = {
 	GENERATED("status.json", SCOPE_SESSION, render_status_json),
 	GENERATED("log", SCOPE_SESSION, render_log),
 	FOLDER("jobs", SESSION_JOBS),
+	GENERATED("workflow.argo.yaml", SCOPE_OUTPUT, render_argo),
+	GENERATED("submit.slurm.sh", SCOPE_OUTPUT, render_submit_slurm),
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);
