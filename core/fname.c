@@ -1,11 +1,13 @@
 #include "fname.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "utf8.h"
 
@@ -122,4 +124,25 @@ int fname_line(struct sbuf *out, const char *fmt, ...)
 		ret = sbuf_addch(out, '\n');
 	sbuf_release(&raw);
 	return ret;
+}
+
+int fname_make_dirs(const char *path, mode_t mode, bool parents_only)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (!parents_only && mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
 }

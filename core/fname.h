@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "ferr.h"
 #include "sbuf.h"
@@ -51,5 +52,12 @@ char *fname_shown(const char *s, size_t max);
  * `fmt`, escaped as above, then '\n'.  0 or -ENOMEM. */
 int fname_line(struct sbuf *out, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * mkdir -p: every folder of the absolute `path` that is missing, made
+ * with `mode` (the last too unless `parents_only`).  0 or -errno
+ * (-ENAMETOOLONG past PATH_MAX).
+ */
+int fname_make_dirs(const char *path, mode_t mode, bool parents_only);
 
 #endif

@@ -21,6 +21,7 @@
 #include <sqlite3.h>
 
 #include "fjson.h"
+#include "fname.h"
 #include "jobs.h"
 #include "jobspec.h"
 #include "tree.h"
@@ -964,27 +965,6 @@ static int write_script(const char *dir, const char *text)
 	return ret;
 }
 
-static int mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* The folder and the script of a job about to start (no lock). */
 static int prepare(struct jobs *j, const struct job_row *r, char **script,
 		   struct sbuf *why)
@@ -1005,7 +985,7 @@ static int prepare(struct jobs *j, const struct job_row *r, char **script,
 	unlock(j);
 	if (!text)
 		return -EIO;
-	ret = mkdir_p(r->job_dir);
+	ret = fname_make_dirs(r->job_dir, 0755, false);
 	if (!ret) {
 		/* what a job of an earlier run left must not pass for this
 		 * one's */

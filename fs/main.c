@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "flowfs-config.h"
+#include "fname.h"
 #include "fs.h"
 
 #define MAX_SKILL_DIRS 32
@@ -285,21 +286,7 @@ static void usage(const char *prog)
 /* mkdir -p of the folder that holds `path`. */
 static int make_parent_dirs(const char *path)
 {
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
+	return fname_make_dirs(path, 0700, true);
 }
 
 /* $XDG_CONFIG_HOME/flowfs/<name> (~/.config/flowfs/<name>); NULL when

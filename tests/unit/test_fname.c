@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fname.h"
 
@@ -238,6 +240,36 @@ static void test_escape(void **state)
 	sbuf_release(&out);
 }
 
+/* mkdir -p: the parents only, or the path too; a file in the way. */
+static void test_make_dirs(void **state)
+{
+	char top[] = "/tmp/flowfs-fname-XXXXXX", path[200], file[200];
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(top));
+	snprintf(path, sizeof(path), "%s/a/b/c", top);
+	assert_int_equal(fname_make_dirs(path, 0700, true), 0);
+	snprintf(file, sizeof(file), "%s/a/b", top);
+	assert_int_equal(stat(file, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(stat(path, &st), -1);
+	assert_int_equal(fname_make_dirs(path, 0755, false), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	/* again: nothing to do */
+	assert_int_equal(fname_make_dirs(path, 0755, false), 0);
+	/* a file where a folder must go */
+	snprintf(file, sizeof(file), "%s/f", top);
+	fclose(fopen(file, "w"));
+	snprintf(path, sizeof(path), "%s/f/x", top);
+	assert_int_equal(fname_make_dirs(path, 0755, false), -ENOTDIR);
+	unlink(file);
+	snprintf(path, sizeof(path), "rm -r %s", top);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_valid_utf8_table),
 		cmocka_unit_test(test_valid_utf8_exhaustive),
 		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_make_dirs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
