@@ -613,8 +613,14 @@ const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err)
 			st.st_mtim.tv_nsec;
 	if (fs->tools && mtime == fs->tools_mtime_ns && !err)
 		return fs->tools;
-	if (graph_tools_load(fs->tools_path, &fresh, err ? err : &local) < 0)
+	if (graph_tools_load(fs->tools_path, &fresh, err ? err : &local) < 0) {
+		/* said once per change of the file, in .flowfs/log (and on
+		 * stderr or syslog): the map is used as empty until mended */
+		if (!fs->tools || mtime != fs->tools_mtime_ns)
+			fs_log(fs, 0, "", fs->tools_path,
+			       err ? err->message : local.message);
 		graph_tools_load("/nonexistent/flowfs-tools.json", &fresh, NULL);
+	}
 	/* a writer outside the lock uses the one it has (fs.h): a reader
 	 * asking meanwhile gets its reason but keeps that one */
 	if (fresh && fs->tools_pins && fs->tools) {

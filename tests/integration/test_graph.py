@@ -21,7 +21,7 @@ import uuid
 
 import pytest
 
-from conftest import (REPO, dumps, errname, oserror, put, put_json,
+from conftest import (REPO, dumps, errname, oserror, put, put_json, root_log,
                       read_bytes, status_of, vim, wait_until, write_bytes)
 
 FIXTURES = REPO.parent / "shared" / "fixtures"
@@ -287,6 +287,9 @@ def test_tool_map_fills_system_values(make_flowfs, tools_json):
     write_tools(tools_json, "{not json")
     cfg = json.loads(read_bytes(fs.mnt / ".flowfs" / "config"))
     assert cfg.get("tool_map_error"), cfg
+    # and in the mount's log, once
+    said = [m for _, p, m in root_log(fs.mnt) if p == str(tools_json)]
+    assert said == [cfg["tool_map_error"]], said
     add_node(s, "node-$id7", "apex_calculation")
     assert graph(s)["nodes"][-1]["system_values"] == {
         "machine_type": "c2_m4_cpu", "image": "", "docker_image": ""}
