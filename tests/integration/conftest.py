@@ -723,7 +723,8 @@ def fill_session(s, copy_to=None):
     return user_data(s)
 
 # The files flowfs makes in output/: user_data() compares them apart.
-GENERATED_OUTPUT = ("summary.json", "summary_readable.txt", ".manifest.json")
+GENERATED_OUTPUT = ("summary.json", "summary_readable.txt", ".manifest.json",
+                    "workflow.argo.yaml", "submit.slurm.sh")
 
 
 def user_data(s, generated=True, times="ns"):
