@@ -686,6 +686,33 @@ static int split_words(const char *text, char ***out)
 	return words ? 0 : -EINVAL;
 }
 
+/* `path` with its longest existing prefix resolved (realpath) and the
+ * rest as written: where it would be once made. */
+static char *resolved_prefix(const char *path)
+{
+	char buf[PATH_MAX], *real, *out = NULL;
+	size_t len = strlen(path), cut = len;
+
+	if (len >= sizeof(buf))
+		return NULL;
+	memcpy(buf, path, len + 1);
+	for (;;) {
+		real = realpath(buf, NULL);
+		if (real || cut == 0)
+			break;
+		while (cut > 0 && buf[cut] != '/')
+			cut--;
+		buf[cut ? cut : 1] = '\0';
+	}
+	if (!real)
+		return NULL;
+	if (asprintf(&out, "%s%s", real, strcmp(real, "/") || path[cut] != '/'
+		     ? path + cut : path + cut + 1) < 0)
+		out = NULL;
+	free(real);
+	return out;
+}
+
 /*
  * Where the job graph runs: the executor, and a work folder of its own
  * outside the mount (a job writing into the mount would call the daemon
@@ -712,6 +739,18 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 			     : default_work_dir();
 	if (!dir)
 		return -ENOMEM;
+	/* checked before anything is made: a folder made inside the mount
+	 * point would make it a non-empty one */
+	real = resolved_prefix(dir);
+	if (real && !strncmp(real, mountpoint, ml) &&
+	    (real[ml] == '/' || !real[ml] || ml == 1)) {
+		fprintf(stderr, "flowfs: the work folder %s is inside the mount"
+			" point: jobs must run outside it (--work-dir)\n", real);
+		free(real);
+		free(dir);
+		return -EINVAL;
+	}
+	free(real);
 	ret = make_parent_dirs(dir);
 	if (!ret && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		ret = -errno;

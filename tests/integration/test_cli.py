@@ -321,6 +321,39 @@ def test_unknown_option_is_named(tmp_path):
     assert not (tmp_path / "db").exists()
 
 
+@pytest.mark.parametrize("option,line", [
+    ("--executor=pbs", 'flowfs: --executor takes local or slurm, not "pbs"'),
+    ("--jobs=0", "flowfs: --jobs takes a whole number from 1 to 4096, "
+     'not "0"'),
+])
+def test_bad_executor_options(tmp_path, option, line):
+    """Where the job graph runs: a bad value is one line, nothing made
+    (neither the database nor the work folder it names)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    work = tmp_path / "work"
+    r = run_flowfs([f"--db={tmp_path / 'db'}", f"--work-dir={work}", option,
+                    str(mnt)])
+    assert r.returncode == 2
+    assert assert_one_line_error(r, mnt) == line
+    assert not (tmp_path / "db").exists() and not work.exists()
+
+
+def test_work_dir_inside_the_mount_refused(tmp_path):
+    """A job reading through the mount would wait on the daemon that
+    waits on it: the work folder goes outside."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = run_flowfs([f"--db={tmp_path / 'db'}", f"--work-dir={mnt}/jobs",
+                    str(mnt)])
+    line = assert_one_line_error(r, mnt)
+    assert line.startswith("flowfs: the work folder ") and \
+        line.endswith(" is inside the mount point: jobs must run outside it"
+                      " (--work-dir)"), line
+    # refused before anything was made: the mount point is as it was
+    assert not (tmp_path / "db").exists() and os.listdir(mnt) == []
+
+
 def test_non_empty_folder_refused_unless_nonempty(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
