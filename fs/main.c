@@ -1384,6 +1384,9 @@ out:
 	free(opts.fetch_low_speed);
 	free(opts.fetch_allow);
 	free(opts.sandbox_user);
+	free(opts.executor);
+	free(opts.work_dir);
+	free(opts.container);
 	if (!fs.foreground)
 		closelog();
 	if (engine_key)
