@@ -699,6 +699,36 @@ static int split_words(const char *text, char ***out)
 	return words ? 0 : -EINVAL;
 }
 
+/* `path` with its longest existing ancestor resolved (realpath) and the
+ * rest as it is: where making it would put it, NULL when unknown. */
+static char *resolve_existing(const char *path)
+{
+	char *copy = strdup(path), *cut, *real = NULL, *out = NULL;
+
+	if (!copy)
+		return NULL;
+	for (;;) {
+		real = realpath(copy[0] ? copy : "/", NULL);
+		if (real || errno != ENOENT || !(cut = strrchr(copy, '/')))
+			break;
+		*cut = '\0';
+	}
+	if (real && asprintf(&out, "%s%s", strcmp(real, "/") ? real : "",
+			     path + strlen(copy)) < 0)
+		out = NULL;
+	free(real);
+	free(copy);
+	return out;
+}
+
+static bool is_inside(const char *path, const char *mountpoint)
+{
+	size_t ml = strlen(mountpoint);
+
+	return !strncmp(path, mountpoint, ml) &&
+	       (path[ml] == '/' || !path[ml] || ml == 1);
+}
+
 /*
  * Where the job graph runs: the executor, and a work folder of its own
  * outside the mount (a job writing into the mount would call the daemon
@@ -709,7 +739,6 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 {
 	struct jobs_options *o = &fs->jobs_opt;
 	char *dir, *real;
-	size_t ml = strlen(mountpoint);
 	int ret;
 
 	if (!opts->executor || !strcmp(opts->executor, "local")) {
@@ -725,6 +754,16 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 			     : default_work_dir();
 	if (!dir)
 		return -ENOMEM;
+	/* refused before anything is made in the mount point's folder */
+	real = resolve_existing(dir);
+	if (real && is_inside(real, mountpoint)) {
+		fprintf(stderr, "flowfs: the work folder %s is inside the mount"
+			" point: jobs must run outside it (--work-dir)\n", real);
+		free(real);
+		free(dir);
+		return -EINVAL;
+	}
+	free(real);
 	ret = make_parent_dirs(dir);
 	if (!ret && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		ret = -errno;
@@ -736,8 +775,7 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 		return -EINVAL;
 	}
 	free(dir);
-	if (!strncmp(real, mountpoint, ml) &&
-	    (real[ml] == '/' || !real[ml] || ml == 1)) {
+	if (is_inside(real, mountpoint)) {
 		fprintf(stderr, "flowfs: the work folder %s is inside the mount"
 			" point: jobs must run outside it (--work-dir)\n", real);
 		free(real);
