@@ -1273,6 +1273,10 @@ static void poll_once(struct jobs *j)
 
 		if (strcmp(rows[i].state, "queued"))
 			continue;
+		/* no slot: reading the session's rows for each waiting job
+		 * made a poll of a big graph cost jobs squared */
+		if (!strcmp(rows[i].executor, "local") && running >= j->slots)
+			continue;
 		/* the session's rows as they are now: a job ended above */
 		lock(j);
 		ret = session_rows(j, rows[i].session, &all, &nall);
