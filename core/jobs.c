@@ -994,6 +994,36 @@ static int prepare(struct jobs *j, const struct job_row *r, char **script,
 	return 0;
 }
 
+/* Whether the job is still queued (lock held): a cancel may have come
+ * while it was being started without the lock. */
+static bool still_queued(struct jobs *j, const struct job_row *r)
+{
+	sqlite3_stmt *q = store_stmt(j->host->st, "SELECT state = 'queued'"
+				     " FROM graph_jobs WHERE id = ?1");
+	bool queued = false;
+
+	if (!q)
+		return true;	/* no answer: as before, it runs */
+	sqlite3_bind_int64(q, 1, r->id);
+	if (sqlite3_step(q) == SQLITE_ROW)
+		queued = sqlite3_column_int(q, 0) != 0;
+	store_done(q);
+	return queued;
+}
+
+static void queue_scancel(struct jobs *j, const char *id)
+{
+	char **grown;
+
+	pthread_mutex_lock(&j->mu);
+	grown = realloc(j->scancel, (j->nscancel + 1) * sizeof(*grown));
+	if (grown) {
+		j->scancel = grown;
+		j->scancel[j->nscancel++] = strdup(id);
+	}
+	pthread_mutex_unlock(&j->mu);
+}
+
 static void start_local(struct jobs *j, struct job_row *r)
 {
 	struct sbuf why = SBUF_INIT;
@@ -1008,7 +1038,11 @@ static void start_local(struct jobs *j, struct job_row *r)
 			sbuf_addf(&why, "cannot start it: %s", strerror(-ret));
 	}
 	lock(j);
-	if (ret < 0) {
+	if (!still_queued(j, r)) {
+		/* cancelled meanwhile: it stays so, and stops */
+		if (!ret)
+			kill_group(j, pid);
+	} else if (ret < 0) {
 		finish(j, r, false, 0, 0, why.buf);
 	} else {
 		snprintf(id, sizeof(id), "%d", (int)pid);
@@ -1096,7 +1130,16 @@ static void submit_slurm(struct jobs *j, struct job_row *r,
 		}
 	}
 	lock(j);
-	if (ret < 0) {
+	if (!still_queued(j, r)) {
+		/* cancelled meanwhile: it stays so, and leaves the queue */
+		char *semi = strchr(out.buf, ';');
+
+		if (semi)
+			*semi = '\0';
+		one_line(&out);
+		if (!ret && out.len)
+			queue_scancel(j, out.buf);
+	} else if (ret < 0) {
 		finish(j, r, false, 0, 0, why.buf);
 	} else {
 		char *semi = strchr(out.buf, ';');
@@ -1325,7 +1368,7 @@ static void *monitor(void *arg)
 			/* nothing going: sleep until a submit wakes us, but
 			 * still come round for the SIGKILLs due */
 			int64_t ms = going ? (poll ? poll : 200)
-				   : j->nkills ? 1000 : 60000;
+				   : j->nkills || j->nscancel ? 1000 : 60000;
 			struct timespec until = store_monotonic_after(ms);
 
 			pthread_cond_timedwait(&j->cond, &j->mu, &until);
@@ -1389,6 +1432,9 @@ void jobs_stop(struct jobs *j)
 	pthread_cond_signal(&j->cond);
 	pthread_mutex_unlock(&j->mu);
 	pthread_join(j->thread, NULL);
+	/* the scancels still due (a skipped job's): no later mount knows
+	 * them, and they would stay pending for ever */
+	do_kills(j);
 	/* the SIGKILLs still due: a cancelled job must not outlive it */
 	for (size_t i = 0; i < j->nkills; i++)
 		kill(-j->kills[i].pid, SIGKILL);
