@@ -61,6 +61,12 @@ TOOLS = {
                          "{{ right }}"],
              "outputs": STEP_OUTPUTS},
     "fail": {"command": ["sh", "-c", "echo oops on stderr >&2; exit 3"]},
+    # fails once the flag is there (bounded as "wait" is)
+    "failwait": {"command": ["sh", "-c",
+                             'i=0; while [ ! -e "$1" ] && [ $i -lt 1200 ]; '
+                             'do sleep 0.05; i=$((i+1)); done; '
+                             'echo oops on stderr >&2; exit 3', "failwait",
+                             "{{ flag }}"]},
     # bounded (60 s): a test that fails must not leave it holding a CPU
     "wait": {"command": ["sh", "-c",
                          'i=0; while [ ! -e "$1" ] && [ $i -lt 1200 ]; do '
@@ -359,12 +365,14 @@ def test_status_says_running(mount_jobs, executor, tmp_path):
 
 # -- 2. a failing node ---------------------------------------------------------
 
-def test_failed_node_skips_its_descendants(mount_jobs, executor, request):
+def test_failed_node_skips_its_descendants(mount_jobs, executor, request,
+                                           tmp_path):
     fs = mount_jobs(executor)
     s = fs.mnt / "s"
     os.mkdir(s)
+    flag = tmp_path / "flag"
     build_graph(s, {"a": ("root", {}),
-                    "f": ("fail", {"src": ""}),
+                    "f": ("failwait", {"src": "", "flag": str(flag)}),
                     "g": ("step", {"src": ""}),
                     "h": ("step", {"src": ""}),
                     "u": ("root", {}),
@@ -372,6 +380,9 @@ def test_failed_node_skips_its_descendants(mount_jobs, executor, request):
                 [("a", "data", "f", "src"), ("f", None, "g", "src"),
                  ("g", "data", "h", "src"), ("u", "data", "v", "src")])
     assert ctl(s, "submit") == 0
+    # f fails last: the run ends with its failure
+    wait_job(s, "v", "done")
+    flag.touch()
     g = wait_graph(s)
     assert {k: g[k] for k in ("state", "jobs", "done", "failed", "skipped",
                               "cancelled", "running")} == \
