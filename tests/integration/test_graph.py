@@ -1149,10 +1149,10 @@ def test_ctl_mode_and_read(s):
 def test_ctl_unknown_command(s):
     assert ctl(s, "bogus\n") == errno.EINVAL
     assert last_refusal(s) == (
-        "ctl", 'unknown command "bogus" (ctl takes: infer-edges, run, cancel)')
+        "ctl", 'unknown command "bogus" (ctl takes: infer-edges, run, cancel, submit)')
     assert ctl(s, "infer-edges\nfrobnicate now\n") == errno.EINVAL
     assert last_refusal(s) == (
-        "ctl", 'unknown command "frobnicate now" (ctl takes: infer-edges, run, cancel)')
+        "ctl", 'unknown command "frobnicate now" (ctl takes: infer-edges, run, cancel, submit)')
     assert ctl(s, "\n") == 0
 
 
