@@ -1309,12 +1309,6 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
 	}
-	fs.jobs_opt.tools_path = fs.tools_path;
-	/* the job graphs a run left going: taken up again */
-	if (jobs_start(&fs.jobs, &fs.run_host, &fs.jobs_opt, &err) < 0) {
-		fprintf(stderr, "flowfs: %s\n", err.message);
-		goto out_unmount;
-	}
 	fs.mounted_ns = store_now_ns();
 	fs.uid = getuid();
 	fs.gid = getgid();
@@ -1339,6 +1333,14 @@ int main(int argc, char *argv[])
 	if (fs_spiller_start(&fs) < 0)
 		fprintf(stderr, "flowfs: cannot start the spill thread:"
 			" big writes go slower\n");
+	fs.jobs_opt.tools_path = fs.tools_path;
+	/* the job graphs a run left going: taken up again.  Its thread
+	 * uses the store under the lock, so it starts after the startup
+	 * writes above, which hold none */
+	if (jobs_start(&fs.jobs, &fs.run_host, &fs.jobs_opt, &err) < 0) {
+		fprintf(stderr, "flowfs: %s\n", err.message);
+		goto out_unmount;
+	}
 	loop = fuse_loop_cfg_create();
 	if (!loop)
 		goto out_unmount;
