@@ -1322,6 +1322,11 @@ static void poll_once(struct jobs *j)
 			any = any || !strcmp(rows[k].state, "queued");
 		if (!any)
 			continue;
+		/* no slot: reading the session's rows for each waiting job
+		 * made a poll of a big graph cost jobs squared */
+		if (!strcmp(rows[i].executor, "local") && running >= j->slots)
+			continue;
+		/* the session's rows as they are now: a job ended above */
 		lock(j);
 		ret = session_rows(j, rows[i].session, &all, &nall);
 		unlock(j);
@@ -1459,6 +1464,9 @@ void jobs_stop(struct jobs *j)
 	pthread_mutex_unlock(&j->mu);
 	wake(j);
 	pthread_join(j->thread, NULL);
+	/* the scancels still due (a skipped job's): no later mount knows
+	 * them, and they would stay pending for ever */
+	do_kills(j);
 	close(j->wake_fd);
 	/* the SIGKILLs still due: a cancelled job must not outlive it */
 	for (size_t i = 0; i < j->nkills; i++)

@@ -136,9 +136,9 @@ static int prefix##_commit(struct flowfs *fs, int64_t session,		\
 					    err);			\
 }									\
 static int prefix##_remove(struct flowfs *fs, int64_t session,		\
-			   const char *id)				\
+			   const char *id, struct ferr *err)		\
 {									\
-	int ret = node_busy(fs, kind, session, id, NULL);		\
+	int ret = node_busy(fs, kind, session, id, err);		\
 									\
 	/* a node goes with its edges: removing all nodes works in	\
 	 * any order */							\
@@ -269,8 +269,10 @@ static int rounds_commit(struct flowfs *fs, int64_t session, const char *id,
 			      err);
 }
 
-static int rounds_remove(struct flowfs *fs, int64_t session, const char *id)
+static int rounds_remove(struct flowfs *fs, int64_t session, const char *id,
+			 struct ferr *err)
 {
+	(void)err;
 	return roundstore_delete(fs->st, session, round_number(id));
 }
 

@@ -408,7 +408,9 @@ struct fs_collection {
 	/* validate and store; -EINVAL with err (nothing stored) */
 	int (*commit)(struct flowfs *fs, int64_t session, const char *id,
 		      const char *text, size_t len, struct ferr *err);
-	int (*remove)(struct flowfs *fs, int64_t session, const char *id);
+	/* -EBUSY with err for a node whose job has not ended */
+	int (*remove)(struct flowfs *fs, int64_t session, const char *id,
+		      struct ferr *err);
 	int (*rename)(struct flowfs *fs, int64_t session, const char *from,
 		      const char *to, bool replace, struct ferr *err);
 };

@@ -686,31 +686,34 @@ static int split_words(const char *text, char ***out)
 	return words ? 0 : -EINVAL;
 }
 
-/* `path` with its longest existing prefix resolved (realpath) and the
- * rest as written: where it would be once made. */
-static char *resolved_prefix(const char *path)
+/* `path` with its longest existing ancestor resolved (realpath) and the
+ * rest as it is: where making it would put it, NULL when unknown. */
+static char *resolve_existing(const char *path)
 {
-	char buf[PATH_MAX], *real, *out = NULL;
-	size_t len = strlen(path), cut = len;
+	char *copy = strdup(path), *cut, *real = NULL, *out = NULL;
 
-	if (len >= sizeof(buf))
+	if (!copy)
 		return NULL;
-	memcpy(buf, path, len + 1);
 	for (;;) {
-		real = realpath(buf, NULL);
-		if (real || cut == 0)
+		real = realpath(copy[0] ? copy : "/", NULL);
+		if (real || errno != ENOENT || !(cut = strrchr(copy, '/')))
 			break;
-		while (cut > 0 && buf[cut] != '/')
-			cut--;
-		buf[cut ? cut : 1] = '\0';
+		*cut = '\0';
 	}
-	if (!real)
-		return NULL;
-	if (asprintf(&out, "%s%s", real, strcmp(real, "/") || path[cut] != '/'
-		     ? path + cut : path + cut + 1) < 0)
+	if (real && asprintf(&out, "%s%s", strcmp(real, "/") ? real : "",
+			     path + strlen(copy)) < 0)
 		out = NULL;
 	free(real);
+	free(copy);
 	return out;
+}
+
+static bool is_inside(const char *path, const char *mountpoint)
+{
+	size_t ml = strlen(mountpoint);
+
+	return !strncmp(path, mountpoint, ml) &&
+	       (path[ml] == '/' || !path[ml] || ml == 1);
 }
 
 /*
@@ -723,7 +726,6 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 {
 	struct jobs_options *o = &fs->jobs_opt;
 	char *dir, *real;
-	size_t ml = strlen(mountpoint);
 	int ret;
 
 	if (!opts->executor || !strcmp(opts->executor, "local")) {
@@ -739,11 +741,9 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 			     : default_work_dir();
 	if (!dir)
 		return -ENOMEM;
-	/* checked before anything is made: a folder made inside the mount
-	 * point would make it a non-empty one */
-	real = resolved_prefix(dir);
-	if (real && !strncmp(real, mountpoint, ml) &&
-	    (real[ml] == '/' || !real[ml] || ml == 1)) {
+	/* refused before anything is made in the mount point's folder */
+	real = resolve_existing(dir);
+	if (real && is_inside(real, mountpoint)) {
 		fprintf(stderr, "flowfs: the work folder %s is inside the mount"
 			" point: jobs must run outside it (--work-dir)\n", real);
 		free(real);
@@ -762,8 +762,7 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 		return -EINVAL;
 	}
 	free(dir);
-	if (!strncmp(real, mountpoint, ml) &&
-	    (real[ml] == '/' || !real[ml] || ml == 1)) {
+	if (is_inside(real, mountpoint)) {
 		fprintf(stderr, "flowfs: the work folder %s is inside the mount"
 			" point: jobs must run outside it (--work-dir)\n", real);
 		free(real);

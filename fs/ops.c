@@ -1932,6 +1932,20 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 
 /* ---- removing ------------------------------------------------------------- */
 
+static int log_refusal(struct flowfs *fs, const struct session_info *s,
+		       const char *path, const struct ferr *err);
+
+/* The log line of a refused <folder>/<name> of a collection. */
+static void log_item_refusal(struct flowfs *fs, const struct session_info *s,
+			     const char *folder, const char *name,
+			     const struct ferr *err)
+{
+	char path[STATUS_PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", folder, name);
+	log_refusal(fs, s, path, err);
+}
+
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct flowfs *fs = fs_of(req);
@@ -1960,7 +1974,12 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto out;
 	coll = item_name(&p, name, id, sizeof(id));
 	if (coll >= 0) {
-		ret = fs_collections[coll].remove(fs, p.attr.session, id);
+		struct ferr err = FERR_INIT;
+
+		ret = fs_collections[coll].remove(fs, p.attr.session, id, &err);
+		if (ret < 0 && err.message[0])
+			log_item_refusal(fs, &p.s, fs_collections[coll].folder,
+					 name, &err);
 		goto out;
 	}
 	ret = tree_unlink(fs->tree, parent, name);
@@ -2464,13 +2483,10 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 			return -EXDEV;
 		ret = fs_collections[coll].rename(fs, p->attr.session, id, newid,
 						  !noreplace, &err);
-		if (ret == -EINVAL && err.message[0]) {
-			char path[STATUS_PATH_MAX];
-
-			snprintf(path, sizeof(path), "%s/%s",
-				 fs_collections[coll].folder, newname);
-			log_refusal(fs, &p->s, path, &err);
-		}
+		/* a busy node's reason too, not only a refused document's */
+		if (ret < 0 && err.message[0])
+			log_item_refusal(fs, &p->s, fs_collections[coll].folder,
+				 ret == -EBUSY ? name : newname, &err);
 		return ret;
 	}
 	if (from) {
@@ -2480,7 +2496,12 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 		/* moved out of its session (to the trash): it goes; kept,
 		 * the copy goes */
 		if (!ret && moves_out(&p->s, np)) {
-			ret = fs_collections[coll].remove(fs, p->attr.session, id);
+			ret = fs_collections[coll].remove(fs, p->attr.session, id,
+							  &err);
+			if (ret < 0 && err.message[0])
+				log_item_refusal(fs, &p->s,
+					 fs_collections[coll].folder, name,
+					 &err);
 			if (ret < 0)
 				tree_unlink(fs->tree, np->ino, newname);
 		}

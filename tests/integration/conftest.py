@@ -94,13 +94,15 @@ def _fusermount(mnt, lazy=False):
 class FlowFS:
     """One flowfs daemon serving `mnt` from `db`; may be restarted."""
 
-    def __init__(self, tmp, name="mnt", db=None, extra_args=()):
+    def __init__(self, tmp, name="mnt", db=None, extra_args=(), env=None):
         self.tmp = Path(tmp)
         self.bin = flowfs_bin()
         self.mnt = self.tmp / name
         self.mnt.mkdir(exist_ok=True)
         self.db = Path(db) if db else self.tmp / f"{name}.db"
         self.extra_args = list(extra_args)
+        # added to the daemon's environment (e.g. SLURM_CONF)
+        self.env = dict(env or {})
         self.proc = None
         self.runs = []          # (stderr path, expected to exit cleanly)
         self.problems = []
@@ -113,7 +115,8 @@ class FlowFS:
         err = open(err_path, "wb")
         cmd = [str(self.bin), f"--db={self.db}", "-f", *args, str(self.mnt)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                     stdout=err, stderr=err, env=daemon_env())
+                                     stdout=err, stderr=err,
+                                     env=daemon_env(self.env))
         err.close()
         self.runs.append([err_path, True])
         deadline = time.monotonic() + MOUNT_TIMEOUT
@@ -221,11 +224,13 @@ class FlowFS:
 
 @pytest.fixture
 def make_flowfs(tmp_path):
-    """Factory: make_flowfs(name=..., db=..., extra_args=...) → mounted FlowFS."""
+    """Factory: make_flowfs(name=..., db=..., extra_args=..., env=...) →
+    mounted FlowFS; `env` is added to the daemon's environment."""
     made = []
 
-    def make(name="mnt", db=None, extra_args=(), start=True):
-        fs = FlowFS(tmp_path, name=name, db=db, extra_args=extra_args)
+    def make(name="mnt", db=None, extra_args=(), start=True, env=None):
+        fs = FlowFS(tmp_path, name=name, db=db, extra_args=extra_args,
+                    env=env)
         made.append(fs)
         return fs.start() if start else fs
 
