@@ -137,10 +137,13 @@ class FlowFS:
 
     # -- stopping ---------------------------------------------------------
     def _unmount(self):
-        """Unmount; retry a little while busy, then detach lazily."""
+        """Unmount; retry a little while busy, then detach lazily.  (A
+        file manager's refresh the daemon's refresher makes after a burst
+        of changes, a 200-job graph's, holds the mount for a moment; on a
+        loaded machine with ASan more than 3 s.)"""
         if not os.path.ismount(self.mnt):
             return
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 10
         while True:
             r = _fusermount(self.mnt)
             if r.returncode == 0 or not os.path.ismount(self.mnt):
