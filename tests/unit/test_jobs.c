@@ -741,6 +741,34 @@ static void test_failure_skips(void **state)
 	expect_log(fx, "jobs/a: failed: exited with 3\n");
 	expect_log(fx, "jobs/b: skipped: upstream node a failed\n");
 	expect_log(fx, "ctl: graph failed\n");
+
+	/* a new run: jobs/ shows only its nodes, in a new run folder */
+	submit_ok(fx, "{'nodes': [{'id': 'x', 'label': 'ok',"
+		  "  'input_parameters': [{'name': 'src', 'value': 'w'}]}],"
+		  " 'edges': []}", "{'ok': {'command': ['true', '{{ src }}']}}");
+	wait_state(fx, "x", "done");
+	{
+		struct sbuf s = SBUF_INIT;
+		struct tree_dir dir;
+		char want[256];
+
+		host_lock(fx);
+		assert_int_equal(tree_readdir(fx->t, fx->s.jobs_ino, &dir), 0);
+		host_unlock(fx);
+		assert_int_equal(dir.n, 1);
+		assert_string_equal(dir.ents[0].name, "x");
+		tree_dir_free(&dir);
+		assert_int_equal(node_file(fx, "x", "script", &s), 0);
+		snprintf(want, sizeof(want), "cd %s/s1-%lld/run-2/x || exit",
+			 fx->work, (long long)fx->s.id);
+		assert_non_null(strstr(s.buf, want));
+		sbuf_release(&s);
+	}
+	r = wait_end(fx);
+	assert_string_equal(json_string_value(json_object_get(r, "state")),
+			    "done");
+	assert_int_equal(report_int(r, "jobs"), 1);
+	json_decref(r);
 }
 
 /* ---- cancel ---------------------------------------------------------------- */
@@ -841,32 +869,47 @@ static void test_reattach(void **state)
 	struct fixture *fx = *state;
 	struct sbuf s = SBUF_INIT;
 	char word[64], *text;
-	pid_t pid;
+	pid_t early, late;
 	json_t *r;
 
-	submit_ok(fx, "{'nodes': [{'id': 'n', 'label': 'slow'}], 'edges': []}",
-		  "{'slow': {'command': ['sh', '-c', 'sleep 2; echo late >"
-		  " late.txt; echo bye'], 'outputs': {'late': 'late.txt'}}}");
-	wait_state(fx, "n", "running");
-	pid = job_pid(fx, "n");
+	/* `early` ends while no monitor runs, `late` after the next one
+	 * started */
+	submit_ok(fx, "{'nodes': [{'id': 'early', 'label': 'slow',"
+		  "  'input_parameters': [{'name': 's', 'value': '1'}]},"
+		  " {'id': 'late', 'label': 'slow',"
+		  "  'input_parameters': [{'name': 's', 'value': '4'}]}],"
+		  " 'edges': []}",
+		  "{'slow': {'command': ['sh', '-c', 'sleep $0; echo $0 >"
+		  " out.txt; echo bye', '{{ s }}'],"
+		  " 'outputs': {'out': 'out.txt'}}}");
+	wait_state(fx, "early", "running");
+	wait_state(fx, "late", "running");
+	early = job_pid(fx, "early");
+	late = job_pid(fx, "late");
 	jobs_stop(fx->jobs);
 	fx->jobs = NULL;
-	/* the job goes on without a monitor */
-	assert_true(group_alive(pid));
-	row_state(fx, "n", word, sizeof(word));
+	/* the jobs go on without a monitor; their rows wait */
+	assert_true(group_alive(late));
+	wait_group_gone(early, 10);
+	row_state(fx, "early", word, sizeof(word));
 	assert_string_equal(word, "running");
 	start(fx);
-	wait_state(fx, "n", "done");
-	text = state_text(fx, "n", "done");
-	expect_key("n", text, "exit_code", "0");
-	free(text);
-	assert_int_equal(node_file(fx, "n", "late.txt", &s), 0);
-	assert_string_equal(s.buf, "late\n");
-	assert_int_equal(node_file(fx, "n", "stdout", &s), 0);
-	assert_string_equal(s.buf, "bye\n");
+	for (int i = 0; i < 2; i++) {
+		const char *node = i ? "late" : "early";
+
+		wait_state(fx, node, "done");
+		text = state_text(fx, node, "done");
+		expect_key(node, text, "exit_code", "0");
+		free(text);
+		assert_int_equal(node_file(fx, node, "out.txt", &s), 0);
+		assert_string_equal(s.buf, i ? "4\n" : "1\n");
+		assert_int_equal(node_file(fx, node, "stdout", &s), 0);
+		assert_string_equal(s.buf, "bye\n");
+	}
 	r = wait_end(fx);
 	assert_string_equal(json_string_value(json_object_get(r, "state")),
 			    "done");
+	assert_int_equal(report_int(r, "done"), 2);
 	json_decref(r);
 	sbuf_release(&s);
 }
@@ -886,11 +929,13 @@ static void test_outputs(void **state)
 		"{'t': {'command': ['sh', '-c', 'echo secret > $0/outside.txt;"
 		" ln -s $0/outside.txt link.txt; truncate -s 65M big.bin;"
 		" echo fine > ok.txt; mkdir sub; echo deep > sub/deep.txt;"
-		" mkdir adir; echo first; head -c $(($1 - 10)) /dev/zero |"
+		" mkdir adir; mkfifo pipe; echo mine > state; echo first;"
+		" head -c $(($1 - 10)) /dev/zero |"
 		" tr \\\"\\\\\\\\000\\\" x; echo END', '%s', '%zu'],"
 		"  'outputs': {'link': 'link.txt', 'big': 'big.bin',"
 		"   'ok': 'ok.txt', 'deep': 'sub/deep.txt', 'adir': 'adir',"
-		"   'gone': 'missing.txt', 'st': 'state'}}}", fx->dir, total);
+		"   'gone': 'missing.txt', 'st': 'state',"
+		"   'fifo': 'pipe'}}}", fx->dir, total);
 	submit_ok(fx, "{'nodes': [{'id': 'n', 'label': 't'}], 'edges': []}",
 		  tools);
 	wait_state(fx, "n", "done");
@@ -899,10 +944,11 @@ static void test_outputs(void **state)
 	    !strstr(text, "\nnot_brought big (over 64 MiB)\n") ||
 	    !strstr(text, "\nnot_brought adir (not a regular file)\n") ||
 	    !strstr(text, "\nnot_brought gone (no such file)\n") ||
-	    !strstr(text, "\nnot_brought st (no such file)\n"))
+	    !strstr(text, "\nnot_brought fifo (not a regular file)\n"))
 		fail_msg("state: %s", text);
 	assert_null(strstr(text, "not_brought ok"));
 	assert_null(strstr(text, "not_brought deep"));
+	assert_null(strstr(text, "not_brought st"));
 	free(text);
 	assert_int_equal(node_file(fx, "n", "link.txt", &s), -ENOENT);
 	assert_int_equal(node_file(fx, "n", "big.bin", &s), -ENOENT);
@@ -911,6 +957,9 @@ static void test_outputs(void **state)
 	assert_string_equal(s.buf, "fine\n");
 	assert_int_equal(node_file(fx, "n", "deep.txt", &s), 0);
 	assert_string_equal(s.buf, "deep\n");
+	/* an output named like a file of flowfs's does not replace it */
+	assert_int_equal(node_file(fx, "n", "output-state", &s), 0);
+	assert_string_equal(s.buf, "mine\n");
 
 	/* stdout: its last 4 MiB after a line saying how much was cut */
 	assert_int_equal(node_file(fx, "n", "stdout", &s), 0);
@@ -956,17 +1005,19 @@ static void test_environment(void **state)
  * monitor must not take that process for the job: the job ended without
  * an exit status, and the process is left alone.
  */
-static void test_pid_reuse(void **state)
+/* Submit one `sleep 60` node, wait for it to run, stop the monitor and
+ * give its row another start time: its pid. */
+static pid_t stage_reused(struct fixture *fx, const char *node)
 {
-	struct fixture *fx = *state;
-	char *text;
+	char graph[256];
 	pid_t pid;
 
-	submit_ok(fx, "{'nodes': [{'id': 'n', 'label': 'nap'}], 'edges': []}",
-		  "{'nap': {'command': ['sleep', '60']}}");
-	wait_state(fx, "n", "running");
-	pid = job_pid(fx, "n");
-	assert_true(row_int(fx, "n", "pid_start") > 0);
+	snprintf(graph, sizeof(graph), "{'nodes': [{'id': '%s',"
+		 " 'label': 'nap'}], 'edges': []}", node);
+	submit_ok(fx, graph, "{'nap': {'command': ['sleep', '60']}}");
+	wait_state(fx, node, "running");
+	pid = job_pid(fx, node);
+	assert_true(row_int(fx, node, "pid_start") > 0);
 	jobs_stop(fx->jobs);
 	fx->jobs = NULL;
 	host_lock(fx);
@@ -974,17 +1025,40 @@ static void test_pid_reuse(void **state)
 				   " pid_start + 1 WHERE session = ?1",
 				   STORE_INT(fx->s.id)), 0);
 	host_unlock(fx);
+	return pid;
+}
+
+static void test_pid_reuse(void **state)
+{
+	struct fixture *fx = *state;
+	char *text;
+	pid_t pid;
+
+	/* the next monitor finds the job gone, without an exit status */
+	pid = stage_reused(fx, "n");
 	start(fx);
 	wait_state(fx, "n", "failed");
 	text = state_text(fx, "n", "failed");
 	expect_key("n", text, "message", "ended without an exit status "
-		     "(killed, or the machine restarted)");
+		   "(killed, or the machine restarted)");
 	expect_key("n", text, "exit_code", NULL);
 	free(text);
-	/* "another process's": not signalled, by the monitor nor a cancel */
+	/* "another process's": not signalled */
+	assert_true(group_alive(pid));
+	kill(-pid, SIGKILL);
+	wait_group_gone(pid, 10);
+
+	/* a cancel before the monitor's first look (it waits for the
+	 * lock): the job is cancelled, the process not signalled */
+	pid = stage_reused(fx, "m");
 	host_lock(fx);
-	assert_int_equal(jobs_cancel(fx->jobs, fx->s.id), 0);
+	start(fx);
+	assert_int_equal(jobs_cancel(fx->jobs, fx->s.id), 1);
 	host_unlock(fx);
+	wait_state(fx, "m", "cancelled");
+	/* past the SIGKILL's grace, were one wrongly due */
+	for (int i = 0; i < 7 * 50; i++)
+		nap();
 	assert_true(group_alive(pid));
 	kill(-pid, SIGKILL);
 	wait_group_gone(pid, 10);
