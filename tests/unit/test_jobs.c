@@ -777,6 +777,7 @@ static void test_cancel(void **state)
 {
 	struct fixture *fx = *state;
 	static const char *const nodes[] = { "p", "q", "w" };
+	char ready[256];
 	pid_t p, q;
 	json_t *r;
 
@@ -794,12 +795,19 @@ static void test_cancel(void **state)
 		"  'source_parameter_name': 'out_nap', 'target_node_id': 'w',"
 		"  'target_parameter_name': 'src'}]}",
 		"{'nap': {'command': ['sleep', '60']},"
-		" 'stub': {'command': ['sh', '-c', 'trap \\\"\\\" TERM; sleep 60;"
+		" 'stub': {'command': ['sh', '-c', 'trap \\\"\\\" TERM; touch ready;"
+		" sleep 60;"
 		" sleep 60']}}");
 	wait_state(fx, "p", "running");
 	wait_state(fx, "q", "running");
 	p = job_pid(fx, "p");
 	q = job_pid(fx, "q");
+	/* q ignores SIGTERM only once its trap ran */
+	snprintf(ready, sizeof(ready), "%s/s1-%lld/run-1/q/ready", fx->work,
+		 (long long)fx->s.id);
+	for (int i = 0; i < WAIT_S * 50 && access(ready, F_OK); i++)
+		nap();
+	assert_int_equal(access(ready, F_OK), 0);
 	assert_true(group_alive(p));
 	assert_true(group_alive(q));
 
@@ -927,12 +935,14 @@ static void test_outputs(void **state)
 	/* stdout: "first\n", then x's, then "END\n": `total` bytes */
 	snprintf(tools, sizeof(tools),
 		"{'t': {'command': ['sh', '-c', 'echo secret > $0/outside.txt;"
-		" ln -s $0/outside.txt link.txt; truncate -s 65M big.bin;"
+		" ln -s $0/outside.txt link.txt; ln -s ok.txt inner.txt;"
+		" truncate -s 65M big.bin;"
 		" echo fine > ok.txt; mkdir sub; echo deep > sub/deep.txt;"
 		" mkdir adir; mkfifo pipe; echo mine > state; echo first;"
 		" head -c $(($1 - 10)) /dev/zero |"
 		" tr \\\"\\\\\\\\000\\\" x; echo END', '%s', '%zu'],"
-		"  'outputs': {'link': 'link.txt', 'big': 'big.bin',"
+		"  'outputs': {'link': 'link.txt', 'inner': 'inner.txt',"
+		"   'big': 'big.bin',"
 		"   'ok': 'ok.txt', 'deep': 'sub/deep.txt', 'adir': 'adir',"
 		"   'gone': 'missing.txt', 'st': 'state',"
 		"   'fifo': 'pipe'}}}", fx->dir, total);
@@ -941,6 +951,7 @@ static void test_outputs(void **state)
 	wait_state(fx, "n", "done");
 	text = state_text(fx, "n", "done");
 	if (!strstr(text, "\nnot_brought link (a symbolic link)\n") ||
+	    !strstr(text, "\nnot_brought inner (a symbolic link)\n") ||
 	    !strstr(text, "\nnot_brought big (over 64 MiB)\n") ||
 	    !strstr(text, "\nnot_brought adir (not a regular file)\n") ||
 	    !strstr(text, "\nnot_brought gone (no such file)\n") ||
@@ -951,6 +962,7 @@ static void test_outputs(void **state)
 	assert_null(strstr(text, "not_brought st"));
 	free(text);
 	assert_int_equal(node_file(fx, "n", "link.txt", &s), -ENOENT);
+	assert_int_equal(node_file(fx, "n", "inner.txt", &s), -ENOENT);
 	assert_int_equal(node_file(fx, "n", "big.bin", &s), -ENOENT);
 	assert_int_equal(node_file(fx, "n", "adir", &s), -ENOENT);
 	assert_int_equal(node_file(fx, "n", "ok.txt", &s), 0);
