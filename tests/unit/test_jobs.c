@@ -56,6 +56,7 @@ struct fixture {
 	/* what the host was told, under mu */
 	size_t nchanged;
 	struct sbuf log;
+	int64_t other;		/* a second session's id, when made */
 };
 
 static void host_lock(void *ctx)
@@ -75,7 +76,7 @@ static void host_changed(void *ctx, int64_t session, uint64_t parent,
 
 	(void)parent;
 	(void)name;
-	assert_int_equal(session, fx->s.id);
+	assert_true(session == fx->s.id || session == fx->other);
 	fx->nchanged++;
 }
 
@@ -84,7 +85,7 @@ static void host_log(void *ctx, int64_t session, const char *path,
 {
 	struct fixture *fx = ctx;
 
-	assert_int_equal(session, fx->s.id);
+	assert_true(session == fx->s.id || session == fx->other);
 	sbuf_addf(&fx->log, "%s: %s\n", path, message);
 }
 
@@ -281,24 +282,29 @@ static void wait_state(struct fixture *fx, const char *node, const char *want)
 		 file, want);
 }
 
-static json_t *report(struct fixture *fx)
+static json_t *report_of(struct fixture *fx, int64_t session)
 {
 	json_t *r = NULL;
 	int64_t when = 0;
 
 	host_lock(fx);
-	assert_int_equal(jobs_report(fx->st, fx->s.id, &r, &when), 0);
+	assert_int_equal(jobs_report(fx->st, session, &r, &when), 0);
 	host_unlock(fx);
 	if (r)
 		assert_true(when > 0);
 	return r;
 }
 
-/* Wait for the run to end; its report. */
-static json_t *wait_end(struct fixture *fx)
+static json_t *report(struct fixture *fx)
+{
+	return report_of(fx, fx->s.id);
+}
+
+/* Wait for the session's run to end; its report. */
+static json_t *wait_end_of(struct fixture *fx, int64_t session)
 {
 	for (int i = 0; i < WAIT_S * 50; i++) {
-		json_t *r = report(fx);
+		json_t *r = report_of(fx, session);
 
 		assert_non_null(r);
 		if (strcmp(json_string_value(json_object_get(r, "state")),
@@ -309,6 +315,11 @@ static json_t *wait_end(struct fixture *fx)
 	}
 	fail_msg("the run did not end in %d s", WAIT_S);
 	return NULL;
+}
+
+static json_t *wait_end(struct fixture *fx)
+{
+	return wait_end_of(fx, fx->s.id);
 }
 
 static int64_t report_int(const json_t *r, const char *key)
@@ -1121,6 +1132,64 @@ static void test_time_limit(void **state)
 	wait_group_gone(pid, 10);
 }
 
+/* ---- slots ------------------------------------------------------------------ */
+
+/* With one slot, the jobs of two sessions run one at a time: in LOG,
+ * each start is followed by its own end. */
+static void test_slots(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	struct session_info s2;
+	char tools[1024], path[256], line[64], want[64];
+	int starts = 0;
+	json_t *g, *t, *r;
+	FILE *f;
+
+	jobs_stop(fx->jobs);
+	fx->opt.slots = 1;
+	start(fx);
+	host_lock(fx);
+	assert_int_equal(session_create(fx->st, fx->t, "s2", 0755, getuid(),
+					getgid(), &s2, NULL), 0);
+	fx->other = s2.id;
+	host_unlock(fx);
+	snprintf(tools, sizeof(tools), "{'t': {'command': ['sh', '-c', 'echo"
+		 " start $0 >> $1; sleep 0.3; echo end $0 >> $1',"
+		 " '{{ node.id }}', '%s/LOG']}}", fx->dir);
+	submit_ok(fx, "{'nodes': [{'id': 'a', 'label': 't'},"
+		  " {'id': 'b', 'label': 't'}], 'edges': []}", tools);
+	g = J("{'nodes': [{'id': 'c', 'label': 't'}], 'edges': []}");
+	t = J(tools);
+	host_lock(fx);
+	assert_int_equal(jobs_submit(fx->jobs, &s2, g, t, &err), 0);
+	host_unlock(fx);
+	json_decref(g);
+	json_decref(t);
+	r = wait_end(fx);
+	assert_int_equal(report_int(r, "done"), 2);
+	json_decref(r);
+	r = wait_end_of(fx, s2.id);
+	assert_int_equal(report_int(r, "done"), 1);
+	json_decref(r);
+
+	snprintf(path, sizeof(path), "%s/LOG", fx->dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "start ", 6)) {
+			snprintf(want, sizeof(want), "end %s", line + 6);
+			starts++;
+			if (!fgets(line, sizeof(line), f) || strcmp(line, want))
+				fail_msg("a job started while another ran");
+		} else {
+			fail_msg("LOG: %s", line);
+		}
+	}
+	fclose(f);
+	assert_int_equal(starts, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1138,6 +1207,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_time_limit, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
