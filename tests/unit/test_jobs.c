@@ -1190,6 +1190,49 @@ static void test_slots(void **state)
 	assert_int_equal(starts, 3);
 }
 
+/* ---- a job that is gone at once ----------------------------------------- */
+
+/*
+ * A job whose process is gone (reaped) before its start time is read has
+ * none (pid_start -1); with no exit file it ended without one.  Staged:
+ * a running job's row given -1 while no monitor runs, its process group
+ * killed.  And for real: its stdout cannot be opened (a folder is in the
+ * way), so it ends before its script runs.
+ */
+static void test_gone_at_once(void **state)
+{
+	struct fixture *fx = *state;
+	char path[256], *text;
+	pid_t pid;
+
+	submit_ok(fx, "{'nodes': [{'id': 'n', 'label': 'nap'}], 'edges': []}",
+		  "{'nap': {'command': ['sleep', '60']}}");
+	wait_state(fx, "n", "running");
+	pid = job_pid(fx, "n");
+	jobs_stop(fx->jobs);
+	fx->jobs = NULL;
+	host_lock(fx);
+	assert_int_equal(store_run(fx->st, "UPDATE graph_jobs SET pid_start ="
+				   " -1 WHERE session = ?1",
+				   STORE_INT(fx->s.id)), 0);
+	host_unlock(fx);
+	kill(-pid, SIGKILL);
+	wait_group_gone(pid, 10);
+	start(fx);
+	wait_state(fx, "n", "failed");
+	text = state_text(fx, "n", "failed");
+	expect_key("n", text, "message", "ended without an exit status "
+		   "(killed, or the machine restarted)");
+	free(text);
+
+	snprintf(path, sizeof(path), "%s/s1-%lld/run-2/m/.flowfs-stdout",
+		 fx->work, (long long)fx->s.id);
+	unit_put(path, "x", "");
+	submit_ok(fx, "{'nodes': [{'id': 'm', 'label': 'nap'}], 'edges': []}",
+		  "{'nap': {'command': ['sleep', '60']}}");
+	wait_state(fx, "m", "failed");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1208,6 +1251,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_time_limit, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gone_at_once, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
