@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1233,6 +1234,61 @@ static void test_gone_at_once(void **state)
 	wait_state(fx, "m", "failed");
 }
 
+/* ---- how a local job is started ------------------------------------------ */
+
+/*
+ * The job is its own session and process group (its pid the row's), not
+ * a child of the daemon, with stdin /dev/null and no descriptor of the
+ * daemon's beyond 0, 1 and 2.
+ */
+static void test_process(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf s = SBUF_INIT;
+	long sid = 0, pgid = 0, parent = 0;
+	pid_t pid;
+	/* a descriptor without O_CLOEXEC, as a library might leave one */
+	int leak = open(fx->path, O_RDONLY);
+
+	assert_true(leak >= 0);
+	submit_ok(fx, "{'nodes': [{'id': 'n', 'label': 'p'}], 'edges': []}",
+		  "{'p': {'command': ['sh', '-c', 'cut -d \\\" \\\" -f4-6"
+		  " /proc/$$/stat > ids.txt; cut -d \\\" \\\" -f4"
+		  " /proc/$PPID/stat >> ids.txt; readlink /proc/$$/fd/0 >"
+		  " stdin.txt; for f in /proc/$$/fd/*; do readlink $f || :; done >"
+		  " fds.txt'],"
+		  " 'outputs': {'ids': 'ids.txt', 'stdin': 'stdin.txt',"
+		  "  'fds': 'fds.txt'}}}");
+	wait_state(fx, "n", "done");
+	close(leak);
+	pid = job_pid(fx, "n");
+	assert_int_equal(node_file(fx, "n", "ids.txt", &s), 0);
+	/* sh's parent, group, session; then bash's parent */
+	if (sscanf(s.buf, "%*d %ld %ld %ld", &pgid, &sid, &parent) != 3)
+		fail_msg("ids.txt: %s", s.buf);
+	assert_int_equal(pgid, pid);
+	assert_int_equal(sid, pid);
+	assert_true(parent != (long)getpid());
+	assert_int_equal(node_file(fx, "n", "stdin.txt", &s), 0);
+	assert_string_equal(s.buf, "/dev/null\n");
+	/* sh's own: 0, 1, 2, a copy of 0 dash keeps, fds.txt itself */
+	assert_int_equal(node_file(fx, "n", "fds.txt", &s), 0);
+	for (char *line = s.buf, *nl; *line; line = nl + 1) {
+		size_t len;
+
+		nl = strchr(line, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		len = strlen(line);
+		if (strcmp(line, "/dev/null") &&
+		    (len < 8 || strcmp(line + len - 8, "/fds.txt")) &&
+		    (len < 15 || (strcmp(line + len - 15, "/.flowfs-stdout") &&
+				  strcmp(line + len - 15, "/.flowfs-stderr"))))
+			fail_msg("the job has the daemon's %s open", line);
+	}
+	sbuf_release(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1253,6 +1309,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gone_at_once, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_process, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
