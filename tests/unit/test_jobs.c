@@ -449,6 +449,19 @@ static pid_t job_pid(struct fixture *fx, const char *node)
 	return (pid_t)atol(id);
 }
 
+/* Wait until the node's job has a pid (it started), whatever its state
+ * is by then; the pid. */
+static pid_t wait_pid(struct fixture *fx, const char *node)
+{
+	for (int i = 0; i < WAIT_S * 50; i++) {
+		if (row_int(fx, node, "scheduler_id IS NOT NULL") == 1)
+			return job_pid(fx, node);
+		nap();
+	}
+	fail_msg("%s did not start in %d s", node, WAIT_S);
+	return 0;
+}
+
 /* Wait until no process is left in group `pgid`. */
 static void wait_group_gone(pid_t pgid, int seconds)
 {
@@ -888,20 +901,23 @@ static void test_reattach(void **state)
 {
 	struct fixture *fx = *state;
 	struct sbuf s = SBUF_INIT;
-	char word[64], *text;
+	char word[64], tools[1024], *text;
 	pid_t early, late;
 	json_t *r;
 
 	/* `early` ends while no monitor runs, `late` after the next one
-	 * started */
+	 * started: each waits for its gate file */
+	snprintf(tools, sizeof(tools), "{'slow': {'command': ['sh', '-c',"
+		 " 'while [ ! -e $0 ]; do sleep 0.02; done; echo $1 > out.txt;"
+		 " echo bye', '%s/{{ gate }}', '{{ s }}'],"
+		 " 'outputs': {'out': 'out.txt'}}}", fx->dir);
 	submit_ok(fx, "{'nodes': [{'id': 'early', 'label': 'slow',"
-		  "  'input_parameters': [{'name': 's', 'value': '1'}]},"
+		  "  'input_parameters': [{'name': 's', 'value': '1'},"
+		  "   {'name': 'gate', 'value': 'GATE1'}]},"
 		  " {'id': 'late', 'label': 'slow',"
-		  "  'input_parameters': [{'name': 's', 'value': '4'}]}],"
-		  " 'edges': []}",
-		  "{'slow': {'command': ['sh', '-c', 'sleep $0; echo $0 >"
-		  " out.txt; echo bye', '{{ s }}'],"
-		  " 'outputs': {'out': 'out.txt'}}}");
+		  "  'input_parameters': [{'name': 's', 'value': '4'},"
+		  "   {'name': 'gate', 'value': 'GATE2'}]}],"
+		  " 'edges': []}", tools);
 	wait_state(fx, "early", "running");
 	wait_state(fx, "late", "running");
 	early = job_pid(fx, "early");
@@ -909,11 +925,13 @@ static void test_reattach(void **state)
 	jobs_stop(fx->jobs);
 	fx->jobs = NULL;
 	/* the jobs go on without a monitor; their rows wait */
-	assert_true(group_alive(late));
+	unit_put(fx->dir, "GATE1", "");
 	wait_group_gone(early, 10);
+	assert_true(group_alive(late));
 	row_state(fx, "early", word, sizeof(word));
 	assert_string_equal(word, "running");
 	start(fx);
+	unit_put(fx->dir, "GATE2", "");
 	for (int i = 0; i < 2; i++) {
 		const char *node = i ? "late" : "early";
 
@@ -1114,8 +1132,8 @@ static void test_time_limit(void **state)
 	host_unlock(fx);
 	json_decref(g);
 	json_decref(t);
-	wait_state(fx, "n", "running");
-	pid = job_pid(fx, "n");
+	/* it may be over before a look sees it running */
+	pid = wait_pid(fx, "n");
 	wait_state(fx, "n", "failed");
 	text = state_text(fx, "n", "failed");
 	expect_key("n", text, "exit_code", NULL);
