@@ -8,8 +8,10 @@
  * (and what is not: symlinks, files over JOBS_OUTPUT_MAX, the head of a
  * log over JOBS_LOG_MAX), failures and skipped descendants, cancel and
  * its process groups, busy nodes, refusals, re-attaching after a stop,
- * the environment without FLOWFS_*, a reused pid, and a job's time
- * limit (staged: the row's time_limit_s set to 1 s in the database, the
+ * the environment without FLOWFS_*, how a job is started (its own
+ * session, stdin, descriptors), slots shared by sessions, a reused pid,
+ * a job gone before its start time was read, and a job's time limit
+ * (staged: the row's time_limit_s set to 1 s in the database, the
  * smallest time_minutes being a minute).
  *
  * Waits are bounded polls (WAIT_S); no duration is asserted.  Documents
