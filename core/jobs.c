@@ -630,9 +630,11 @@ static int64_t proc_start(pid_t pid)
 	return (int64_t)start;
 }
 
+/* A job whose process was gone before its start time was read has
+ * none (-1): proc_start()'s -1 for a missing pid must not match it. */
 static bool local_alive(pid_t pid, int64_t start)
 {
-	return pid > 0 && proc_start(pid) == start;
+	return pid > 0 && start >= 0 && proc_start(pid) == start;
 }
 
 /* The environment of a job: the daemon's, without FLOWFS_* (the
