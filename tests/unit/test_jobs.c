@@ -15,7 +15,7 @@
  * smallest time_minutes being a minute).
  *
  * Waits are bounded polls (WAIT_S); no duration is asserted.  Documents
- * are written with ' for " (see J()).
+ * are written with ' for " (see unit_json()).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,31 +146,13 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A JSON document written with ' for " (a " of its own is \"); fails
- * the test when it does not parse. */
-static json_t *J(const char *text)
-{
-	char *s = strdup(text);
-	json_error_t e;
-	json_t *v;
-
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	v = json_loads(s, 0, &e);
-	if (!v)
-		fail_msg("bad test JSON: %s: %s", e.text, s);
-	free(s);
-	return v;
-}
 
 /* jobs_submit of two documents (lock taken), err's message kept. */
 static int submit(struct fixture *fx, const char *graph, const char *tools,
 		  char *msg, size_t size)
 {
 	struct ferr err = FERR_INIT;
-	json_t *g = J(graph), *t = J(tools);
+	json_t *g = unit_json(graph), *t = unit_json(tools);
 	int ret;
 
 	host_lock(fx);
@@ -548,7 +530,7 @@ static void test_graph_runs(void **state)
 	diamond_tools(fx, tools, sizeof(tools));
 	host_lock(fx);
 	{
-		json_t *g = J(diamond_graph), *t = J(tools);
+		json_t *g = unit_json(diamond_graph), *t = unit_json(tools);
 
 		assert_int_equal(jobs_submit(fx->jobs, &fx->s, g, t, &err), 0);
 		json_decref(g);
@@ -1118,8 +1100,8 @@ static void test_time_limit(void **state)
 {
 	struct fixture *fx = *state;
 	struct ferr err = FERR_INIT;
-	json_t *g = J("{'nodes': [{'id': 'n', 'label': 'nap'}], 'edges': []}");
-	json_t *t = J("{'nap': {'command': ['sleep', '60'],"
+	json_t *g = unit_json("{'nodes': [{'id': 'n', 'label': 'nap'}], 'edges': []}");
+	json_t *t = unit_json("{'nap': {'command': ['sleep', '60'],"
 		      " 'resources': {'time_minutes': 1}}}");
 	char *text;
 	pid_t pid;
@@ -1180,8 +1162,8 @@ static void test_slots(void **state)
 		 " '{{ node.id }}', '%s/LOG']}}", fx->dir);
 	submit_ok(fx, "{'nodes': [{'id': 'a', 'label': 't'},"
 		  " {'id': 'b', 'label': 't'}], 'edges': []}", tools);
-	g = J("{'nodes': [{'id': 'c', 'label': 't'}], 'edges': []}");
-	t = J(tools);
+	g = unit_json("{'nodes': [{'id': 'c', 'label': 't'}], 'edges': []}");
+	t = unit_json(tools);
 	host_lock(fx);
 	assert_int_equal(jobs_submit(fx->jobs, &s2, g, t, &err), 0);
 	host_unlock(fx);

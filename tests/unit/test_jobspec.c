@@ -6,7 +6,7 @@
  * shell quoting round-tripped through bash, and sbatch's flags.
  *
  * Every expected value is written by hand from the contract in
- * core/jobspec.h.  Documents are written with ' for " (see J()).
+ * core/jobspec.h.  Documents are written with ' for " (see unit_json()).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,31 +33,13 @@ static const struct jobspec_options opt_plain = {
 	.tools_path = TOOLS_PATH,
 };
 
-/* A JSON document written with ' for " (none of these texts needs a
- * quote of its own); fails the test when it does not parse. */
-static json_t *J(const char *text)
-{
-	char *s = strdup(text);
-	json_error_t e;
-	json_t *v;
-
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	v = json_loads(s, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e);
-	if (!v)
-		fail_msg("bad test JSON: %s: %s", e.text, s);
-	free(s);
-	return v;
-}
 
 /* ---- jobspec_check_tool ------------------------------------------------- */
 
 static int check(const char *entry, char *msg, size_t size)
 {
 	struct ferr err = FERR_INIT;
-	json_t *v = J(entry);
+	json_t *v = unit_json(entry);
 	int ret = jobspec_check_tool("relax", v, &err);
 
 	json_decref(v);
@@ -337,7 +319,7 @@ static int plan(const char *graph, const char *tools,
 		const struct jobspec_options *opt, struct jobspec_plan *p,
 		struct ferr *err)
 {
-	json_t *g = J(graph), *t = tools ? J(tools) : NULL;
+	json_t *g = unit_json(graph), *t = tools ? unit_json(tools) : NULL;
 	int ret;
 
 	ret = jobspec_plan(g, t, opt, p, err);
@@ -405,7 +387,7 @@ static void argv_is(const struct jobspec_job *j, ...)
 
 static void inputs_are(const struct jobspec_job *j, const char *doc)
 {
-	json_t *want = J(doc);
+	json_t *want = unit_json(doc);
 
 	if (!json_equal(j->inputs, want)) {
 		char *got = json_dumps(j->inputs, JSON_SORT_KEYS);
@@ -882,8 +864,8 @@ static void test_plan_render_refusals(void **state)
 	assert_string_equal(msg, "node \"n1\": command[1] renders with a NUL "
 			    "byte, which no argument can hold");
 	/* the container runner's items */
-	g = J("{'nodes': [{'id': 'n1', 'label': 'r'}]}");
-	t = J("{'r': {'image': 'i', 'command': ['r']}}");
+	g = unit_json("{'nodes': [{'id': 'n1', 'label': 'r'}]}");
+	t = unit_json("{'r': {'image': 'i', 'command': ['r']}}");
 	assert_int_equal(jobspec_plan(g, t, &o, &p, &err), -EINVAL);
 	assert_string_equal(err.message, "node \"n1\": the container "
 			    "runner[1]: 'str object' has no attribute 'x'");
@@ -901,7 +883,7 @@ static void test_plan_render_refusals(void **state)
 		assert_true(asprintf(&tools, "{'r': {'command': [%s]}}",
 				     "'{{ x }}{{ x }}{{ x }}{{ x }}'") > 0);
 		{
-			json_t *tv = J(tools), *gv, *cmd;
+			json_t *tv = unit_json(tools), *gv, *cmd;
 
 			cmd = json_object_get(json_object_get(tv, "r"),
 					      "command");
@@ -1044,7 +1026,7 @@ static void test_plan_cycles(void **state)
 static void test_plan_long_cycle(void **state)
 {
 	json_t *nodes = json_array(), *edges = json_array(), *g;
-	json_t *t = J("{'t': {'command': ['t']}}");
+	json_t *t = unit_json("{'t': {'command': ['t']}}");
 	struct jobspec_plan p;
 	struct ferr err = FERR_INIT;
 	static const char head[] = "the graph has a cycle: "
@@ -1147,7 +1129,7 @@ static void test_plan_no_nodes(void **state)
 /* JOBSPEC_NODES_MAX nodes make a plan; one more is -E2BIG. */
 static void test_plan_many(void **state)
 {
-	json_t *nodes = json_array(), *g, *t = J("{'t': {'command': ['t']}}");
+	json_t *nodes = json_array(), *g, *t = unit_json("{'t': {'command': ['t']}}");
 	struct jobspec_plan p;
 	struct ferr err = FERR_INIT;
 	char id[32];
@@ -1185,7 +1167,7 @@ static void test_plan_many(void **state)
 static void test_plan_cost(void **state)
 {
 	json_t *nodes = json_array(), *edges = json_array(), *g;
-	json_t *t = J("{'t': {'command': ['t', '{{ x|length }}']}}");
+	json_t *t = unit_json("{'t': {'command': ['t', '{{ x|length }}']}}");
 	struct jobspec_plan p;
 	struct ferr err = FERR_INIT;
 	char id[64], src[64];
@@ -1253,7 +1235,7 @@ static void safe_folder(const struct jobspec_job *j)
 
 static void test_plan_folders(void **state)
 {
-	json_t *nodes = json_array(), *g, *t = J("{'t': {'command': ['t']}}");
+	json_t *nodes = json_array(), *g, *t = unit_json("{'t': {'command': ['t']}}");
 	static const char *const ids[] = {
 		"a b", "a_b", "a:b", "é", ".hidden", "x\ny", "..", "a.b",
 		"_hidden", "a-b_C.9", "$(x)", "a\\b", "'q'", "a_b-2",
@@ -1379,7 +1361,7 @@ static void run_plan(struct run *r, const char *tools, json_t *inputs)
 {
 	json_t *g = json_pack("{s[{ssssso?}]}", "nodes", "id", "n1", "label",
 			      "t", "input_parameters", inputs);
-	json_t *t = J(tools);
+	json_t *t = unit_json(tools);
 	struct ferr err = FERR_INIT;
 
 	assert_non_null(g);
@@ -1600,11 +1582,11 @@ static void test_script_sbatch(void **state)
 	char *lines;
 
 	r->opt.session = "my sess\n#SBATCH --x";
-	g = J("{'nodes': [{'id': 'n 1\\n#SBATCH --evil', 'label': 'gpu'},"
+	g = unit_json("{'nodes': [{'id': 'n 1\\n#SBATCH --evil', 'label': 'gpu'},"
 	      " {'id': 'plain', 'label': 'cpu'},"
 	      " {'id': '.n2', 'label': 'cpu',"
 	      "  'system_values': {'machine_type': 'c2_m8_cpu'}}]}");
-	t = J("{'gpu': {'machine_type': 'c8_m32_1 * NVIDIA V100',"
+	t = unit_json("{'gpu': {'machine_type': 'c8_m32_1 * NVIDIA V100',"
 	      "  'command': ['x'], 'resources': {'time_minutes': 90,"
 	      "  'partition': 'gpu-a', 'cpus': 6}},"
 	      " 'cpu': {'command': ['y']}}");

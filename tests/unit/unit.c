@@ -138,3 +138,20 @@ void unit_put(const char *base, const char *rel, const char *text)
 	fputs(text, f);
 	fclose(f);
 }
+
+json_t *unit_json(const char *text)
+{
+	char *s = strdup(text);
+	json_error_t e;
+	json_t *v;
+
+	assert_non_null(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	v = json_loads(s, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e);
+	if (!v)
+		fail_msg("bad test JSON: %s: %s", e.text, s);
+	free(s);
+	return v;
+}

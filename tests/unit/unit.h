@@ -9,11 +9,18 @@
 #include <stdint.h>
 #include <sqlite3.h>
 
+#include <jansson.h>
+
 #include "store.h"
 #include "tree.h"
 
 /* Make /tmp/flowfs-unit-<what>-XXXXXX into `dir`; 0, or -1 on failure. */
 int unit_tmpdir(char *dir, size_t size, const char *what);
+
+/* A JSON document written with ' for " (for texts that need no quote of
+ * their own; any value, NUL escapes allowed); fails the test when it
+ * does not parse. */
+json_t *unit_json(const char *text);
 
 /* Write `text` to <base>/<rel>, making the folders on the way; fails
  * the running test when it cannot. */
