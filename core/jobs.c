@@ -448,6 +448,8 @@ static void bring_files(struct jobs *j, const struct job_row *r,
 	static const struct { const char *from, *to; } logs[] = {
 		{ JOBSPEC_STDOUT, "stdout" }, { JOBSPEC_STDERR, "stderr" },
 	};
+	json_t *taken = json_pack("{sbsbsbsb}", "state", 1, "script", 1,
+				  "stdout", 1, "stderr", 1);
 	const char *name;
 	json_t *path;
 
@@ -481,11 +483,15 @@ static void bring_files(struct jobs *j, const struct job_row *r,
 			continue;
 		rel = p + dl + 1;
 		base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
-		snprintf(shown, sizeof(shown), "%s%s",
-			 !strcmp(base, "state") || !strcmp(base, "script") ||
-				 !strcmp(base, "stdout") ||
-				 !strcmp(base, "stderr")
-			 ? "output-" : "", base);
+		/* under its base name; one flowfs's files or an earlier
+		 * output took goes under "output-<name>", then under
+		 * "<output parameter>-<name>" */
+		snprintf(shown, sizeof(shown), "%s", base);
+		if (json_object_get(taken, shown))
+			snprintf(shown, sizeof(shown), "output-%s", base);
+		if (json_object_get(taken, shown))
+			snprintf(shown, sizeof(shown), "%.100s-%s", name, base);
+		json_object_set_new(taken, shown, json_true());
 		ret = read_tail(r->job_dir, rel, JOBS_OUTPUT_MAX, true, &s,
 				&cut);
 		if (!ret)
@@ -501,6 +507,7 @@ static void bring_files(struct jobs *j, const struct job_row *r,
 						   : strerror(-ret));
 		sbuf_release(&s);
 	}
+	json_decref(taken);
 }
 
 /* ---- running commands (sbatch, squeue, scancel) ------------------------- */
@@ -844,6 +851,16 @@ static void finish(struct jobs *j, struct job_row *r, bool has_exit,
 
 	if (started && !r->started_ns)
 		r->started_ns = started * 1000000000;
+	/* What a local job left running in its group ends with it, as
+	 * Slurm ends a job's processes.  While one of the group lives the
+	 * kernel gives no process the group's id; once none does it may,
+	 * so only a job that ended a moment ago (or whose leader is still
+	 * itself) is signalled, never one a remount finds long ended. */
+	if (!strcmp(r->executor, "local") && r->scheduler_id &&
+	    atol(r->scheduler_id) > 1 &&
+	    (local_alive((pid_t)atol(r->scheduler_id), r->pid_start) ||
+	     (has_exit && ended_s && time(NULL) - ended_s < 60)))
+		kill(-(pid_t)atol(r->scheduler_id), SIGKILL);
 	r->has_exit = has_exit;
 	r->exit_code = code;
 	r->ended_ns = ended_s ? ended_s * 1000000000 : store_now_ns();

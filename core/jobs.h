@@ -38,8 +38,11 @@
  * `stderr` (each the last JOBS_LOG_MAX bytes, with a first line saying
  * how much was cut) and its declared outputs that are regular files of
  * at most JOBS_OUTPUT_MAX bytes, each under the base name of its file
- * (opened beneath the job folder without following a symlink; anything
- * else is named in `state` as not brought).  `state` is the state word
+ * ("output-<name>" when flowfs's files or an earlier output took it,
+ * then "<output parameter>-<name>"; opened beneath the job folder
+ * without following a symlink; anything else is named in `state` as not
+ * brought).  What a local job left running in its process group is
+ * killed when it ends, as Slurm ends a job's processes.  `state` is the state word
  * on its first line, then "key value" lines: scheduler_id, exit_code,
  * queued, started, ended (UTC, ISO 8601), message.
  *

@@ -952,6 +952,7 @@ static void test_outputs(void **state)
 		" ln -s $0/outside.txt link.txt; ln -s ok.txt inner.txt;"
 		" truncate -s 65M big.bin;"
 		" echo fine > ok.txt; mkdir sub; echo deep > sub/deep.txt;"
+		" echo twin > sub/ok.txt;"
 		" mkdir adir; mkfifo pipe; echo mine > state; echo first;"
 		" head -c $(($1 - 10)) /dev/zero |"
 		" tr \\\"\\\\\\\\000\\\" x; echo END', '%s', '%zu'],"
@@ -959,7 +960,7 @@ static void test_outputs(void **state)
 		"   'big': 'big.bin',"
 		"   'ok': 'ok.txt', 'deep': 'sub/deep.txt', 'adir': 'adir',"
 		"   'gone': 'missing.txt', 'st': 'state',"
-		"   'fifo': 'pipe'}}}", fx->dir, total);
+		"   'fifo': 'pipe', 'twin': 'sub/ok.txt'}}}", fx->dir, total);
 	submit_ok(fx, "{'nodes': [{'id': 'n', 'label': 't'}], 'edges': []}",
 		  tools);
 	wait_state(fx, "n", "done");
@@ -986,6 +987,11 @@ static void test_outputs(void **state)
 	/* an output named like a file of flowfs's does not replace it */
 	assert_int_equal(node_file(fx, "n", "output-state", &s), 0);
 	assert_string_equal(s.buf, "mine\n");
+	/* nor one with an earlier output's base name: both are there */
+	assert_int_equal(node_file(fx, "n", "ok.txt", &s), 0);
+	assert_string_equal(s.buf, "fine\n");
+	assert_int_equal(node_file(fx, "n", "output-ok.txt", &s), 0);
+	assert_string_equal(s.buf, "twin\n");
 
 	/* stdout: its last 4 MiB after a line saying how much was cut */
 	assert_int_equal(node_file(fx, "n", "stdout", &s), 0);
@@ -1002,6 +1008,30 @@ static void test_outputs(void **state)
 	/* stderr is small: whole, no header */
 	assert_int_equal(node_file(fx, "n", "stderr", &s), 0);
 	assert_string_equal(s.buf, "");
+	sbuf_release(&s);
+}
+
+/* ---- what a job leaves running ------------------------------------------ */
+
+/* A process a local job started and left running ends with the job, as
+ * Slurm ends a job's processes. */
+static void test_leftovers(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf s = SBUF_INIT;
+	pid_t bg;
+
+	submit_ok(fx, "{'nodes': [{'id': 'n', 'label': 'bg'}], 'edges': []}",
+		  "{'bg': {'command': ['sh', '-c', 'sleep 300 >/dev/null 2>&1 &"
+		  " echo $! > bg.pid'], 'outputs': {'pid': 'bg.pid'}}}");
+	wait_state(fx, "n", "done");
+	assert_int_equal(node_file(fx, "n", "bg.pid", &s), 0);
+	bg = (pid_t)atol(s.buf);
+	assert_true(bg > 1);
+	for (int i = 0; i < 500 && kill(bg, 0) == 0; i++)
+		nap();
+	if (kill(bg, 0) == 0)
+		fail_msg("the job's sleep %d outlived it", (int)bg);
 	sbuf_release(&s);
 }
 
@@ -1303,6 +1333,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reattach, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outputs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_environment, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_leftovers, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pid_reuse, setup,
 						teardown),
