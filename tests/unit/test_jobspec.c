@@ -1186,7 +1186,7 @@ static void test_plan_cost(void **state)
 				v /= 9;
 			} while (v);
 			snprintf(id + k, sizeof(id) - (size_t)k, "%s",
-				 "!!!!!" + (k - 1 > 5 ? 5 : k - 1));
+				 &"!!!!!"[k - 1 > 5 ? 5 : k - 1]);
 		} else {
 			snprintf(id, sizeof(id), "node-%05d", i);
 		}
