@@ -1612,17 +1612,8 @@ int jobs_session_dir(const char *work_dir, const struct session_info *s,
 		     const char *leaf, char **out)
 {
 	char name[128];
-	size_t i;
 
-	/* the session's name in bytes a folder name may hold as they are */
-	for (i = 0; s->name[i] && i + 1 < sizeof(name); i++) {
-		unsigned char c = (unsigned char)s->name[i];
-
-		name[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-			  (c == '.' && i) ? (char)c : '_';
-	}
-	name[i] = '\0';
+	jobspec_safe_name(s->name, name, sizeof(name));
 	return asprintf(out, "%s/%s-%" PRId64 "/%s", work_dir, name, s->id,
 			leaf) < 0 ? -ENOMEM : 0;
 }

@@ -555,7 +555,7 @@ static char *strdup_or_null(const char *s)
 }
 
 /* A folder or job name: bytes outside [A-Za-z0-9._-] made "_". */
-static void safe_name(const char *id, char *out, size_t size)
+void jobspec_safe_name(const char *id, char *out, size_t size)
 {
 	size_t i;
 
@@ -582,7 +582,7 @@ static int job_folder(struct jobspec_plan *plan, size_t i,
 	char base[FOLDER_NAME_MAX + 1], name[FOLDER_NAME_MAX + 32];
 	json_int_t n;
 
-	safe_name(plan->jobs[i].node_id, base, sizeof(base));
+	jobspec_safe_name(plan->jobs[i].node_id, base, sizeof(base));
 	snprintf(name, sizeof(name), "%s", base);
 	n = json_integer_value(json_object_get(tried, base));
 	if (n > 1)	/* 1: the base itself */
@@ -1019,9 +1019,9 @@ int jobspec_script(const struct jobspec_plan *plan, size_t i,
 	char session[JOB_NAME_MAX], node[JOB_NAME_MAX], label[JOB_NAME_MAX];
 	int ret = 0;
 
-	safe_name(opt->session, session, sizeof(session));
-	safe_name(j->node_id, node, sizeof(node));
-	safe_name(j->label, label, sizeof(label));
+	jobspec_safe_name(opt->session, session, sizeof(session));
+	jobspec_safe_name(j->node_id, node, sizeof(node));
+	jobspec_safe_name(j->label, label, sizeof(label));
 	ret = sbuf_addf(out, "#!/bin/bash\n"
 			"#SBATCH --job-name=flowfs-%s-%s\n"
 			"#SBATCH --nodes=1\n"

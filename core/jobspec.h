@@ -178,6 +178,11 @@ int jobspec_script(const struct jobspec_plan *plan, size_t i,
 int jobspec_sbatch_flags(const struct jobspec_plan *plan, size_t i,
 			 char ***flags);
 
+/* `id` in bytes a folder or job name holds as they are: every byte
+ * outside [A-Za-z0-9._-] (and a leading ".") made "_", cut to fit
+ * `size` (with its NUL). */
+void jobspec_safe_name(const char *id, char *out, size_t size);
+
 /* `s` quoted for bash as one word ('...' with '\'' for a quote; bare
  * when it is made only of [A-Za-z0-9_./=:,@%+-] and not empty),
  * appended to `out`. */
