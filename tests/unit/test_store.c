@@ -907,6 +907,91 @@ static void test_no_vacuum_without_auto_vacuum(void **state)
 	store_close(st);
 }
 
+static int64_t file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
+}
+
+/* `mib` MiB of 64 KiB rows into table big, in one transaction. */
+static void insert_mib(struct store *st, int mib)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "WITH RECURSIVE n(i) AS (SELECT 1 UNION"
+		 " ALL SELECT i + 1 FROM n WHERE i < %d) INSERT INTO big"
+		 " SELECT zeroblob(65536) FROM n", mib * 16);
+	assert_int_equal(store_exec(st, sql), 0);
+}
+
+/*
+ * Removing data writes only the pages that say it is gone: Debian's
+ * SQLite is built with secure_delete on, which wrote every freed page
+ * again, in zeros, to the log (and later to the database): rm of a
+ * 256 MiB file took 0.6 s and held every writer meanwhile.
+ */
+static void test_delete_does_not_rewrite_the_data(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	struct store *st = NULL;
+	char wal[160];
+	int64_t size;
+
+	snprintf(wal, sizeof(wal), "%s-wal", fx->path);
+	assert_int_equal(store_open(&st, fx->path, &err), 0);
+	assert_int_equal(store_exec(st, "CREATE TABLE big(b BLOB)"), 0);
+	insert_mib(st, 16);
+	assert_int_equal(store_exec(st, "PRAGMA wal_checkpoint(TRUNCATE)"), 0);
+	assert_int_equal(file_size(wal), 0);
+	assert_int_equal(store_exec(st, "DELETE FROM big"), 0);
+	size = file_size(wal);
+	if (size > 1024 * 1024)
+		fail_msg("deleting 16 MiB wrote %lld bytes to the log",
+			 (long long)size);
+	store_close(st);
+}
+
+/*
+ * A write that never pauses keeps the log bounded (the writer's own
+ * checkpoint waits for the thread's: SQLite refused it at once while
+ * the thread copied, and the log grew without bound), and once writes
+ * stop the log is copied back and its file emptied (it stayed at 64 MiB
+ * and more).
+ */
+static void test_log_bounded_and_emptied(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	struct store *st = NULL;
+	char wal[160];
+	int64_t size, largest = 0;
+
+	snprintf(wal, sizeof(wal), "%s-wal", fx->path);
+	assert_int_equal(store_open(&st, fx->path, &err), 0);
+	assert_int_equal(store_start_checkpointer(st, &err), 0);
+	assert_int_equal(store_exec(st, "CREATE TABLE big(b BLOB)"), 0);
+	/* 384 MiB in 8 MiB commits, as a big file's spills come */
+	for (int i = 0; i < 48; i++) {
+		insert_mib(st, 8);
+		size = file_size(wal);
+		if (size > largest)
+			largest = size;
+	}
+	/* 128 MiB of frames, the commit that passed them, and headers */
+	if (largest > (int64_t)160 * 1024 * 1024)
+		fail_msg("the log grew to %lld bytes", (long long)largest);
+	for (int i = 0; i < 200 && (size = file_size(wal)) > 0; i++)
+		usleep(50 * 1000);
+	if (size != 0)
+		fail_msg("the log still holds %lld bytes after writes stopped",
+			 (long long)size);
+	assert_int_equal(query_int(store_db(st), "SELECT count(*) FROM big"),
+			 48 * 8 * 16);
+	store_close(st);
+}
+
 static void test_now(void **state)
 {
 	int64_t a = store_now_ns(), b = store_now_ns();
@@ -942,6 +1027,8 @@ int main(void)
 		T(test_old_database_made_vacuumable),
 		T(test_space_comes_back),
 		T(test_no_vacuum_without_auto_vacuum),
+		T(test_delete_does_not_rewrite_the_data),
+		T(test_log_bounded_and_emptied),
 		cmocka_unit_test(test_now),
 	};
 
