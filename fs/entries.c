@@ -239,18 +239,21 @@ static int render_log(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
-static int render_parameters_alone(struct store *st,
-				   const struct session_info *s,
+static int render_parameters_alone(const struct fs_alone *a,
 				   struct sbuf *out, int64_t *mtime_ns)
 {
-	*mtime_ns = s->graph_mtime_ns ? s->graph_mtime_ns : s->created_ns;
-	return graph_render_parameters(st, s->id, out);
+	*mtime_ns = a->s->graph_mtime_ns ? a->s->graph_mtime_ns
+					 : a->s->created_ns;
+	return graph_render_parameters(a->st, a->s->id, out);
 }
 
 static int render_parameters(struct flowfs *fs, const struct session_info *s,
 			     struct sbuf *out, int64_t *mtime_ns)
 {
-	return render_parameters_alone(fs->st, s, out, mtime_ns);
+	struct fs_alone a;
+
+	fs_alone_init(fs, fs->st, s, &a);
+	return render_parameters_alone(&a, out, mtime_ns);
 }
 
 /* parameters_output/'s file: the seed's name for the graph's last change. */
@@ -635,6 +638,17 @@ const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err)
 	return fs->tools;
 }
 
+void fs_alone_init(struct flowfs *fs, struct store *st,
+		   const struct session_info *s, struct fs_alone *a)
+{
+	*a = (struct fs_alone){ .st = st, .s = s,
+				.tools_path = fs->tools_path,
+				.work_dir = fs->jobs_opt.work_dir };
+	ferr_clear(&a->tools_err);
+	a->tools = fs_tools(fs, &a->tools_err);
+	a->tools_mtime_ns = fs->tools_mtime_ns;
+}
+
 /* ---- the job graph for Argo and Slurm (gexport.h) --------------------------- */
 
 /* An export's reason for not being made, on one line. */
@@ -653,49 +667,60 @@ static void one_line_reason(struct ferr *err, int ret)
  * would run it.  -ENOENT (no such file) for a session without nodes;
  * -EINVAL or -E2BIG with err when the graph cannot run.
  */
-static int export_plan(struct flowfs *fs, const struct session_info *s,
-		       const char *run_dir, struct jobspec_plan *plan,
-		       struct jobspec_options *jo, int64_t *mtime_ns,
-		       struct ferr *err)
+static int export_plan(const struct fs_alone *a, const char *run_dir,
+		       struct jobspec_plan *plan, struct jobspec_options *jo,
+		       int64_t *mtime_ns, struct ferr *err)
 {
-	struct ferr tools_err = FERR_INIT;
-	const struct graph_tools *tools = fs_tools(fs, &tools_err);
+	const struct session_info *s = a->s;
 	struct sbuf text = SBUF_INIT;
 	json_t *graph = NULL;
 	int64_t nodes = 0;
 	int ret;
 
 	*mtime_ns = later(later(s->graph_mtime_ns, s->created_ns),
-			  fs->tools_mtime_ns);
-	ret = store_int(fs->st, "SELECT nodes FROM graph_counts WHERE"
+			  a->tools_mtime_ns);
+	ret = store_int(a->st, "SELECT nodes FROM graph_counts WHERE"
 			" session = ?1", &nodes, STORE_INT(s->id));
 	if (ret == -ENOENT || (!ret && !nodes))
 		return -ENOENT;
-	if (!ret && tools_err.message[0])
+	if (!ret && a->tools_err.message[0])
 		return ferr_set(err, -EINVAL, "the tool map cannot be used: %s",
-				tools_err.message);
+				a->tools_err.message);
 	if (!ret)
-		ret = graph_render_parameters(fs->st, s->id, &text);
+		ret = graph_render_parameters(a->st, s->id, &text);
 	if (!ret)
 		ret = fjson_parse(&graph, text.buf, text.len, NULL);
 	*jo = (struct jobspec_options){ .session = s->name, .run_dir = run_dir,
-					.tools_path = fs->tools_path };
+					.tools_path = a->tools_path };
 	if (!ret)
-		ret = jobspec_plan(graph, graph_tools_map(tools), jo, plan, err);
+		ret = jobspec_plan(graph, graph_tools_map(a->tools), jo, plan,
+				   err);
 	json_decref(graph);
 	sbuf_release(&text);
 	return ret;
 }
 
+/* An export is the graph's and the tool map's, and costly for a big
+ * graph (a second for 10,000 nodes): kept by these, rendered outside
+ * `lock`. */
+static int version_export(struct flowfs *fs, const struct session_info *s,
+			  int64_t version[2])
+{
+	fs_tools(fs, NULL);
+	version[0] = s->graph_mtime_ns ? s->graph_mtime_ns : s->created_ns;
+	version[1] = fs->tools_mtime_ns;
+	return 0;
+}
+
 /* Argo's pods share one volume, mounted at /work; a graph that cannot
  * be exported is a YAML comment saying why (a document of nothing). */
-static int render_argo(struct flowfs *fs, const struct session_info *s,
-		       struct sbuf *out, int64_t *mtime_ns)
+static int render_argo_alone(const struct fs_alone *a, struct sbuf *out,
+			     int64_t *mtime_ns)
 {
 	struct jobspec_plan plan;
 	struct jobspec_options jo;
 	struct ferr err = FERR_INIT;
-	int ret = export_plan(fs, s, "/work", &plan, &jo, mtime_ns, &err);
+	int ret = export_plan(a, "/work", &plan, &jo, mtime_ns, &err);
 
 	if (!ret) {
 		ret = gexport_argo(&plan, &jo, out, &err);
@@ -711,18 +736,17 @@ static int render_argo(struct flowfs *fs, const struct session_info *s,
 
 /* The jobs go in <work dir>/<session>-<id>/export/; a graph that cannot
  * run is a script that says why and fails. */
-static int render_submit_slurm(struct flowfs *fs, const struct session_info *s,
-			       struct sbuf *out, int64_t *mtime_ns)
+static int render_slurm_alone(const struct fs_alone *a, struct sbuf *out,
+			      int64_t *mtime_ns)
 {
 	struct jobspec_plan plan;
 	struct jobspec_options jo;
 	struct ferr err = FERR_INIT;
 	char *run_dir = NULL;
-	int ret = jobs_session_dir(fs->jobs_opt.work_dir, s, "export",
-				   &run_dir);
+	int ret = jobs_session_dir(a->work_dir, a->s, "export", &run_dir);
 
 	if (!ret)
-		ret = export_plan(fs, s, run_dir, &plan, &jo, mtime_ns, &err);
+		ret = export_plan(a, run_dir, &plan, &jo, mtime_ns, &err);
 	if (!ret) {
 		ret = gexport_slurm(&plan, &jo, out, &err);
 		jobspec_plan_release(&plan);
@@ -745,6 +769,24 @@ static int render_submit_slurm(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
+static int render_argo(struct flowfs *fs, const struct session_info *s,
+		       struct sbuf *out, int64_t *mtime_ns)
+{
+	struct fs_alone a;
+
+	fs_alone_init(fs, fs->st, s, &a);
+	return render_argo_alone(&a, out, mtime_ns);
+}
+
+static int render_submit_slurm(struct flowfs *fs, const struct session_info *s,
+			       struct sbuf *out, int64_t *mtime_ns)
+{
+	struct fs_alone a;
+
+	fs_alone_init(fs, fs->st, s, &a);
+	return render_slurm_alone(&a, out, mtime_ns);
+}
+
 /*
  * Designated fields: a row names only what it has.  What a session shows
  * is writable by its owner, generated files too (what is written to them
@@ -765,6 +807,9 @@ static int render_submit_slurm(struct flowfs *fs, const struct session_info *s,
 	.commit = cfn, .cleared = empty }
 #define DIR(n, sc, k, m, h) { .name = n, .scope = sc, .kind = k, \
 	.mode = S_IFDIR | m, .holds = h }
+#define EXPORT(n, fn, afn) { .name = n, .scope = SCOPE_OUTPUT, \
+	.kind = ENTRY_GENERATED, .mode = S_IFREG | 0644, .render = fn, \
+	.render_alone = afn, .version = version_export }
 #define LINK(n, fn) { .name = n, .scope = SCOPE_SESSION, .kind = ENTRY_LINK, \
 	.mode = S_IFLNK | 0777, .render = fn }
 
@@ -818,8 +863,8 @@ const struct entry fs_entries[] = {
 	GENERATED("status.json", SCOPE_SESSION, render_status_json),
 	GENERATED("log", SCOPE_SESSION, render_log),
 	FOLDER("jobs", SESSION_JOBS),
-	GENERATED("workflow.argo.yaml", SCOPE_OUTPUT, render_argo),
-	GENERATED("submit.slurm.sh", SCOPE_OUTPUT, render_submit_slurm),
+	EXPORT("workflow.argo.yaml", render_argo, render_argo_alone),
+	EXPORT("submit.slurm.sh", render_submit_slurm, render_slurm_alone),
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

@@ -82,6 +82,22 @@ struct flowfs;
 typedef int fs_render_fn(struct flowfs *fs, const struct session_info *s,
 			 struct sbuf *out, int64_t *mtime_ns);
 
+/*
+ * What a render outside `lock` may use (struct entry: render_alone): a
+ * reader's connection in a read transaction, the session as read in it,
+ * the tool map (pinned: not replaced meanwhile, see tools_pins) and the
+ * mount's fixed settings.  Nothing else of struct flowfs.
+ */
+struct fs_alone {
+	struct store *st;
+	const struct session_info *s;
+	const struct graph_tools *tools;
+	struct ferr tools_err;	/* why the map is empty, when it is */
+	int64_t tools_mtime_ns;
+	const char *tools_path;
+	const char *work_dir;
+};
+
 struct flowfs {
 	/*
 	 * Two locks, always taken in this order: write_lock, then lock.
@@ -306,6 +322,11 @@ size_t fs_cancel_runs(struct flowfs *fs, int64_t session);
  * broken — then `err` says why, for .flowfs/config). */
 const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err);
 
+/* `a` for a render from `st` of session `s` (the caller holds `lock`;
+ * outside it, the caller pins the tool map). */
+void fs_alone_init(struct flowfs *fs, struct store *st,
+		   const struct session_info *s, struct fs_alone *a);
+
 /* Where an entry of the table lives. */
 enum entry_scope {
 	SCOPE_ROOT,		/* in the mount's root, beside the sessions */
@@ -341,11 +362,12 @@ struct entry {
 	 * -ENOENT when the entry does not exist now. */
 	fs_render_fn *render;
 	/* Optional, for costly content with a version: the same render
-	 * from the database alone, which a reader runs outside `lock` on a
-	 * connection of its own (ops.c: cached_content()), with the entry's
-	 * version(), which must then read nothing but the session. */
-	int (*render_alone)(struct store *st, const struct session_info *s,
-			    struct sbuf *out, int64_t *mtime_ns);
+	 * from what struct fs_alone holds, which a reader runs outside
+	 * `lock` on a connection of its own (ops.c: cached_content()), with
+	 * the entry's version(), which must then read nothing but the
+	 * session and the tool map's time. */
+	int (*render_alone)(const struct fs_alone *a, struct sbuf *out,
+			    int64_t *mtime_ns);
 	/* Validate and store a whole new document (DOC). */
 	int (*commit)(struct flowfs *fs, const struct session_info *s,
 		      const char *text, size_t len, struct ferr *err);

@@ -522,33 +522,43 @@ static struct fs_rendered *rendered_find(struct flowfs *fs,
 /*
  * A reader's render of an entry that renders alone: outside `lock`, on a
  * connection of the reader pool, the session read again and rendered in
- * one read transaction, so that the content and its version (*version,
- * *s) are of one moment (perhaps later than the caller's).  `lock` is
- * let go and taken back.  1 when no connection is free (render under
- * `lock` then).
+ * one read transaction, with the tool map pinned, so that the content
+ * and its version (*version, *s: the session as read, the map as used)
+ * are of one moment (perhaps later than the caller's).  `lock` is let go
+ * and taken back.  1 when no connection is free (render under `lock`
+ * then).
  */
 static int render_outside(struct flowfs *fs, const struct entry *e,
 			  struct session_info *s, int64_t version[2],
 			  struct sbuf *out, int64_t *mtime_ns)
 {
 	struct store *reader = fs_reader_get(fs);
+	struct fs_alone a;
 	int ret;
 
 	if (!reader)
 		return 1;
+	fs_alone_init(fs, reader, s, &a);
+	fs->tools_pins++;
 	unlock(fs);
 	ret = store_exec(reader, "BEGIN");
 	if (!ret) {
 		ret = session_get(reader, s->id, s);
 		if (!ret)
-			ret = e->version(fs, s, version);
-		if (!ret)
-			ret = e->render_alone(reader, s, out, mtime_ns);
+			ret = e->render_alone(&a, out, mtime_ns);
 		store_exec(reader, ret < 0 && ret != -ENOENT ? "ROLLBACK"
 							      : "COMMIT");
 	}
 	fs_reader_put(fs, reader);
 	lock(fs);
+	/* the map is still pinned: the version is of the one used */
+	if (!ret || ret == -ENOENT) {
+		int vret = e->version(fs, s, version);
+
+		if (vret < 0)
+			ret = vret;
+	}
+	fs->tools_pins--;
 	return ret;
 }
 

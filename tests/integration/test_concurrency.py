@@ -17,6 +17,8 @@ import sqlite3
 import threading
 import time
 
+import yaml
+
 from conftest import bind, put, read_bytes
 from test_datcom import PC9, request
 
@@ -306,3 +308,51 @@ def test_a_reader_goes_on_while_a_writer_waits(flowfs):
     assert reads_done_first, "the reads waited for the write"
     assert result.get("put") == 0
     assert read_bytes(b / "parameters.json") != old
+
+
+def test_a_reader_goes_on_while_an_export_renders(make_flowfs,
+                                                  isolated_config):
+    """The exports of a big graph take a second or more to render (the
+    plan, then every task): rendered under the filesystem's lock, as they
+    were (and again for each lookup, stat and open), another session's
+    reads waited for each render and got in only between two.  While
+    session b's workflow.argo.yaml of a 10,000-node graph is read once,
+    session a's status is read over and over: dozens of times, where the
+    old code let a handful through.  (No time is asserted: only how many
+    reads one read lets through.)  The export read is the graph's,
+    whole, and kept: a second read is the same."""
+    cfg = isolated_config / "flowfs"
+    cfg.mkdir(parents=True, exist_ok=True)
+    (cfg / "tools.json").write_text(json.dumps(
+        {"abacus_calculation": {"command": ["echo", "{{ k }}"]}}))
+    fs = make_flowfs()
+    a, b = fs.mnt / "a", fs.mnt / "b"
+    os.mkdir(a)
+    os.mkdir(b)
+    n = 10000
+    assert put(b / "parameters.json", graph_doc(n)) == 0
+    assert read_bytes(a / "status")
+    export = b / "output" / "workflow.argo.yaml"
+    rendered = threading.Event()
+    result = {}
+
+    def read_export():
+        try:
+            result["text"] = read_bytes(export)
+        finally:
+            rendered.set()
+
+    t = threading.Thread(target=read_export)
+    t.start()
+    reads = 0
+    while not rendered.is_set():
+        os.stat(a / "status")
+        assert read_bytes(a / "status")
+        reads += 1
+    t.join(timeout=300)
+    assert reads >= 20, f"a's status was read {reads} times meanwhile"
+    doc = yaml.safe_load(result["text"])
+    dag = next(t for t in doc["spec"]["templates"]
+               if t["name"] == doc["spec"]["entrypoint"])["dag"]["tasks"]
+    assert len(dag) == n
+    assert read_bytes(export) == result["text"]
