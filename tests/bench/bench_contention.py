@@ -3,7 +3,8 @@
 `stat` + `read` of its `status` takes, idle, while session B, in the
 same mount, writes a 10,000-node parameters.json, reads a 200-round
 summary.json and imports the largest DATCOM deck the limits allow, over
-and over ("loaded"), and while B writes a 128 MiB file over the last one,
+and over ("loaded"), while B writes a 10,000-node graph and reads its
+Argo export, over and over ("exports"), and while B writes a 128 MiB file over the last one,
 over and over ("copies").  Prints p50, p99 and max of A's probes for each
 phase.
 
@@ -71,15 +72,57 @@ def session_b(root):
     return steps
 
 
-# The third phase: B writes a 128 MiB file over and over (each open with
+def session_b_exports(root):
+    """B's graph session for the exports phase: two 10,000-node graphs in
+    turn (so that each export is rendered anew), each read back as Argo's
+    workflow."""
+    graph = os.path.join(root, "b-exports")
+    os.mkdir(graph)
+    docs = [graph_dumps(make_doc(10000, 10000, seed)).encode()
+            for seed in (0, 1)]
+    turn = iter(lambda: docs.reverse() or docs[0], None)
+    return [
+        ("write another 10,000-node graph",
+         lambda: write_file(os.path.join(graph, "parameters.json"),
+                            next(turn))),
+        ("read its output/workflow.argo.yaml",
+         lambda: read_file(os.path.join(graph, "output",
+                                        "workflow.argo.yaml"))),
+    ]
+
+
+def run_steps(steps, seconds, done):
+    """Run `steps` in turn for `seconds`; each one's times into done."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for name, step in steps:
+            t0 = time.perf_counter()
+            step()
+            done.setdefault(name, []).append(time.perf_counter() - t0)
+
+
+# The last phase: B writes a 128 MiB file over and over (each open with
 # O_TRUNC cuts the last one's 2048 chunks; the writes store a chunk every
 # 64 KiB, 8 MiB a transaction).
 COPY = os.urandom(128 * 1024 * 1024)
 COPY_STEP = "write a 128 MiB file over the last one"
 
 
+# A command for each label of the graph, so that its export is the whole
+# plan and every task (without, it is one line saying what is missing).
+TOOLS = {label: {"command": ["run", "{{ structure_file }}"]}
+         for label in ("structure_generate", "apex_optimization",
+                       "apex_calculation", "abacus_calculation",
+                       "dpa_calculator")}
+
+
 def run_once(binary, seconds):
     with tempfile.TemporaryDirectory(prefix="flowfs-contention-") as base:
+        config = os.path.join(base, "config", "flowfs")
+        os.makedirs(config)
+        with open(os.path.join(config, "tools.json"), "w") as f:
+            json.dump(TOOLS, f)
+        os.environ["XDG_CONFIG_HOME"] = os.path.dirname(config)
         t = bu.FlowfsTarget(base, binary)
         t.setup()
         try:
@@ -90,14 +133,12 @@ def run_once(binary, seconds):
             with Prober(a) as idle:
                 time.sleep(seconds)
             log("loaded ...")
-            done = {name: [] for name, _ in steps}
+            done = {}
             with Prober(a) as loaded:
-                end = time.perf_counter() + seconds
-                while time.perf_counter() < end:
-                    for name, step in steps:
-                        t0 = time.perf_counter()
-                        step()
-                        done[name].append(time.perf_counter() - t0)
+                run_steps(steps, seconds, done)
+            log("exports ...")
+            with Prober(a) as exporting:
+                run_steps(session_b_exports(t.root), seconds, done)
             log("copies ...")
             big = os.path.join(t.root, "b-copies", "uploads", "big")
             os.mkdir(os.path.dirname(os.path.dirname(big)))
@@ -111,6 +152,7 @@ def run_once(binary, seconds):
         finally:
             t.close()
     return {"idle": figures(idle.times), "loaded": figures(loaded.times),
+            "exports": figures(exporting.times),
             "copies": figures(copying.times),
             "b_steps": {k: {"count": len(v),
                             "mean_s": statistics.mean(v) if v else None}
@@ -130,7 +172,7 @@ def main(argv):
           " same mount")
     print(f"{'phase':8} {'probes':>7} {'p50 ms':>8} {'p99 ms':>8}"
           f" {'max ms':>8}")
-    for phase in ("idle", "loaded", "copies"):
+    for phase in ("idle", "loaded", "exports", "copies"):
         f = r[phase]
         print(f"{phase:8} {f['probes']:7d} {f.get('p50_ms', 0):8.2f}"
               f" {f.get('p99_ms', 0):8.2f} {f.get('max_ms', 0):8.2f}")
