@@ -97,7 +97,24 @@ class Race:
             self.counts
 
 
+def export_commands(text):
+    """The tasks of a workflow.argo.yaml and the set of its containers'
+    first command words."""
+    doc = yaml.safe_load(text)
+    templates = doc["spec"]["templates"]
+    dag = next(t for t in templates
+               if t["name"] == doc["spec"]["entrypoint"])["dag"]["tasks"]
+    return len(dag), {t["container"]["command"][0] for t in templates
+                      if "container" in t}
+
+
 def test_renders_race_writes_in_many_sessions(make_flowfs, isolated_config):
+    # two tool maps in turn: each export is rendered with one, whole
+    maps = [{"abacus_calculation": {"command": [word, "{{ k }}"]}}
+            for word in ("echo", "printf")]
+    tools = isolated_config / "flowfs" / "tools.json"
+    tools.parent.mkdir(parents=True, exist_ok=True)
+    tools.write_text(json.dumps(maps[0]))
     fs = make_flowfs()
     graphs = [fs.mnt / f"g{i}" for i in range(3)]
     decks = [fs.mnt / f"d{i}" for i in range(2)]
@@ -140,8 +157,21 @@ def test_renders_race_writes_in_many_sessions(make_flowfs, isolated_config):
             assert len(os.listdir(s / "nodes")) in GRAPH_SIZES
             os.stat(s / "status")
             read_bytes(s / "status")
+        def read_export(s=s):
+            tasks, words = export_commands(
+                read_bytes(s / "output" / "workflow.argo.yaml"))
+            assert tasks in GRAPH_SIZES, f"{s.name}: {tasks} tasks"
+            assert words in ({"echo"}, {"printf"}), \
+                f"{s.name}: commands of two maps: {words}"
         threads.append(race.run(f"write {s.name}", write_graph))
         threads.append(race.run(f"read {s.name}", read_graph))
+        threads.append(race.run(f"export {s.name}", read_export))
+    turn = iter(range(1, 1 << 30))
+
+    def write_tools():
+        replace(tools, json.dumps(maps[next(turn) % 2]))
+        time.sleep(0.05)
+    threads.append(race.run("write tools.json", write_tools))
     for i, s in enumerate(decks):
         rng = random.Random(100 + i)
 
