@@ -1156,14 +1156,16 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	 * Only a commit that finds the log all copied starts it again, and
 	 * the thread's copy is always a commit behind a write that never
 	 * pauses: the writer waits for the thread's copy (SQLite would
-	 * refuse it at once), copies the rest, and RESTART lets its next
-	 * commit start the log again.  A failed one only means the log
-	 * stays long.  The thread is woken all the same: it gives freed
-	 * pages back.
+	 * refuse its own at once while it runs) and copies the rest, so its
+	 * next commit starts the log again.  PASSIVE: it never waits for a
+	 * reader (a long render's read transaction), since the writer may
+	 * hold the filesystem's lock; a reader still on the log only means
+	 * the log stays long a while.  The thread is woken all the same: it
+	 * gives freed pages back.
 	 */
 	if (frames > WAL_FRAMES_LIMIT) {
 		pthread_mutex_lock(&c->copying);
-		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_RESTART,
+		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
 					  NULL, NULL);
 		pthread_mutex_unlock(&c->copying);
 	}

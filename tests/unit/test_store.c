@@ -992,6 +992,45 @@ static void test_log_bounded_and_emptied(void **state)
 	store_close(st);
 }
 
+static int count_busy(void *arg, int tries)
+{
+	(void)tries;
+	(*(int *)arg)++;
+	return 0;	/* give up at once: a wait is what is counted */
+}
+
+/*
+ * The writer's own checkpoint never waits for a reader: it may hold the
+ * filesystem's lock, and a reader (a long render's read transaction)
+ * would then hold up everyone.  A RESTART checkpoint waited for it.
+ */
+static void test_log_bound_waits_for_no_reader(void **state)
+{
+	struct fixture *fx = *state;
+	struct ferr err = FERR_INIT;
+	struct store *st = NULL;
+	sqlite3 *reader = NULL;
+	int waits = 0;
+
+	assert_int_equal(store_open(&st, fx->path, &err), 0);
+	assert_int_equal(store_start_checkpointer(st, &err), 0);
+	assert_int_equal(store_exec(st, "CREATE TABLE big(b BLOB)"), 0);
+	insert_mib(st, 8);
+	/* a reader in the middle of a read, on the log as it is now */
+	assert_int_equal(sqlite3_open(fx->path, &reader), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(reader, "BEGIN;"
+				      " SELECT count(*) FROM big", NULL,
+				      NULL, NULL), SQLITE_OK);
+	sqlite3_busy_handler(store_db(st), count_busy, &waits);
+	/* past the log's bound (128 MiB) */
+	for (int i = 0; i < 20; i++)
+		insert_mib(st, 8);
+	assert_int_equal(waits, 0);
+	sqlite3_exec(reader, "COMMIT", NULL, NULL, NULL);
+	sqlite3_close(reader);
+	store_close(st);
+}
+
 static void test_now(void **state)
 {
 	int64_t a = store_now_ns(), b = store_now_ns();
@@ -1029,6 +1068,7 @@ int main(void)
 		T(test_no_vacuum_without_auto_vacuum),
 		T(test_delete_does_not_rewrite_the_data),
 		T(test_log_bounded_and_emptied),
+		T(test_log_bound_waits_for_no_reader),
 		cmocka_unit_test(test_now),
 	};
 
