@@ -607,34 +607,34 @@ int fs_run_command(struct flowfs *fs, const struct session_info *s,
 const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err)
 {
 	struct graph_tools *fresh = NULL;
-	struct ferr local = FERR_INIT;
+	struct ferr why = FERR_INIT;
 	struct stat st;
 	int64_t mtime = 0;
 
 	if (stat(fs->tools_path, &st) == 0)
 		mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 +
 			st.st_mtim.tv_nsec;
-	if (fs->tools && mtime == fs->tools_mtime_ns && !err)
-		return fs->tools;
-	if (graph_tools_load(fs->tools_path, &fresh, err ? err : &local) < 0) {
-		/* said once per change of the file, in .flowfs/log (and on
-		 * stderr or syslog): the map is used as empty until mended */
-		if (!fs->tools || mtime != fs->tools_mtime_ns)
-			fs_log(fs, 0, "", fs->tools_path,
-			       err ? err->message : local.message);
-		graph_tools_load("/nonexistent/flowfs-tools.json", &fresh, NULL);
+	/* read again only when the file changed, and not while a writer
+	 * outside the lock uses the one it has (fs.h) */
+	if ((!fs->tools || mtime != fs->tools_mtime_ns) &&
+	    !(fs->tools && fs->tools_pins)) {
+		if (graph_tools_load(fs->tools_path, &fresh, &why) < 0) {
+			/* said once per change of the file, in .flowfs/log
+			 * (and on stderr or syslog): the map is used as
+			 * empty until mended */
+			fs_log(fs, 0, "", fs->tools_path, why.message);
+			graph_tools_load("/nonexistent/flowfs-tools.json",
+					 &fresh, NULL);
+		}
+		if (fresh) {
+			graph_tools_free(fs->tools);
+			fs->tools = fresh;
+			fs->tools_mtime_ns = mtime;
+			fs->tools_err = why;
+		}
 	}
-	/* a writer outside the lock uses the one it has (fs.h): a reader
-	 * asking meanwhile gets its reason but keeps that one */
-	if (fresh && fs->tools_pins && fs->tools) {
-		graph_tools_free(fresh);
-		return fs->tools;
-	}
-	if (fresh) {
-		graph_tools_free(fs->tools);
-		fs->tools = fresh;
-		fs->tools_mtime_ns = mtime;
-	}
+	if (err)
+		*err = fs->tools_err;
 	return fs->tools;
 }
 
@@ -644,7 +644,6 @@ void fs_alone_init(struct flowfs *fs, struct store *st,
 	*a = (struct fs_alone){ .st = st, .s = s,
 				.tools_path = fs->tools_path,
 				.work_dir = fs->jobs_opt.work_dir };
-	ferr_clear(&a->tools_err);
 	a->tools = fs_tools(fs, &a->tools_err);
 	a->tools_mtime_ns = fs->tools_mtime_ns;
 }

@@ -162,6 +162,7 @@ struct flowfs {
 	char *tools_path;
 	struct graph_tools *tools;
 	int64_t tools_mtime_ns;
+	struct ferr tools_err;	/* why `tools` is empty, when it is */
 	unsigned tools_pins;	/* in use outside `lock`: not replaced */
 	char *mountpoint;	/* absolute */
 	int64_t mounted_ns;
@@ -319,7 +320,8 @@ void fs_stop_runs(struct flowfs *fs);
 size_t fs_cancel_runs(struct flowfs *fs, int64_t session);
 
 /* The current tool map (never NULL: empty when the file is missing or
- * broken — then `err` says why, for .flowfs/config). */
+ * broken — then `err` says why, for .flowfs/config).  The file is read
+ * again only when its time changed: a call costs a stat(). */
 const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err);
 
 /* `a` for a render from `st` of session `s` (the caller holds `lock`;
