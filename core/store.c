@@ -30,6 +30,7 @@ struct stmt_entry {
  */
 #define WAL_FRAMES_LIMIT 8192
 #define CKPT_TRUNCATE_FRAMES 4096
+#define CKPT_TRUNCATE_TRIES 5
 
 struct checkpointer {
 	sqlite3 *db;		/* its own connection */
@@ -1103,12 +1104,14 @@ static void vacuum_steps(struct checkpointer *c)
 	/*
 	 * The file is cut when the moved pages are checkpointed; TRUNCATE
 	 * also empties the log, which held what was deleted.  Without a busy
-	 * handler it gives up at once when a reader or writer is busy, and
-	 * is tried again at the next wake.
+	 * handler it gives up at once when a reader or writer is busy: it
+	 * is tried again a few times while writes hold still (a reader's
+	 * transaction is short), then at the next wake.
 	 */
 	if (gave)
 		c->truncate_due = true;
-	if (c->truncate_due && quiet_for(c, 0)) {
+	for (int tries = 0; c->truncate_due && tries < CKPT_TRUNCATE_TRIES &&
+			    quiet_for(c, tries ? 200 : 0); tries++) {
 		pthread_mutex_lock(&c->copying);
 		if (sqlite3_wal_checkpoint_v2(c->db, NULL,
 					      SQLITE_CHECKPOINT_TRUNCATE,

@@ -43,3 +43,26 @@ def test_deleted_data_goes_back_to_the_disk(flowfs, uploads):
     host = os.statvfs(os.path.dirname(flowfs.db))
     assert abs(st.f_bavail * st.f_frsize - host.f_bavail * host.f_frsize) < \
         64 * MiB
+
+
+def wal_size(db):
+    try:
+        return os.stat(f"{db}-wal").st_size
+    except FileNotFoundError:
+        return 0
+
+
+def test_removing_a_file_does_not_write_it_again(flowfs, uploads):
+    """Debian's SQLite is built with secure_delete on: removing a file
+    wrote its size again, in zeros, to the log (and then to the database)
+    while every writer waited.  And a log that grew past 64 MiB is
+    emptied once writes pause (it stayed at 64 MiB or more)."""
+    chunk = os.urandom(MiB)
+    with open(uploads / "big", "wb") as f:
+        for _ in range(80):
+            f.write(chunk)
+    wait_until(lambda: wal_size(flowfs.db) == 0,
+               "the log is emptied once writes pause")
+    os.unlink(uploads / "big")
+    wait_until(lambda: used(flowfs.mnt) < 8 * MiB, "the file's data goes")
+    assert wal_size(flowfs.db) < 8 * MiB
