@@ -848,6 +848,8 @@ static void finish(struct jobs *j, struct job_row *r, bool has_exit,
 {
 	struct sbuf notes = SBUF_INIT;
 	int64_t started = read_started(r->job_dir);
+	pid_t group = !strcmp(r->executor, "local") && r->scheduler_id
+			      ? (pid_t)atol(r->scheduler_id) : 0;
 
 	if (started && !r->started_ns)
 		r->started_ns = started * 1000000000;
@@ -856,11 +858,9 @@ static void finish(struct jobs *j, struct job_row *r, bool has_exit,
 	 * kernel gives no process the group's id; once none does it may,
 	 * so only a job that ended a moment ago (or whose leader is still
 	 * itself) is signalled, never one a remount finds long ended. */
-	if (!strcmp(r->executor, "local") && r->scheduler_id &&
-	    atol(r->scheduler_id) > 1 &&
-	    (local_alive((pid_t)atol(r->scheduler_id), r->pid_start) ||
-	     (has_exit && ended_s && time(NULL) - ended_s < 60)))
-		kill(-(pid_t)atol(r->scheduler_id), SIGKILL);
+	if (group > 1 && (local_alive(group, r->pid_start) ||
+			  (has_exit && ended_s && time(NULL) - ended_s < 60)))
+		kill(-group, SIGKILL);
 	r->has_exit = has_exit;
 	r->exit_code = code;
 	r->ended_ns = ended_s ? ended_s * 1000000000 : store_now_ns();
