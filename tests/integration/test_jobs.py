@@ -14,7 +14,6 @@ import errno
 import json
 import os
 import re
-import signal
 import stat
 import subprocess
 import time
@@ -24,7 +23,7 @@ import pytest
 
 from conftest import (STATUS_TIME_RE, expect, flowfs_bin, log_entries, put,
                       put_json, read_bytes, settled, status_json, status_of,
-                      wait_until, write_bytes)
+                      wait_until)
 
 PY = "/usr/bin/python3"
 ISO = re.compile(rf"^{STATUS_TIME_RE}$")
@@ -338,18 +337,25 @@ def test_diamond_runs_in_dependency_order(mount_jobs, executor):
     assert not any(p.startswith("graph:") for p in problems), problems
 
 
-def test_status_says_running(mount_jobs, executor, tmp_path):
-    fs = mount_jobs(executor)
+def start_held(fs, tmp_path, root):
+    """Session s of `fs` running a graph held up: a waits on a flag file
+    (touch it to let a end), b waits on a, and `root`, on its own, is
+    done."""
     s = fs.mnt / "s"
     os.mkdir(s)
     flag = tmp_path / "flag"
     build_graph(s, {"a": ("wait", {"flag": str(flag)}),
                     "b": ("step", {"src": ""}),
-                    "c": ("root", {})},
+                    root: ("root", {})},
                 [("a", "data", "b", "src")])
     assert ctl(s, "submit") == 0
     wait_job(s, "a", "running")
-    wait_job(s, "c", "done")
+    wait_job(s, root, "done")
+    return s, flag
+
+
+def test_status_says_running(mount_jobs, executor, tmp_path):
+    s, flag = start_held(mount_jobs(executor), tmp_path, "c")
     lines = settled(s / "status").decode().splitlines()
     assert "graph: running: 1 of 3 done" in lines, lines
     g = graph_report(s)
@@ -745,17 +751,7 @@ def test_sbatch_refusal_fails_the_job(mount_jobs, case):
 # -- 7. a running node cannot change ------------------------------------------------
 
 def test_running_nodes_cannot_change(mount_jobs, executor, tmp_path):
-    fs = mount_jobs(executor)
-    s = fs.mnt / "s"
-    os.mkdir(s)
-    flag = tmp_path / "flag"
-    build_graph(s, {"a": ("wait", {"flag": str(flag)}),
-                    "b": ("step", {"src": ""}),
-                    "z": ("root", {})},
-                [("a", "data", "b", "src")])
-    assert ctl(s, "submit") == 0
-    wait_job(s, "a", "running")
-    wait_job(s, "z", "done")
+    s, flag = start_held(mount_jobs(executor), tmp_path, "z")
     before = session_files(s)
     node_a = read_bytes(s / "nodes" / "a.json")
     params = read_bytes(s / "parameters.json")

@@ -316,6 +316,25 @@ static int64_t report_int(const json_t *r, const char *key)
 	return json_integer_value(v);
 }
 
+/* The report's state is `state` and its counts what `counts` says:
+ * "key=n" words, e.g. "jobs=4 done=4 running=0". */
+static void expect_report(const json_t *r, const char *state,
+			  const char *counts)
+{
+	char key[32];
+	long long n;
+	int used;
+
+	assert_string_equal(json_string_value(json_object_get(r, "state")),
+			    state);
+	while (sscanf(counts, " %31[a-z]=%lld%n", key, &n, &used) == 2) {
+		if (report_int(r, key) != n)
+			fail_msg("%s: %lld, not %lld", key,
+				 (long long)report_int(r, key), n);
+		counts += used;
+	}
+}
+
 static bool is_iso(const char *v)
 {
 	static const char form[] = "dddd-dd-ddTdd:dd:ddZ";
@@ -580,13 +599,9 @@ static void test_graph_runs(void **state)
 		assert_string_equal(word, "queued");
 	}
 	r = report(fx);
-	assert_string_equal(json_string_value(json_object_get(r, "state")),
-			    "running");
+	expect_report(r, "running", "jobs=4 done=0 running=1");
 	assert_string_equal(json_string_value(json_object_get(r, "executor")),
 			    "local");
-	assert_int_equal(report_int(r, "jobs"), 4);
-	assert_int_equal(report_int(r, "done"), 0);
-	assert_int_equal(report_int(r, "running"), 1);
 	assert_true(json_is_null(json_object_get(r, "ended")));
 	assert_true(is_iso(json_string_value(json_object_get(r, "started"))));
 	json_decref(r);
@@ -620,14 +635,8 @@ static void test_graph_runs(void **state)
 	assert_non_null(f);
 	fclose(f);
 	r = wait_end(fx);
-	assert_string_equal(json_string_value(json_object_get(r, "state")),
-			    "done");
-	assert_int_equal(report_int(r, "jobs"), 4);
-	assert_int_equal(report_int(r, "done"), 4);
-	assert_int_equal(report_int(r, "failed"), 0);
-	assert_int_equal(report_int(r, "skipped"), 0);
-	assert_int_equal(report_int(r, "cancelled"), 0);
-	assert_int_equal(report_int(r, "running"), 0);
+	expect_report(r, "done",
+		      "jobs=4 done=4 failed=0 skipped=0 cancelled=0 running=0");
 	assert_true(is_iso(json_string_value(json_object_get(r, "ended"))));
 	json_decref(r);
 
@@ -713,13 +722,8 @@ static void test_failure_skips(void **state)
 		"{'bad': {'command': ['sh', '-c', 'echo oops >&2; exit 3']},"
 		" 'ok': {'command': ['true', '{{ src }}']}}");
 	r = wait_end(fx);
-	assert_string_equal(json_string_value(json_object_get(r, "state")),
-			    "failed");
-	assert_int_equal(report_int(r, "jobs"), 4);
-	assert_int_equal(report_int(r, "done"), 1);
-	assert_int_equal(report_int(r, "failed"), 1);
-	assert_int_equal(report_int(r, "skipped"), 2);
-	assert_int_equal(report_int(r, "running"), 0);
+	expect_report(r, "failed",
+		      "jobs=4 done=1 failed=1 skipped=2 running=0");
 	json_decref(r);
 
 	wait_state(fx, "a", "failed");
@@ -774,9 +778,7 @@ static void test_failure_skips(void **state)
 		sbuf_release(&s);
 	}
 	r = wait_end(fx);
-	assert_string_equal(json_string_value(json_object_get(r, "state")),
-			    "done");
-	assert_int_equal(report_int(r, "jobs"), 1);
+	expect_report(r, "done", "jobs=1");
 	json_decref(r);
 }
 
@@ -832,10 +834,7 @@ static void test_cancel(void **state)
 		free(text);
 	}
 	r = report(fx);
-	assert_string_equal(json_string_value(json_object_get(r, "state")),
-			    "cancelled");
-	assert_int_equal(report_int(r, "cancelled"), 3);
-	assert_int_equal(report_int(r, "running"), 0);
+	expect_report(r, "cancelled", "cancelled=3 running=0");
 	json_decref(r);
 	expect_log(fx, "jobs/p: cancelled\n");
 	expect_log(fx, "ctl: graph cancelled\n");
@@ -929,9 +928,7 @@ static void test_reattach(void **state)
 		assert_string_equal(s.buf, "bye\n");
 	}
 	r = wait_end(fx);
-	assert_string_equal(json_string_value(json_object_get(r, "state")),
-			    "done");
-	assert_int_equal(report_int(r, "done"), 2);
+	expect_report(r, "done", "done=2");
 	json_decref(r);
 	sbuf_release(&s);
 }
