@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "fname.h"
-#include "skill.h"
-#include "graph.h"
-#include "jobs.h"
-#include "roundstore.h"
-#include "run.h"
+#include "lib/fjson.h"
+#include "lib/fname.h"
+#include "session/skill.h"
+#include "graph/graph.h"
+#include "run/jobs.h"
+#include "session/roundstore.h"
+#include "run/run.h"
 #include "status.h"
 
 static int64_t later(int64_t a, int64_t b)

@@ -33,10 +33,10 @@
 
 #include <jansson.h>
 
-#include "binding.h"
-#include "lru.h"
-#include "sbuf.h"
-#include "store.h"
+#include "session/binding.h"
+#include "lib/lru.h"
+#include "lib/sbuf.h"
+#include "store/store.h"
 
 /*
  * Builds the document above into *doc (the caller's reference) and sets

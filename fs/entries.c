@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fjson.h"
-#include "gexport.h"
+#include "lib/fjson.h"
+#include "graph/gexport.h"
 #include "flowfs-config.h"
 #include "fs.h"
 #include "status.h"

@@ -26,19 +26,19 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "binding.h"
-#include "ferr.h"
-#include "graph.h"
-#include "jobs.h"
-#include "roundstore.h"
-#include "run.h"
+#include "session/binding.h"
+#include "lib/ferr.h"
+#include "graph/graph.h"
+#include "run/jobs.h"
+#include "session/roundstore.h"
+#include "run/run.h"
 #include "notify.h"
-#include "sbuf.h"
-#include "session.h"
-#include "skill.h"
+#include "lib/sbuf.h"
+#include "session/session.h"
+#include "session/skill.h"
 #include "status.h"
-#include "store.h"
-#include "tree.h"
+#include "store/store.h"
+#include "store/tree.h"
 
 #define FS_ROOT_INO 1
 #define FS_RENDERED_SLOTS 4

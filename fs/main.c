@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "flowfs-config.h"
-#include "fname.h"
+#include "lib/fname.h"
 #include "fs.h"
 
 #define MAX_SKILL_DIRS 32

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-#include "fname.h"
+#include "lib/fname.h"
 #include "fs.h"
 
 /* Real rows and folders change only through this mount, so the kernel may

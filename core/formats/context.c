@@ -1,4 +1,4 @@
-#include "context.h"
+#include "formats/context.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fjson.h"
-#include "utf8.h"
+#include "lib/fjson.h"
+#include "lib/utf8.h"
 
 #define ARCHITECTURE "request-phase-task"
 #define TOOLS_TEXT "file_operations, search_code or run_terminal"

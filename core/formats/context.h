@@ -104,8 +104,8 @@
 
 #include <jansson.h>
 
-#include "ferr.h"
-#include "sbuf.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
 
 #define CONTEXT_MAX_PHASES 3
 #define CONTEXT_MAX_TASKS 8

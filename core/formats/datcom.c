@@ -1,5 +1,5 @@
 /* datcom: the datcom skill's parameters to a Digital DATCOM deck; see datcom.h. */
-#include "datcom.h"
+#include "formats/datcom.h"
 
 #include <errno.h>
 #include <float.h>
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deck.h"
-#include "fjson.h"
+#include "formats/deck.h"
+#include "lib/fjson.h"
 
 enum kind {
 	K_CASEID,	/* printable ASCII text */

@@ -47,8 +47,8 @@
 
 #include <jansson.h>
 
-#include "ferr.h"
-#include "sbuf.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
 
 struct deck;
 

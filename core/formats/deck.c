@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deck.h"
-#include "sbuf.h"
+#include "formats/deck.h"
+#include "lib/sbuf.h"
 
 /* ---------------------------------------------------------------- memory */
 

@@ -1,11 +1,11 @@
-#include "rounds.h"
+#include "formats/rounds.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fjson.h"
+#include "lib/fjson.h"
 
 #define KNOWN_TAGS "phenomenon, hypothesis, model, experiment, observation," \
 	" inference, conclusion"

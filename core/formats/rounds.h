@@ -68,8 +68,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ferr.h"
-#include "sbuf.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
 
 /* The tags a round may have, in the order above; NULL after the last. */
 #define ROUNDS_TAG_COUNT 7

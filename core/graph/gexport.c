@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "gexport.h"
-#include "utf8.h"
+#include "lib/fjson.h"
+#include "graph/gexport.h"
+#include "lib/utf8.h"
 
 #define SESSION_NAME_MAX 40
 #define HEREDOC_EOF "FLOWFS_JOB_EOF"

@@ -64,9 +64,9 @@
 #ifndef FLOWFS_GEXPORT_H
 #define FLOWFS_GEXPORT_H
 
-#include "ferr.h"
-#include "jobspec.h"
-#include "sbuf.h"
+#include "lib/ferr.h"
+#include "graph/jobspec.h"
+#include "lib/sbuf.h"
 
 /* with "-" and a count of up to 5 digits, within a DNS label's 63 */
 #define GEXPORT_NAME_MAX 56

@@ -1,4 +1,4 @@
-#include "graph.h"
+#include "graph/graph.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,10 +8,10 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "fjson.h"
-#include "jobspec.h"
-#include "fname.h"
-#include "utf8.h"
+#include "lib/fjson.h"
+#include "graph/jobspec.h"
+#include "lib/fname.h"
+#include "lib/utf8.h"
 
 /* Longest id: a file name of 255 bytes minus ".json". */
 #define GRAPH_ID_MAX 250

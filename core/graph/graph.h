@@ -121,9 +121,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ferr.h"
-#include "sbuf.h"
-#include "store.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
+#include "store/store.h"
 
 /* Bounds of the pending edges of a session (see above). */
 #define GRAPH_PENDING_MAX 1000

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobspec.h"
-#include "template.h"
+#include "graph/jobspec.h"
+#include "lib/template.h"
 
 #define FOLDER_NAME_MAX 200
 #define JOB_NAME_MAX 128

@@ -90,8 +90,8 @@
 
 #include <jansson.h>
 
-#include "ferr.h"
-#include "sbuf.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
 
 #define JOBSPEC_ARGV_MAX 256
 #define JOBSPEC_ITEM_MAX 4096

@@ -1,4 +1,4 @@
-#include "ferr.h"
+#include "lib/ferr.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "fjson.h"
+#include "lib/fjson.h"
 
 #include <errno.h>
 #include <float.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utf8.h"
+#include "lib/utf8.h"
 
 /*
  * jansson refuses to parse deeper than this (its JSON_PARSER_MAX_DEPTH,

@@ -49,8 +49,8 @@
 
 #include <jansson.h>
 
-#include "ferr.h"
-#include "sbuf.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
 
 /*
  * Append the serialization of `value` to `out`.  Returns 0, -ENOMEM, or

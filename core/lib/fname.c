@@ -1,4 +1,4 @@
-#include "fname.h"
+#include "lib/fname.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "utf8.h"
+#include "lib/utf8.h"
 
 bool fname_valid_utf8(const char *str, size_t len)
 {

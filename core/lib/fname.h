@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "ferr.h"
-#include "sbuf.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
 
 /* The longest name any directory of flowfs accepts (statfs f_namemax). */
 #define FNAME_MAX 255

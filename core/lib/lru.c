@@ -1,4 +1,4 @@
-#include "lru.h"
+#include "lib/lru.h"
 
 static const struct lru_age *age_at(const struct lru_age *first, size_t i,
 				    size_t stride)

@@ -1,4 +1,4 @@
-#include "sbuf.h"
+#include "lib/sbuf.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "schema.h"
+#include "lib/schema.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "utf8.h"
-#include "sbuf.h"
+#include "lib/fjson.h"
+#include "lib/utf8.h"
+#include "lib/sbuf.h"
 
 #define NOINLINE __attribute__((noinline))
 

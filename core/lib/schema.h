@@ -49,7 +49,7 @@
 
 #include <jansson.h>
 
-#include "ferr.h"
+#include "lib/ferr.h"
 
 #define SCHEMA_MAX_NESTING 256
 #define SCHEMA_MAX_DEPTH 4096

@@ -1,4 +1,4 @@
-#include "template.h"
+#include "lib/template.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "utf8.h"
+#include "lib/fjson.h"
+#include "lib/utf8.h"
 
 #define MAX_TEXT (16u << 20)
 /* Jinja2 compiles a template to Python, which refuses more than 20 nested
@@ -34,7 +34,7 @@ struct case_multi {
 	uint32_t map[3];
 };
 
-#include "template_tables.h"
+#include "lib/template_tables.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

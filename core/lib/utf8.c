@@ -1,9 +1,9 @@
 /*
  * utf8: decoding; see utf8.h.
  */
-#include "utf8.h"
+#include "lib/utf8.h"
 
-#include "width_table.h"
+#include "lib/width_table.h"
 
 size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 {

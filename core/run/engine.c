@@ -1,7 +1,7 @@
 /*
  * engine: chat completions over libcurl; see engine.h.
  */
-#include "engine.h"
+#include "run/engine.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -11,8 +11,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "fjson.h"
-#include "sbuf.h"
+#include "lib/fjson.h"
+#include "lib/sbuf.h"
 
 /* A reply larger than this is no chat completion. */
 #define REPLY_MAX (64 * 1024 * 1024)

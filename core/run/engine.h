@@ -33,7 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ferr.h"
+#include "lib/ferr.h"
 
 /* No wait between two attempts is longer (a doubled backoff stops here). */
 #define ENGINE_BACKOFF_MAX_MS 60000L

@@ -1,7 +1,7 @@
 /*
  * fetch: URL downloads over libcurl; see fetch.h.
  */
-#include "fetch.h"
+#include "run/fetch.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "ferr.h"
+#include "lib/ferr.h"
 
 /* The low-speed limit when none is given: under 1 KiB/s for 30 s. */
 #define FETCH_LOW_SPEED_BYTES 1024

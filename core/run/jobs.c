@@ -20,11 +20,11 @@
 
 #include <sqlite3.h>
 
-#include "fjson.h"
-#include "fname.h"
-#include "jobs.h"
-#include "jobspec.h"
-#include "tree.h"
+#include "lib/fjson.h"
+#include "lib/fname.h"
+#include "run/jobs.h"
+#include "graph/jobspec.h"
+#include "store/tree.h"
 
 extern char **environ;
 

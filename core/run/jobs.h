@@ -60,11 +60,11 @@
 
 #include <jansson.h>
 
-#include "ferr.h"
-#include "run.h"
-#include "sbuf.h"
-#include "session.h"
-#include "store.h"
+#include "lib/ferr.h"
+#include "run/run.h"
+#include "lib/sbuf.h"
+#include "session/session.h"
+#include "store/store.h"
 
 #define JOBS_LOG_MAX (4 << 20)
 #define JOBS_OUTPUT_MAX (64 << 20)

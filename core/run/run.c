@@ -3,7 +3,7 @@
  * the store, cancel, the audit log; see run.h.  The flows are in
  * run_chat.c, run_rounds.c and run_fetch.c.
  */
-#include "run_private.h"
+#include "run/run_private.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "binding.h"
-#include "roundstore.h"
+#include "session/binding.h"
+#include "session/roundstore.h"
 
 /* ---- the state in the store ------------------------------------------- */
 

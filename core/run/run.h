@@ -44,15 +44,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine.h"
-#include "exec.h"
-#include "fetch.h"
-#include "ferr.h"
-#include "sbuf.h"
-#include "session.h"
-#include "skill.h"
-#include "store.h"
-#include "tree.h"
+#include "run/engine.h"
+#include "sandbox/exec.h"
+#include "run/fetch.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
+#include "session/session.h"
+#include "session/skill.h"
+#include "store/store.h"
+#include "store/tree.h"
 
 struct run_host {
 	void *ctx;

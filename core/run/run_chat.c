@@ -2,7 +2,7 @@
  * run_chat: the runs of any skill (prompt, write_artifact, response.md,
  * result.json) and of datcom (set_parameters); see run.h.
  */
-#include "run_private.h"
+#include "run/run_private.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "binding.h"
-#include "fjson.h"
-#include "schema.h"
+#include "session/binding.h"
+#include "lib/fjson.h"
+#include "lib/schema.h"
 
 /* Whether the manifest declares `name` (a pattern may hold wildcards). */
 static bool declared(const json_t *manifest, const char *name)

@@ -2,14 +2,14 @@
  * run_fetch: the URL inputs of request.json, fetched into uploads/; see
  * run.h.
  */
-#include "run_private.h"
+#include "run/run_private.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "inputs.h"
+#include "session/inputs.h"
 
 /* ---- URL inputs ------------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "run.h"
+#include "run/run.h"
 
 /* Tool-call turns of one conversation before a run gives up. */
 #define MAX_TURNS 12

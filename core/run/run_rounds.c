@@ -2,7 +2,7 @@
  * run_rounds: scientific-workflow's rounds (seed 004) and their
  * experiments; see run.h.
  */
-#include "run_private.h"
+#include "run/run_private.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fjson.h"
-#include "rounds.h"
-#include "roundstore.h"
+#include "lib/fjson.h"
+#include "formats/rounds.h"
+#include "session/roundstore.h"
 
 /* ---- scientific-workflow -------------------------------------------------- */
 

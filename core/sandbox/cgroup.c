@@ -1,7 +1,7 @@
 /*
  * cgroup: a cgroup per experiment; see cgroup.h.
  */
-#include "cgroup.h"
+#include "sandbox/cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>

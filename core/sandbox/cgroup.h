@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ferr.h"
+#include "lib/ferr.h"
 
 struct cgroup_base {
 	int version;		/* 0: none found, 1 or 2 */

@@ -1,7 +1,7 @@
 /*
  * exec: experiments and observations; see exec.h.
  */
-#include "exec.h"
+#include "sandbox/exec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "utf8.h"
+#include "lib/utf8.h"
 
 #define CAPTURE_MAX (64u << 20)
 /* how long bwrap may take to say its init's pid, and how long the

@@ -49,9 +49,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
-#include "ferr.h"
-#include "sbuf.h"
+#include "sandbox/cgroup.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
 
 struct exec_limits {
 	long cpu_s;		/* RLIMIT_CPU; 0: 60 */

@@ -1,4 +1,4 @@
-#include "binding.h"
+#include "session/binding.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -7,13 +7,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "datcom.h"
-#include "deck.h"
-#include "fjson.h"
-#include "fname.h"
-#include "rounds.h"
-#include "roundstore.h"
-#include "schema.h"
+#include "formats/datcom.h"
+#include "formats/deck.h"
+#include "lib/fjson.h"
+#include "lib/fname.h"
+#include "formats/rounds.h"
+#include "session/roundstore.h"
+#include "lib/schema.h"
 
 /*
  * What an imported file (a DATCOM deck) adds to a resolution: the part

@@ -19,14 +19,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ferr.h"
-#include "inputs.h"
-#include "lru.h"
-#include "sbuf.h"
-#include "session.h"
-#include "skill.h"
-#include "store.h"
-#include "tree.h"
+#include "lib/ferr.h"
+#include "session/inputs.h"
+#include "lib/lru.h"
+#include "lib/sbuf.h"
+#include "session/session.h"
+#include "session/skill.h"
+#include "store/store.h"
+#include "store/tree.h"
 
 struct deck;
 

@@ -1,4 +1,4 @@
-#include "inputs.h"
+#include "session/inputs.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -7,10 +7,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fjson.h"
-#include "fname.h"
-#include "schema.h"
-#include "template.h"
+#include "lib/fjson.h"
+#include "lib/fname.h"
+#include "lib/schema.h"
+#include "lib/template.h"
 
 /* A schema's top-level "properties" and "required", its "$ref" followed
  * (a skill may define its inputs in "definitions"). */

@@ -27,9 +27,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ferr.h"
-#include "sbuf.h"
-#include "skill.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
+#include "session/skill.h"
 
 /* A top-level entry of uploads/. */
 struct inputs_upload {

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "rounds.h"
-#include "roundstore.h"
+#include "lib/fjson.h"
+#include "formats/rounds.h"
+#include "session/roundstore.h"
 
 bool roundstore_number(const char *name, int64_t *number)
 {

@@ -36,9 +36,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ferr.h"
-#include "sbuf.h"
-#include "store.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
+#include "store/store.h"
 
 /* The most rounds a session holds (seed 004 runs at most 50 iterations;
  * the bound keeps one write's check linear and small). */

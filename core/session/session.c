@@ -1,4 +1,4 @@
-#include "session.h"
+#include "session/session.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -7,11 +7,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "context.h"
-#include "fjson.h"
-#include "fname.h"
-#include "inputs.h"
-#include "utf8.h"
+#include "formats/context.h"
+#include "lib/fjson.h"
+#include "lib/fname.h"
+#include "session/inputs.h"
+#include "lib/utf8.h"
 
 /* A session in a trash gives up its name for '/' and its id (a name no
  * folder can have), so that a new session may take the name. */

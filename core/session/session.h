@@ -38,11 +38,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ferr.h"
-#include "sbuf.h"
-#include "skill.h"
-#include "store.h"
-#include "tree.h"
+#include "lib/ferr.h"
+#include "lib/sbuf.h"
+#include "session/skill.h"
+#include "store/store.h"
+#include "store/tree.h"
 
 #define SESSION_LOG_KEEP 500
 /* A logged message is cut there (at a character); a path too. */

@@ -1,4 +1,4 @@
-#include "skill.h"
+#include "session/skill.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fjson.h"
-#include "fname.h"
-#include "sbuf.h"
-#include "schema.h"
+#include "lib/fjson.h"
+#include "lib/fname.h"
+#include "lib/sbuf.h"
+#include "lib/schema.h"
 
 #define MAX_DEPTH 16
 

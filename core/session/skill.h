@@ -30,8 +30,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ferr.h"
-#include "template.h"
+#include "lib/ferr.h"
+#include "lib/template.h"
 
 #define SKILL_MAX_FILES 512
 #define SKILL_MAX_FILE_SIZE (4 * 1024 * 1024)

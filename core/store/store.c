@@ -1,4 +1,4 @@
-#include "store.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fjson.h"
+#include "lib/fjson.h"
 
 #define STMT_BUCKETS 128
 

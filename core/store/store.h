@@ -42,7 +42,7 @@
 #include <time.h>
 #include <sqlite3.h>
 
-#include "ferr.h"
+#include "lib/ferr.h"
 
 /* An SQL expression for a random (version 4) UUID string. */
 #define STORE_SQL_UUID4 \

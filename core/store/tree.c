@@ -1,4 +1,4 @@
-#include "tree.h"
+#include "store/tree.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -46,8 +46,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sbuf.h"
-#include "store.h"
+#include "lib/sbuf.h"
+#include "store/store.h"
 
 #define TREE_CHUNK_SIZE (64 * 1024)
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "fjson.h"
+#include "formats/context.h"
+#include "lib/fjson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

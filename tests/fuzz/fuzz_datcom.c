@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datcom.h"
-#include "deck.h"
-#include "fjson.h"
+#include "formats/datcom.h"
+#include "formats/deck.h"
+#include "lib/fjson.h"
 
 #include "../deck_rules.h"
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deck.h"
-#include "sbuf.h"
+#include "formats/deck.h"
+#include "lib/sbuf.h"
 #include "../deck_rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fname.h"
+#include "lib/fname.h"
 
 /* Unicode 15, Table 3-7: the well-formed UTF-8 byte sequences. */
 static bool ref_utf8(const uint8_t *s, size_t len)

@@ -38,8 +38,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fjson.h"
-#include "graph.h"
+#include "lib/fjson.h"
+#include "graph/graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

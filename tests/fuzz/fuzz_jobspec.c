@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "jobspec.h"
+#include "lib/fjson.h"
+#include "graph/jobspec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

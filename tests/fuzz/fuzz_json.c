@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
+#include "lib/fjson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

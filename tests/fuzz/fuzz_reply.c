@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "exec.h"
-#include "fjson.h"
-#include "run.h"
+#include "run/engine.h"
+#include "sandbox/exec.h"
+#include "lib/fjson.h"
+#include "run/run.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -25,10 +25,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fjson.h"
-#include "fname.h"
-#include "inputs.h"
-#include "skill.h"
+#include "lib/fjson.h"
+#include "lib/fname.h"
+#include "session/inputs.h"
+#include "session/skill.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "rounds.h"
+#include "lib/fjson.h"
+#include "formats/rounds.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "schema.h"
+#include "lib/fjson.h"
+#include "lib/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "template.h"
+#include "lib/fjson.h"
+#include "lib/template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

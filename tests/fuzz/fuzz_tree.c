@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tree.h"
+#include "store/tree.h"
 
 #define MAXN 40
 #define MAXOPS 200

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "gexport.h"
+#include "lib/fjson.h"
+#include "graph/gexport.h"
 
 int main(int argc, char **argv)
 {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
+#include "lib/fjson.h"
 
 /* Append the answer for one document; -1 on a parse error, -2 on ENOMEM. */
 static int echo_one(const char *text, size_t len, struct sbuf *out,

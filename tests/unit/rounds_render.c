@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fjson.h"
-#include "rounds.h"
+#include "lib/fjson.h"
+#include "formats/rounds.h"
 
 #define MAX_ROUNDS 256
 

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "binding.h"
-#include "deck.h"
+#include "session/binding.h"
+#include "formats/deck.h"
 #include "flowfs-config.h"
 #include "unit.h"
 

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cgroup.h"
+#include "sandbox/cgroup.h"
 
 static void test_parse_v2(void **state)
 {

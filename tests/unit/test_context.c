@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "fjson.h"
+#include "formats/context.h"
+#include "lib/fjson.h"
 
 static json_t *parse(const char *text)
 {

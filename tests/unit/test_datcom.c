@@ -23,13 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datcom.h"
-#include "deck.h"
+#include "formats/datcom.h"
+#include "formats/deck.h"
 #include "flowfs-config.h"
-#include "fjson.h"
-#include "inputs.h"
-#include "schema.h"
-#include "skill.h"
+#include "lib/fjson.h"
+#include "session/inputs.h"
+#include "lib/schema.h"
+#include "session/skill.h"
 
 #include "../deck_rules.h"
 

@@ -19,11 +19,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "datcom.h"
-#include "deck.h"
-#include "fjson.h"
+#include "formats/datcom.h"
+#include "formats/deck.h"
+#include "lib/fjson.h"
 #include "flowfs-config.h"
-#include "sbuf.h"
+#include "lib/sbuf.h"
 #include "../deck_rules.h"
 #include "unit.h"
 

@@ -20,9 +20,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "deck.h"
+#include "formats/deck.h"
 #include "flowfs-config.h"
-#include "sbuf.h"
+#include "lib/sbuf.h"
 #include "../deck_rules.h"
 #include "unit.h"
 

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "engine.h"
-#include "exec.h"
-#include "run.h"
+#include "run/engine.h"
+#include "sandbox/exec.h"
+#include "run/run.h"
 
 static void extract(const char *text, const char *want)
 {

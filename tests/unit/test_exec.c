@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exec.h"
+#include "sandbox/exec.h"
 #include "unit.h"
 
 static void touch(const char *dir, const char *name, mode_t mode)

@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fetch.h"
+#include "run/fetch.h"
 
 static const char *kind_of(const char *text)
 {

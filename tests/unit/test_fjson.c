@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
+#include "lib/fjson.h"
 
 static void assert_dumps(json_t *v, const char *expected)
 {

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fname.h"
+#include "lib/fname.h"
 
 static void fill(char *buf, size_t n, char c)
 {

@@ -21,8 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fjson.h"
-#include "gexport.h"
+#include "lib/fjson.h"
+#include "graph/gexport.h"
 #include "unit.h"
 
 /* ---- plans by hand ------------------------------------------------------ */

@@ -24,9 +24,9 @@
 #include <time.h>
 
 #include "flowfs-config.h"
-#include "fjson.h"
-#include "graph.h"
-#include "session.h"
+#include "lib/fjson.h"
+#include "graph/graph.h"
+#include "session/session.h"
 #include "unit.h"
 
 /* A file of ../shared/fixtures/ (NULL when absent). */

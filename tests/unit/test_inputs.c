@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "inputs.h"
-#include "skill.h"
+#include "lib/fjson.h"
+#include "session/inputs.h"
+#include "session/skill.h"
 
 #define UPLOADS "/mnt/flow/s1/uploads"
 

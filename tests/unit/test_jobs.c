@@ -34,12 +34,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "jobs.h"
-#include "run.h"
-#include "sbuf.h"
-#include "session.h"
-#include "store.h"
-#include "tree.h"
+#include "run/jobs.h"
+#include "run/run.h"
+#include "lib/sbuf.h"
+#include "session/session.h"
+#include "store/store.h"
+#include "store/tree.h"
 #include "unit.h"
 
 /* how long a test waits for something that takes well under a second */

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "jobspec.h"
+#include "graph/jobspec.h"
 #include "unit.h"
 
 #define TOOLS_PATH "~/.config/flowfs/tools.json"

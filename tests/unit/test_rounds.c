@@ -24,10 +24,10 @@
 #include <string.h>
 
 #include "flowfs-config.h"
-#include "fjson.h"
-#include "rounds.h"
-#include "schema.h"
-#include "skill.h"
+#include "lib/fjson.h"
+#include "formats/rounds.h"
+#include "lib/schema.h"
+#include "session/skill.h"
 #include "unit.h"
 
 #define SEED "seeds/004_2a6ede36c8ed9259.txt"

@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "roundstore.h"
-#include "rounds.h"
-#include "session.h"
-#include "store.h"
-#include "tree.h"
+#include "session/roundstore.h"
+#include "formats/rounds.h"
+#include "session/session.h"
+#include "store/store.h"
+#include "store/tree.h"
 #include "unit.h"
 
 #define FIRST "{\"phenomenon\": \"P\", \"hypothesis\": \"H\", \"model\": \"M\"," \

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sbuf.h"
+#include "lib/sbuf.h"
 
 static void test_init_is_empty_string(void **state)
 {

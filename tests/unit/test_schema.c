@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "sbuf.h"
-#include "schema.h"
+#include "lib/fjson.h"
+#include "lib/sbuf.h"
+#include "lib/schema.h"
 
 static json_t *parse(const char *text)
 {

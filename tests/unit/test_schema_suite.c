@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "schema.h"
+#include "lib/fjson.h"
+#include "lib/schema.h"
 
 #define SUITE_DIR "/usr/share/json-schema-test-suite/tests/draft7"
 

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "session.h"
-#include "context.h"
+#include "session/session.h"
+#include "formats/context.h"
 #include "unit.h"
 
 /* 1795250759 s is 2026-11-21T08:45:59Z (Python, see above) */

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "flowfs-config.h"
-#include "skill.h"
+#include "session/skill.h"
 #include "unit.h"
 
 struct fixture {

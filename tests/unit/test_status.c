@@ -16,9 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fjson.h"
-#include "graph.h"
-#include "roundstore.h"
+#include "lib/fjson.h"
+#include "graph/graph.h"
+#include "session/roundstore.h"
 #include "status.h"
 #include "unit.h"
 

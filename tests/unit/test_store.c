@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "store/store.h"
 #include "unit.h"
 
 struct fixture {

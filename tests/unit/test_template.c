@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "template.h"
+#include "lib/fjson.h"
+#include "lib/template.h"
 
 #define CTX NULL	/* the shared context below */
 

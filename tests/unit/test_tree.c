@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tree.h"
+#include "store/tree.h"
 #include "unit.h"
 
 #define CHUNK TREE_CHUNK_SIZE

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "utf8.h"
+#include "lib/utf8.h"
 
 static void decodes(const char *s, size_t len, uint32_t want)
 {

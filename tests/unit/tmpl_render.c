@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fjson.h"
-#include "template.h"
+#include "lib/fjson.h"
+#include "lib/template.h"
 
 static int read_file(const char *path, struct sbuf *sb)
 {

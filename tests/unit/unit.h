@@ -11,8 +11,8 @@
 
 #include <jansson.h>
 
-#include "store.h"
-#include "tree.h"
+#include "store/store.h"
+#include "store/tree.h"
 
 /* Make /tmp/flowfs-unit-<what>-XXXXXX into `dir`; 0, or -1 on failure. */
 int unit_tmpdir(char *dir, size_t size, const char *what);
