@@ -11,6 +11,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "lib/fclock.h"
 #include "fs.h"
 
 struct fs_log_line {
@@ -39,7 +40,7 @@ static int queue_line(struct flowfs *fs, int64_t session, const char *path,
 		return -ENOMEM;
 	}
 	l->session = session;
-	l->at_ns = store_now_ns();
+	l->at_ns = fclock_now_ns();
 	if (!fs->log_queue)
 		fs->log_tail = &fs->log_queue;
 	*fs->log_tail = l;
@@ -89,7 +90,7 @@ int fs_log(struct flowfs *fs, int64_t session, const char *name,
 		char when[32];
 
 		fprintf(stderr, "flowfs: %s %s%s%s: %s\n",
-			session_format_time(store_now_ns(), when, sizeof(when)),
+			session_format_time(fclock_now_ns(), when, sizeof(when)),
 			who, *who ? "/" : "", where, what);
 	} else {
 		syslog(LOG_NOTICE, "%s%s%s: %s", who, *who ? "/" : "", where,

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "flowfs-config.h"
+#include "lib/fclock.h"
 #include "lib/fname.h"
 #include "fs.h"
 
@@ -1296,7 +1297,7 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
 		goto out_unmount;
 	}
-	fs.mounted_ns = store_now_ns();
+	fs.mounted_ns = fclock_now_ns();
 	fs.uid = getuid();
 	fs.gid = getgid();
 	{

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "store/store.h"
+#include "lib/fclock.h"
 
 struct item {
 	uint64_t parent;
@@ -19,7 +19,7 @@ struct item {
 /* A session to show file managers again, once it holds still. */
 struct pending {
 	int64_t session;
-	struct timespec first, last;	/* asked for, first and last */
+	int64_t first_ms, last_ms;	/* asked for, first and last (fclock_mono_ms) */
 };
 
 struct fs_notifier {
@@ -37,25 +37,18 @@ struct fs_notifier {
 	bool stop;
 };
 
-static int64_t ms_between(const struct timespec *a, const struct timespec *b)
-{
-	return (int64_t)(b->tv_sec - a->tv_sec) * 1000 +
-	       (b->tv_nsec - a->tv_nsec) / 1000000;
-}
-
 /* The pending session due first (it has held still FS_REFRESH_QUIET_MS,
  * or waited FS_REFRESH_MAX_MS), or -1; *wait_ms: until the next is. */
 static int due_refresh(struct fs_notifier *n, int64_t *wait_ms)
 {
-	struct timespec now;
+	int64_t now = fclock_mono_ms();
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	*wait_ms = -1;
 	for (size_t i = 0; i < n->npending; i++) {
 		int64_t quiet = FS_REFRESH_QUIET_MS -
-				ms_between(&n->pending[i].last, &now);
+				(now - n->pending[i].last_ms);
 		int64_t most = FS_REFRESH_MAX_MS -
-			       ms_between(&n->pending[i].first, &now);
+			       (now - n->pending[i].first_ms);
 		int64_t left = quiet < most ? quiet : most;
 
 		if (left <= 0)
@@ -70,7 +63,7 @@ static void wait_ms(struct fs_notifier *n, int64_t ms)
 {
 	/* the clock the condition waits on (fs_notifier_start()): a jump
 	 * of the wall clock must not stall a refresh */
-	struct timespec until = store_monotonic_after(ms);
+	struct timespec until = fclock_mono_after(ms);
 
 	pthread_cond_timedwait(&n->wake, &n->lock, &until);
 }
@@ -198,12 +191,11 @@ void fs_notify_settle(struct fs_notifier *n)
 
 void fs_notify_session(struct fs_notifier *n, int64_t session)
 {
-	struct timespec now;
+	int64_t now = fclock_mono_ms();
 	size_t i;
 
 	if (!n || !n->refresh)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&n->lock);
 	for (i = 0; i < n->npending && n->pending[i].session != session; i++)
 		;
@@ -211,7 +203,7 @@ void fs_notify_session(struct fs_notifier *n, int64_t session)
 	if (i == n->npending && n->npending < FS_REFRESH_SLOTS)
 		n->pending[n->npending++] = (struct pending){ session, now, now };
 	else if (i < n->npending)
-		n->pending[i].last = now;
+		n->pending[i].last_ms = now;
 	pthread_cond_signal(&n->wake);
 	pthread_mutex_unlock(&n->lock);
 }

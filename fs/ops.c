@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "lib/fclock.h"
 #include "lib/fname.h"
 #include "fs.h"
 
@@ -1045,7 +1046,7 @@ static bool seen_live(const struct fs_seen *s, int64_t now)
 static struct fs_seen *seen_named(struct flowfs *fs, uint64_t parent,
 				  const char *name)
 {
-	int64_t now = store_now_ns();
+	int64_t now = fclock_now_ns();
 
 	for (int i = 0; i < FS_SEEN_SLOTS; i++) {
 		struct fs_seen *s = &fs->seen[i];
@@ -1061,7 +1062,7 @@ static struct fs_seen *seen_named(struct flowfs *fs, uint64_t parent,
 static struct fs_seen *seen_find(struct flowfs *fs, fuse_req_t req,
 				 uint64_t parent, const char *name)
 {
-	int64_t now = store_now_ns();
+	int64_t now = fclock_now_ns();
 	pid_t who = 0;
 
 	for (int i = 0; i < FS_SEEN_SLOTS; i++) {
@@ -1097,7 +1098,7 @@ static struct fs_seen *seen_note(struct flowfs *fs, fuse_req_t req,
 	s->ino = ino;
 	s->folder = 0;
 	s->folder_mtime_ns = 0;
-	s->until_ns = store_now_ns() + FS_SEEN_NS;
+	s->until_ns = fclock_now_ns() + FS_SEEN_NS;
 	return s;
 }
 
@@ -1105,7 +1106,7 @@ static struct fs_seen *seen_note(struct flowfs *fs, fuse_req_t req,
  * inode `ino` now (so it is there for it, absent or not). */
 static bool made_by_caller(struct flowfs *fs, fuse_req_t req, uint64_t ino)
 {
-	int64_t now = store_now_ns();
+	int64_t now = fclock_now_ns();
 	pid_t who = 0;
 
 	for (int i = 0; i < FS_SEEN_SLOTS; i++) {

@@ -1,3 +1,4 @@
+#include "lib/fclock.h"
 #include "graph/graph.h"
 
 #include <errno.h>
@@ -1692,7 +1693,7 @@ int graph_create_draft(struct store *st, int64_t session,
 		return ret;
 	ret = store_run(st, kind == GRAPH_NODE ? nodes_sql : edges_sql,
 			STORE_INT(session), STORE_TEXT(id),
-			STORE_INT(store_now_ns()));
+			STORE_INT(fclock_now_ns()));
 	if (ret == 0)
 		*seq = sqlite3_last_insert_rowid(store_db(st));
 	return ret;
@@ -1802,7 +1803,7 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 		" mtime_ns = ?3 WHERE seq = ?1 AND doc IS NOT ?2";
 	struct sbuf text = SBUF_INIT;
 	json_t *node = NULL, *old = NULL;
-	int64_t seq, now = store_now_ns();
+	int64_t seq, now = fclock_now_ns();
 	bool changed = true, placed = false;
 	int ret;
 
@@ -1866,7 +1867,7 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 	struct edge_was was = { 0 };
 	struct ferr why = FERR_INIT;
 	struct edge_in e;
-	int64_t now = store_now_ns();
+	int64_t now = fclock_now_ns();
 	bool placed;
 	int ret;
 
@@ -1981,7 +1982,7 @@ static int delete_row(struct store *st, enum graph_kind kind, int64_t seq)
 int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 		 const char *id)
 {
-	int64_t seq, now = store_now_ns();
+	int64_t seq, now = fclock_now_ns();
 	bool draft, in_graph, placed;
 	int ret = store_begin(st);
 
@@ -2046,7 +2047,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	static const char targets_sql[] = "UPDATE graph_edges SET target = ?3,"
 		" mtime_ns = ?4 WHERE session = ?1 AND target = ?2";
 	struct sbuf doc = SBUF_INIT;
-	int64_t seq, other, now = store_now_ns();
+	int64_t seq, other, now = fclock_now_ns();
 	bool draft, in_graph, other_draft, other_in_graph = false, placed;
 	int ret;
 
@@ -2696,7 +2697,7 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 	struct sbuf *texts = NULL, cur = SBUF_INIT, next = SBUF_INIT;
 	const json_t *nodes, *edges, *uuid = NULL;
 	json_t *doc = NULL;
-	int64_t now = store_now_ns(), waiting = 0;
+	int64_t now = fclock_now_ns(), waiting = 0;
 	size_t nn = 0;
 	int ret;
 
@@ -2805,7 +2806,7 @@ int graph_infer_edges(struct store *st, int64_t session, size_t *added,
 	char **ids = NULL;
 	json_t **docs = NULL;
 	size_t n = 0, alloc = 0, next_n = 1, edges = 0;
-	int64_t now = store_now_ns();
+	int64_t now = fclock_now_ns();
 	sqlite3_stmt *q;
 	int rc, ret;
 

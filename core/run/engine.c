@@ -1,6 +1,7 @@
 /*
  * engine: chat completions over libcurl; see engine.h.
  */
+#include "lib/fclock.h"
 #include "run/engine.h"
 
 #include <curl/curl.h>
@@ -20,14 +21,6 @@
 int engine_global_init(void)
 {
 	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -ENOMEM;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* What one transfer gathers. */
@@ -81,9 +74,9 @@ static bool cancelled(const struct engine_hooks *hooks)
 /* Sleep `ms`, waking early (true) when the run is cancelled. */
 static bool sleep_unless_cancelled(const struct engine_hooks *hooks, long ms)
 {
-	int64_t until = now_ms() + ms;
+	int64_t until = fclock_mono_ms() + ms;
 
-	while (now_ms() < until) {
+	while (fclock_mono_ms() < until) {
 		struct timespec step = { 0, 20 * 1000000 };
 
 		if (cancelled(hooks))
@@ -160,7 +153,7 @@ static void audit(const struct engine_hooks *hooks,
 	rec = json_pack("{s:s, s:s, s:s, s:I, s:O?, s:O?, s:o, s:s?}",
 			"time", when, "purpose", purpose, "model",
 			cfg->model ? cfg->model : "",
-			"duration_ms", (json_int_t)(now_ms() - started_ms),
+			"duration_ms", (json_int_t)(fclock_mono_ms() - started_ms),
 			"prompt_tokens", json_is_integer(pt) ? pt : NULL,
 			"completion_tokens", json_is_integer(ct) ? ct : NULL,
 			"http_status", status ? json_integer(status) : json_null(),
@@ -354,7 +347,7 @@ int engine_chat(const struct engine_config *cfg,
 	curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
 
 	for (int attempt = 0;; attempt++) {
-		int64_t started = now_ms();
+		int64_t started = fclock_mono_ms();
 		long status = 0;
 		json_t *usage = NULL;
 		CURLcode rc;

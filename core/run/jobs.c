@@ -20,6 +20,7 @@
 
 #include <sqlite3.h>
 
+#include "lib/fclock.h"
 #include "lib/fjson.h"
 #include "lib/fname.h"
 #include "run/jobs.h"
@@ -518,7 +519,7 @@ static void bring_files(struct jobs *j, const struct job_row *r,
 static int run_command(char *const argv[], struct sbuf *out, struct sbuf *err)
 {
 	int po[2], pe[2], status = 0, ret;
-	int64_t deadline = store_now_ns() + COMMAND_TIMEOUT_MS * 1000000LL;
+	int64_t deadline = fclock_now_ns() + COMMAND_TIMEOUT_MS * 1000000LL;
 	bool open_o = true, open_e = true, killed = false;
 	pid_t pid;
 
@@ -546,7 +547,7 @@ static int run_command(char *const argv[], struct sbuf *out, struct sbuf *err)
 	close(pe[1]);
 	while (!ret && (open_o || open_e)) {
 		struct pollfd p[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
-		int64_t left = (deadline - store_now_ns()) / 1000000;
+		int64_t left = (deadline - fclock_now_ns()) / 1000000;
 		char buf[4096];
 
 		if (!open_o)
@@ -744,7 +745,7 @@ static void kill_group(struct jobs *j, pid_t pid)
 	if (grown) {
 		j->kills = grown;
 		j->kills[j->nkills++] = (struct kill_later){
-			pid, store_now_ns() + KILL_GRACE_NS };
+			pid, fclock_now_ns() + KILL_GRACE_NS };
 	}
 	pthread_mutex_unlock(&j->mu);
 }
@@ -807,7 +808,7 @@ static void skip_descendants(struct jobs *j, int64_t session,
 				queue_scancel(j, rows[i].scheduler_id);
 			snprintf(why, sizeof(why), "upstream node %s %s",
 				 failed->node_id, failed->state);
-			rows[i].ended_ns = store_now_ns();
+			rows[i].ended_ns = fclock_now_ns();
 			set_state(j, &rows[i], "skipped", why, NULL);
 		}
 	}
@@ -837,7 +838,7 @@ static void settle_run(struct jobs *j, int64_t session)
 	if (store_int(j->host->st, state_sql, &which, STORE_INT(session)) < 0)
 		return;
 	if (store_run(j->host->st, end_sql, STORE_INT(session),
-		      STORE_TEXT(words[which]), STORE_INT(store_now_ns())) == 0 &&
+		      STORE_TEXT(words[which]), STORE_INT(fclock_now_ns())) == 0 &&
 	    store_changes(j->host->st))
 		log_line(j, session, NULL, "graph %s", words[which]);
 }
@@ -863,7 +864,7 @@ static void finish(struct jobs *j, struct job_row *r, bool has_exit,
 		kill(-group, SIGKILL);
 	r->has_exit = has_exit;
 	r->exit_code = code;
-	r->ended_ns = ended_s ? ended_s * 1000000000 : store_now_ns();
+	r->ended_ns = ended_s ? ended_s * 1000000000 : fclock_now_ns();
 	bring_files(j, r, &notes);
 	if (has_exit && code == 0) {
 		set_state(j, r, "done", NULL, notes.buf);
@@ -932,7 +933,7 @@ static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
 		return;
 	}
 	over = r->time_limit_s && r->started_ns &&
-	       store_now_ns() - r->started_ns > r->time_limit_s * 1000000000;
+	       fclock_now_ns() - r->started_ns > r->time_limit_s * 1000000000;
 	if (!local_alive(pid, r->pid_start)) {
 		char why[200];
 
@@ -1065,7 +1066,7 @@ static void start_local(struct jobs *j, struct job_row *r)
 		free(r->scheduler_id);
 		r->scheduler_id = strdup(id);
 		r->pid_start = start;
-		r->started_ns = store_now_ns();
+		r->started_ns = fclock_now_ns();
 		set_state(j, r, "running", NULL, NULL);
 	}
 	unlock(j);
@@ -1230,7 +1231,7 @@ static void poll_slurm(struct jobs *j, struct job_row *r, const json_t *queue)
 		if (!strcmp(state, "RUNNING") || !strcmp(state, "COMPLETING")) {
 			if (strcmp(r->state, "running")) {
 				lock(j);
-				r->started_ns = store_now_ns();
+				r->started_ns = fclock_now_ns();
 				set_state(j, r, "running", NULL, NULL);
 				unlock(j);
 			}
@@ -1260,7 +1261,7 @@ static void do_kills(struct jobs *j)
 
 	pthread_mutex_lock(&j->mu);
 	for (size_t i = 0; i < j->nkills;) {
-		if (j->kills[i].at_ns <= store_now_ns()) {
+		if (j->kills[i].at_ns <= fclock_now_ns()) {
 			kill(-j->kills[i].pid, SIGKILL);
 			j->kills[i] = j->kills[--j->nkills];
 		} else {
@@ -1525,7 +1526,7 @@ static int store_plan(struct jobs *j, const struct session_info *s,
 		" queued_ns, time_limit_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
 		" 'queued', ?8, ?9)";
 	struct store *st = j->host->st;
-	int64_t now = store_now_ns();
+	int64_t now = fclock_now_ns();
 	int ret = store_run(st, "DELETE FROM graph_jobs WHERE session = ?1",
 			    STORE_INT(s->id));
 
@@ -1670,7 +1671,7 @@ int jobs_submit(struct jobs *j, const struct session_info *s,
 		r.session = s->id;
 		r.node_id = plan.jobs[i].node_id;
 		r.state = "queued";
-		r.queued_ns = store_now_ns();
+		r.queued_ns = fclock_now_ns();
 		if (!files)
 			files = write_state_file(j, &r, NULL);
 		sbuf_release(&script);
@@ -1708,7 +1709,7 @@ int jobs_cancel(struct jobs *j, int64_t session)
 			kill_group(j, (pid_t)atol(r->scheduler_id));
 		if (going && !strcmp(r->executor, "slurm") && r->scheduler_id)
 			queue_scancel(j, r->scheduler_id);
-		r->ended_ns = store_now_ns();
+		r->ended_ns = fclock_now_ns();
 		set_state(j, r, "cancelled", NULL, NULL);
 		stopped = 1;
 	}

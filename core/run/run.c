@@ -3,6 +3,7 @@
  * the store, cancel, the audit log; see run.h.  The flows are in
  * run_chat.c, run_rounds.c and run_fetch.c.
  */
+#include "lib/fclock.h"
 #include "run/run_private.h"
 
 #include <errno.h>
@@ -41,7 +42,7 @@ static int set_state(struct store *st, int64_t session, const char *state,
 	static const char sql[] = "UPDATE sessions SET run_state = ?2,"
 		" run_message = ?3, run_ns = ?4 WHERE id = ?1";
 	int ret = store_run(st, sql, STORE_INT(session), STORE_TEXT(state),
-			    STORE_TEXT(message), STORE_INT(store_now_ns()));
+			    STORE_TEXT(message), STORE_INT(fclock_now_ns()));
 
 	return !ret && !store_changes(st) ? -ESTALE : ret;
 }
@@ -216,7 +217,7 @@ static void audit(void *ctx, const json_t *record)
 	run_lock(r);
 	/* a line that cannot be stored is lost: the run goes on */
 	(void)store_run(r->host->st, sql, STORE_INT(r->session),
-			STORE_INT(store_now_ns()), STORE_TEXT(line));
+			STORE_INT(fclock_now_ns()), STORE_TEXT(line));
 	run_unlock(r);
 	free(line);
 }

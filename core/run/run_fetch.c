@@ -2,6 +2,7 @@
  * run_fetch: the URL inputs of request.json, fetched into uploads/; see
  * run.h.
  */
+#include "lib/fclock.h"
 #include "run/run_private.h"
 
 #include <errno.h>
@@ -24,7 +25,7 @@ static int fetch_state(struct run *r, const char *state, const char *message)
 		" time_ns = ?4 WHERE session = ?1 AND key = ?5 AND url = ?6";
 	struct store *st = r->host->st;
 	int ret = store_run(st, sql, STORE_INT(r->session), STORE_TEXT(state),
-			    STORE_TEXT(message), STORE_INT(store_now_ns()),
+			    STORE_TEXT(message), STORE_INT(fclock_now_ns()),
 			    STORE_TEXT(r->key), STORE_TEXT(r->url));
 
 	return !ret && !store_changes(st) ? -ESTALE : ret;
@@ -40,7 +41,7 @@ static void mib(char *buf, size_t size, int64_t bytes)
 static bool fetch_progress(void *ctx, int64_t got, int64_t total)
 {
 	struct run *r = ctx;
-	int64_t now = store_now_ns() / 1000000;
+	int64_t now = fclock_now_ns() / 1000000;
 	char a[32], b[32], msg[96];
 	bool stale = false;
 
@@ -205,7 +206,7 @@ static void start_queued(const struct run_host *host,
 		unqueue(q, r);
 		ret = store_run(host->st, sql, STORE_INT(r->session),
 				STORE_TEXT(r->key), STORE_TEXT(r->url),
-				STORE_INT(store_now_ns()));
+				STORE_INT(fclock_now_ns()));
 		if (!ret && store_changes(host->st)) {
 			start_thread(r);
 			continue;
@@ -379,7 +380,7 @@ static int start_one_fetch(void *ctx, const char *key, const char *url,
 			STORE_TEXT(url), STORE_TEXT(name),
 			STORE_TEXT(now ? "fetching" : "queued"),
 			STORE_TEXT(now ? "starting" : ""),
-			STORE_INT(store_now_ns()));
+			STORE_INT(fclock_now_ns()));
 	/* kept before its thread starts: once started, it is never lost */
 	if (!ret) {
 		ret = f->add(f->ctx, r);

@@ -1,6 +1,7 @@
 /*
  * exec: experiments and observations; see exec.h.
  */
+#include "lib/fclock.h"
 #include "sandbox/exec.h"
 
 #include <dirent.h>
@@ -65,14 +66,6 @@ static uid_t sandbox_uid(const struct exec_limits *lim)
 static gid_t sandbox_gid(const struct exec_limits *lim)
 {
 	return lim->gid ? lim->gid : EXEC_SANDBOX_ID;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void limit(int what, rlim_t value)
@@ -834,13 +827,13 @@ static int first_line(const struct sbuf *text)
  */
 static int sandbox_init(int statfd, char *status, size_t size, size_t *n)
 {
-	int64_t until = now_ms() + SANDBOX_SAY_MS;
+	int64_t until = fclock_mono_ms() + SANDBOX_SAY_MS;
 	const char *at;
 	long pid;
 
 	while (!(at = strstr(status, "\"child-pid\"")) || !strchr(at, '}')) {
 		struct pollfd p = { statfd, POLLIN, 0 };
-		int64_t left = until - now_ms();
+		int64_t left = until - fclock_mono_ms();
 		ssize_t got;
 
 		if (left <= 0 || *n + 1 >= size ||
@@ -869,13 +862,13 @@ static int sandbox_init(int statfd, char *status, size_t size, size_t *n)
 static bool sandbox_end(int init)
 {
 	struct pollfd p = { init, POLLIN, 0 };
-	int64_t until = now_ms() + SANDBOX_END_MS;
+	int64_t until = fclock_mono_ms() + SANDBOX_END_MS;
 
 	if (init < 0)
 		return true;
 	syscall(SYS_pidfd_send_signal, init, SIGKILL, NULL, 0);
 	for (;;) {
-		int64_t left = until - now_ms();
+		int64_t left = until - fclock_mono_ms();
 		int got;
 
 		if (left <= 0)
@@ -894,7 +887,7 @@ int exec_python(const char *dir, const char *file,
 {
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	int statp[2] = { -1, -1 }, filter = -1;
-	int64_t deadline = now_ms() + 1000 * or_default(limits->wall_s, 120);
+	int64_t deadline = fclock_mono_ms() + 1000 * or_default(limits->wall_s, 120);
 	bool open_out = true, open_err = true, cancel = false, reaped = false;
 	bool ended;
 	struct scratch_use max = { INT64_MAX, LONG_MAX }, use;
@@ -947,7 +940,7 @@ int exec_python(const char *dir, const char *file,
 		if (ret < 0)
 			goto out;
 	}
-	measured = now_ms();
+	measured = fclock_mono_ms();
 	pid = fork();
 	if (pid < 0) {
 		ret = ferr_set(err, -errno, "cannot run the experiment: %s",
@@ -993,13 +986,13 @@ int exec_python(const char *dir, const char *file,
 			cancel = true;
 			break;
 		}
-		if (now_ms() > deadline) {
+		if (fclock_mono_ms() > deadline) {
 			res->timed_out = true;
 			break;
 		}
-		if (now_ms() - measured >= SCRATCH_POLL_MS) {
+		if (fclock_mono_ms() - measured >= SCRATCH_POLL_MS) {
 			res->over = measure(dir, &max, &cg);
-			measured = now_ms();
+			measured = fclock_mono_ms();
 			if (res->over)
 				break;
 		}
@@ -1018,11 +1011,11 @@ int exec_python(const char *dir, const char *file,
 			break;
 		if (cancelled && cancelled(ctx))
 			cancel = true;
-		else if (now_ms() > deadline)
+		else if (fclock_mono_ms() > deadline)
 			res->timed_out = true;
-		else if (now_ms() - measured >= SCRATCH_POLL_MS) {
+		else if (fclock_mono_ms() - measured >= SCRATCH_POLL_MS) {
 			res->over = measure(dir, &max, &cg);
-			measured = now_ms();
+			measured = fclock_mono_ms();
 		} else {
 			poll(NULL, 0, 10);
 		}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/fclock.h"
 #include "lib/fjson.h"
 #include "formats/rounds.h"
 #include "session/roundstore.h"
@@ -296,7 +297,7 @@ static int touch(struct store *st, int64_t session)
 	static const char sql[] = "UPDATE sessions SET rounds_mtime_ns ="
 		" max(?2, rounds_mtime_ns + 1) WHERE id = ?1";
 
-	return store_run(st, sql, STORE_INT(session), STORE_INT(store_now_ns()));
+	return store_run(st, sql, STORE_INT(session), STORE_INT(fclock_now_ns()));
 }
 
 int roundstore_mtime(struct store *st, int64_t session, int64_t *mtime_ns)
@@ -381,7 +382,7 @@ static int store_round(struct store *st, int64_t session, int64_t number,
 		goto out;
 	}
 	sqlite3_bind_text(q, 3, canon.buf, (int)canon.len, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, store_now_ns());
+	sqlite3_bind_int64(q, 4, fclock_now_ns());
 	sqlite3_bind_int64(q, 12, (int64_t)canon.len);
 	for (int i = 0; i < ROUNDS_TAG_COUNT; i++) {
 		const json_t *v = json_object_get(doc, rounds_tags[i]);
@@ -440,7 +441,7 @@ int roundstore_create_draft(struct store *st, int64_t session, int64_t number)
 	/* a constraint (-EEXIST): the number is taken (or out of range:
 	 * never, roundstore_number() bounds it) */
 	return store_run(st, sql, STORE_INT(session), STORE_INT(number),
-			 STORE_INT(store_now_ns()));
+			 STORE_INT(fclock_now_ns()));
 }
 
 int roundstore_drop_draft(struct store *st, int64_t session, int64_t number)

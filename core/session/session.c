@@ -1,3 +1,4 @@
+#include "lib/fclock.h"
 #include "session/session.h"
 
 #include <errno.h>
@@ -279,7 +280,7 @@ int session_create(struct store *st, struct tree *t, const char *name,
 	if (ret < 0)
 		return ferr_set(err, ret, "the database is busy");
 	/* a name taken is -EEXIST (the UNIQUE constraint) */
-	ret = store_run(st, sql, STORE_TEXT(name), STORE_INT(store_now_ns()));
+	ret = store_run(st, sql, STORE_TEXT(name), STORE_INT(fclock_now_ns()));
 	if (ret < 0)
 		goto out;
 	out->id = sqlite3_last_insert_rowid(store_db(st));
@@ -366,7 +367,7 @@ static int move_to_trash(struct store *st, struct tree *t,
 	int ret = tree_move_root(t, src->root_ino, parent, to);
 
 	return ret < 0 ? ret : store_run(st, sql, STORE_INT(src->id),
-					 STORE_INT(store_now_ns()));
+					 STORE_INT(fclock_now_ns()));
 }
 
 int session_move(struct store *st, struct tree *t,
@@ -419,7 +420,7 @@ int session_move(struct store *st, struct tree *t,
 	ret = src->trashed ? tree_move_root(t, src->root_ino, 0, NULL) : 0;
 	if (!ret)
 		ret = store_run(st, sql, STORE_INT(src->id), STORE_TEXT(to),
-				STORE_INT(store_now_ns()));
+				STORE_INT(fclock_now_ns()));
 	if (ret < 0)
 		goto out;
 done:
@@ -676,7 +677,7 @@ int session_commit_json(struct store *st, const struct session_info *s,
 	ret = store_run(st, sql, STORE_INT(s->id),
 			STORE_TEXTN(title ? json_string_value(title) : "",
 				    title ? json_string_length(title) : 0),
-			STORE_INT(store_now_ns()), STORE_TEXT(skill),
+			STORE_INT(fclock_now_ns()), STORE_TEXT(skill),
 			STORE_TEXT(engine));
 	if (ret < 0)
 		ferr_set(err, ret, "cannot store session.json: %s",
@@ -727,7 +728,7 @@ static int store_doc_column(struct store *st, const char *sql, int64_t id,
 	int ret = store_run(st, sql, STORE_INT(id),
 			    canon ? STORE_TEXTN(canon->buf, canon->len)
 				  : STORE_TEXT(NULL),
-			    STORE_INT(store_now_ns()));
+			    STORE_INT(fclock_now_ns()));
 
 	if (ret < 0)
 		ferr_set(err, ret, "cannot store %s: %s", file,
@@ -853,7 +854,7 @@ int session_commit_context(struct store *st, const struct session_info *s,
 		return ret;
 	/* null: no context any more */
 	if (!json_is_null(doc)) {
-		ret = context_check(doc, (double)store_now_ns() / 1e9,
+		ret = context_check(doc, (double)fclock_now_ns() / 1e9,
 				    &checked, err);
 		if (!ret)
 			ret = fjson_dump(&canon, checked);
@@ -902,7 +903,7 @@ char *session_log_text(const char *text)
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message)
 {
-	return session_log_at(st, id, path, message, store_now_ns());
+	return session_log_at(st, id, path, message, fclock_now_ns());
 }
 
 int session_log_at(struct store *st, int64_t id, const char *path,

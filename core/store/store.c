@@ -1,3 +1,4 @@
+#include "lib/fclock.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -467,28 +468,6 @@ int store_errno(int rc)
 	}
 }
 
-int64_t store_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-struct timespec store_monotonic_after(int64_t ms)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += (time_t)(ms / 1000);
-	until.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	return until;
-}
-
 sqlite3 *store_db(struct store *st)
 {
 	return st->db;
@@ -689,7 +668,7 @@ int store_sync(struct store *st)
 		snprintf(sql, sizeof(sql),
 			 "INSERT OR REPLACE INTO meta(key, value)"
 			 " VALUES ('synced_ns', '%lld')",
-			 (long long)store_now_ns());
+			 (long long)fclock_now_ns());
 		ret = store_exec(st, sql);
 	}
 	if (ret < 0) {
@@ -834,7 +813,7 @@ static int check_and_migrate(struct store *st, struct ferr *err)
 
 		snprintf(sql, sizeof(sql),
 			 "INSERT INTO meta(key, value) VALUES ('created_ns', '%lld')",
-			 (long long)store_now_ns());
+			 (long long)fclock_now_ns());
 		rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
 		if (rc != SQLITE_OK)
 			goto rollback;
@@ -1053,7 +1032,7 @@ fail:
 /* Whether `ms` pass with no commit (and no stop) meanwhile. */
 static bool quiet_for(struct checkpointer *c, long ms)
 {
-	struct timespec until = store_monotonic_after(ms);
+	struct timespec until = fclock_mono_after(ms);
 	bool quiet;
 
 	pthread_mutex_lock(&c->lock);

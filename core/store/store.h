@@ -229,12 +229,4 @@ int store_errno(int sqlite_rc);
 /* Log-friendly text of the last error on this connection. */
 const char *store_errmsg(struct store *st);
 
-/* Current time as nanoseconds since the epoch (CLOCK_REALTIME). */
-int64_t store_now_ns(void);
-
-/* CLOCK_MONOTONIC `ms` from now: the deadline of a pthread_cond_timedwait()
- * on a condition set to that clock (a jump of the wall clock must not
- * stretch or cut a wait). */
-struct timespec store_monotonic_after(int64_t ms);
-
 #endif

@@ -1,3 +1,4 @@
+#include "lib/fclock.h"
 #include "store/tree.h"
 
 #include <errno.h>
@@ -292,7 +293,7 @@ int tree_create_root(struct tree *t, int64_t session, uint32_t mode,
 		     uint32_t uid, uint32_t gid, struct tree_attr *out)
 {
 	return insert_inode(t, session, NULL, NULL, S_IFDIR | (mode & 07777),
-			    uid, gid, NULL, TREE_TAG_SESSION_ROOT, store_now_ns(),
+			    uid, gid, NULL, TREE_TAG_SESSION_ROOT, fclock_now_ns(),
 			    out);
 }
 
@@ -318,7 +319,7 @@ int tree_trash_create(struct tree *t, const char *name, uint32_t mode,
 {
 	/* a name taken is the unique index inodes_trash's EEXIST */
 	return insert_inode(t, 0, NULL, name, S_IFDIR | (mode & 07777), uid,
-			    gid, NULL, TREE_TAG_TRASH, store_now_ns(), out);
+			    gid, NULL, TREE_TAG_TRASH, fclock_now_ns(), out);
 }
 
 int tree_trash_list(struct tree *t, struct tree_dir *out)
@@ -333,7 +334,7 @@ int tree_add_tagged_folder(struct tree *t, uint64_t parent, const char *name,
 			   struct tree_attr *out)
 {
 	struct tree_attr dir;
-	int64_t now = store_now_ns();
+	int64_t now = fclock_now_ns();
 	int ret = tree_getattr(t, parent, &dir);
 
 	if (!ret)
@@ -347,7 +348,7 @@ int tree_create(struct tree *t, uint64_t parent, const char *name,
 		struct tree_attr *out)
 {
 	struct tree_attr dir;
-	int64_t now = store_now_ns();
+	int64_t now = fclock_now_ns();
 	int ret;
 
 	if (!S_ISREG(mode) && !S_ISDIR(mode) && !S_ISLNK(mode))
@@ -538,7 +539,7 @@ static int detach_inode(struct tree *t, uint64_t ino, bool dir)
 
 	if (!f && !s)
 		return delete_inode(t, ino);
-	ret = store_run(t->st, sql, STORE_INT(ino), STORE_INT(store_now_ns()));
+	ret = store_run(t->st, sql, STORE_INT(ino), STORE_INT(fclock_now_ns()));
 	if (ret < 0)
 		return ret;
 	/* set in the caller's transaction: a rollback leaves them stale,
@@ -594,7 +595,7 @@ static int remove_entry(struct tree *t, uint64_t parent, const char *name,
 	if (!ret)
 		ret = detach_inode(t, a.ino, want_dir);
 	if (!ret)
-		ret = touch_dir(t, parent, want_dir ? -1 : 0, store_now_ns());
+		ret = touch_dir(t, parent, want_dir ? -1 : 0, fclock_now_ns());
 	return ret;
 }
 
@@ -645,7 +646,7 @@ int tree_move_root(struct tree *t, uint64_t root, uint64_t parent,
 		   const char *name)
 {
 	struct tree_attr dir;
-	int64_t now = store_now_ns(), old = 0;
+	int64_t now = fclock_now_ns(), old = 0;
 	int ret;
 
 	ret = store_int(t->st, "SELECT coalesce(parent, 0) FROM inodes"
@@ -737,7 +738,7 @@ int tree_rename_within(struct tree *t, uint64_t parent, const char *name,
 		       uint64_t newparent, const char *newname, bool noreplace)
 {
 	struct tree_attr src, dst, np;
-	int64_t now = store_now_ns();
+	int64_t now = fclock_now_ns();
 	bool src_dir, within;
 	int ret;
 
@@ -1340,7 +1341,7 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 	}
 	if (off + (int64_t)size > f->size)
 		f->size = off + (int64_t)size;
-	f->mtime_ns = f->ctime_ns = store_now_ns();
+	f->mtime_ns = f->ctime_ns = fclock_now_ns();
 	f->attr_dirty = true;
 	t->changes++;
 	if (f->dirty_bytes >= FILE_DIRTY_LIMIT && t->spill_st)
@@ -1542,7 +1543,7 @@ int tree_create_unlinked(struct tree *t, uint64_t parent,
 		return -ENOTDIR;
 	/* no folder and no links: what tree_new() sweeps after a crash */
 	ret = insert_inode(t, dir.session, NULL, NULL, S_IFREG | 0644, dir.uid,
-			   dir.gid, NULL, 0, store_now_ns(), out);
+			   dir.gid, NULL, 0, fclock_now_ns(), out);
 	if (ret < 0)
 		return ret;
 	ret = open_first(t, out);
@@ -1558,7 +1559,7 @@ int tree_link_unlinked(struct tree *t, uint64_t ino, uint64_t parent,
 		" name = ?3, nlink = 1, ctime_ns = ?4 WHERE ino = ?1";
 	struct open_file *f = open_find(t, ino);
 	struct tree_attr dir, old;
-	int64_t now = store_now_ns(), session = 0;
+	int64_t now = fclock_now_ns(), session = 0;
 	int ret;
 
 	if (!f || !f->orphan)
@@ -1733,7 +1734,7 @@ static int cut_alone(struct tree *t, uint64_t ino, int64_t size)
 		if (!ret)
 			ret = store_run(t->cut_st, sql, STORE_INT(ino),
 					STORE_INT(size),
-					STORE_INT(store_now_ns()));
+					STORE_INT(fclock_now_ns()));
 		if (ret < 0)
 			store_rollback(t->cut_st);
 		else
@@ -1765,7 +1766,7 @@ int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 	if (ret < 0)
 		return ret;
 	f = open_find(t, ino);
-	now = store_now_ns();
+	now = fclock_now_ns();
 	ret = store_begin(t->st);
 	if (ret < 0)
 		return ret;

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/fclock.h"
 #include "session/session.h"
 #include "formats/context.h"
 #include "unit.h"
@@ -111,14 +112,14 @@ static void test_create(void **state)
 	struct session_info s, f;
 	struct tree_attr a;
 	struct ferr err = FERR_INIT;
-	int64_t before = store_now_ns(), n = -1;
+	int64_t before = fclock_now_ns(), n = -1;
 
 	assert_int_equal(session_create(fx->st, fx->t, "run-1", 0750, 1234,
 					5678, &s, &err), 0);
 	assert_true(s.id > 0);
 	assert_string_equal(s.name, "run-1");
 	assert_true(s.created_ns >= before);
-	assert_true(s.created_ns <= store_now_ns());
+	assert_true(s.created_ns <= fclock_now_ns());
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), 0);
 	assert_true(S_ISDIR(a.mode));
 	assert_int_equal(a.mode & 07777, 0750);
@@ -788,7 +789,7 @@ static void test_log(void **state)
 				 " session = %lld", (long long)o.id), 6);
 	assert_int_equal(session_render_log(fx->st, s.id, &sb, &mtime), 0);
 	assert_true(mtime >= s.created_ns);
-	assert_true(mtime <= store_now_ns());
+	assert_true(mtime <= fclock_now_ns());
 	p = sb.buf;
 	/* the last SESSION_LOG_KEEP, oldest first, then the two-line one */
 	for (int i = 11; i <= SESSION_LOG_KEEP + 10; i++) {

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/fclock.h"
 #include "store/store.h"
 #include "unit.h"
 
@@ -1033,7 +1034,7 @@ static void test_log_bound_waits_for_no_reader(void **state)
 
 static void test_now(void **state)
 {
-	int64_t a = store_now_ns(), b = store_now_ns();
+	int64_t a = fclock_now_ns(), b = fclock_now_ns();
 
 	(void)state;
 	assert_true(a > (int64_t)1600000000 * 1000000000);
