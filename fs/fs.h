@@ -180,7 +180,7 @@ struct flowfs {
 	struct run_host run_host;
 	struct run_options run_opt;
 	/* with --allow-exec: the daemon's folder of scratch folders */
-	struct exec_scratch scratch;
+	struct sandbox_scratch scratch;
 	/* where experiments' cgroups are made (run_opt.limits.cgroups) */
 	struct cgroup_base cgroups;
 	struct run **runs;

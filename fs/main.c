@@ -565,7 +565,7 @@ static bool host_generated(void *ctx, const char *name)
  * SANDBOX_USER when it exists, else nobody, with a warning when it
  * matters (root, --allow-exec).  -EINVAL and one line for a bad value.
  */
-static int take_sandbox_user(const struct options *opts, struct exec_limits *lim)
+static int take_sandbox_user(const struct options *opts, struct sandbox_limits *lim)
 {
 	const char *given = opts->sandbox_user;
 	struct passwd *pw = NULL;
@@ -599,13 +599,13 @@ static int take_sandbox_user(const struct options *opts, struct exec_limits *lim
 		lim->uid = pw->pw_uid;
 		lim->gid = pw->pw_gid;
 	} else {
-		lim->uid = lim->gid = EXEC_SANDBOX_ID;
+		lim->uid = lim->gid = SANDBOX_ID;
 		if (geteuid() == 0 && opts->allow_exec)
 			fprintf(stderr, "flowfs: warning: experiments run as uid"
 				" %d (nobody), which other services share; make"
 				" them a user of their own: useradd --system"
 				" --no-create-home --shell /usr/sbin/nologin "
-				SANDBOX_USER "\n", EXEC_SANDBOX_ID);
+				SANDBOX_USER "\n", SANDBOX_ID);
 	}
 	if (lim->uid == 0 || lim->gid == 0) {
 		fprintf(stderr, "flowfs: --sandbox-user cannot be root (uid or"
@@ -632,7 +632,7 @@ static int find_cgroups(struct flowfs *fs, struct ferr *why)
 /* One line saying which bound of the sandbox is in force. */
 static void log_cgroups(struct flowfs *fs, const struct ferr *why)
 {
-	const struct exec_limits *lim = &fs->run_opt.limits;
+	const struct sandbox_limits *lim = &fs->run_opt.limits;
 	char line[PATH_MAX + 512];
 	long procs = lim->procs > 0 ? lim->procs : 256;
 
@@ -821,10 +821,10 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 		/* experiments run in bubblewrap, or not at all; one sandbox
 		 * is made now, so that a host where bwrap cannot make one
 		 * (user namespaces off) is told at start, not at each run */
-		if (exec_sandbox_check(&err) < 0 ||
-		    exec_scratch_open(tmp && *tmp == '/' ? tmp : "/tmp",
+		if (sandbox_check(&err) < 0 ||
+		    sandbox_scratch_open(tmp && *tmp == '/' ? tmp : "/tmp",
 				      &fs->scratch, &swept, &err) < 0 ||
-		    exec_sandbox_trial(fs->scratch.path, &o->limits, &err) < 0) {
+		    sandbox_trial(fs->scratch.path, &o->limits, &err) < 0) {
 			fprintf(stderr, "flowfs: %s\n", err.message);
 			return -ENOENT;
 		}
@@ -1385,7 +1385,7 @@ out:
 	status_cache_release(&fs.status_cache);
 	skill_registry_free(fs.skills);
 	/* every run has ended: what they left goes */
-	exec_scratch_close(&fs.scratch);
+	sandbox_scratch_close(&fs.scratch);
 	fs_readers_close(&fs);
 	store_close(fs.wst);
 	store_close(fs.st);

@@ -27,7 +27,7 @@
  *    (round 1: phenomenon, hypothesis, model, experiment), continue
  *    prompts carrying the last observation (rounds 2..N-1), a final
  *    prompt (round N: inference, conclusion), N = max_iterations; each
- *    reply's tags become rounds/<n>.json.  Experiments run (exec.h) only
+ *    reply's tags become rounds/<n>.json.  Experiments run (sandbox.h) only
  *    when the host allows it; otherwise the run stops before the first.
  *
  * The state shows in status as one line while the run goes on ("run:
@@ -45,7 +45,7 @@
 #include <stdint.h>
 
 #include "run/engine.h"
-#include "sandbox/exec.h"
+#include "sandbox/sandbox.h"
 #include "run/fetch.h"
 #include "lib/ferr.h"
 #include "lib/sbuf.h"
@@ -110,8 +110,8 @@ struct run_queue {
 struct run_options {
 	struct engine_config engine;	/* engine.url NULL: none configured */
 	bool allow_exec;
-	const char *scratch;	/* with allow_exec: exec_scratch_open()'s folder */
-	struct exec_limits limits;
+	const char *scratch;	/* with allow_exec: sandbox_scratch_open()'s folder */
+	struct sandbox_limits limits;
 	struct fetch_limits fetch;
 	unsigned fetch_jobs;	/* fetches going on at once; 0: 4 */
 };

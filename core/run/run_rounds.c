@@ -189,7 +189,7 @@ static int keep_made_files(struct run *r, const char *dir)
 		was_upload = tree_lookup(r->host->tree, r->uploads_ino, e->d_name,
 					 &a) == 0;
 		run_unlock(r);
-		fd = was_upload ? -1 : exec_open_made(dirfd(d), e->d_name, &st);
+		fd = was_upload ? -1 : sandbox_open_made(dirfd(d), e->d_name, &st);
 		if (fd < 0)
 			continue;
 		if (st.st_size > MADE_FILE_MAX || files >= OUTPUT_FILES ||
@@ -222,7 +222,7 @@ static int keep_made_files(struct run *r, const char *dir)
 	return ret;
 }
 
-/* exec_prepare_dir()'s hook: a link of uploads/ left out, in the log. */
+/* sandbox_prepare_dir()'s hook: a link of uploads/ left out, in the log. */
 static void link_dropped(void *ctx, const char *path)
 {
 	struct run *r = ctx;
@@ -241,7 +241,7 @@ static void link_dropped(void *ctx, const char *path)
 static int experiment(struct run *r, const char *dir, long n, const char *code,
 		      struct sbuf *observation, struct ferr *err)
 {
-	struct exec_result res;
+	struct sandbox_result res;
 	char file[64], *path = NULL;
 	int fd, ret;
 
@@ -262,11 +262,11 @@ static int experiment(struct run *r, const char *dir, long n, const char *code,
 		return ferr_set(err, ret, "cannot write the experiment: %s",
 				strerror(-ret));
 	run_progress(r, "round %ld: running the experiment", n);
-	ret = exec_python(dir, file, &r->opt->limits, run_cancelled, r, &res, err);
+	ret = sandbox_run_python(dir, file, &r->opt->limits, run_cancelled, r, &res, err);
 	if (ret < 0)
 		return ret;
-	ret = exec_observation(&res, &r->opt->limits, observation);
-	exec_result_release(&res);
+	ret = sandbox_observation(&res, &r->opt->limits, observation);
+	sandbox_result_release(&res);
 	return ret;
 }
 
@@ -373,7 +373,7 @@ int run_flow_rounds(struct run *r, const struct engine_hooks *hooks,
 			run_progress(r, "copying uploads/ for the experiments");
 			ret = copy_out(r, r->uploads_ino, dir.buf, 0);
 			if (!ret)
-				ret = exec_prepare_dir(dir.buf, &r->opt->limits,
+				ret = sandbox_prepare_dir(dir.buf, &r->opt->limits,
 						       link_dropped, r);
 			if (ret < 0) {
 				ferr_set(err, ret, "cannot copy uploads/: %s",
@@ -439,7 +439,7 @@ out:
 			ret = ferr_set(err, kept, "cannot copy what the"
 				       " experiments wrote into output/: %s",
 				       strerror(-kept));
-		exec_remove_tree(dir.buf);
+		sandbox_remove_tree(dir.buf);
 	}
 	json_decref(round);
 	json_decref(messages);

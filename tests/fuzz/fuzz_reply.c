@@ -2,7 +2,7 @@
  * Fuzz target for what a run reads from an engine's reply and from an
  * experiment's output: engine_extract_json (the result must be an object
  * that prints and parses back the same), run_parse_tags (every tag is a
- * string that occurs in the reply), and exec_fold (valid UTF-8 without
+ * string that occurs in the reply), and sandbox_fold (valid UTF-8 without
  * NUL, and at most 8 times as long as the input: see below).
  */
 #include <stdint.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "run/engine.h"
-#include "sandbox/exec.h"
+#include "sandbox/sandbox.h"
 #include "lib/fjson.h"
 #include "run/run.h"
 
@@ -54,8 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			die("a tag's text that is not in the reply");
 	}
 	sbuf_reset(&out);
-	if (exec_fold((const char *)data, size, &out) < 0)
-		die("exec_fold failed");
+	if (sandbox_fold((const char *)data, size, &out) < 0)
+		die("sandbox_fold failed");
 	if (strlen(out.buf) != out.len)
 		die("a NUL in the folded text");
 	/* a bad byte becomes U+FFFD (3 bytes); three empty lines become

@@ -1,7 +1,7 @@
 /*
  * Unit tests for the pure parts of a run: engine_extract_json (the JSON
  * result in a reply), run_parse_tags (seed 004's tags in a reply) and
- * exec_fold / exec_observation (what an experiment printed, as the
+ * sandbox_fold / sandbox_observation (what an experiment printed, as the
  * observation).  The HTTP and process parts run against real servers
  * and processes in tests/integration/test_engine.py.
  */
@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 
 #include "run/engine.h"
-#include "sandbox/exec.h"
+#include "sandbox/sandbox.h"
 #include "run/run.h"
 
 static void extract(const char *text, const char *want)
@@ -94,7 +94,7 @@ static void fold(const char *in, const char *want)
 {
 	struct sbuf out = SBUF_INIT;
 
-	assert_int_equal(exec_fold(in, strlen(in), &out), 0);
+	assert_int_equal(sandbox_fold(in, strlen(in), &out), 0);
 	assert_string_equal(out.buf, want);
 	sbuf_release(&out);
 }
@@ -117,7 +117,7 @@ static void test_fold(void **state)
 		sbuf_addstr(&big, i % 2 ? "é" : "a");
 	for (int i = 0; i < 9000; i++)
 		sbuf_addch(&big, (char)('0' + i % 10));
-	assert_int_equal(exec_fold(big.buf, big.len, &out), 0);
+	assert_int_equal(sandbox_fold(big.buf, big.len, &out), 0);
 	assert_non_null(strstr(out.buf, "\n... (2000 characters cut) ...\n"));
 	assert_memory_equal(out.buf, big.buf, 12000);	/* 8,000 chars */
 	assert_string_equal(out.buf + strlen(out.buf) - 8000,
@@ -128,8 +128,8 @@ static void test_fold(void **state)
 
 static void test_observation(void **state)
 {
-	struct exec_limits lim = { .wall_s = 7 };
-	struct exec_result res = { 0 };
+	struct sandbox_limits lim = { .wall_s = 7 };
+	struct sandbox_result res = { 0 };
 	struct sbuf out = SBUF_INIT;
 
 	(void)state;
@@ -138,84 +138,84 @@ static void test_observation(void **state)
 	sbuf_addstr(&res.out, "fine\n");
 	sbuf_addstr(&res.err, "a warning\n");
 	res.status = 0;		/* exited 0: stdout */
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\n");
 	sbuf_reset(&out);
 	res.status = 1 << 8;	/* exit status 1: stderr */
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "a warning\n");
 	sbuf_reset(&out);
 	sbuf_reset(&res.err);
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\nexit status 1");
 	sbuf_reset(&out);
 	/* bwrap's exit status for a program killed by SIGKILL: 128 + 9 */
 	res.status = 137 << 8;
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\nkilled by signal 9 (SIGKILL)");
 	sbuf_reset(&out);
 	res.status = (128 + 11) << 8;
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\nkilled by signal 11 (SIGSEGV)");
 	sbuf_reset(&out);
 	res.status = (128 + 40) << 8;	/* real-time: no name */
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\nkilled by signal 40");
 	sbuf_reset(&out);
 	res.status = 128 << 8;		/* 128 and past 128 + 64: a status */
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\nexit status 128");
 	sbuf_reset(&out);
 	res.status = 200 << 8;
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\nexit status 200");
 	sbuf_reset(&out);
 	res.status = SIGTERM;		/* bwrap itself killed */
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\nkilled by signal 15 (SIGTERM)");
 	sbuf_reset(&out);
 	res.timed_out = true;
 	res.status = 9;		/* killed */
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\n(stopped after 7 s)");
 	sbuf_reset(&out);
 	res.timed_out = false;
-	res.over = EXEC_OVER_DISK;
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	res.over = SANDBOX_OVER_DISK;
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\n(stopped: it wrote more than 1024 MiB"
 			    " to its folder)");
 	sbuf_reset(&out);
-	res.over = EXEC_OVER_FILES;
+	res.over = SANDBOX_OVER_FILES;
 	res.status = 0;		/* it ended 0 as it was stopped: still stopped */
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\n(stopped: it made more than 10000"
 			    " files and folders in its folder)");
 	sbuf_reset(&out);
-	res.over = EXEC_OVER_MEMORY;
+	res.over = SANDBOX_OVER_MEMORY;
 	lim.memory_total_mib = 512;
-	assert_int_equal(exec_observation(&res, &lim, &out), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
 	assert_string_equal(out.buf, "fine\n(stopped: it ran out of memory, 512 MiB"
 			    " for all its processes)");
-	exec_result_release(&res);
+	sandbox_result_release(&res);
 	sbuf_release(&out);
 }
 
 /* An experiment that cannot start is an error, not an exit status. */
 static void test_experiment_that_cannot_start(void **state)
 {
-	struct exec_limits lim = { .wall_s = 7 };
-	struct exec_result res;
+	struct sandbox_limits lim = { .wall_s = 7 };
+	struct sandbox_result res;
 	struct ferr err = FERR_INIT;
 
 	(void)state;
-	assert_int_equal(exec_python("/nonexistent/flowfs-scratch", "x.py",
+	assert_int_equal(sandbox_run_python("/nonexistent/flowfs-scratch", "x.py",
 				     &lim, NULL, NULL, &res, &err), -EIO);
 	/* bwrap's own complaint: the sandbox could not be made */
 	assert_string_equal(err.message, "cannot start the experiment's"
 			    " sandbox (bwrap): bwrap: Can't find source path"
 			    " /nonexistent/flowfs-scratch: No such file or"
 			    " directory");
-	exec_result_release(&res);
+	sandbox_result_release(&res);
 }
 
 /* Issue 12: credentials in --engine-url showed in status, engine.log,

@@ -2,23 +2,23 @@
  * exec: run a scientific workflow's experiment (seed 004) — Python code
  * an engine wrote — and turn what it printed into an observation.
  *
- * exec_python() runs `python3 -I <file>` in `dir` (a scratch copy of the
+ * sandbox_run_python() runs `python3 -I <file>` in `dir` (a scratch copy of the
  * session's uploads/) inside bubblewrap (bwrap, which must be on PATH; see
- * exec_sandbox_check()): new user, PID, mount, network, IPC and UTS
+ * sandbox_check()): new user, PID, mount, network, IPC and UTS
  * namespaces, uid 65534 inside, every capability dropped, no_new_privs, a
  * read-only view of /usr (and the /bin, /lib* links to it, a few files of
  * /etc python needs), a fresh /proc, a minimal /dev, a tmpfs /tmp, `dir`
  * the one writable place (at its own path), no user namespace made
- * inside, a seccomp filter (exec_seccomp_filter()), an environment of
+ * inside, a seccomp filter (sandbox_seccomp_filter()), an environment of
  * PATH, HOME and LANG only, signals unblocked and at their defaults.  A daemon
  * running as root starts bwrap as limits->uid/gid (a user of its own,
  * flowfs-sandbox, else 65534, nobody), so the sandbox is no one else's on
- * the host either; exec_prepare_dir() hands `dir` to that uid.  Limits: CPU seconds, address space and file size per process, no
+ * the host either; sandbox_prepare_dir() hands `dir` to that uid.  Limits: CPU seconds, address space and file size per process, no
  * core files, processes and threads (RLIMIT_NPROC, set inside the
  * sandbox's user namespace so that it counts the sandbox's uid only), a
  * wall-clock timeout, and a bound on what the run adds to `dir`: every
  * SCRATCH_POLL_MS while it runs the daemon walks `dir` (no link
- * followed, at most EXEC_SCRATCH_DEPTH deep; a folder it may not list
+ * followed, at most SANDBOX_SCRATCH_DEPTH deep; a folder it may not list
  * opened to it for the walk) and sums its entries and
  * their allocated blocks; past disk_mib or `files` more than `dir` held
  * when the program started, the program is stopped as at the timeout.
@@ -30,9 +30,9 @@
  * at the timeout.  When the program ends,
  * times out, outgrows `dir` or is cancelled
  * (a cancel hook is polled) bwrap is killed, and with it its PID
- * namespace: no process of the experiment outlives exec_python().
+ * namespace: no process of the experiment outlives sandbox_run_python().
  *
- * exec_observation() is the seed's observation: stdout when the program
+ * sandbox_observation() is the seed's observation: stdout when the program
  * succeeded, else stderr (else "exit status N", or "killed by signal N
  * (SIGNAME)" for a status of 128 + N, N 1..64, as bwrap reports a
  * program a signal killed), then a line "(stopped after N s)" or
@@ -41,8 +41,8 @@
  * "<line> (repeated N times)" and text over 16,000 characters cut to its
  * first and last 8,000 with a line saying how many were cut.
  */
-#ifndef FLOWFS_EXEC_H
-#define FLOWFS_EXEC_H
+#ifndef FLOWFS_SANDBOX_H
+#define FLOWFS_SANDBOX_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -53,14 +53,14 @@
 #include "lib/ferr.h"
 #include "lib/sbuf.h"
 
-struct exec_limits {
+struct sandbox_limits {
 	long cpu_s;		/* RLIMIT_CPU; 0: 60 */
 	long wall_s;		/* killed after this; 0: 120 */
 	long memory_mib;	/* RLIMIT_AS; 0: 2048 */
 	long file_mib;		/* RLIMIT_FSIZE; 0: 256 */
 	long procs;		/* RLIMIT_NPROC in the sandbox; 0: 256 */
 	/* the host uid and gid the sandbox runs as when the daemon is
-	 * root (--sandbox-user); 0: EXEC_SANDBOX_ID */
+	 * root (--sandbox-user); 0: SANDBOX_ID */
 	uid_t uid;
 	gid_t gid;
 	long disk_mib;		/* what it may add to `dir`; 0: 1024 */
@@ -72,31 +72,31 @@ struct exec_limits {
 	const struct cgroup_base *cgroups;
 };
 
-/* Why exec_python() stopped the program before it ended (timeouts are
- * exec_result.timed_out). */
-enum exec_over {
-	EXEC_OVER_NONE,
-	EXEC_OVER_DISK,		/* `dir` grew past disk_mib */
-	EXEC_OVER_FILES,	/* past `files` entries */
-	EXEC_OVER_DEPTH,	/* folders nested deeper than EXEC_SCRATCH_DEPTH */
-	EXEC_OVER_MEMORY,	/* its cgroup ran out of memory */
+/* Why sandbox_run_python() stopped the program before it ended (timeouts are
+ * sandbox_result.timed_out). */
+enum sandbox_over {
+	SANDBOX_OVER_NONE,
+	SANDBOX_OVER_DISK,		/* `dir` grew past disk_mib */
+	SANDBOX_OVER_FILES,	/* past `files` entries */
+	SANDBOX_OVER_DEPTH,	/* folders nested deeper than SANDBOX_SCRATCH_DEPTH */
+	SANDBOX_OVER_MEMORY,	/* its cgroup ran out of memory */
 };
 
 /* The deepest `dir` may be nested (the daemon walks it to measure it). */
-#define EXEC_SCRATCH_DEPTH 64
+#define SANDBOX_SCRATCH_DEPTH 64
 
 /* The host uid and gid the sandbox runs as when the daemon is root and
  * no other is given (nobody). */
-#define EXEC_SANDBOX_ID 65534
+#define SANDBOX_ID 65534
 
-struct exec_result {
+struct sandbox_result {
 	int status;		/* as waitpid() gives it */
 	bool timed_out;
-	enum exec_over over;
+	enum sandbox_over over;
 	struct sbuf out, err;	/* what it printed (each kept to 64 MiB) */
 };
 
-void exec_result_release(struct exec_result *r);
+void sandbox_result_release(struct sandbox_result *r);
 
 /*
  * Run `python3 -I file` in `dir`.  0 and *res (whatever the program's
@@ -105,37 +105,37 @@ void exec_result_release(struct exec_result *r);
  * after it (`dir` may still be changing: leave it alone), or a negative
  * errno when it could not be started (err says why).
  */
-int exec_python(const char *dir, const char *file,
-		const struct exec_limits *limits, bool (*cancelled)(void *ctx),
-		void *ctx, struct exec_result *res, struct ferr *err);
+int sandbox_run_python(const char *dir, const char *file,
+		const struct sandbox_limits *limits, bool (*cancelled)(void *ctx),
+		void *ctx, struct sandbox_result *res, struct ferr *err);
 
 /*
  * Whether experiments can run: 0, or -ENOENT when bwrap is not an
  * executable file in a folder of $PATH (err says to install bubblewrap).
  */
-int exec_sandbox_check(struct ferr *err);
+int sandbox_check(struct ferr *err);
 
 /*
- * Start one sandbox as exec_python() does (the same bwrap command line,
+ * Start one sandbox as sandbox_run_python() does (the same bwrap command line,
  * uid and limits), running an empty program in a new folder below
  * `parent` (removed after): 0 when it ran and exited 0, else a negative
  * errno and err says why in one line, with bwrap's own complaint (user
  * namespaces disabled, ...).  About 20 ms plus python3's start.
  */
-int exec_sandbox_trial(const char *parent, const struct exec_limits *limits,
+int sandbox_trial(const char *parent, const struct sandbox_limits *limits,
 		       struct ferr *err);
 
 /* A command line: argv[n] is NULL. */
-struct exec_args {
+struct sandbox_args {
 	char **argv;
 	size_t n, alloc;
 };
 
-void exec_args_release(struct exec_args *a);
+void sandbox_args_release(struct sandbox_args *a);
 
-/* The bwrap command line exec_python() runs (see above), into `a`. */
-int exec_sandbox_args(const char *dir, const char *file,
-		      const struct exec_limits *limits, struct exec_args *a);
+/* The bwrap command line sandbox_run_python() runs (see above), into `a`. */
+int sandbox_bwrap_args(const char *dir, const char *file,
+		      const struct sandbox_limits *limits, struct sandbox_args *a);
 
 /*
  * The seccomp filter the sandbox applies before python3 starts, as BPF
@@ -146,16 +146,16 @@ int exec_sandbox_args(const char *dir, const char *file,
  * falls back to clone()), other architectures' calls kill the process.
  * 0 or a negative errno.
  */
-int exec_seccomp_filter(int *fd);
+int sandbox_seccomp_filter(int *fd);
 
 /*
  * Make the scratch folder `dir` ready for the sandbox: every symbolic
  * link below it that does not resolve to a file or folder inside `dir`
  * is removed (dropped(ctx, path) is told each, path relative to `dir`);
  * as root, everything is handed to limits->uid and gid (see struct
- * exec_limits).  0 or a negative errno.
+ * sandbox_limits).  0 or a negative errno.
  */
-int exec_prepare_dir(const char *dir, const struct exec_limits *limits,
+int sandbox_prepare_dir(const char *dir, const struct sandbox_limits *limits,
 		     void (*dropped)(void *ctx, const char *path), void *ctx);
 
 /*
@@ -165,28 +165,28 @@ int exec_prepare_dir(const char *dir, const struct exec_limits *limits,
  * root: the sandbox's uid goes through it) or, when there, must be a
  * folder (not a link) of this uid; its mode is set.  Folders of it whose
  * lock is free (a daemon killed with kill -9) are removed first
- * (exec_remove_tree()), *swept says how many.  0, or a negative errno
+ * (sandbox_remove_tree()), *swept says how many.  0, or a negative errno
  * and err says why in one line.
  */
-struct exec_scratch {
+struct sandbox_scratch {
 	int fd;		/* the folder, locked; -1: none */
 	char *path;
 };
 
-int exec_scratch_open(const char *tmp, struct exec_scratch *s, size_t *swept,
+int sandbox_scratch_open(const char *tmp, struct sandbox_scratch *s, size_t *swept,
 		      struct ferr *err);
 
 /* Remove the daemon's folder when it is empty (what a run left, its
  * processes not ended, is for the next daemon's sweep), and release
  * its lock. */
-void exec_scratch_close(struct exec_scratch *s);
+void sandbox_scratch_close(struct sandbox_scratch *s);
 
 /*
  * rm -rf of `dir`, whatever modes were left on its folders, walked by
  * descriptor: a symbolic link is removed, never followed, and a folder
  * swapped for a link while it runs is not reached through it.
  */
-void exec_remove_tree(const char *dir);
+void sandbox_remove_tree(const char *dir);
 
 /*
  * Open `name` in folder `dirfd`, a file an experiment made, for copying
@@ -194,13 +194,13 @@ void exec_remove_tree(const char *dir);
  * symbolic link, a FIFO, a device or a hard link to something else),
  * with *st filled; else a negative errno.
  */
-int exec_open_made(int dirfd, const char *name, struct stat *st);
+int sandbox_open_made(int dirfd, const char *name, struct stat *st);
 
 /* The observation for `res` (see above), appended to `out`. */
-int exec_observation(const struct exec_result *res, const struct exec_limits *limits,
+int sandbox_observation(const struct sandbox_result *res, const struct sandbox_limits *limits,
 		     struct sbuf *out);
 
 /* Fold and cut `text` (see above), appended to `out`. */
-int exec_fold(const char *text, size_t len, struct sbuf *out);
+int sandbox_fold(const char *text, size_t len, struct sbuf *out);
 
 #endif

@@ -5,7 +5,7 @@
  * links (only those resolving inside stay) and which files an
  * experiment made may be copied out.  The sandbox itself, run for real,
  * is tested through the mount in tests/integration/test_sandbox.py;
- * exec_fold and exec_observation in test_engine.c.
+ * sandbox_fold and sandbox_observation in test_engine.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox/exec.h"
+#include "sandbox/sandbox.h"
 #include "unit.h"
 
 static void touch(const char *dir, const char *name, mode_t mode)
@@ -41,7 +41,7 @@ static void touch(const char *dir, const char *name, mode_t mode)
 static void test_scratch(void **state)
 {
 	char dir[64], path[512], base[256], outside[256], link[600];
-	struct exec_scratch a, b, c;
+	struct sandbox_scratch a, b, c;
 	struct ferr err = FERR_INIT;
 	struct stat st;
 	size_t swept;
@@ -49,7 +49,7 @@ static void test_scratch(void **state)
 	(void)state;
 	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "scratch"), 0);
 	snprintf(base, sizeof(base), "%s/flowfs-%u", dir, (unsigned)geteuid());
-	assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), 0);
+	assert_int_equal(sandbox_scratch_open(dir, &a, &swept, &err), 0);
 	assert_int_equal(swept, 0);
 	assert_int_equal(lstat(base, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
@@ -73,7 +73,7 @@ static void test_scratch(void **state)
 	touch(path, "in", 0600);
 	assert_int_equal(chmod(path, 0), 0);
 	/* a live daemon's: b's lock is held */
-	assert_int_equal(exec_scratch_open(dir, &b, &swept, &err), 0);
+	assert_int_equal(sandbox_scratch_open(dir, &b, &swept, &err), 0);
 	assert_int_equal(swept, 1);
 	snprintf(path, sizeof(path), "%s/daemon-stale", base);
 	assert_int_equal(lstat(path, &st), -1);
@@ -87,34 +87,34 @@ static void test_scratch(void **state)
 	touch(b.path, "left", 0600);
 	assert_int_equal(close(b.fd), 0);
 	b.fd = -1;
-	assert_int_equal(exec_scratch_open(dir, &c, &swept, &err), 0);
+	assert_int_equal(sandbox_scratch_open(dir, &c, &swept, &err), 0);
 	assert_int_equal(swept, 1);
 	assert_int_equal(lstat(path, &st), -1);
 	assert_int_equal(lstat(a.path, &st), 0);
-	exec_scratch_close(&b);
-	exec_scratch_close(&c);
+	sandbox_scratch_close(&b);
+	sandbox_scratch_close(&c);
 	/* ended: its folder goes when empty, else it is left to a sweep */
 	snprintf(path, sizeof(path), "%s", a.path);
 	touch(a.path, "busy", 0600);
-	exec_scratch_close(&a);
+	sandbox_scratch_close(&a);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_null(a.path);
-	assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), 0);
+	assert_int_equal(sandbox_scratch_open(dir, &a, &swept, &err), 0);
 	assert_int_equal(swept, 1);
 	assert_int_equal(lstat(path, &st), -1);
 	snprintf(path, sizeof(path), "%s", a.path);
-	exec_scratch_close(&a);
+	sandbox_scratch_close(&a);
 	assert_int_equal(lstat(path, &st), -1);
 	/* a loose mode is made private again */
 	assert_int_equal(chmod(base, 0777), 0);
-	assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), 0);
+	assert_int_equal(sandbox_scratch_open(dir, &a, &swept, &err), 0);
 	assert_int_equal(lstat(base, &st), 0);
 	assert_int_equal(st.st_mode & 07777, geteuid() ? 0700 : 0711);
-	exec_scratch_close(&a);
+	sandbox_scratch_close(&a);
 	/* flowfs-<uid> made first by another user: refused */
 	if (geteuid() == 0) {
 		assert_int_equal(chown(base, 1234, 1234), 0);
-		assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), -EPERM);
+		assert_int_equal(sandbox_scratch_open(dir, &a, &swept, &err), -EPERM);
 		assert_non_null(strstr(err.message, "belongs to uid 1234, not to"
 				       " flowfs's (0): remove it, or set TMPDIR"));
 		assert_int_equal(a.fd, -1);
@@ -123,7 +123,7 @@ static void test_scratch(void **state)
 	/* flowfs-<uid> made a link to elsewhere first: refused */
 	unit_rmtree(base);
 	assert_int_equal(symlink(outside, base), 0);
-	assert_int_equal(exec_scratch_open(dir, &a, &swept, &err), -ENOTDIR);
+	assert_int_equal(sandbox_scratch_open(dir, &a, &swept, &err), -ENOTDIR);
 	assert_non_null(strstr(err.message, "not a folder (a symbolic link?)"));
 	assert_int_equal(a.fd, -1);
 	assert_null(a.path);
@@ -142,18 +142,18 @@ static void test_sandbox_check(void **state)
 	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "exec"), 0);
 	snprintf(path, sizeof(path), "/nonexistent::%s", dir);
 	setenv("PATH", path, 1);
-	assert_int_equal(exec_sandbox_check(&err), -ENOENT);
+	assert_int_equal(sandbox_check(&err), -ENOENT);
 	assert_string_equal(err.message, "--allow-exec needs bubblewrap, and no"
 			    " bwrap is on PATH: install it (Debian package"
 			    " bubblewrap)");
 	/* not executable: not it */
 	touch(dir, "bwrap", 0644);
-	assert_int_equal(exec_sandbox_check(NULL), -ENOENT);
+	assert_int_equal(sandbox_check(NULL), -ENOENT);
 	snprintf(path, sizeof(path), "%s/bwrap", dir);
 	assert_int_equal(chmod(path, 0755), 0);
-	assert_int_equal(exec_sandbox_check(NULL), 0);
+	assert_int_equal(sandbox_check(NULL), 0);
 	unsetenv("PATH");
-	assert_int_equal(exec_sandbox_check(NULL), -ENOENT);
+	assert_int_equal(sandbox_check(NULL), -ENOENT);
 	if (old)
 		setenv("PATH", old, 1);
 	free(old);
@@ -161,7 +161,7 @@ static void test_sandbox_check(void **state)
 }
 
 /* The index of `arg` in a, from `from`; -1 when absent. */
-static int find(const struct exec_args *a, size_t from, const char *arg)
+static int find(const struct sandbox_args *a, size_t from, const char *arg)
 {
 	for (size_t i = from; i < a->n; i++)
 		if (!strcmp(a->argv[i], arg))
@@ -171,12 +171,12 @@ static int find(const struct exec_args *a, size_t from, const char *arg)
 
 static void test_sandbox_args(void **state)
 {
-	struct exec_limits lim = { .procs = 32 };
-	struct exec_args a;
+	struct sandbox_limits lim = { .procs = 32 };
+	struct sandbox_args a;
 	int i;
 
 	(void)state;
-	assert_int_equal(exec_sandbox_args("/tmp/flowfs-experiment-x", "e.py",
+	assert_int_equal(sandbox_bwrap_args("/tmp/flowfs-experiment-x", "e.py",
 					   &lim, &a), 0);
 	assert_null(a.argv[a.n]);
 	assert_string_equal(a.argv[0], "bwrap");
@@ -233,7 +233,7 @@ static void test_sandbox_args(void **state)
 	assert_string_equal(a.argv[a.n - 3], "python3");
 	assert_string_equal(a.argv[a.n - 2], "-I");
 	assert_string_equal(a.argv[a.n - 1], "e.py");
-	exec_args_release(&a);
+	sandbox_args_release(&a);
 	assert_null(a.argv);
 }
 
@@ -244,7 +244,7 @@ static void test_seccomp_filter(void **state)
 	int fd;
 
 	(void)state;
-	assert_int_equal(exec_seccomp_filter(&fd), 0);
+	assert_int_equal(sandbox_seccomp_filter(&fd), 0);
 	assert_true(fd >= 0);
 	assert_int_equal(fstat(fd, &st), 0);
 	assert_true(st.st_size > 8 * 60);
@@ -316,7 +316,7 @@ static void test_prepare_dir(void **state)
 	link_in(dir, "missing", "dangling");
 	link_in(dir, "out-absolute", "out-chain");
 	/* as root: handed to --sandbox-user's ids */
-	assert_int_equal(exec_prepare_dir(dir, &(struct exec_limits){ .uid = 4242,
+	assert_int_equal(sandbox_prepare_dir(dir, &(struct sandbox_limits){ .uid = 4242,
 					  .gid = 4243 }, note, &d), 0);
 	for (const char *const *k = (const char *const[]){ "ok", "ok-deep",
 	     "sub/ok-up", "ok-chain", "ok-self", "ok-absolute", "data.csv",
@@ -336,14 +336,14 @@ static void test_prepare_dir(void **state)
 		assert_int_equal(stat(abs, &st), 0);
 		assert_int_equal(st.st_gid, 4243);
 		/* none given: nobody */
-		assert_int_equal(exec_prepare_dir(dir, &(struct exec_limits){ 0 },
+		assert_int_equal(sandbox_prepare_dir(dir, &(struct sandbox_limits){ 0 },
 						  NULL, NULL), 0);
 		assert_int_equal(stat(sub, &st), 0);
-		assert_int_equal(st.st_uid, EXEC_SANDBOX_ID);
-		assert_int_equal(st.st_gid, EXEC_SANDBOX_ID);
+		assert_int_equal(st.st_uid, SANDBOX_ID);
+		assert_int_equal(st.st_gid, SANDBOX_ID);
 	}
-	assert_int_equal(exec_prepare_dir("/nonexistent/flowfs",
-					  &(struct exec_limits){ 0 }, NULL, NULL),
+	assert_int_equal(sandbox_prepare_dir("/nonexistent/flowfs",
+					  &(struct sandbox_limits){ 0 }, NULL, NULL),
 			 -ENOENT);
 	unit_rmtree(dir);
 }
@@ -367,17 +367,17 @@ static void test_open_made(void **state)
 	assert_int_equal(mkfifoat(dfd, "fifo", 0600), 0);
 	assert_int_equal(mkdirat(dfd, "folder", 0700), 0);
 
-	fd = exec_open_made(dfd, "plain", &st);
+	fd = sandbox_open_made(dfd, "plain", &st);
 	assert_true(fd >= 0);
 	assert_int_equal(st.st_size, 1);
 	close(fd);
-	assert_int_equal(exec_open_made(dfd, "twice", &st), -EMLINK);
-	assert_int_equal(exec_open_made(dfd, "twice2", &st), -EMLINK);
-	assert_int_equal(exec_open_made(dfd, "sym", &st), -ELOOP);
+	assert_int_equal(sandbox_open_made(dfd, "twice", &st), -EMLINK);
+	assert_int_equal(sandbox_open_made(dfd, "twice2", &st), -EMLINK);
+	assert_int_equal(sandbox_open_made(dfd, "sym", &st), -ELOOP);
 	/* no writer: a blocking open would wait for one forever */
-	assert_int_equal(exec_open_made(dfd, "fifo", &st), -EINVAL);
-	assert_int_equal(exec_open_made(dfd, "folder", &st), -EINVAL);
-	assert_int_equal(exec_open_made(dfd, "missing", &st), -ENOENT);
+	assert_int_equal(sandbox_open_made(dfd, "fifo", &st), -EINVAL);
+	assert_int_equal(sandbox_open_made(dfd, "folder", &st), -EINVAL);
+	assert_int_equal(sandbox_open_made(dfd, "missing", &st), -ENOENT);
 	close(dfd);
 	unit_rmtree(dir);
 }

@@ -1,8 +1,8 @@
 /*
- * exec: experiments and observations; see exec.h.
+ * sandbox: one experiment in bubblewrap, and what it observed; see sandbox.h.
  */
 #include "lib/fclock.h"
-#include "sandbox/exec.h"
+#include "sandbox/sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,8 +34,8 @@
  * sandbox's processes may take to be gone once it ended */
 #define SANDBOX_SAY_MS 10000
 /* the sizes of the sandbox's /dev/shm and /tmp (64 and 256 MiB) */
-#define EXEC_SHM_BYTES "67108864"
-#define EXEC_TMP_BYTES "268435456"
+#define SANDBOX_SHM_BYTES "67108864"
+#define SANDBOX_TMP_BYTES "268435456"
 #define SANDBOX_END_MS 30000
 /* how often the scratch folder is measured while the program runs */
 #define SCRATCH_POLL_MS 250
@@ -45,9 +45,9 @@
 /* the start-up trial sandbox runs an empty program: it gets this long */
 #define TRIAL_WALL_S 30
 /* exit statuses 128 + 1..64 are signals (shells read them so) */
-#define EXEC_SIGNAL_MAX 64
+#define SANDBOX_SIGNAL_MAX 64
 
-void exec_result_release(struct exec_result *r)
+void sandbox_result_release(struct sandbox_result *r)
 {
 	sbuf_release(&r->out);
 	sbuf_release(&r->err);
@@ -58,14 +58,14 @@ static long or_default(long v, long def)
 	return v > 0 ? v : def;
 }
 
-static uid_t sandbox_uid(const struct exec_limits *lim)
+static uid_t uid_inside(const struct sandbox_limits *lim)
 {
-	return lim->uid ? lim->uid : EXEC_SANDBOX_ID;
+	return lim->uid ? lim->uid : SANDBOX_ID;
 }
 
-static gid_t sandbox_gid(const struct exec_limits *lim)
+static gid_t gid_inside(const struct sandbox_limits *lim)
 {
-	return lim->gid ? lim->gid : EXEC_SANDBOX_ID;
+	return lim->gid ? lim->gid : SANDBOX_ID;
 }
 
 static void limit(int what, rlim_t value)
@@ -77,7 +77,7 @@ static void limit(int what, rlim_t value)
 
 /* ---- the sandbox's command line --------------------------------------------- */
 
-int exec_sandbox_check(struct ferr *err)
+int sandbox_check(struct ferr *err)
 {
 	const char *path = getenv("PATH"), *p, *end;
 
@@ -98,7 +98,7 @@ int exec_sandbox_check(struct ferr *err)
 			" bubblewrap)");
 }
 
-void exec_args_release(struct exec_args *a)
+void sandbox_args_release(struct sandbox_args *a)
 {
 	for (size_t i = 0; i < a->n; i++)
 		free(a->argv[i]);
@@ -107,7 +107,7 @@ void exec_args_release(struct exec_args *a)
 }
 
 /* Append the strings up to NULL. */
-static int add_args(struct exec_args *a, ...)
+static int add_args(struct sandbox_args *a, ...)
 {
 	const char *s;
 	va_list ap;
@@ -142,7 +142,7 @@ static int add_args(struct exec_args *a, ...)
  * (the loader's cache, the time zone, Debian's alternatives: numpy's
  * BLAS is found through them).  Nothing else of /etc: no passwd, no
  * shadow, no ssl keys. */
-static int add_system(struct exec_args *a)
+static int add_system(struct sandbox_args *a)
 {
 	static const char *const tops[] = { "/bin", "/sbin", "/lib", "/lib32",
 					    "/lib64", "/libx32" };
@@ -172,17 +172,17 @@ static int add_system(struct exec_args *a)
 	return ret;
 }
 
-/* As exec_sandbox_args(), with bwrap's --json-status-fd and --seccomp
+/* As sandbox_bwrap_args(), with bwrap's --json-status-fd and --seccomp
  * when those descriptors are >= 0. */
-static int sandbox_args(const char *dir, const char *file,
-			const struct exec_limits *lim, int status_fd,
-			int seccomp_fd, struct exec_args *a)
+static int bwrap_argv(const char *dir, const char *file,
+			const struct sandbox_limits *lim, int status_fd,
+			int seccomp_fd, struct sandbox_args *a)
 {
 	char id[16], nproc[48], fd[16], filter[16];
 	int ret;
 
 	memset(a, 0, sizeof(*a));
-	snprintf(id, sizeof(id), "%d", EXEC_SANDBOX_ID);
+	snprintf(id, sizeof(id), "%d", SANDBOX_ID);
 	snprintf(nproc, sizeof(nproc), "--nproc=%ld:%ld",
 		 or_default(lim->procs, 256), or_default(lim->procs, 256));
 	snprintf(fd, sizeof(fd), "%d", status_fd);
@@ -198,8 +198,8 @@ static int sandbox_args(const char *dir, const char *file,
 		/* memory the sandbox writes as files counts against no
 		 * rlimit: /tmp and /dev/shm are sized, /dev is read-only */
 		ret = add_args(a, "--proc", "/proc", "--dev", "/dev", "--size",
-			       EXEC_SHM_BYTES, "--tmpfs", "/dev/shm",
-			       "--remount-ro", "/dev", "--size", EXEC_TMP_BYTES,
+			       SANDBOX_SHM_BYTES, "--tmpfs", "/dev/shm",
+			       "--remount-ro", "/dev", "--size", SANDBOX_TMP_BYTES,
 			       "--tmpfs", "/tmp", "--bind", dir, dir, "--chdir", dir,
 			       "--clearenv", "--setenv", "PATH",
 			       "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME",
@@ -215,14 +215,14 @@ static int sandbox_args(const char *dir, const char *file,
 		ret = add_args(a, "--", "prlimit", nproc, "--", "python3", "-I",
 			       file, NULL);
 	if (ret)
-		exec_args_release(a);
+		sandbox_args_release(a);
 	return ret;
 }
 
-int exec_sandbox_args(const char *dir, const char *file,
-		      const struct exec_limits *limits, struct exec_args *a)
+int sandbox_bwrap_args(const char *dir, const char *file,
+		      const struct sandbox_limits *limits, struct sandbox_args *a)
 {
-	return sandbox_args(dir, file, limits, -1, -1, a);
+	return bwrap_argv(dir, file, limits, -1, -1, a);
 }
 
 /* ---- the seccomp filter ------------------------------------------------------- */
@@ -248,7 +248,7 @@ static const char *const refused_calls[] = {
 	"fanotify_init", "landlock_create_ruleset",
 };
 
-int exec_seccomp_filter(int *fd)
+int sandbox_seccomp_filter(int *fd)
 {
 	static const unsigned long new_ns[] = { CLONE_NEWNS, CLONE_NEWUTS,
 		CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
@@ -297,9 +297,9 @@ int exec_seccomp_filter(int *fd)
 
 /* ---- the scratch folder ----------------------------------------------------- */
 
-/* exec_prepare_dir() below `path` (root: the realpath of the folder). */
+/* sandbox_prepare_dir() below `path` (root: the realpath of the folder). */
 static int prepare(const char *root, struct sbuf *path, size_t top,
-		   const struct exec_limits *lim,
+		   const struct sandbox_limits *lim,
 		   void (*dropped)(void *ctx, const char *path), void *ctx,
 		   int depth)
 {
@@ -340,7 +340,7 @@ static int prepare(const char *root, struct sbuf *path, size_t top,
 			}
 		}
 		if (geteuid() == 0 &&
-		    lchown(path->buf, sandbox_uid(lim), sandbox_gid(lim)) < 0) {
+		    lchown(path->buf, uid_inside(lim), gid_inside(lim)) < 0) {
 			ret = -errno;
 			break;
 		}
@@ -353,7 +353,7 @@ static int prepare(const char *root, struct sbuf *path, size_t top,
 	return ret;
 }
 
-int exec_prepare_dir(const char *dir, const struct exec_limits *limits,
+int sandbox_prepare_dir(const char *dir, const struct sandbox_limits *limits,
 		     void (*dropped)(void *ctx, const char *path), void *ctx)
 {
 	struct sbuf path = SBUF_INIT;
@@ -363,7 +363,7 @@ int exec_prepare_dir(const char *dir, const struct exec_limits *limits,
 	if (!ret)
 		ret = sbuf_addstr(&path, root);
 	if (!ret && geteuid() == 0 &&
-	    chown(root, sandbox_uid(limits), sandbox_gid(limits)) < 0)
+	    chown(root, uid_inside(limits), gid_inside(limits)) < 0)
 		ret = -errno;
 	if (!ret)
 		ret = prepare(root, &path, strlen(root), limits, dropped, ctx, 0);
@@ -422,13 +422,13 @@ static void empty_folder(int fd, int depth)
 
 /* Not through a shell: the daemon has threads, and system() would block
  * signals for the whole process. */
-void exec_remove_tree(const char *dir)
+void sandbox_remove_tree(const char *dir)
 {
 	int fd = open_to_empty(AT_FDCWD, dir);
 
 	if (fd < 0)
 		return;
-	empty_folder(fd, 4 * EXEC_SCRATCH_DEPTH);
+	empty_folder(fd, 4 * SANDBOX_SCRATCH_DEPTH);
 	rmdir(dir);
 }
 
@@ -500,7 +500,7 @@ static size_t sweep(int bfd, const char *base)
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			sbuf_reset(&path);
 			if (!sbuf_addf(&path, "%s/%s", base, e->d_name)) {
-				exec_remove_tree(path.buf);
+				sandbox_remove_tree(path.buf);
 				swept++;
 			}
 		}
@@ -511,7 +511,7 @@ static size_t sweep(int bfd, const char *base)
 	return swept;
 }
 
-int exec_scratch_open(const char *tmp, struct exec_scratch *s, size_t *swept,
+int sandbox_scratch_open(const char *tmp, struct sandbox_scratch *s, size_t *swept,
 		      struct ferr *err)
 {
 	struct sbuf base = SBUF_INIT;
@@ -555,11 +555,11 @@ out:
 		close(bfd);	/* and its lock with it */
 	sbuf_release(&base);
 	if (ret < 0)
-		exec_scratch_close(s);
+		sandbox_scratch_close(s);
 	return ret;
 }
 
-void exec_scratch_close(struct exec_scratch *s)
+void sandbox_scratch_close(struct sandbox_scratch *s)
 {
 	/* only when empty: each run removes its own folder, except one
 	 * whose processes did not end (still changing: not walked now); the
@@ -573,7 +573,7 @@ void exec_scratch_close(struct exec_scratch *s)
 	s->path = NULL;
 }
 
-int exec_open_made(int dirfd, const char *name, struct stat *st)
+int sandbox_open_made(int dirfd, const char *name, struct stat *st)
 {
 	/* O_NONBLOCK: a FIFO named like a result must not hold the run */
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
@@ -646,14 +646,14 @@ static void shut_close(int path, mode_t mode)
 
 /*
  * Add what folder `fd` holds (it is closed) to *use, stopping at the
- * first limit passed: that EXEC_OVER_*, or EXEC_OVER_NONE.  A folder the
+ * first limit passed: that SANDBOX_OVER_*, or SANDBOX_OVER_NONE.  A folder the
  * daemon may not list is opened to it while it is walked: unmeasured,
  * it would hide what it holds.
  */
-static enum exec_over scratch_walk(int fd, int depth, const struct scratch_use *max,
+static enum sandbox_over scratch_walk(int fd, int depth, const struct scratch_use *max,
 				   struct scratch_use *use)
 {
-	enum exec_over over = EXEC_OVER_NONE;
+	enum sandbox_over over = SANDBOX_OVER_NONE;
 	DIR *d = fdopendir(fd);
 	struct dirent *e;
 
@@ -672,13 +672,13 @@ static enum exec_over scratch_walk(int fd, int depth, const struct scratch_use *
 			continue;
 		use->bytes += (int64_t)st.st_blocks * 512;
 		if (++use->entries > max->entries)
-			over = EXEC_OVER_FILES;
+			over = SANDBOX_OVER_FILES;
 		else if (use->bytes > max->bytes)
-			over = EXEC_OVER_DISK;
+			over = SANDBOX_OVER_DISK;
 		if (over || !S_ISDIR(st.st_mode))
 			continue;
-		if (depth >= EXEC_SCRATCH_DEPTH) {
-			over = EXEC_OVER_DEPTH;
+		if (depth >= SANDBOX_SCRATCH_DEPTH) {
+			over = SANDBOX_OVER_DEPTH;
 			continue;
 		}
 		sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY |
@@ -695,24 +695,24 @@ static enum exec_over scratch_walk(int fd, int depth, const struct scratch_use *
 }
 
 /* What `dir` holds (*use), and whether it is past `max`. */
-static enum exec_over scratch_measure(const char *dir, const struct scratch_use *max,
+static enum sandbox_over scratch_measure(const char *dir, const struct scratch_use *max,
 				      struct scratch_use *use)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	memset(use, 0, sizeof(*use));
-	return fd < 0 ? EXEC_OVER_NONE : scratch_walk(fd, 0, max, use);
+	return fd < 0 ? SANDBOX_OVER_NONE : scratch_walk(fd, 0, max, use);
 }
 
 /* What the program is past, if anything: its folder's limits, its
  * cgroup's memory. */
-static enum exec_over measure(const char *dir, const struct scratch_use *max,
+static enum sandbox_over measure(const char *dir, const struct scratch_use *max,
 			      const struct cgroup *cg)
 {
 	struct scratch_use use;
 
 	if (cgroup_oom(cg))
-		return EXEC_OVER_MEMORY;
+		return SANDBOX_OVER_MEMORY;
 	return scratch_measure(dir, max, &use);
 }
 
@@ -738,7 +738,7 @@ static void close_all_but(const int *keep, size_t n)
  * when bwrap starts, or carries "E<errno>" when the child cannot get
  * that far.  `status` is bwrap's --json-status-fd, `filter` its
  * --seccomp. */
-static void child(char *const argv[], const struct exec_limits *lim,
+static void child(char *const argv[], const struct sandbox_limits *lim,
 		  const struct cgroup *cg, int out, int err, int report,
 		  int status, int filter)
 {
@@ -771,8 +771,8 @@ static void child(char *const argv[], const struct exec_limits *lim,
 	 * outside, root-owned files would be the sandbox's own */
 	if (geteuid() == 0 &&
 	    (setgroups(0, NULL) < 0 ||
-	     setresgid(sandbox_gid(lim), sandbox_gid(lim), sandbox_gid(lim)) < 0 ||
-	     setresuid(sandbox_uid(lim), sandbox_uid(lim), sandbox_uid(lim)) < 0))
+	     setresgid(gid_inside(lim), gid_inside(lim), gid_inside(lim)) < 0 ||
+	     setresuid(uid_inside(lim), uid_inside(lim), uid_inside(lim)) < 0))
 		goto fail;
 	/* nothing of the daemon's (the database, /dev/fuse) goes along;
 	 * `report` closes itself at exec.  Sorted by hand: no qsort() in
@@ -825,7 +825,7 @@ static int first_line(const struct sbuf *text)
  * sandbox).  Opened while bwrap still waits for that init, so the pid
  * cannot have been reused.
  */
-static int sandbox_init(int statfd, char *status, size_t size, size_t *n)
+static int bwrap_wait_init(int statfd, char *status, size_t size, size_t *n)
 {
 	int64_t until = fclock_mono_ms() + SANDBOX_SAY_MS;
 	const char *at;
@@ -859,7 +859,7 @@ static int sandbox_init(int statfd, char *status, size_t size, size_t *n)
  * gone, and bwrap itself may be gone before that.  False when they are
  * not gone after SANDBOX_END_MS (a process stuck in the kernel).
  */
-static bool sandbox_end(int init)
+static bool bwrap_end(int init)
 {
 	struct pollfd p = { init, POLLIN, 0 };
 	int64_t until = fclock_mono_ms() + SANDBOX_END_MS;
@@ -881,9 +881,9 @@ static bool sandbox_end(int init)
 	}
 }
 
-int exec_python(const char *dir, const char *file,
-		const struct exec_limits *limits, bool (*cancelled)(void *ctx),
-		void *ctx, struct exec_result *res, struct ferr *err)
+int sandbox_run_python(const char *dir, const char *file,
+		const struct sandbox_limits *limits, bool (*cancelled)(void *ctx),
+		void *ctx, struct sandbox_result *res, struct ferr *err)
 {
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	int statp[2] = { -1, -1 }, filter = -1;
@@ -894,7 +894,7 @@ int exec_python(const char *dir, const char *file,
 	struct cgroup cg = { .procs = { -1, -1 } };
 	const char *name = strrchr(dir, '/');
 	int64_t measured;
-	struct exec_args args = { 0 };
+	struct sandbox_args args = { 0 };
 	char report[32] = "", status[1024] = "";
 	size_t said = 0;
 	ssize_t got;
@@ -912,13 +912,13 @@ int exec_python(const char *dir, const char *file,
 	}
 	/* made before fork(): the child of a threaded process may not
 	 * allocate */
-	ret = exec_seccomp_filter(&filter);
+	ret = sandbox_seccomp_filter(&filter);
 	if (ret < 0) {
 		ret = ferr_set(err, ret, "cannot make the experiment's seccomp"
 			       " filter: %s", strerror(-ret));
 		goto out;
 	}
-	ret = sandbox_args(dir, file, limits, statp[1], filter, &args);
+	ret = bwrap_argv(dir, file, limits, statp[1], filter, &args);
 	if (ret < 0)
 		goto out;
 	/* what the rounds before left is theirs: the limits are on what
@@ -970,7 +970,7 @@ int exec_python(const char *dir, const char *file,
 			       " (bwrap): %s", strerror(atoi(report + 1)));
 		goto out;
 	}
-	init = sandbox_init(statp[0], status, sizeof(status), &said);
+	init = bwrap_wait_init(statp[0], status, sizeof(status), &said);
 	while (open_out || open_err) {
 		/* a closed pipe is left out (poll skips negative fds) */
 		struct pollfd p[2] = { { open_out ? outp[0] : -1, POLLIN, 0 },
@@ -1037,11 +1037,11 @@ int exec_python(const char *dir, const char *file,
 	}
 	/* nothing of the experiment may run on while its files are read
 	 * and its folder removed */
-	ended = sandbox_end(init);
+	ended = bwrap_end(init);
 	/* killed before the next look, or the program went on without
 	 * the process the kernel killed */
 	if (ended && !cancel && !res->over && cgroup_oom(&cg))
-		res->over = EXEC_OVER_MEMORY;
+		res->over = SANDBOX_OVER_MEMORY;
 	if (!ended)
 		ret = ferr_set(err, -EBUSY, "the experiment's processes did not"
 			       " end within %d s of its end", SANDBOX_END_MS / 1000);
@@ -1069,17 +1069,17 @@ out:
 		close(init);
 	if (cg.version)
 		cgroup_remove(&cg);
-	exec_args_release(&args);
+	sandbox_args_release(&args);
 	if (ret < 0)
-		exec_result_release(res);
+		sandbox_result_release(res);
 	return ret;
 }
 
-int exec_sandbox_trial(const char *parent, const struct exec_limits *limits,
+int sandbox_trial(const char *parent, const struct sandbox_limits *limits,
 		       struct ferr *err)
 {
-	struct exec_limits lim = *limits;
-	struct exec_result res;
+	struct sandbox_limits lim = *limits;
+	struct sandbox_result res;
 	struct ferr why = FERR_INIT;
 	char *dir = NULL, *path = NULL;
 	int fd, ret;
@@ -1103,14 +1103,14 @@ int exec_sandbox_trial(const char *parent, const struct exec_limits *limits,
 			close(fd);
 	}
 	if (!ret)
-		ret = exec_prepare_dir(dir, limits, NULL, NULL);
+		ret = sandbox_prepare_dir(dir, limits, NULL, NULL);
 	if (ret < 0) {
 		ret = ferr_set(err, ret, "--allow-exec: cannot make the trial"
 			       " sandbox's folder %s: %s", dir, strerror(-ret));
 		goto out;
 	}
 	lim.wall_s = TRIAL_WALL_S;
-	ret = exec_python(dir, "trial.py", &lim, NULL, NULL, &res, &why);
+	ret = sandbox_run_python(dir, "trial.py", &lim, NULL, NULL, &res, &why);
 	if (ret < 0) {
 		ret = ferr_set(err, ret, "--allow-exec: the trial sandbox"
 			       " failed: %s", why.message);
@@ -1121,13 +1121,13 @@ int exec_sandbox_trial(const char *parent, const struct exec_limits *limits,
 
 		/* "exit status N", "killed by signal N", "(stopped after N s)" */
 		sbuf_reset(&res.out);
-		ret = exec_observation(&res, &lim, &how);
+		ret = sandbox_observation(&res, &lim, &how);
 		ret = ferr_set(err, -EIO, "--allow-exec: python3 -I did not run"
 			       " in the trial sandbox: %.*s", first_line(&how),
 			       ret ? "" : how.buf);
 		sbuf_release(&how);
 	}
-	exec_result_release(&res);
+	sandbox_result_release(&res);
 out:
 	unlink(path);
 	rmdir(dir);
@@ -1155,7 +1155,7 @@ static int clean_utf8(const char *text, size_t len, struct sbuf *out)
 	return ret;
 }
 
-int exec_fold(const char *text, size_t len, struct sbuf *out)
+int sandbox_fold(const char *text, size_t len, struct sbuf *out)
 {
 	struct sbuf clean = SBUF_INIT, folded = SBUF_INIT;
 	size_t total, head, tail;
@@ -1223,13 +1223,13 @@ static int add_signal(struct sbuf *out, const char *sep, int sig)
 	return sbuf_addf(out, "%skilled by signal %d", sep, sig);
 }
 
-int exec_observation(const struct exec_result *res,
-		     const struct exec_limits *limits, struct sbuf *out)
+int sandbox_observation(const struct sandbox_result *res,
+		     const struct sandbox_limits *limits, struct sbuf *out)
 {
 	bool ok = !res->timed_out && !res->over && WIFEXITED(res->status) &&
 		  WEXITSTATUS(res->status) == 0;
 	const struct sbuf *text = ok || !res->err.len ? &res->out : &res->err;
-	int ret = exec_fold(text->buf, text->len, out);
+	int ret = sandbox_fold(text->buf, text->len, out);
 	const char *nl = out->len && out->buf[out->len - 1] != '\n' ? "\n" : "";
 
 	if (ret || ok)
@@ -1237,26 +1237,26 @@ int exec_observation(const struct exec_result *res,
 	if (res->timed_out)
 		return sbuf_addf(out, "%s(stopped after %ld s)", nl,
 				 or_default(limits->wall_s, 120));
-	if (res->over == EXEC_OVER_DISK)
+	if (res->over == SANDBOX_OVER_DISK)
 		return sbuf_addf(out, "%s(stopped: it wrote more than %ld MiB"
 				 " to its folder)", nl,
 				 or_default(limits->disk_mib, 1024));
-	if (res->over == EXEC_OVER_FILES)
+	if (res->over == SANDBOX_OVER_FILES)
 		return sbuf_addf(out, "%s(stopped: it made more than %ld files"
 				 " and folders in its folder)", nl,
 				 or_default(limits->files, 10000));
-	if (res->over == EXEC_OVER_MEMORY)
+	if (res->over == SANDBOX_OVER_MEMORY)
 		return sbuf_addf(out, "%s(stopped: it ran out of memory, %ld MiB"
 				 " for all its processes)", nl,
 				 or_default(limits->memory_total_mib, 4096));
-	if (res->over == EXEC_OVER_DEPTH)
+	if (res->over == SANDBOX_OVER_DEPTH)
 		return sbuf_addf(out, "%s(stopped: it nested folders more than"
-				 " %d deep)", nl, EXEC_SCRATCH_DEPTH);
+				 " %d deep)", nl, SANDBOX_SCRATCH_DEPTH);
 	/* bwrap passes on a program killed by signal N as exit status
 	 * 128 + N, as shells show it */
 	if (!res->err.len && WIFEXITED(res->status) &&
 	    WEXITSTATUS(res->status) > 128 &&
-	    WEXITSTATUS(res->status) <= 128 + EXEC_SIGNAL_MAX)
+	    WEXITSTATUS(res->status) <= 128 + SANDBOX_SIGNAL_MAX)
 		return add_signal(out, nl, WEXITSTATUS(res->status) - 128);
 	if (!res->err.len && WIFEXITED(res->status))
 		return sbuf_addf(out, "%sexit status %d", nl,
