@@ -606,36 +606,18 @@ int fs_run_command(struct flowfs *fs, const struct session_info *s,
 
 const struct graph_tools *fs_tools(struct flowfs *fs, struct ferr *err)
 {
-	struct graph_tools *fresh = NULL;
 	struct ferr why = FERR_INIT;
-	struct stat st;
-	int64_t mtime = 0;
+	bool fresh_error;
+	const struct graph_tools *tools =
+		graph_toolfile_get(&fs->toolfile, &why, &fresh_error);
 
-	if (stat(fs->tools_path, &st) == 0)
-		mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 +
-			st.st_mtim.tv_nsec;
-	/* read again only when the file changed, and not while a writer
-	 * outside the lock uses the one it has (fs.h) */
-	if ((!fs->tools || mtime != fs->tools_mtime_ns) &&
-	    !(fs->tools && fs->tools_pins)) {
-		if (graph_tools_load(fs->tools_path, &fresh, &why) < 0) {
-			/* said once per change of the file, in .flowfs/log
-			 * (and on stderr or syslog): the map is used as
-			 * empty until mended */
-			fs_log(fs, 0, "", fs->tools_path, why.message);
-			graph_tools_load("/nonexistent/flowfs-tools.json",
-					 &fresh, NULL);
-		}
-		if (fresh) {
-			graph_tools_free(fs->tools);
-			fs->tools = fresh;
-			fs->tools_mtime_ns = mtime;
-			fs->tools_err = why;
-		}
-	}
+	/* said once per change of the file, in .flowfs/log (and on stderr
+	 * or syslog): the map is used as empty until mended */
+	if (fresh_error)
+		fs_log(fs, 0, "", fs->toolfile.path, why.message);
 	if (err)
-		*err = fs->tools_err;
-	return fs->tools;
+		*err = why;
+	return tools;
 }
 
 void fs_alone_init(struct flowfs *fs, struct store *st,
@@ -645,7 +627,7 @@ void fs_alone_init(struct flowfs *fs, struct store *st,
 				.tools_path = fs->tools_path,
 				.work_dir = fs->jobs_opt.work_dir };
 	a->tools = fs_tools(fs, &a->tools_err);
-	a->tools_mtime_ns = fs->tools_mtime_ns;
+	a->tools_mtime_ns = fs->toolfile.mtime_ns;
 }
 
 /* ---- the job graph for Argo and Slurm (gexport.h) --------------------------- */
@@ -707,7 +689,7 @@ static int version_export(struct flowfs *fs, const struct session_info *s,
 {
 	fs_tools(fs, NULL);
 	version[0] = s->graph_mtime_ns ? s->graph_mtime_ns : s->created_ns;
-	version[1] = fs->tools_mtime_ns;
+	version[1] = fs->toolfile.mtime_ns;
 	return 0;
 }
 

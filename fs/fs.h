@@ -29,6 +29,7 @@
 #include "session/binding.h"
 #include "lib/ferr.h"
 #include "graph/graph.h"
+#include "graph/tools.h"
 #include "run/jobs.h"
 #include "session/roundstore.h"
 #include "run/run.h"
@@ -85,7 +86,7 @@ typedef int fs_render_fn(struct flowfs *fs, const struct session_info *s,
 /*
  * What a render outside `lock` may use (struct entry: render_alone): a
  * reader's connection in a read transaction, the session as read in it,
- * the tool map (pinned: not replaced meanwhile, see tools_pins) and the
+ * the tool map (pinned: not replaced meanwhile, see toolfile.pins) and the
  * mount's fixed settings.  Nothing else of struct flowfs.
  */
 struct fs_alone {
@@ -116,7 +117,7 @@ struct flowfs {
 	 * Meanwhile only readers run (lookup, getattr, read, readdir,
 	 * status), on `st`, which shows them the last commit: nothing they
 	 * may change (caches, the kernel's references) is held across it,
-	 * and nothing the writer holds (the tree, the tool map: tools_pins)
+	 * and nothing the writer holds (the tree, the tool map: toolfile.pins)
 	 * changes under it.
 	 */
 	pthread_mutex_t write_lock;
@@ -160,10 +161,7 @@ struct flowfs {
 	struct fs_notifier *notifier;
 	/* the tool map (graph.h), read again when its file changes */
 	char *tools_path;
-	struct graph_tools *tools;
-	int64_t tools_mtime_ns;
-	struct ferr tools_err;	/* why `tools` is empty, when it is */
-	unsigned tools_pins;	/* in use outside `lock`: not replaced */
+	struct graph_toolfile toolfile;	/* of tools_path */
 	char *mountpoint;	/* absolute */
 	int64_t mounted_ns;
 	uid_t uid;

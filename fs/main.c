@@ -1279,6 +1279,7 @@ int main(int argc, char *argv[])
 	pthread_mutex_init(&fs.handles_lock, NULL);
 	fs.mountpoint = strdup(cmd.mountpoint);
 	fs.tools_path = config_path("tools.json");
+	fs.toolfile.path = fs.tools_path;
 	if (!fs.mountpoint || !fs.tools_path ||
 	    fs_notifier_start(&fs.notifier, se, fs_refresh_session, &fs) < 0) {
 		fprintf(stderr, "flowfs: out of memory\n");
@@ -1377,7 +1378,7 @@ out:
 		fuse_loop_cfg_destroy(loop);
 	fs_log_drop(&fs);
 	tree_free(fs.tree);
-	graph_tools_free(fs.tools);
+	graph_toolfile_release(&fs.toolfile);
 	free(fs.tools_path);
 	for (int i = 0; i < FS_RENDERED_SLOTS; i++)
 		sbuf_release(&fs.rendered[i].content);

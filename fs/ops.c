@@ -540,7 +540,7 @@ static int render_outside(struct flowfs *fs, const struct entry *e,
 	if (!reader)
 		return 1;
 	fs_alone_init(fs, reader, s, &a);
-	fs->tools_pins++;
+	fs->toolfile.pins++;
 	unlock(fs);
 	ret = store_exec(reader, "BEGIN");
 	if (!ret) {
@@ -559,7 +559,7 @@ static int render_outside(struct flowfs *fs, const struct entry *e,
 		if (vret < 0)
 			ret = vret;
 	}
-	fs->tools_pins--;
+	fs->toolfile.pins--;
 	return ret;
 }
 
@@ -2133,12 +2133,12 @@ static int commit_alone(struct flowfs *fs, const struct doc_target *t,
 	ret = jobs_node_busy(fs->st, t->session, NULL, err);
 	if (ret < 0)
 		return ret;
-	fs->tools_pins++;
+	fs->toolfile.pins++;
 	fs_leave(fs);
 	ret = fs_entries[t->row].commit_alone(fs->wst, tools, t->session, text,
 					      len, err);
 	fs_enter(fs);
-	fs->tools_pins--;
+	fs->toolfile.pins--;
 	return ret;
 }
 

@@ -1,5 +1,6 @@
 #include "lib/fclock.h"
 #include "graph/graph.h"
+#include "graph/tools.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -19,10 +20,6 @@
 
 #define DEFAULT_VERSION "1.2"
 #define DEFAULT_MACHINE "c2_m4_cpu"
-
-struct graph_tools {
-	json_t *map;	/* {"<label>": {...}}, each checked by jobspec */
-};
 
 static const char *const node_fields[] = {
 	"id", "node_uuid", "node_version", "label", "position_x",
@@ -611,7 +608,7 @@ static int node_build(const json_t *v, const char *file_id,
 		return ferr_set(err, -EINVAL,
 				"%s\"output_parameters\" must be an array", where);
 
-	tool = tools ? json_object_get(tools->map, label) : NULL;
+	tool = graph_tools_entry(tools, label);
 	doc = json_object();
 	sv = json_object();
 	params = json_array();
@@ -1395,86 +1392,6 @@ static int place_ready(struct store *st, int64_t session, const char *node,
 		sbuf_release(&row.f[i]);
 	sbuf_release(&sp);
 	return ret == -ENOENT ? 0 : ret;
-}
-
-/* ---- the tool map ------------------------------------------------------- */
-
-int graph_tools_load(const char *path, struct graph_tools **out,
-		     struct ferr *err)
-{
-	struct graph_tools *t;
-	json_t *map = NULL;
-	const char *label;
-	json_t *entry;
-	FILE *f;
-	struct sbuf text = SBUF_INIT;
-	int ret = 0;
-
-	*out = NULL;
-	f = fopen(path, "rb");
-	if (!f && errno != ENOENT)
-		return ferr_set(err, -errno, "cannot read %s: %s", path,
-				strerror(errno));
-	if (f) {
-		ret = sbuf_read(&text, f);
-		if (ret == -EIO)
-			ferr_set(err, ret, "cannot read %s", path);
-		fclose(f);
-		if (!ret)
-			ret = fjson_parse(&map, text.buf, text.len, err);
-		if (ret < 0)
-			goto out;
-		if (!json_is_object(map)) {
-			ret = ferr_set(err, -EINVAL,
-				       "%s must be a JSON object {\"<label>\": {\"command\": [...], \"image\": ..., ...}}",
-				       path);
-			goto out;
-		}
-		json_object_foreach(map, label, entry) {
-			ret = jobspec_check_tool(label, entry, err);
-			if (ret < 0) {
-				/* the file's name before the entry's words */
-				char why[FERR_MESSAGE_MAX];
-
-				snprintf(why, sizeof(why), "%s",
-					 err ? err->message : "");
-				if (err)
-					ferr_set(err, ret, "%s: %s", path, why);
-				goto out;
-			}
-		}
-	} else {
-		map = json_object();
-		if (!map) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-	t = malloc(sizeof(*t));
-	if (!t) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	t->map = map;
-	map = NULL;
-	*out = t;
-out:
-	json_decref(map);
-	sbuf_release(&text);
-	return ret;
-}
-
-const json_t *graph_tools_map(const struct graph_tools *tools)
-{
-	return tools ? tools->map : NULL;
-}
-
-void graph_tools_free(struct graph_tools *tools)
-{
-	if (!tools)
-		return;
-	json_decref(tools->map);
-	free(tools);
 }
 
 /* ---- items -------------------------------------------------------------- */

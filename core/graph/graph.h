@@ -154,21 +154,7 @@ struct graph_item {
 	bool pending;		/* an edge waiting to join the graph */
 };
 
-/*
- * The tool map ($XDG_CONFIG_HOME/flowfs/tools.json):
- * {"<label>": {"image": "...", "machine_type": "...", "command": [...],
- * "outputs": {...}, "resources": {...}}}, every field optional; an entry
- * is checked by jobspec_check_tool() (jobspec.h says what each means).
- */
-struct graph_tools;
-
-/* Read a tool map; a missing file is an empty map.  -EINVAL + err for a
- * file that is not such an object. */
-int graph_tools_load(const char *path, struct graph_tools **out,
-		     struct ferr *err);
-void graph_tools_free(struct graph_tools *tools);
-/* The map as read (an object; NULL for NULL). */
-const json_t *graph_tools_map(const struct graph_tools *tools);
+struct graph_tools;	/* graph/tools.h */
 
 /* All items of one kind in creation order (drafts included, flagged). */
 int graph_list(struct store *st, int64_t session, enum graph_kind kind,

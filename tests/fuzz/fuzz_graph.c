@@ -40,6 +40,7 @@
 
 #include "lib/fjson.h"
 #include "graph/graph.h"
+#include "graph/tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

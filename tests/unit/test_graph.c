@@ -26,6 +26,7 @@
 #include "flowfs-config.h"
 #include "lib/fjson.h"
 #include "graph/graph.h"
+#include "graph/tools.h"
 #include "session/session.h"
 #include "unit.h"
 
