@@ -61,7 +61,7 @@
 #include <jansson.h>
 
 #include "lib/ferr.h"
-#include "run/run.h"
+#include "run/host.h"
 #include "lib/sbuf.h"
 #include "session/session.h"
 #include "store/store.h"

@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 #include "run/engine.h"
+#include "run/host.h"
 #include "sandbox/sandbox.h"
 #include "run/fetch.h"
 #include "lib/ferr.h"
@@ -53,38 +54,6 @@
 #include "session/skill.h"
 #include "store/store.h"
 #include "store/tree.h"
-
-struct run_host {
-	void *ctx;
-	void (*lock)(void *ctx);
-	void (*unlock)(void *ctx);
-	/* A name in a tree folder of session `session` now stands for
-	 * another file (a fetch or a run replaced it): the kernel's cached
-	 * name must go.  Called with the lock held; must not wait on the
-	 * kernel. */
-	void (*changed)(void *ctx, int64_t session, uint64_t parent,
-			const char *name);
-	/* Returns once the kernel has dropped every name changed() reported
-	 * so far: a run or fetch calls it, without the lock, before its
-	 * status says it is done, so that what it says is what a reader
-	 * sees.  NULL: nothing to wait for. */
-	void (*settle)(void *ctx);
-	/* A line for the session's log: a run or fetch started or ended
-	 * ("run", "started"; "uploads/x.csv", "fetch failed: HTTP 404").
-	 * Called with the lock held.  NULL: not logged. */
-	void (*log)(void *ctx, int64_t session, const char *path,
-		    const char *message);
-	/* Whether output/<name> is a file flowfs makes itself
-	 * (.manifest.json, summary.json, ...): one written there would be
-	 * hidden behind it.  NULL: none is. */
-	bool (*generated)(void *ctx, const char *name);
-	struct store *st;
-	struct tree *tree;
-	struct skill_registry *skills;
-	const char *mountpoint;
-	/* the fetches waiting for a thread (below); the host's, zeroed */
-	struct run_queue *fetches;
-};
 
 /*
  * The fetches of all sessions: at most run_options.fetch_jobs of them
