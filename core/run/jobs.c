@@ -23,6 +23,7 @@
 #include "lib/fclock.h"
 #include "lib/fjson.h"
 #include "lib/fname.h"
+#include "lib/spawn.h"
 #include "run/jobs.h"
 #include "graph/jobspec.h"
 #include "store/tree.h"
@@ -513,83 +514,13 @@ static void bring_files(struct jobs *j, const struct job_row *r,
 
 /* ---- running commands (sbatch, squeue, scancel) ------------------------- */
 
-/* argv run with stdout and stderr captured (each to
+/* argv run to its end (spawn.h), stdout and stderr captured (each to
  * COMMAND_OUTPUT_MAX), killed after COMMAND_TIMEOUT_MS: its exit status
- * (0..255), 128 + signal, or a negative errno when it did not start. */
+ * (0..255), 128 + signal, or 127 when it could not start. */
 static int run_command(char *const argv[], struct sbuf *out, struct sbuf *err)
 {
-	int po[2], pe[2], status = 0, ret;
-	int64_t deadline = fclock_now_ns() + COMMAND_TIMEOUT_MS * 1000000LL;
-	bool open_o = true, open_e = true, killed = false;
-	pid_t pid;
-
-	if (pipe2(po, O_CLOEXEC) < 0)
-		return -errno;
-	if (pipe2(pe, O_CLOEXEC) < 0) {
-		ret = -errno;
-		close(po[0]);
-		close(po[1]);
-		return ret;
-	}
-	pid = fork();
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
-
-		dup2(devnull, 0);
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		execvp(argv[0], argv);
-		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	ret = pid < 0 ? -errno : 0;
-	close(po[1]);
-	close(pe[1]);
-	while (!ret && (open_o || open_e)) {
-		struct pollfd p[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
-		int64_t left = (deadline - fclock_now_ns()) / 1000000;
-		char buf[4096];
-
-		if (!open_o)
-			p[0].fd = -1;
-		if (!open_e)
-			p[1].fd = -1;
-		if (left <= 0) {
-			kill(pid, SIGKILL);
-			killed = true;
-			break;
-		}
-		if (poll(p, 2, (int)left) < 0 && errno != EINTR)
-			break;
-		for (int k = 0; k < 2; k++) {
-			struct sbuf *to = k ? err : out;
-			ssize_t n;
-
-			if (p[k].fd < 0 || !p[k].revents)
-				continue;
-			n = read(p[k].fd, buf, sizeof(buf));
-			if (n <= 0) {
-				if (k)
-					open_e = false;
-				else
-					open_o = false;
-			} else if (to->len < COMMAND_OUTPUT_MAX) {
-				sbuf_add(to, buf, (size_t)n);
-			}
-		}
-	}
-	close(po[0]);
-	close(pe[0]);
-	if (pid > 0) {
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		if (killed)
-			sbuf_addf(err, "%s did not answer in %d s",
-				  argv[0], COMMAND_TIMEOUT_MS / 1000);
-		ret = WIFEXITED(status) ? WEXITSTATUS(status)
-			: 128 + WTERMSIG(status);
-	}
-	return ret;
+	return spawn_capture(argv, COMMAND_TIMEOUT_MS, COMMAND_OUTPUT_MAX, out,
+			     err);
 }
 
 /* One line of a command's complaint, for a state's message. */
@@ -663,66 +594,27 @@ static char **job_environment(void)
 	return env;
 }
 
-/* Start `script` in `dir` as a process of no one's: its pid and start. */
+/* Start `script` in `dir` as a process of no one's (spawn.h), in a
+ * session of its own: its pid and start. */
 static int local_spawn(const char *dir, const char *script, pid_t *pid_out,
 		       int64_t *start_out)
 {
 	char **env = job_environment();
-	int pfd[2], ret = 0, status;
-	pid_t mid, pid = 0;
+	char out[PATH_MAX], err[PATH_MAX];
+	char *argv[] = { "/bin/bash", (char *)script, NULL };
+	struct spawn sp = {
+		.argv = argv, .envp = env, .dir = dir, .new_session = true,
+		.io = { [1] = { .how = SPAWN_FILE, .path = out },
+			[2] = { .how = SPAWN_FILE, .path = err } },
+	};
+	pid_t pid = 0;
+	int ret;
 
 	if (!env)
 		return -ENOMEM;
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		free(env);
-		return -errno;
-	}
-	mid = fork();
-	if (mid == 0) {
-		sigset_t none;
-		pid_t child;
-
-		sigemptyset(&none);
-		child = fork();
-		if (child == 0) {
-			char out[PATH_MAX], errp[PATH_MAX];
-			int in, o, e;
-
-			setsid();
-			sigprocmask(SIG_SETMASK, &none, NULL);
-			for (int s = 1; s < NSIG; s++)
-				signal(s, SIG_DFL);
-			snprintf(out, sizeof(out), "%s/%s", dir, JOBSPEC_STDOUT);
-			snprintf(errp, sizeof(errp), "%s/%s", dir,
-				 JOBSPEC_STDERR);
-			in = open("/dev/null", O_RDONLY);
-			o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			if (in < 0 || o < 0 || e < 0 || chdir(dir) < 0)
-				_exit(126);
-			dup2(in, 0);
-			dup2(o, 1);
-			dup2(e, 2);
-			syscall(SYS_close_range, 3, ~0U, 0);
-			execle("/bin/bash", "bash", script, (char *)NULL, env);
-			dprintf(2, "flowfs: cannot run /bin/bash: %s\n",
-				strerror(errno));
-			_exit(127);
-		}
-		if (write(pfd[1], &child, sizeof(child)) != sizeof(child))
-			_exit(1);
-		_exit(child > 0 ? 0 : 1);
-	}
-	close(pfd[1]);
-	if (mid < 0) {
-		ret = -errno;
-	} else {
-		while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
-			;
-		if (read(pfd[0], &pid, sizeof(pid)) != sizeof(pid) || pid <= 0)
-			ret = -ECHILD;
-	}
-	close(pfd[0]);
+	snprintf(out, sizeof(out), "%s/%s", dir, JOBSPEC_STDOUT);
+	snprintf(err, sizeof(err), "%s/%s", dir, JOBSPEC_STDERR);
+	ret = spawn_detached(&sp, &pid);
 	free(env);
 	if (ret < 0)
 		return ret;

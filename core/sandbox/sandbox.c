@@ -2,6 +2,7 @@
  * sandbox: one experiment in bubblewrap, and what it observed; see sandbox.h.
  */
 #include "lib/fclock.h"
+#include "lib/spawn.h"
 #include "sandbox/sandbox.h"
 
 #include <dirent.h>
@@ -718,21 +719,6 @@ static enum sandbox_over measure(const char *dir, const struct scratch_use *max,
 
 /* ---- running it --------------------------------------------------------------- */
 
-/* close_range() of every descriptor from 3 up but keep[0..n), which is
- * sorted. */
-static void close_all_but(const int *keep, size_t n)
-{
-	int from = 3;
-
-	for (size_t i = 0; i < n; i++) {
-		if (keep[i] > from)
-			close_range((unsigned)from, (unsigned)keep[i] - 1, 0);
-		if (keep[i] + 1 > from)
-			from = keep[i] + 1;
-	}
-	close_range((unsigned)from, ~0u, 0);
-}
-
 /* In the child (only async-signal-safe calls: the daemon has threads):
  * never returns.  `report` is close-on-exec: it closes without a byte
  * when bwrap starts, or carries "E<errno>" when the child cannot get
@@ -743,21 +729,12 @@ static void child(char *const argv[], const struct sandbox_limits *lim,
 		  int status, int filter)
 {
 	int keep[3] = { report, status, filter };
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	sigset_t none;
 	int null;
 
 	setpgid(0, 0);
 	/* before the uid is dropped: a v1 cgroup takes root's processes */
 	if (cg->version && cgroup_enter(cg) < 0)
 		goto fail;
-	/* the FUSE worker's blocked and ignored signals are not the
-	 * experiment's (`timeout` must be able to stop what it runs) */
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
 	limit(RLIMIT_CPU, (rlim_t)or_default(lim->cpu_s, 60));
 	limit(RLIMIT_AS, (rlim_t)or_default(lim->memory_mib, 2048) << 20);
 	limit(RLIMIT_FSIZE, (rlim_t)or_default(lim->file_mib, 256) << 20);
@@ -774,38 +751,15 @@ static void child(char *const argv[], const struct sandbox_limits *lim,
 	     setresgid(gid_inside(lim), gid_inside(lim), gid_inside(lim)) < 0 ||
 	     setresuid(uid_inside(lim), uid_inside(lim), uid_inside(lim)) < 0))
 		goto fail;
-	/* nothing of the daemon's (the database, /dev/fuse) goes along;
-	 * `report` closes itself at exec.  Sorted by hand: no qsort() in
-	 * here. */
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
-			if (keep[j] < keep[i]) {
-				int t = keep[i];
-
-				keep[i] = keep[j];
-				keep[j] = t;
-			}
-	close_all_but(keep, 3);
+	/* nothing of the daemon's (the database, /dev/fuse) goes along,
+	 * and the FUSE worker's blocked and ignored signals are not the
+	 * experiment's (`timeout` must be able to stop what it runs);
+	 * `report` closes itself at exec */
+	spawn_reset_child(keep, 3);
 	execvp(argv[0], argv);
 fail:
 	dprintf(report, "E%d", errno);
 	_exit(127);
-}
-
-/* Read what is there on `fd` into `into` (kept to CAPTURE_MAX); false at
- * end of file. */
-static bool drain(int fd, struct sbuf *into)
-{
-	char buf[65536];
-	ssize_t n = read(fd, buf, sizeof(buf));
-
-	if (n < 0)
-		return errno == EINTR || errno == EAGAIN;
-	if (n == 0)
-		return false;
-	if (into->len + (size_t)n <= CAPTURE_MAX)
-		sbuf_add(into, buf, (size_t)n);
-	return true;
 }
 
 /* The first line of `text` (at most 200 bytes), for a message. */
@@ -979,9 +933,9 @@ int sandbox_run_python(const char *dir, const char *file,
 		if (poll(p, 2, 100) < 0 && errno != EINTR)
 			break;
 		if (open_out && p[0].revents)
-			open_out = drain(outp[0], &res->out);
+			open_out = spawn_drain(outp[0], &res->out, CAPTURE_MAX);
 		if (open_err && p[1].revents)
-			open_err = drain(errp[0], &res->err);
+			open_err = spawn_drain(errp[0], &res->err, CAPTURE_MAX);
 		if (cancelled && cancelled(ctx)) {
 			cancel = true;
 			break;
