@@ -140,19 +140,11 @@ static int render_request(struct flowfs *fs, const struct session_info *s,
 	return session_render_request(fs->st, s, out);
 }
 
-static int keep_run(void *ctx, struct run *r);
-
 /* Download the URL inputs of `request`, the session's stored request. */
 static int start_fetches(struct flowfs *fs, const struct session_info *s,
 			 const json_t *request, struct ferr *err)
 {
-	const struct skill *sk;
-	struct fs_binding b;
-
-	fs_binding_init(fs, s, &b);
-	sk = binding_skill(&b.ctx);
-	return sk ? run_fetch_start(&fs->run_host, &fs->run_opt, s, sk,
-				    request, keep_run, fs, err) : 0;
+	return runs_fetch(&fs->runs, s, request, err);
 }
 
 static int commit_request(struct flowfs *fs, const struct session_info *s,
@@ -429,69 +421,10 @@ static int run_infer_edges(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
-/* Free the runs and fetches that have ended; the run (not fetch) still
- * going on for `session`, or NULL. */
-static struct run *reap_runs(struct flowfs *fs, int64_t session)
-{
-	struct run *going = NULL;
-	size_t kept = 0;
-
-	for (size_t i = 0; i < fs->nruns; i++) {
-		if (run_finished(fs->runs[i])) {
-			/* its thread has let go of the lock for good */
-			run_free(fs->runs[i]);
-			continue;
-		}
-		if (run_session(fs->runs[i]) == session &&
-		    !run_is_fetch(fs->runs[i]))
-			going = fs->runs[i];
-		fs->runs[kept++] = fs->runs[i];
-	}
-	fs->nruns = kept;
-	return going;
-}
-
-/* Room for one more run, the finished ones reaped first (so fetches,
- * which no ctl command reaps, do not pile up). */
-static int reserve_run(struct flowfs *fs)
-{
-	struct run **grown;
-
-	reap_runs(fs, 0);
-	grown = realloc(fs->runs, (fs->nruns + 1) * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	fs->runs = grown;
-	return 0;
-}
-
-/* Keep a fetch before its thread starts (run.h's add hook): a failure
- * here leaves no thread to wait for under the lock. */
-static int keep_run(void *ctx, struct run *r)
-{
-	struct flowfs *fs = ctx;
-	int ret = reserve_run(fs);
-
-	if (!ret)
-		fs->runs[fs->nruns++] = r;
-	return ret;
-}
-
 static int command_run(struct flowfs *fs, const struct session_info *s,
 		       struct ferr *err)
 {
-	struct run *r;
-	int ret;
-
-	if (reap_runs(fs, s->id))
-		return ferr_set(err, -EINVAL, "a run is going on (echo cancel >"
-				" ctl stops it)");
-	ret = reserve_run(fs);
-	if (!ret)
-		ret = run_start(&fs->run_host, &fs->run_opt, s, &r, err);
-	if (!ret)
-		fs->runs[fs->nruns++] = r;
-	return ret;
+	return runs_start(&fs->runs, s, err);
 }
 
 /* `echo submit > ctl`: the whole graph checked, then run (jobs.h). */
@@ -535,14 +468,7 @@ size_t fs_cancel_runs(struct flowfs *fs, int64_t session)
 	size_t cancelled = fs->jobs ? (size_t)jobs_cancel(fs->jobs, session)
 				    : 0;
 
-	reap_runs(fs, session);
-	/* the run and the fetches of the session */
-	for (size_t i = 0; i < fs->nruns; i++)
-		if (run_session(fs->runs[i]) == session) {
-			run_cancel(fs->runs[i]);
-			cancelled++;
-		}
-	return cancelled;
+	return cancelled + runs_cancel(&fs->runs, session);
 }
 
 static int command_cancel(struct flowfs *fs, const struct session_info *s,
@@ -551,21 +477,6 @@ static int command_cancel(struct flowfs *fs, const struct session_info *s,
 	if (!fs_cancel_runs(fs, s->id))
 		return ferr_set(err, -EINVAL, "no run or job graph is going on");
 	return 0;
-}
-
-void fs_stop_runs(struct flowfs *fs)
-{
-	/* under the lock: a queued fetch leaves the queue now, so no fetch
-	 * ending below starts it */
-	fs_lock_write(fs);
-	for (size_t i = 0; i < fs->nruns; i++)
-		run_cancel(fs->runs[i]);
-	fs_unlock(fs);
-	for (size_t i = 0; i < fs->nruns; i++)
-		run_free(fs->runs[i]);
-	free(fs->runs);
-	fs->runs = NULL;
-	fs->nruns = 0;
 }
 
 const struct fs_command fs_commands[] = {

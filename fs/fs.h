@@ -33,6 +33,7 @@
 #include "run/jobs.h"
 #include "session/roundstore.h"
 #include "run/run.h"
+#include "run/runs.h"
 #include "notify.h"
 #include "lib/sbuf.h"
 #include "session/session.h"
@@ -181,8 +182,7 @@ struct flowfs {
 	struct sandbox_scratch scratch;
 	/* where experiments' cgroups are made (run_opt.limits.cgroups) */
 	struct cgroup_base cgroups;
-	struct run **runs;
-	size_t nruns;
+	struct runs runs;
 	struct run_queue fetch_queue;	/* run_host.fetches */
 	/* The job graph's runs (`echo submit > ctl`): the monitor thread
 	 * and what it runs with (--executor, --work-dir, --jobs,
@@ -308,10 +308,6 @@ bool fs_holds_lock(struct flowfs *fs);
 
 /* After the loop: release what the kernel never released (see above). */
 void fs_release_open_handles(struct flowfs *fs);
-
-/* After the loop: cancel the runs going on and wait for them (the lock
- * not held). */
-void fs_stop_runs(struct flowfs *fs);
 
 /* Cancel the run and the fetches of a session (the lock held; they end
  * on their own, a queued fetch at once); how many there were. */

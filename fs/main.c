@@ -1293,6 +1293,8 @@ int main(int argc, char *argv[])
 	fs.run_host.tree = fs.tree;
 	fs.run_host.skills = fs.skills;
 	fs.run_host.mountpoint = fs.mountpoint;
+	fs.runs.host = &fs.run_host;
+	fs.runs.opt = &fs.run_opt;
 	/* runs the last daemon left going on cannot go on */
 	if (run_recover(fs.st) < 0) {
 		fprintf(stderr, "flowfs: cannot read %s\n", db);
@@ -1351,7 +1353,8 @@ out_unmount:
 	 * request.json there may start a fetch, which must be stopped */
 	fs_release_open_handles(&fs);
 	fs_spiller_stop(&fs);
-	fs_stop_runs(&fs);
+	if (fs.runs.host)
+		runs_stop(&fs.runs);
 	/* the jobs go on; the next mount takes them up */
 	jobs_stop(fs.jobs);
 	fs.jobs = NULL;

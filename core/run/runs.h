@@ -1,0 +1,50 @@
+/*
+ * runs: the engine runs and URL fetches of a mount, kept until they end so
+ * that a session's can be cancelled (`echo cancel > ctl`, rmdir, a session
+ * moved into the trash) and all of them stopped at unmount.  At most one
+ * engine run per session goes on at a time (`echo run > ctl` again is
+ * refused until it ends); fetches come and go with request.json (run.h:
+ * run_fetch_start()).  Ended ones are freed as new ones start.
+ *
+ * The host's lock guards a `struct runs` (every call but runs_stop(),
+ * which takes it itself).  The owner zero-fills it and sets `host` and
+ * `opt`, which must outlive it.
+ */
+#ifndef FLOWFS_RUNS_H
+#define FLOWFS_RUNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "lib/ferr.h"
+#include "run/run.h"
+#include "session/session.h"
+
+struct runs {
+	const struct run_host *host;
+	const struct run_options *opt;
+	struct run **list;
+	size_t n;
+};
+
+/* `echo run > ctl`: an engine run of session `s`; -EINVAL with err when
+ * one goes on already or the session cannot run (run_start()). */
+int runs_start(struct runs *rs, const struct session_info *s,
+	       struct ferr *err);
+
+/* The fetches of the URL inputs of `request`, session `s`'s stored
+ * request (run_fetch_start()); nothing when no usable skill is bound. */
+int runs_fetch(struct runs *rs, const struct session_info *s,
+	       const json_t *request, struct ferr *err);
+
+/* Cancel session `session`'s run and fetches (they end on their own, a
+ * queued fetch at once); how many there were. */
+size_t runs_cancel(struct runs *rs, int64_t session);
+
+/* At unmount: cancel everything (under the host's lock), then wait for
+ * each (without it: a run's thread may need the lock to end). */
+void runs_stop(struct runs *rs);
+
+#endif
