@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +36,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "lib/spawn.h"
 
 #define HELPER_ARG "--refresh-helper"
 
@@ -87,38 +87,21 @@ static int mount_dev(const char *mountpoint, dev_t *dev)
 static int spawn_refresher(struct flowfs *fs, dev_t dev)
 {
 	static char *const env[] = { "LC_ALL=C", NULL };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, dflt;
 	char devtext[64];
-	char *argv[] = { "flowfs", HELPER_ARG, fs->mountpoint, devtext, NULL };
+	char *argv[] = { "/proc/self/exe", HELPER_ARG, fs->mountpoint,
+			 devtext, NULL };
 	int p[2], ret = -1;
+	/* nothing of the daemon's goes along (spawn.h): no descriptor (a
+	 * fetch's socket), no ignored signal, no mask */
+	struct spawn sp = { .argv = argv, .envp = env };
 
 	fs->refresher_fd = -1;
 	fs->refresher_pid = 0;
 	snprintf(devtext, sizeof(devtext), "%u:%u", major(dev), minor(dev));
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
-	sigemptyset(&none);
-	sigemptyset(&dflt);
-	sigaddset(&dflt, SIGPIPE);
-	sigaddset(&dflt, SIGTERM);
-	sigaddset(&dflt, SIGINT);
-	sigaddset(&dflt, SIGHUP);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	/* nothing of the daemon's goes along: no descriptor (a fetch's
-	 * socket), no ignored signal, no mask */
-	posix_spawn_file_actions_adddup2(&fa, p[0], 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &dflt);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-				 POSIX_SPAWN_SETSIGDEF);
-	if (posix_spawn(&fs->refresher_pid, "/proc/self/exe", &fa, &attr, argv,
-			env) == 0) {
+	sp.io[0] = (struct spawn_io){ .how = SPAWN_FD, .fd = p[0] };
+	if (spawn_start(&sp, &fs->refresher_pid) == 0) {
 		fs->refresher_fd = p[1];
 		p[1] = -1;
 		/* a refresher that is behind drops records, never the daemon */
@@ -126,8 +109,6 @@ static int spawn_refresher(struct flowfs *fs, dev_t dev)
 	} else {
 		fs->refresher_pid = 0;
 	}
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
 	close(p[0]);
 	if (p[1] >= 0)
 		close(p[1]);
