@@ -172,115 +172,28 @@ int status_text(const json_t *doc, struct sbuf *out)
 	return ret;
 }
 
-/* ---- the cache (status.h) ------------------------------------------- */
-
-static void cached_clear(struct status_cached *e)
+int status_version(const struct binding_ctx *c, int64_t version[4])
 {
-	free(e->session_path);
-	sbuf_release(&e->text);
-	sbuf_release(&e->json);
-	memset(e, 0, sizeof(*e));
-}
+	struct store_version v;
+	int ret = store_version(c->st, &v);
 
-void status_cache_release(struct status_cache *sc)
-{
-	for (int i = 0; i < STATUS_CACHE_SLOTS; i++)
-		cached_clear(&sc->slot[i]);
-}
-
-void status_cache_forget(struct status_cache *sc, int64_t session)
-{
-	for (int i = 0; i < STATUS_CACHE_SLOTS; i++)
-		if (sc->slot[i].age.valid && sc->slot[i].key.session == session)
-			cached_clear(&sc->slot[i]);
-}
-
-/* What c's status is computed from, now. */
-static int key_of(const struct binding_ctx *c, struct status_key *k)
-{
-	memset(k, 0, sizeof(*k));	/* the padding too: keys are memcmp()ed */
-	k->session = c->s->id;
-	k->tree_changes = tree_changes(c->tree);
-	k->skill_scans = skill_registry_scans(c->skills);
-	k->created_ns = c->s->created_ns;
-	k->doc_mtime_ns = c->s->doc_mtime_ns;
-	k->request_mtime_ns = c->s->request_mtime_ns;
-	k->graph_mtime_ns = c->s->graph_mtime_ns;
-	k->rounds_mtime_ns = c->s->rounds_mtime_ns;
-	return store_version(c->st, &k->version);
-}
-
-static bool key_eq(const struct status_key *a, const struct status_key *b)
-{
-	return !memcmp(a, b, sizeof(*a));
-}
-
-/* Render both files into slot `e`, keyed `k` (taken before: a change
- * while rendering makes the next look render again). */
-static int cached_fill(const struct binding_ctx *c, struct status_cache *sc,
-		       const struct status_key *k, struct status_cached *e)
-{
-	json_t *doc = NULL;
-	int ret;
-
-	cached_clear(e);
-	ret = status_doc(c, &doc, &e->mtime_ns);
-	if (!ret)
-		ret = status_text(doc, &e->text);
-	if (!ret)
-		ret = fjson_dump(&e->json, doc);
-	if (!ret) {
-		e->session_path = strdup(c->session_path);
-		ret = e->session_path ? 0 : -ENOMEM;
-	}
-	json_decref(doc);
-	if (ret < 0) {
-		cached_clear(e);
+	if (ret < 0)
 		return ret;
-	}
-	memcpy(&e->key, k, sizeof(*k));
-	lru_touch(&e->age, &sc->clock);
-	sc->misses++;
+	version[0] = v.own;
+	version[1] = v.others;
+	version[2] = (int64_t)tree_changes(c->tree);
+	version[3] = (int64_t)skill_registry_scans(c->skills);
 	return 0;
 }
 
-int status_render(const struct binding_ctx *c, struct status_cache *sc,
-		  bool as_json, struct sbuf *out, int64_t *mtime_ns)
+int status_render(const struct binding_ctx *c, bool as_json,
+		  struct sbuf *out, int64_t *mtime_ns)
 {
-	struct status_cached *e = NULL;
-	struct status_key k;
 	json_t *doc;
-	int ret;
+	int ret = status_doc(c, &doc, mtime_ns);
 
-	if (!sc) {
-		ret = status_doc(c, &doc, mtime_ns);
-		if (!ret)
-			ret = as_json ? fjson_dump(out, doc)
-				      : status_text(doc, out);
-		json_decref(doc);
-		return ret;
-	}
-	ret = key_of(c, &k);
-	if (ret < 0)
-		return ret;
-	/* one slot a session: a new state replaces the old one */
-	for (int i = 0; !e && i < STATUS_CACHE_SLOTS; i++)
-		if (sc->slot[i].age.valid && sc->slot[i].key.session == k.session)
-			e = &sc->slot[i];
-	if (e && key_eq(&e->key, &k) &&
-	    !strcmp(e->session_path, c->session_path)) {
-		lru_touch(&e->age, &sc->clock);
-		sc->hits++;
-	} else {
-		if (!e)
-			e = &sc->slot[lru_pick(&sc->slot[0].age,
-					       STATUS_CACHE_SLOTS,
-					       sizeof(sc->slot[0]))];
-		ret = cached_fill(c, sc, &k, e);
-		if (ret < 0)
-			return ret;
-	}
-	*mtime_ns = e->mtime_ns;
-	return as_json ? sbuf_add(out, e->json.buf, e->json.len)
-		       : sbuf_add(out, e->text.buf, e->text.len);
+	if (!ret)
+		ret = as_json ? fjson_dump(out, doc) : status_text(doc, out);
+	json_decref(doc);
+	return ret;
 }

@@ -34,7 +34,6 @@
 #include <jansson.h>
 
 #include "session/binding.h"
-#include "lib/lru.h"
 #include "lib/sbuf.h"
 #include "store/store.h"
 
@@ -48,52 +47,19 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns);
 int status_text(const json_t *doc, struct sbuf *out);
 
 /*
- * The rendered `status` and `status.json` of the sessions last read, so
- * that a stat and a read (file managers stat often) render once per
- * state.  Everything status_doc() reads is in the database, the open
- * files' gathered writes, the skill registry or the session's path, so
- * an entry is keyed by store_version(), tree_changes(),
- * skill_registry_scans(), the session (its id, path and times): any
- * write anywhere renders again — never stale, at the cost of a render
- * after unrelated writes.  One slot a session (a new state replaces
- * its last), STATUS_CACHE_SLOTS sessions, the least recently used out;
- * status_cache_forget() drops a removed session's.  The owner zero-fills it, serializes its users and
- * calls status_cache_release() at the end.
+ * What status is computed from, as four numbers that change whenever any
+ * of it does: the database's version (store_version(): any write, on any
+ * connection — the session's own times, its name and its rows are
+ * database rows), the open files' gathered writes (tree_changes()) and the
+ * skill folders' scans (skill_registry_scans()).  Equal versions, the same
+ * status: a cache of it (fs/cache.h) is never stale, at the cost of a
+ * render after unrelated writes.  0, or a negative errno.
  */
-#define STATUS_CACHE_SLOTS 8
+int status_version(const struct binding_ctx *c, int64_t version[4]);
 
-struct status_key {
-	int64_t session;
-	struct store_version version;
-	uint64_t tree_changes;
-	unsigned long skill_scans;
-	int64_t created_ns, doc_mtime_ns, request_mtime_ns;
-	int64_t graph_mtime_ns, rounds_mtime_ns;
-};
-
-struct status_cache {
-	struct status_cached {
-		struct lru_age age;
-		struct status_key key;
-		char *session_path;
-		int64_t mtime_ns;
-		struct sbuf text, json;
-	} slot[STATUS_CACHE_SLOTS];
-	uint64_t clock;
-	uint64_t hits, misses;	/* for tests and benches */
-};
-
-void status_cache_release(struct status_cache *sc);
-
-/* Drop what is kept of session `session` (it was removed). */
-void status_cache_forget(struct status_cache *sc, int64_t session);
-
-/*
- * Appends `status` (or with as_json `status.json`) of c's session to
- * `out` and sets *mtime_ns: from `sc` when nothing it depends on
- * changed, else rendered and kept there (sc NULL: always rendered).
- */
-int status_render(const struct binding_ctx *c, struct status_cache *sc,
-		  bool as_json, struct sbuf *out, int64_t *mtime_ns);
+/* Appends `status` (or with as_json `status.json`) of c's session to
+ * `out` and sets *mtime_ns. */
+int status_render(const struct binding_ctx *c, bool as_json,
+		  struct sbuf *out, int64_t *mtime_ns);
 
 #endif

@@ -5,45 +5,20 @@
  */
 
 #include <errno.h>
-#include <fuse_lowlevel.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
 
-#include "lib/fclock.h"
-#include "lib/fname.h"
 #include "ops_i.h"
 
 
-/*
- * The content of an entry with a version, from fs->rendered (rendered
- * into the least recently used slot when no slot holds this version):
- * *content points into the cache until the next call.  1 when the entry
- * has no version now (render it directly).
- */
-/* The render cache's slot of (e, session, version), or NULL; *oldest:
- * the one to reuse. */
-static struct fs_rendered *rendered_find(struct flowfs *fs,
-					 const struct entry *e, int64_t session,
-					 const int64_t version[2],
-					 struct fs_rendered **oldest)
+/* The cache key of entry `e` of session `s` at `version`. */
+static struct fs_cache_key key_of(const struct entry *e, int64_t session,
+				  const int64_t version[4])
 {
-	*oldest = &fs->rendered[0];
-	for (int i = 0; i < FS_RENDERED_SLOTS; i++) {
-		struct fs_rendered *c = &fs->rendered[i];
+	struct fs_cache_key k = { .what = (const void *)e->render,
+				  .session = session };
 
-		if (c->valid && c->render == e->render &&
-		    c->session == session && c->version[0] == version[0] &&
-		    c->version[1] == version[1])
-			return c;
-		if (!c->valid || c->used < (*oldest)->used)
-			*oldest = c;
-	}
-	return NULL;
+	memcpy(k.version, version, sizeof(k.version));
+	return k;
 }
 
 /*
@@ -56,7 +31,7 @@ static struct fs_rendered *rendered_find(struct flowfs *fs,
  * then).
  */
 static int render_outside(struct flowfs *fs, const struct entry *e,
-			  struct session_info *s, int64_t version[2],
+			  struct session_info *s, int64_t version[4],
 			  struct sbuf *out, int64_t *mtime_ns)
 {
 	struct store *reader = fs_reader_get(fs);
@@ -91,60 +66,54 @@ static int render_outside(struct flowfs *fs, const struct entry *e,
 
 /*
  * The content of an entry with a version, from the render cache (a
- * pointer into it, good while the caller holds `lock`).  A reader renders
- * what is costly outside `lock` (struct entry: render_alone), a writer
- * under it (its transaction may be open).  1: the entry is not to be
- * cached now (render it).
+ * pointer into it, good while the caller holds `lock`), rendered and kept
+ * there on a miss.  A reader renders what is costly outside `lock`
+ * (struct entry: render_alone), a writer under it (its transaction may
+ * be open).  What is small and cheap to render again is not kept, so as
+ * not to push out what is not (an empty session's summary.json, a big
+ * one's), unless the entry says it is costly (keep_small: status).  1:
+ * the entry has no version now (render it).
  */
 static int cached_content(struct flowfs *fs, const struct node *n,
 			  const struct entry *e, struct sbuf *scratch,
 			  const struct sbuf **content, int64_t *mtime_ns)
 {
-	struct fs_rendered *slot, *oldest;
+	struct fs_cache_slot *slot;
 	struct session_info s = n->s;
-	int64_t version[2];
+	struct fs_cache_key key;
+	int64_t version[4] = { 0 };
 	struct sbuf fresh = SBUF_INIT;
 	int ret = 1;
 
 	if (e->version(fs, &n->s, version) < 0)
 		return 1;
-	slot = rendered_find(fs, e, n->s.id, version, &oldest);
-	if (!slot) {
-		if (e->render_alone && !fs_holds_write(fs))
-			ret = render_outside(fs, e, &s, version, &fresh,
-					     mtime_ns);
-		if (ret == 1) {
-			s = n->s;
-			ret = e->render(fs, &s, &fresh, mtime_ns);
-		}
-		if (ret < 0 && ret != -ENOENT) {
-			sbuf_release(&fresh);
-			return ret;
-		}
-		/* what is cheap to render again does not push out what
-		 * is not (an empty session's summary.json, a big one's) */
-		if (fresh.len < FS_RENDERED_MIN) {
-			if (sbuf_add(scratch, fresh.buf, fresh.len) < 0)
-				ret = -ENOMEM;
-			sbuf_release(&fresh);
-			*content = scratch;
-			return ret;
-		}
-		/* another reader may have kept the same meanwhile */
-		slot = rendered_find(fs, e, s.id, version, &oldest);
+	key = key_of(e, n->s.id, version);
+	slot = fs_cache_find(&fs->cache, &key);
+	if (slot)
+		goto hit;
+	if (e->render_alone && !fs_holds_write(fs))
+		ret = render_outside(fs, e, &s, version, &fresh, mtime_ns);
+	if (ret == 1) {
+		s = n->s;
+		ret = e->render(fs, &s, &fresh, mtime_ns);
 	}
-	if (!slot) {
-		slot = oldest;
-		sbuf_release(&slot->content);
-		*slot = (struct fs_rendered){
-			.valid = true, .render = e->render,
-			.session = s.id, .version = { version[0], version[1] },
-			.mtime_ns = *mtime_ns, .ret = ret, .content = fresh,
-		};
-	} else {
+	if (ret < 0 && ret != -ENOENT) {
 		sbuf_release(&fresh);
+		return ret;
 	}
-	slot->used = ++fs->render_clock;
+	/* rendered outside `lock`: of the version it was rendered at */
+	key = key_of(e, s.id, version);
+	slot = (fresh.len >= FS_RENDERED_MIN || e->keep_small)
+		       ? fs_cache_keep(&fs->cache, &key, &fresh, *mtime_ns, ret)
+		       : NULL;
+	if (!slot) {
+		if (sbuf_add(scratch, fresh.buf, fresh.len) < 0)
+			ret = -ENOMEM;
+		sbuf_release(&fresh);
+		*content = scratch;
+		return ret;
+	}
+hit:
 	*mtime_ns = slot->mtime_ns;
 	*content = &slot->content;
 	return slot->ret;

@@ -205,8 +205,7 @@ static int render_status_doc(struct flowfs *fs, const struct session_info *s,
 	struct fs_binding b;
 
 	fs_binding_init(fs, s, &b);
-	return status_render(&b.ctx, &fs->status_cache, as_json, out,
-			     mtime_ns);
+	return status_render(&b.ctx, as_json, out, mtime_ns);
 }
 
 static int render_status(struct flowfs *fs, const struct session_info *s,
@@ -219,6 +218,17 @@ static int render_status_json(struct flowfs *fs, const struct session_info *s,
 			      struct sbuf *out, int64_t *mtime_ns)
 {
 	return render_status_doc(fs, s, out, mtime_ns, true);
+}
+
+/* status reads everything of a session (status.h): kept until anything
+ * is written anywhere.  Small, but a file manager stats it often. */
+static int version_status(struct flowfs *fs, const struct session_info *s,
+			  int64_t version[4])
+{
+	struct fs_binding b;
+
+	fs_binding_init(fs, s, &b);
+	return status_version(&b.ctx, version);
 }
 
 /* The session's log; the mount root's (.flowfs/log) for s == NULL. */
@@ -303,7 +313,7 @@ static int render_summary_readable(struct flowfs *fs,
 /* What the transcripts read: the session's skill and request (the
  * task), and the rounds. */
 static int version_transcript(struct flowfs *fs, const struct session_info *s,
-			      int64_t version[2])
+			      int64_t version[4])
 {
 	struct fs_binding b;
 
@@ -320,7 +330,7 @@ static int version_transcript(struct flowfs *fs, const struct session_info *s,
 /* parameters.json is the graph's: its change time is strictly
  * increasing (graph.h). */
 static int version_parameters(struct flowfs *fs, const struct session_info *s,
-			      int64_t version[2])
+			      int64_t version[4])
 {
 	(void)fs;
 	version[0] = s->created_ns;
@@ -596,7 +606,7 @@ static int export_plan(const struct fs_alone *a, const char *run_dir,
  * graph (a second for 10,000 nodes): kept by these, rendered outside
  * `lock`. */
 static int version_export(struct flowfs *fs, const struct session_info *s,
-			  int64_t version[2])
+			  int64_t version[4])
 {
 	fs_tools(fs, NULL);
 	version[0] = s->graph_mtime_ns ? s->graph_mtime_ns : s->created_ns;
@@ -717,7 +727,9 @@ const struct entry fs_entries[] = {
 	GENERATED("input.json", SCOPE_SESSION, render_input),
 	GENERATED("parameter.json", SCOPE_SESSION, render_parameter),
 	GENERATED("prompt.txt", SCOPE_SESSION, render_prompt),
-	GENERATED("status", SCOPE_SESSION, render_status),
+	{ .name = "status", .scope = SCOPE_SESSION, .kind = ENTRY_GENERATED,
+	  .mode = S_IFREG | 0644, .render = render_status,
+	  .version = version_status, .keep_small = true },
 	LINK("skill", render_skill_link),
 	FOLDER("uploads", SESSION_UPLOADS),
 	FOLDER("output", SESSION_OUTPUT),
@@ -752,7 +764,10 @@ const struct entry fs_entries[] = {
 	GENERATED("engine.log", SCOPE_SESSION, render_engine_log),
 	/* new rows go last: a row's number is part of its inode numbers */
 	READ_ONLY("log", render_log),
-	GENERATED("status.json", SCOPE_SESSION, render_status_json),
+	{ .name = "status.json", .scope = SCOPE_SESSION,
+	  .kind = ENTRY_GENERATED, .mode = S_IFREG | 0644,
+	  .render = render_status_json, .version = version_status,
+	  .keep_small = true },
 	GENERATED("log", SCOPE_SESSION, render_log),
 	FOLDER("jobs", SESSION_JOBS),
 	EXPORT("workflow.argo.yaml", render_argo, render_argo_alone),

@@ -34,6 +34,7 @@
 #include "session/roundstore.h"
 #include "run/run.h"
 #include "run/runs.h"
+#include "cache.h"
 #include "notify.h"
 #include "lib/sbuf.h"
 #include "session/session.h"
@@ -43,7 +44,6 @@
 #include "store/tree.h"
 
 #define FS_ROOT_INO 1
-#define FS_RENDERED_SLOTS 4
 /* Content smaller is rendered each time it is asked for, not kept. */
 #define FS_RENDERED_MIN (16 * 1024)
 #define FS_VIRTUAL ((uint64_t)1 << 63)
@@ -190,26 +190,10 @@ struct flowfs {
 	struct jobs *jobs;
 	struct jobs_options jobs_opt;
 	char **container;	/* --container split into argv templates */
-	/* The last contents rendered of entries with a version (below),
-	 * least recently used first out: `cat` asks for one three times
-	 * (lookup, getattr, open), `ls -l output/` for two side by side,
-	 * and a 4 MB summary.json is tens of ms per render.  Keyed by the
-	 * render function and session, so parameters.json and its copy in
-	 * parameters_output/ share a slot. */
-	struct fs_rendered {
-		bool valid;
-		fs_render_fn *render;	/* the entry's own: the key */
-		int64_t session;
-		int64_t version[2];
-		int64_t mtime_ns;
-		int ret;	/* 0, or -ENOENT: the entry did not exist */
-		struct sbuf content;
-		uint64_t used;	/* fs->render_clock when last used */
-	} rendered[FS_RENDERED_SLOTS];
-	uint64_t render_clock;
+	/* the content of generated files with a version (cache.h) */
+	struct fs_cache cache;
 	/* parsed decks (binding.h), for every session's binding */
 	struct binding_cache binding_cache;
-	struct status_cache status_cache;
 	/* the bytes held by documents being written (H_DOC buffers), all
 	 * sessions together: ops.c bounds it and each session's share */
 	size_t doc_bytes;
@@ -375,11 +359,15 @@ struct entry {
 			    struct ferr *err);
 	/* DOC: the document unlinking it leaves (it holds nothing then) */
 	const char *cleared;
-	/* Optional, for costly content: two numbers, cheap to get, that
-	 * change whenever anything render reads does (so one render
-	 * serves until they move).  -ENOENT: not rendered now, ask render. */
+	/* Optional, for costly content: four numbers, cheap to get, that
+	 * change whenever anything render reads does, so that one render
+	 * serves until they move (the render cache, cache.h).  -ENOENT: not
+	 * rendered now, ask render. */
 	int (*version)(struct flowfs *fs, const struct session_info *s,
-		       int64_t version[2]);
+		       int64_t version[4]);
+	/* Kept in the render cache however small: costly to render again
+	 * (status; content under FS_RENDERED_MIN is otherwise not kept) */
+	bool keep_small;
 };
 
 /*

@@ -1383,10 +1383,8 @@ out:
 	tree_free(fs.tree);
 	graph_toolfile_release(&fs.toolfile);
 	free(fs.tools_path);
-	for (int i = 0; i < FS_RENDERED_SLOTS; i++)
-		sbuf_release(&fs.rendered[i].content);
+	fs_cache_release(&fs.cache);
 	binding_cache_release(&fs.binding_cache);
-	status_cache_release(&fs.status_cache);
 	skill_registry_free(fs.skills);
 	/* every run has ended: what they left goes */
 	sandbox_scratch_close(&fs.scratch);

@@ -266,6 +266,7 @@ int fs_file_holds(struct flowfs *fs, const struct tree_attr *src,
 /* ---- ops_file.c ---- */
 
 void fs_take_in_uploads(struct flowfs *fs, int64_t session);
+
 /* ---- the operations the table in ops.c names ---- */
 
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,

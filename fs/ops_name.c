@@ -261,7 +261,7 @@ static int remove_session(struct flowfs *fs, const struct session_info *s)
 		ret = session_delete(fs->st, fs->tree, s->id);
 	if (!ret) {
 		fs_cancel_runs(fs, s->id);
-		status_cache_forget(&fs->status_cache, s->id);
+		fs_cache_forget(&fs->cache, s->id);
 	}
 	return ret;
 }

@@ -245,119 +245,91 @@ static void test_mtime_follows_graph_and_rounds(void **state)
 	expect(fx, READY_JSON, "ready\n");
 }
 
-/* status_render() through `sc`: the text (or JSON), a new string. */
-static char *cached(struct fixture *fx, struct status_cache *sc,
-		    const char *path, bool as_json)
+/* status_version() of the fixture's session now. */
+static void version_now(struct fixture *fx, int64_t v[4])
 {
 	struct binding_ctx c = {
 		.st = fx->st, .tree = fx->t, .skills = fx->reg, .s = &fx->s,
-		.session_path = path,
+		.session_path = "/mnt/flow/s1",
 	};
-	struct sbuf out = SBUF_INIT;
-	int64_t m;
 
 	assert_int_equal(session_get(fx->st, fx->s.id, &fx->s), 0);
-	assert_int_equal(status_render(&c, sc, as_json, &out, &m), 0);
-	return sbuf_detach(&out, NULL);
+	assert_int_equal(status_version(&c, v), 0);
 }
 
-/* One more render (a miss) or none (a hit), giving `text`. */
-static void expect_cached(struct fixture *fx, struct status_cache *sc,
-			  bool rendered, const char *text)
+/* The version moved (`moved`) or not since *last; *last becomes now's. */
+static void expect_version(struct fixture *fx, int64_t last[4], bool moved)
 {
-	uint64_t misses = sc->misses, hits = sc->hits;
-	char *got = cached(fx, sc, "/mnt/flow/s1", false);
+	int64_t now[4];
 
-	assert_string_equal(got, text);
-	assert_int_equal(sc->misses, misses + rendered);
-	assert_int_equal(sc->hits, hits + !rendered);
-	free(got);
+	version_now(fx, now);
+	if (moved)
+		assert_memory_not_equal(now, last, sizeof(now));
+	else
+		assert_memory_equal(now, last, sizeof(now));
+	memcpy(last, now, sizeof(now));
 }
 
-/* Each input of status gives a new render; nothing else does. */
-static void test_cache_key(void **state)
+/* Each input of status moves its version (so a cache of it renders
+ * again); reading does not. */
+static void test_version(void **state)
 {
 	struct fixture *fx = *state;
 	static const char bind[] = "{\"skill\": \"one\"}";
-	struct status_cache sc = { 0 };
 	struct session_info other;
 	struct ferr err = FERR_INIT;
 	struct tree_attr up;
-	char *j;
+	int64_t v[4];
 
-	expect_cached(fx, &sc, true, "ready\n");
-	expect_cached(fx, &sc, false, "ready\n");
-	/* status.json comes from the same render */
-	j = cached(fx, &sc, "/mnt/flow/s1", true);
-	assert_string_equal(j, READY_JSON);
-	free(j);
-	assert_int_equal(sc.misses, 1);
+	version_now(fx, v);
+	expect_version(fx, v, false);
+	/* rendering status reads, and writes nothing */
+	expect(fx, READY_JSON, "ready\n");
+	expect_version(fx, v, false);
 	/* session.json */
 	assert_int_equal(session_commit_json(fx->st, &fx->s, fx->reg, bind,
 					     strlen(bind), &err), 0);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n");
-	expect_cached(fx, &sc, false, "missing required parameters: n\n");
+	expect_version(fx, v, true);
 	/* an upload stored */
 	assert_int_equal(tree_put_file(fx->t, fx->s.uploads_ino, "a.csv",
 				       "x", 1, &up), 0);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n");
+	expect_version(fx, v, true);
 	/* a write gathered in memory, not stored yet */
 	assert_int_equal(tree_open(fx->t, up.ino), 0);
 	assert_int_equal(tree_write(fx->t, up.ino, "yz", 2, 1), 0);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n");
-	expect_cached(fx, &sc, false, "missing required parameters: n\n");
+	expect_version(fx, v, true);
+	expect_version(fx, v, false);
 	assert_int_equal(tree_release(fx->t, up.ino), 0);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n");
+	expect_version(fx, v, true);
 	/* the run's state (a write with no session time of its own) */
 	assert_int_equal(store_exec(fx->st, "UPDATE sessions SET run_state ="
 				    " 'running', run_message = 'asking',"
 				    " run_ns = 1"), 0);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n"
-		      "run: running: asking\n");
-	/* a write anywhere else (another session) renders again too */
+	expect_version(fx, v, true);
+	/* a write anywhere else (another session) moves it too */
 	assert_int_equal(session_create(fx->st, fx->t, "s2", 0755, 1000, 1000,
 					&other, &err), 0);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n"
-		      "run: running: asking\n");
+	expect_version(fx, v, true);
+	/* the session renamed (its name is a row: what status names with it
+	 * follows) */
+	assert_int_equal(store_run(fx->st, "UPDATE sessions SET name = 'r'"
+				   " WHERE id = ?1", STORE_INT(fx->s.id)), 0);
+	expect_version(fx, v, true);
 	/* the skills read again */
 	assert_int_equal(skill_registry_scan(fx->reg), 0);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n"
-		      "run: running: asking\n");
-	/* another path for the session (the mount's, its name) */
-	free(cached(fx, &sc, "/mnt/flow/renamed", false));
-	assert_int_equal(sc.misses, 9);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n"
-		      "run: running: asking\n");
-	expect_cached(fx, &sc, false, "missing required parameters: n\n"
-		      "run: running: asking\n");
-	/* one slot a session, each new state in its place */
-	for (int i = 1; i < STATUS_CACHE_SLOTS; i++)
-		assert_false(sc.slot[i].age.valid);
-	/* more sessions than slots: the least recently used goes */
-	for (int i = 0; i < STATUS_CACHE_SLOTS; i++) {
-		struct binding_ctx c = {
-			.st = fx->st, .tree = fx->t, .skills = fx->reg,
-			.s = &other, .session_path = "/mnt/flow/other",
-		};
-		struct sbuf out = SBUF_INIT;
-		char name[16];
-		int64_t m;
+	expect_version(fx, v, true);
+	expect_version(fx, v, false);
+	/* a commit by another connection (another process, the writer's
+	 * own connection) */
+	{
+		struct store *beside;
 
-		snprintf(name, sizeof(name), "o%d", i);
-		assert_int_equal(session_create(fx->st, fx->t, name, 0755, 1000,
-						1000, &other, &err), 0);
-		assert_int_equal(status_render(&c, &sc, false, &out, &m), 0);
-		sbuf_release(&out);
+		assert_int_equal(store_open_beside(fx->st, &beside, &err), 0);
+		assert_int_equal(store_exec(beside, "UPDATE sessions SET"
+					    " run_message = 'more'"), 0);
+		expect_version(fx, v, true);
+		store_close(beside);
 	}
-	for (int i = 0; i < STATUS_CACHE_SLOTS; i++)
-		assert_int_not_equal(sc.slot[i].key.session, fx->s.id);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n"
-		      "run: running: asking\n");
-	/* forgotten, it is rendered again */
-	status_cache_forget(&sc, fx->s.id);
-	expect_cached(fx, &sc, true, "missing required parameters: n\n"
-		      "run: running: asking\n");
-	status_cache_release(&sc);
 }
 
 int main(void)
@@ -370,7 +342,7 @@ int main(void)
 		cmocka_unit_test(test_text_of_runs_and_fetches),
 		cmocka_unit_test_setup_teardown(
 			test_mtime_follows_graph_and_rounds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cache_key, setup,
+		cmocka_unit_test_setup_teardown(test_version, setup,
 						teardown),
 	};
 
