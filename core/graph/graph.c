@@ -1,6 +1,7 @@
+/* graph: a session's job graph in the store, node and edge files one by
+ * one: listing, drafts, commit, delete, rename, pending edges; see graph.h. */
 #include "lib/fclock.h"
 #include "graph/graph.h"
-#include "graph/tools.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,67 +11,13 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "graph/graph_i.h"
 #include "lib/fjson.h"
 #include "graph/jobspec.h"
 #include "lib/fname.h"
 #include "lib/utf8.h"
 
-/* Longest id: a file name of 255 bytes minus ".json". */
-#define GRAPH_ID_MAX 250
-
-#define DEFAULT_VERSION "1.2"
-#define DEFAULT_MACHINE "c2_m4_cpu"
-
-static const char *const node_fields[] = {
-	"id", "node_uuid", "node_version", "label", "position_x",
-	"position_y", "system_values", "input_parameters",
-	"output_parameters", NULL
-};
-#define NODE_FIELDS_TEXT "id, node_uuid, node_version, label," \
-	" position_x, position_y, system_values, input_parameters," \
-	" output_parameters"
-
-static const char *const edge_fields[] = {
-	"id", "source_node_id", "source_parameter_name", "target_node_id",
-	"target_parameter_name", NULL
-};
-#define EDGE_FIELDS_TEXT "id, source_node_id, source_parameter_name," \
-	" target_node_id, target_parameter_name"
-
-static const char *const system_fields[] = {
-	"machine_type", "image", "docker_image", NULL
-};
-static const char *const param_fields[] = { "name", "type", "value", NULL };
-
-/* The keywords of the MatMaster rule for an edge's target parameter. */
-static const char *const file_words[] = {
-	"file", "path", "url", "input", "output", "structure", "data",
-	"result", NULL
-};
-
-static bool in_list(const char *const *list, const char *s)
-{
-	for (; *list; list++)
-		if (!strcmp(*list, s))
-			return true;
-	return false;
-}
-
 /* ---- a string -> index map (ids, edge keys) ----------------------------- */
-
-struct smap_ent {
-	char *key;	/* NULL: empty slot */
-	size_t len;
-	size_t val;
-};
-
-struct smap {
-	struct smap_ent *tab;
-	size_t cap;	/* a power of two, or 0 */
-	size_t n;
-};
-
-#define SMAP_INIT { NULL, 0, 0 }
 
 static uint64_t smap_hash(const char *s, size_t n)
 {
@@ -94,8 +41,8 @@ static struct smap_ent *smap_slot(struct smap_ent *tab, size_t cap,
 	return &tab[i];
 }
 
-static bool smap_get(const struct smap *m, const char *key, size_t len,
-		     size_t *val)
+bool graph_smap_get(const struct smap *m, const char *key, size_t len,
+		    size_t *val)
 {
 	struct smap_ent *e;
 
@@ -127,8 +74,8 @@ static int smap_grow(struct smap *m)
 }
 
 /* Add key -> val; a key already present keeps its value (*had set). */
-static int smap_put(struct smap *m, const char *key, size_t len, size_t val,
-		    bool *had)
+int graph_smap_put(struct smap *m, const char *key, size_t len, size_t val,
+		   bool *had)
 {
 	struct smap_ent *e;
 
@@ -153,182 +100,13 @@ static int smap_put(struct smap *m, const char *key, size_t len, size_t val,
 	return 0;
 }
 
-static void smap_free(struct smap *m)
+void graph_smap_free(struct smap *m)
 {
 	for (size_t i = 0; i < m->cap; i++)
 		free(m->tab[i].key);
 	free(m->tab);
 	m->tab = NULL;
 	m->cap = m->n = 0;
-}
-
-/* An unambiguous key for an edge's four fields (lengths first). */
-static int edge_key(struct sbuf *key, const char *const f[4])
-{
-	sbuf_reset(key);
-	for (int i = 0; i < 4; i++)
-		if (sbuf_addf(key, "%zu:", strlen(f[i])) < 0 ||
-		    sbuf_addstr(key, f[i]) < 0)
-			return -ENOMEM;
-	return 0;
-}
-
-/* ---- writing ------------------------------------------------------------ */
-
-/*
- * A JSON string as fjson writes it.  Names almost never need escaping,
- * so those are copied; the rest go through fjson itself, which keeps the
- * output byte-identical to Python's.
- */
-static int put_str(struct sbuf *out, const char *s, size_t n)
-{
-	json_t *j;
-	size_t i;
-	int ret;
-
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c < 0x20 || c == '"' || c == '\\')
-			break;
-	}
-	if (i == n) {
-		if (sbuf_grow(out, n + 2) < 0)
-			return -ENOMEM;
-		sbuf_addch(out, '"');
-		sbuf_add(out, s, n);
-		sbuf_addch(out, '"');
-		return 0;
-	}
-	j = json_stringn(s, n);
-	if (!j)
-		return -EIO;	/* not UTF-8: the database was damaged */
-	ret = fjson_dump(out, j);
-	json_decref(j);
-	return ret;
-}
-
-/* A newline and the indentation of nesting `level`. */
-static int put_nl(struct sbuf *out, int level)
-{
-	size_t n = 1 + 2 * (size_t)level;
-
-	if (sbuf_grow(out, n) < 0)
-		return -ENOMEM;
-	out->buf[out->len] = '\n';
-	memset(out->buf + out->len + 1, ' ', n - 1);
-	sbuf_setlen(out, out->len + n);
-	return 0;
-}
-
-/*
- * An edge object nested `level` deep, as json.dumps(indent=2) writes it.
- * f[i], n[i]: id, source, source parameter, target, target parameter
- * (NULL: a pending edge that gives none, left out).
- */
-static int put_edge(struct sbuf *out, int level, const char *const f[5],
-		    const size_t n[5])
-{
-	int ret = sbuf_addch(out, '{');
-
-	for (int i = 0; !ret && i < 5; i++) {
-		if (!f[i])
-			continue;
-		ret = put_nl(out, level + 1);
-		if (!ret)
-			ret = sbuf_addch(out, '"');
-		if (!ret)
-			ret = sbuf_addstr(out, edge_fields[i]);
-		if (!ret)
-			ret = sbuf_add(out, "\": ", 3);
-		if (!ret)
-			ret = put_str(out, f[i], n[i]);
-		if (!ret && i < 4)
-			ret = sbuf_addch(out, ',');
-	}
-	if (!ret)
-		ret = put_nl(out, level);
-	if (!ret)
-		ret = sbuf_addch(out, '}');
-	return ret;
-}
-
-/*
- * A top-level document nested `level` deep.  A JSON text never holds a
- * raw newline inside a string, so indenting after every newline is
- * exactly what json.dumps(indent=2) does for the deeper position.
- */
-static int put_nested(struct sbuf *out, const char *s, size_t n, int level)
-{
-	size_t lines = 0, pad = 2 * (size_t)level;
-	const char *p, *end = s + n;
-	char *w;
-
-	for (p = s; (p = memchr(p, '\n', (size_t)(end - p))); p++)
-		lines++;
-	if (sbuf_grow(out, n + lines * pad) < 0)
-		return -ENOMEM;
-	w = out->buf + out->len;
-	for (p = s; p < end;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t run = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
-
-		memcpy(w, p, run);
-		w += run;
-		p += run;
-		if (nl) {
-			memset(w, ' ', pad);
-			w += pad;
-		}
-	}
-	sbuf_setlen(out, (size_t)(w - out->buf));
-	return 0;
-}
-
-/*
- * parameters.json is assembled piece by piece: doc_open, items of
- * "nodes", doc_next_list, items of "edges", doc_close.
- */
-static int doc_open(struct sbuf *out)
-{
-	return sbuf_addstr(out, "{\n  \"nodes\": [");
-}
-
-/* Before the next item of a list (`count` items so far). */
-static int doc_item(struct sbuf *out, size_t count)
-{
-	if (count && sbuf_addch(out, ',') < 0)
-		return -ENOMEM;
-	return put_nl(out, 2);
-}
-
-static int doc_end_list(struct sbuf *out, size_t count)
-{
-	if (count && put_nl(out, 1) < 0)
-		return -ENOMEM;
-	return sbuf_addch(out, ']');
-}
-
-static int doc_next_list(struct sbuf *out, size_t count)
-{
-	if (doc_end_list(out, count) < 0)
-		return -ENOMEM;
-	return sbuf_addstr(out, ",\n  \"edges\": [");
-}
-
-/* uuid NULL: null. */
-static int doc_close(struct sbuf *out, size_t count, const char *uuid,
-		     size_t len)
-{
-	int ret = doc_end_list(out, count);
-
-	if (!ret)
-		ret = sbuf_addstr(out, ",\n  \"meta\": {\n    \"template_uuid\": ");
-	if (!ret)
-		ret = uuid ? put_str(out, uuid, len) : sbuf_addstr(out, "null");
-	if (!ret)
-		ret = sbuf_addstr(out, "\n  }\n}");
-	return ret;
 }
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -359,438 +137,15 @@ static int make_uuid(char out[37])
 	return 0;
 }
 
-/*
- * An id (a file name stem): 1..GRAPH_ID_MAX bytes of UTF-8 (it is a JSON
- * string too), no '/' or NUL, not "." or "..".
- */
-static int check_id(const char *where, const char *what, const char *id,
-		    size_t len, struct ferr *err)
-{
-	if (!len)
-		return ferr_set(err, -EINVAL, "%s%s is empty", where, what);
-	if (memchr(id, '\0', len))
-		return ferr_set(err, -EINVAL, "%s%s contains a NUL character",
-				where, what);
-	if (len > GRAPH_ID_MAX)
-		return ferr_set(err, -ENAMETOOLONG,
-				"%s%s \"%.40s...\" is longer than %d bytes",
-				where, what, id, GRAPH_ID_MAX);
-	if (memchr(id, '/', len))
-		return ferr_set(err, -EINVAL, "%s%s \"%s\" contains '/'",
-				where, what, id);
-	if (!strcmp(id, ".") || !strcmp(id, ".."))
-		return ferr_set(err, -EINVAL, "%s%s cannot be \"%s\"", where,
-				what, id);
-	if (!fname_valid_utf8(id, len))
-		return ferr_set(err, -EINVAL, "%s%s is not valid UTF-8", where,
-				what);
-	return 0;
-}
-
 static const char *kind_name(enum graph_kind kind)
 {
 	return kind == GRAPH_NODE ? "node" : "edge";
 }
 
-/*
- * The string member `key` of `obj`: 1 and *out when present, 0 when
- * absent, -EINVAL for another type, an empty string (when `nonempty`) or
- * a NUL inside (names are C strings here).
- */
-static int get_str(const json_t *obj, const char *key, const char *where,
-		   const char *path, bool nonempty, const char **out,
-		   struct ferr *err)
-{
-	const json_t *v = json_object_get(obj, key);
-
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || (nonempty && !json_string_length(v)))
-		return ferr_set(err, -EINVAL, "%s\"%s%s\" must be a %sstring",
-				where, path, key, nonempty ? "non-empty " : "");
-	if (strlen(json_string_value(v)) != json_string_length(v))
-		return ferr_set(err, -EINVAL,
-				"%s\"%s%s\" contains a NUL character", where,
-				path, key);
-	*out = json_string_value(v);
-	return 1;
-}
-
-static int unknown_fields(const json_t *obj, const char *const *fields,
-			  const char *where, const char *path,
-			  const char *has, struct ferr *err)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach((json_t *)obj, key, v)
-		if (!in_list(fields, key))
-			return ferr_set(err, -EINVAL,
-					"%sunknown field \"%s%s\" (%s)", where,
-					path, key, has);
-	return 0;
-}
-
-/* Python's type(value).__name__ for a JSON value. */
-static const char *py_type(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_STRING: return "str";
-	case JSON_INTEGER: return "int";
-	case JSON_REAL: return "float";
-	case JSON_TRUE:
-	case JSON_FALSE: return "bool";
-	case JSON_ARRAY: return "list";
-	case JSON_OBJECT: return "dict";
-	default: return "NoneType";
-	}
-}
-
-/* obj[key] itself (shared, not copied) when present, else `dflt`. */
-static json_t *given_or(const json_t *obj, const char *key, json_t *dflt)
-{
-	json_t *v = json_object_get(obj, key);
-
-	if (!v)
-		return dflt;
-	json_decref(dflt);
-	return json_incref(v);
-}
-
-/* Set a member, taking the reference; false on ENOMEM. */
-static bool put(json_t *obj, const char *key, json_t *v)
-{
-	return v && !json_object_set_new(obj, key, v);
-}
-
-/* ---- nodes -------------------------------------------------------------- */
-
-static int build_params(const json_t *list, const char *where, json_t *out,
-			struct ferr *err)
-{
-	struct smap names = SMAP_INIT;
-	const json_t *p;
-	size_t i;
-	int ret = 0;
-
-	json_array_foreach(list, i, p) {
-		char path[48];
-		const char *name, *type;
-		const json_t *value;
-		json_t *q;
-		size_t first = 0;
-		bool had;
-
-		snprintf(path, sizeof(path), "input_parameters[%zu].", i);
-		if (!json_is_object(p)) {
-			ret = ferr_set(err, -EINVAL,
-				       "%s\"input_parameters[%zu]\" must be an object",
-				       where, i);
-			goto out;
-		}
-		ret = unknown_fields(p, param_fields, where, path,
-				     "a parameter has name, type, value", err);
-		if (ret < 0)
-			goto out;
-		ret = get_str(p, "name", where, path, true, &name, err);
-		if (ret == 0)
-			ret = ferr_set(err, -EINVAL,
-				       "%sinput_parameters[%zu] has no \"name\"",
-				       where, i);
-		if (ret < 0)
-			goto out;
-		ret = get_str(p, "type", where, path, false, &type, err);
-		if (ret < 0)
-			goto out;
-		value = json_object_get(p, "value");
-		ret = smap_put(&names, name, strlen(name), i, &had);
-		if (ret < 0)
-			goto out;
-		if (had) {
-			smap_get(&names, name, strlen(name), &first);
-			ret = ferr_set(err, -EINVAL,
-				       "%sinput_parameters[%zu]: name \"%s\" repeats input_parameters[%zu]",
-				       where, i, name, first);
-			goto out;
-		}
-		q = json_object();
-		if (!q || json_array_append_new(out, q) ||
-		    !put(q, "name", given_or(p, "name", NULL)) ||
-		    !put(q, "type", type ? given_or(p, "type", NULL)
-					 : json_string(py_type(value ? value
-								     : json_null()))) ||
-		    !put(q, "value", value ? json_incref((json_t *)value)
-					   : json_null())) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-out:
-	smap_free(&names);
-	return ret;
-}
-
-/*
- * Check a node object and build its canonical form: every field, in the
- * documented order.  `file_id`: the id the file name gives (NULL inside
- * parameters.json, where the node must carry its id).  node_uuid is null
- * when the node has none; the caller fills it.
- */
-static int node_build(const json_t *v, const char *file_id,
-		      const struct graph_tools *tools, const char *where,
-		      json_t **out, struct ferr *err)
-{
-	const char *id, *uuid, *version, *label, *s;
-	const json_t *x, *y, *sys, *in, *outp, *tool;
-	json_t *doc = NULL, *sv, *params;
-	int ret;
-
-	*out = NULL;
-	if (!json_is_object(v))
-		return ferr_set(err, -EINVAL, "%sa node must be a JSON object",
-				where);
-	ret = unknown_fields(v, node_fields, where, "",
-			     "a node has " NODE_FIELDS_TEXT, err);
-	if (ret < 0)
-		return ret;
-	ret = get_str(v, "id", where, "", false, &id, err);
-	if (ret < 0)
-		return ret;
-	if (id && check_id(where, "\"id\"", id, strlen(id), err) < 0)
-		return -EINVAL;
-	if (file_id && id && strcmp(id, file_id))
-		return ferr_set(err, -EINVAL,
-				"%sid \"%s\" disagrees with the file name (%s.json)",
-				where, id, file_id);
-	if (!id && !file_id)
-		return ferr_set(err, -EINVAL, "%sa node needs an \"id\"", where);
-	if (!id)
-		id = file_id;
-	if ((ret = get_str(v, "node_uuid", where, "", true, &uuid, err)) < 0 ||
-	    (ret = get_str(v, "node_version", where, "", false, &version,
-			   err)) < 0)
-		return ret;
-	ret = get_str(v, "label", where, "", true, &label, err);
-	if (ret == 0)
-		ret = ferr_set(err, -EINVAL, "%sa node needs a \"label\"", where);
-	if (ret < 0)
-		return ret;
-	x = json_object_get(v, "position_x");
-	y = json_object_get(v, "position_y");
-	if (x && !json_is_number(x))
-		return ferr_set(err, -EINVAL, "%s\"position_x\" must be a number",
-				where);
-	if (y && !json_is_number(y))
-		return ferr_set(err, -EINVAL, "%s\"position_y\" must be a number",
-				where);
-	sys = json_object_get(v, "system_values");
-	if (sys && !json_is_object(sys))
-		return ferr_set(err, -EINVAL,
-				"%s\"system_values\" must be an object", where);
-	if (sys) {
-		ret = unknown_fields(sys, system_fields, where,
-				     "system_values.",
-				     "system_values has machine_type, image, docker_image",
-				     err);
-		for (int i = 0; !ret && system_fields[i]; i++)
-			ret = get_str(sys, system_fields[i], where,
-				      "system_values.", false, &s, err);
-		if (ret < 0)
-			return ret;
-	}
-	in = json_object_get(v, "input_parameters");
-	outp = json_object_get(v, "output_parameters");
-	if (in && !json_is_array(in))
-		return ferr_set(err, -EINVAL,
-				"%s\"input_parameters\" must be an array", where);
-	if (outp && !json_is_array(outp))
-		return ferr_set(err, -EINVAL,
-				"%s\"output_parameters\" must be an array", where);
-
-	tool = graph_tools_entry(tools, label);
-	doc = json_object();
-	sv = json_object();
-	params = json_array();
-	if (!doc || !sv || !params) {
-		json_decref(sv);
-		json_decref(params);
-		ret = -ENOMEM;
-		goto out;
-	}
-	if (!put(doc, "id", json_object_get(v, "id") ? given_or(v, "id", NULL)
-						     : json_string(id)) ||
-	    !put(doc, "node_uuid", uuid ? given_or(v, "node_uuid", NULL)
-					: json_null()) ||
-	    !put(doc, "node_version", version ? given_or(v, "node_version", NULL)
-				      : json_string(DEFAULT_VERSION)) ||
-	    !put(doc, "label", given_or(v, "label", NULL)) ||
-	    !put(doc, "position_x", x ? json_incref((json_t *)x)
-				      : json_real(0.0)) ||
-	    !put(doc, "position_y", y ? json_incref((json_t *)y)
-				      : json_real(0.0)) ||
-	    !put(doc, "system_values", sv)) {
-		json_decref(params);
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (int i = 0; system_fields[i]; i++) {
-		const json_t *given = json_object_get(sys, system_fields[i]);
-		const json_t *mapped = json_object_get(tool, system_fields[i]);
-		const char *dflt = i == 0 ? DEFAULT_MACHINE : "";
-
-		if (!put(sv, system_fields[i],
-			 given ? json_incref((json_t *)given)
-			 : mapped ? json_incref((json_t *)mapped)
-				  : json_string(dflt))) {
-			json_decref(params);
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-	if (!put(doc, "input_parameters", params)) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	if (in) {
-		ret = build_params(in, where, params, err);
-		if (ret < 0)
-			goto out;
-	}
-	if (!put(doc, "output_parameters",
-		 outp ? json_incref((json_t *)outp) : json_array())) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	*out = doc;
-	doc = NULL;
-out:
-	json_decref(doc);
-	return ret;
-}
-
-/* Whether a node (canonical) has input parameter `name` under the rule. */
-static bool takes_input(const json_t *node, const char *name)
-{
-	const json_t *list = json_object_get(node, "input_parameters");
-	const json_t *p;
-	size_t i;
-
-	if (!json_array_size(list))
-		return !strcmp(name, "input");
-	json_array_foreach(list, i, p)
-		if (!strcmp(json_string_value(json_object_get(p, "name")), name))
-			return true;
-	return false;
-}
-
-/* Why an edge cannot target `name` of node `id`. */
-static int no_input(const json_t *node, const char *id, const char *name,
-		    const char *where, struct ferr *err)
-{
-	const json_t *list = json_object_get(node, "input_parameters");
-	struct sbuf have = SBUF_INIT;
-	const json_t *p;
-	size_t i;
-	int ret;
-
-	if (!err)
-		return -EINVAL;
-	if (!json_array_size(list))
-		return ferr_set(err, -EINVAL,
-				"%snode \"%s\" has no input parameter \"%s\" (it has none, so an edge into it uses \"input\")",
-				where, id, name);
-	json_array_foreach(list, i, p)
-		sbuf_addf(&have, "%s%s", i ? ", " : "",
-			  json_string_value(json_object_get(p, "name")));
-	ret = ferr_set(err, -EINVAL,
-		       "%snode \"%s\" has no input parameter \"%s\" (it has: %s)",
-		       where, id, name, have.buf);
-	sbuf_release(&have);
-	return ret;
-}
-
-/* The MatMaster rule's target parameter for a node (canonical). */
-static const char *rule_input(const json_t *node)
-{
-	const json_t *list = json_object_get(node, "input_parameters");
-	const json_t *p;
-	size_t i;
-
-	json_array_foreach(list, i, p) {
-		const char *name = json_string_value(json_object_get(p, "name"));
-
-		/* ASCII case folding, as the rule's keywords are ASCII (a
-		 * name of any length: no copy to fold) */
-		for (int w = 0; file_words[w]; w++)
-			if (strcasestr(name, file_words[w]))
-				return name;
-	}
-	p = json_array_get(list, 0);
-	return p ? json_string_value(json_object_get(p, "name")) : "input";
-}
-
-/* ---- edges -------------------------------------------------------------- */
-
-struct edge_in {
-	const char *f[5];	/* id, source, source param (NULL: default),
-				 * target, target param */
-};
-
-static int edge_check(const json_t *v, const char *file_id, const char *where,
-		      struct edge_in *e, struct ferr *err)
-{
-	static const char *const what[5] = {
-		NULL, "source_node_id", "source_parameter_name",
-		"target_node_id", "target_parameter_name"
-	};
-	int ret;
-
-	memset(e, 0, sizeof(*e));
-	if (!json_is_object(v))
-		return ferr_set(err, -EINVAL, "%san edge must be a JSON object",
-				where);
-	ret = unknown_fields(v, edge_fields, where, "",
-			     "an edge has " EDGE_FIELDS_TEXT, err);
-	if (ret < 0)
-		return ret;
-	ret = get_str(v, "id", where, "", false, &e->f[0], err);
-	if (ret < 0)
-		return ret;
-	if (e->f[0] && check_id(where, "\"id\"", e->f[0], strlen(e->f[0]),
-				err) < 0)
-		return -EINVAL;
-	if (file_id && e->f[0] && strcmp(e->f[0], file_id))
-		return ferr_set(err, -EINVAL,
-				"%sid \"%s\" disagrees with the file name (%s.json)",
-				where, e->f[0], file_id);
-	if (!e->f[0] && !file_id)
-		return ferr_set(err, -EINVAL, "%san edge needs an \"id\"",
-				where);
-	if (!e->f[0])
-		e->f[0] = file_id;
-	for (int i = 1; i < 5; i++) {
-		char name[32];
-
-		ret = get_str(v, what[i], where, "", true, &e->f[i], err);
-		if (ret == 0 && i != 2)
-			ret = ferr_set(err, -EINVAL, "%san edge needs \"%s\"",
-				       where, what[i]);
-		if (ret < 0)
-			return ret;
-		/* ids even of nodes not there yet: a pending edge keeps them */
-		snprintf(name, sizeof(name), "\"%s\"", what[i]);
-		if ((i == 1 || i == 3) &&
-		    check_id(where, name, e->f[i], strlen(e->f[i]), err) < 0)
-			return -EINVAL;
-	}
-	return 0;
-}
-
 /* ---- the store ------------------------------------------------------------ */
 
 /* Stamp the session's graph as changed now; -ENOENT: no such session. */
-static int touch(struct store *st, int64_t session, int64_t now)
+int graph_touch(struct store *st, int64_t session, int64_t now)
 {
 	/* strictly later, so a change within one clock tick still shows */
 	static const char sql[] = "UPDATE sessions SET graph_mtime_ns ="
@@ -858,12 +213,12 @@ static int keep_uuid(json_t *node, const json_t *old)
 			return ret;
 		s = fresh;
 	}
-	return put(node, "node_uuid", json_string(s)) ? 0 : -ENOMEM;
+	return graph_put(node, "node_uuid", json_string(s)) ? 0 : -ENOMEM;
 }
 
 /* keep_uuid() with the stored node `id`. */
-static int uuid_for(struct store *st, int64_t session, const char *id,
-		    json_t *node)
+int graph_uuid_for(struct store *st, int64_t session, const char *id,
+		   json_t *node)
 {
 	json_t *old = NULL;
 	int ret = load_node(st, session, id, NULL, &old);
@@ -909,7 +264,7 @@ static int put_path(struct store *st, int64_t session, const char *from,
 	size_t *parent = NULL, n = 0, alloc = 0, head = 0, at = SIZE_MAX;
 	int ret;
 
-	ret = smap_put(&seen, from, strlen(from), 0, NULL);
+	ret = graph_smap_put(&seen, from, strlen(from), 0, NULL);
 	if (ret < 0)
 		goto out;
 	alloc = 64;
@@ -941,7 +296,7 @@ static int put_path(struct store *st, int64_t session, const char *from,
 
 			if (!t)
 				continue;
-			ret = smap_put(&seen, t, strlen(t), n, &had);
+			ret = graph_smap_put(&seen, t, strlen(t), n, &had);
 			if (ret < 0)
 				break;
 			if (had)
@@ -1004,7 +359,7 @@ out:
 		free(ids[k]);
 	free(ids);
 	free(parent);
-	smap_free(&seen);
+	graph_smap_free(&seen);
 	return ret;
 }
 
@@ -1015,9 +370,9 @@ out:
  * (the path costs a query per node it reaches: not looked for when err
  * is NULL).
  */
-static int check_cycle(struct store *st, int64_t session, const char *src,
-		       const char *tgt, const char *skip, const char *where,
-		       struct ferr *err, struct sbuf *msg)
+int graph_check_cycle(struct store *st, int64_t session, const char *src,
+		      const char *tgt, const char *skip, const char *where,
+		      struct ferr *err, struct sbuf *msg)
 {
 	bool found = false;
 	int ret = 0;
@@ -1040,8 +395,8 @@ static int check_cycle(struct store *st, int64_t session, const char *src,
 }
 
 /* An equal edge (all four fields) other than `id`: its id, or none. */
-static int find_duplicate(struct store *st, int64_t session,
-			  const char *const f[5], struct sbuf *dup)
+int graph_find_duplicate(struct store *st, int64_t session,
+			 const char *const f[5], struct sbuf *dup)
 {
 	static const char sql[] = "SELECT id FROM graph_edges"
 		" WHERE session = ?1 AND source = ?2 AND source_param = ?3"
@@ -1068,8 +423,8 @@ static int find_duplicate(struct store *st, int64_t session,
 }
 
 /* A new edge row: of the graph (`why` NULL), or pending for that reason. */
-static int insert_edge(struct store *st, int64_t session,
-		       const char *const f[5], const char *why, int64_t now)
+int graph_insert_edge(struct store *st, int64_t session,
+		      const char *const f[5], const char *why, int64_t now)
 {
 	static const char sql[] = "INSERT INTO graph_edges(session, id,"
 		" source, source_param, target, target_param, pending_why,"
@@ -1080,8 +435,8 @@ static int insert_edge(struct store *st, int64_t session,
 			 STORE_TEXT(f[4]), STORE_TEXT(why), STORE_INT(now));
 }
 
-static int insert_node(struct store *st, int64_t session, const char *id,
-		       const struct sbuf *doc, int64_t now)
+int graph_insert_node(struct store *st, int64_t session, const char *id,
+		      const struct sbuf *doc, int64_t now)
 {
 	static const char sql[] = "INSERT INTO graph_nodes(session, id, doc,"
 		" mtime_ns) VALUES (?1, ?2, ?3, ?4)";
@@ -1161,12 +516,12 @@ static int waits_for(const struct edge_in *e, bool has_src, bool has_tgt,
 }
 
 /*
- * Check edge `e` (as edge_check() left it) against the stored graph; reads
- * only.  0 when it can join the graph (a defaulted source parameter is
- * then set, held in `sp`); -ENOENT + err when a node it names does not
- * exist or is a draft (it waits); -EINVAL + err for an input the target
- * lacks, a duplicate, a cycle.  Its own row (an older version, pending or
- * not) counts in neither check.
+ * Check edge `e` (as graph_edge_check() left it) against the stored
+ * graph; reads only.  0 when it can join the graph (a defaulted source
+ * parameter is then set, held in `sp`); -ENOENT + err when a node it
+ * names does not exist or is a draft (it waits); -EINVAL + err for an
+ * input the target lacks, a duplicate, a cycle.  Its own row (an older
+ * version, pending or not) counts in neither check.
  */
 static int edge_fits(struct store *st, int64_t session, struct edge_in *e,
 		     struct sbuf *sp, struct ferr *err)
@@ -1190,16 +545,16 @@ static int edge_fits(struct store *st, int64_t session, struct edge_in *e,
 			goto out;
 		e->f[2] = sp->buf;
 	}
-	if (!takes_input(tgt, e->f[4])) {
-		ret = no_input(tgt, e->f[3], e->f[4], "", err);
+	if (!graph_takes_input(tgt, e->f[4])) {
+		ret = graph_no_input(tgt, e->f[3], e->f[4], "", err);
 		goto out;
 	}
-	ret = find_duplicate(st, session, e->f, &scratch);
+	ret = graph_find_duplicate(st, session, e->f, &scratch);
 	if (!ret && scratch.len)
 		ret = ferr_set(err, -EINVAL, "duplicates %s", scratch.buf);
 	if (!ret)
-		ret = check_cycle(st, session, e->f[1], e->f[3], e->f[0], "",
-				  err, &scratch);
+		ret = graph_check_cycle(st, session, e->f[1], e->f[3], e->f[0], "",
+					err, &scratch);
 out:
 	json_decref(src);
 	json_decref(tgt);
@@ -1223,7 +578,7 @@ static int store_edge(struct store *st, int64_t session,
 	if (was->same)
 		return 0;
 	if (!was->seq)
-		return insert_edge(st, session, f, why, now);
+		return graph_insert_edge(st, session, f, why, now);
 	return store_run(st, sql, STORE_INT(was->seq), STORE_TEXT(f[1]),
 			 STORE_TEXT(f[2]), STORE_TEXT(f[3]), STORE_TEXT(f[4]),
 			 STORE_TEXT(why), STORE_INT(now));
@@ -1247,7 +602,7 @@ static int room_to_wait(struct store *st, int64_t session,
 
 	for (int i = 0; i < 5; i++)
 		n[i] = f[i] ? strlen(f[i]) : 0;
-	ret = put_edge(&text, 0, f, n);
+	ret = graph_put_edge(&text, 0, f, n);
 	if (!ret && text.len > GRAPH_PENDING_SIZE)
 		ret = ferr_set(err, -EINVAL,
 			       "too big to wait for its nodes: %zu bytes as its file would show it (at most %d)",
@@ -1405,8 +760,8 @@ static int place_ready(struct store *st, int64_t session, const char *node,
  * for a draft.  f[2] is NULL for a pending edge that gives no source
  * parameter.
  */
-static bool edge_row(sqlite3_stmt *q, int idcol, int col,
-		     const char *f[5], size_t n[5])
+bool graph_edge_row(sqlite3_stmt *q, int idcol, int col,
+		    const char *f[5], size_t n[5])
 {
 	f[0] = (const char *)sqlite3_column_text(q, idcol);
 	n[0] = (size_t)sqlite3_column_bytes(q, idcol);
@@ -1439,10 +794,10 @@ static int row_to_item(sqlite3_stmt *q, enum graph_kind kind,
 		int ret;
 
 		it->pending = sqlite3_column_type(q, 8) != SQLITE_NULL;
-		it->draft = !edge_row(q, 2, 4, f, n);
+		it->draft = !graph_edge_row(q, 2, 4, f, n);
 		if (!it->draft) {
 			sbuf_reset(scratch);
-			ret = put_edge(scratch, 0, f, n);
+			ret = graph_put_edge(scratch, 0, f, n);
 			if (ret < 0) {
 				free(it->id);
 				it->id = NULL;
@@ -1582,8 +937,8 @@ int graph_render(struct store *st, enum graph_kind kind, int64_t seq,
 		const char *f[5];
 		size_t n[5];
 
-		if (edge_row(q, 0, 1, f, n))
-			ret = put_edge(out, 0, f, n);
+		if (graph_edge_row(q, 0, 1, f, n))
+			ret = graph_put_edge(out, 0, f, n);
 	} else {
 		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
 	}
@@ -1602,7 +957,7 @@ int graph_create_draft(struct store *st, int64_t session,
 		" mtime_ns) VALUES (?1, ?2, ?3)";
 	int ret;
 
-	ret = check_id("", "id", id, strlen(id), NULL);
+	ret = graph_check_id("", "id", id, strlen(id), NULL);
 	if (ret < 0)
 		return ret;
 	ret = session_exists(st, session);
@@ -1663,7 +1018,7 @@ static int check_edges_into(struct store *st, int64_t session, const char *id,
 		const char *eid = (const char *)sqlite3_column_text(q, 0);
 		const char *param = (const char *)sqlite3_column_text(q, 1);
 
-		if (!takes_input(node, param)) {
+		if (!graph_takes_input(node, param)) {
 			ret = ferr_set(err, -EINVAL,
 				       "edge \"%s\" feeds input parameter \"%s\" of this node, which it would no longer have (change or delete the edge first)",
 				       eid, param);
@@ -1724,7 +1079,7 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 	bool changed = true, placed = false;
 	int ret;
 
-	ret = node_build(v, id, tools, "", &node, err);
+	ret = graph_node_build(v, id, tools, "", &node, err);
 	if (ret < 0)
 		return ret;
 	ret = store_begin(st);
@@ -1753,13 +1108,13 @@ static int commit_node(struct store *st, const struct graph_tools *tools,
 		/* the same bytes again: no change, the graph keeps its mtime */
 		changed = !ret && store_changes(st);
 	} else {
-		ret = insert_node(st, session, id, &text, now);
+		ret = graph_insert_node(st, session, id, &text, now);
 	}
 	/* edges written before it join the graph with it */
 	if (!ret)
 		ret = place_ready(st, session, id, now, &placed);
 	if (!ret && (changed || placed))
-		ret = touch(st, session, now);
+		ret = graph_touch(st, session, now);
 	if (ret < 0)
 		goto rollback;
 	ret = store_commit(st);
@@ -1788,7 +1143,7 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 	bool placed;
 	int ret;
 
-	ret = edge_check(v, id, "", &e, err);
+	ret = graph_edge_check(v, id, "", &e, err);
 	if (ret < 0)
 		return ret;
 	ret = store_begin(st);
@@ -1817,7 +1172,7 @@ static int commit_edge(struct store *st, int64_t session, const char *id,
 	if (!ret && was.in_graph && !was.same)
 		ret = place_ready(st, session, NULL, now, &placed);
 	if (!ret && !was.same)
-		ret = touch(st, session, now);
+		ret = graph_touch(st, session, now);
 	if (ret < 0)
 		goto rollback;
 	ret = store_commit(st);
@@ -1836,8 +1191,8 @@ int graph_commit(struct store *st, const struct graph_tools *tools,
 	json_t *doc = NULL;
 	int ret;
 
-	ret = check_id("", kind == GRAPH_NODE ? "node id" : "edge id", id,
-		       strlen(id), err);
+	ret = graph_check_id("", kind == GRAPH_NODE ? "node id" : "edge id", id,
+			     strlen(id), err);
 	if (ret < 0)
 		return ret;
 	ret = fjson_parse(&doc, text, len, err);
@@ -1913,7 +1268,7 @@ int graph_delete(struct store *st, int64_t session, enum graph_kind kind,
 	if (!ret && in_graph)
 		ret = place_ready(st, session, NULL, now, &placed);
 	if (!ret && !draft)
-		ret = touch(st, session, now);
+		ret = graph_touch(st, session, now);
 	if (ret < 0) {
 		store_rollback(st);
 		return ret;
@@ -1943,7 +1298,7 @@ static int renamed_doc(struct store *st, int64_t seq, const char *to,
 	if (ret < 0)
 		return ret;
 	/* an existing key keeps its place */
-	if (!put(doc, "id", json_string(to)))
+	if (!graph_put(doc, "id", json_string(to)))
 		ret = -ENOMEM;
 	if (!ret)
 		ret = fjson_dump(out, doc);
@@ -1968,8 +1323,8 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	bool draft, in_graph, other_draft, other_in_graph = false, placed;
 	int ret;
 
-	ret = check_id("", kind == GRAPH_NODE ? "node id" : "edge id", to,
-		       strlen(to), err);
+	ret = graph_check_id("", kind == GRAPH_NODE ? "node id" : "edge id", to,
+			     strlen(to), err);
 	if (ret < 0)
 		return ret;
 	ret = store_begin(st);
@@ -2025,7 +1380,7 @@ int graph_rename(struct store *st, int64_t session, enum graph_kind kind,
 	if (!ret && (in_graph || other_in_graph))
 		ret = place_ready(st, session, NULL, now, &placed);
 	if (!ret && (!draft || !other_draft))
-		ret = touch(st, session, now);
+		ret = graph_touch(st, session, now);
 	if (ret < 0)
 		goto rollback;
 commit:
@@ -2035,654 +1390,6 @@ rollback:
 	store_rollback(st);
 out:
 	sbuf_release(&doc);
-	return ret;
-}
-
-/* ---- parameters.json ------------------------------------------------------ */
-
-int graph_template_uuid(struct store *st, int64_t session, struct sbuf *out)
-{
-	static const char sql[] = "SELECT template_uuid FROM sessions"
-		" WHERE id = ?1";
-	sqlite3_stmt *q = store_stmt(st, sql);
-	int rc, ret = 0;
-
-	if (!q)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, session);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		if (sqlite3_column_type(q, 0) != SQLITE_NULL)
-			ret = sbuf_add(out, sqlite3_column_text(q, 0),
-				       (size_t)sqlite3_column_bytes(q, 0));
-	} else {
-		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
-	}
-	store_done(q);
-	return ret;
-}
-
-int graph_render_parameters(struct store *st, int64_t session,
-			    struct sbuf *out)
-{
-	static const char nodes_sql[] = "SELECT doc FROM graph_nodes"
-		" WHERE session = ?1 AND doc IS NOT NULL ORDER BY seq";
-	static const char edges_sql[] = "SELECT id, source, source_param,"
-		" target, target_param FROM graph_edges WHERE session = ?1"
-		" AND source IS NOT NULL AND pending_why IS NULL ORDER BY seq";
-	static const char uuid_sql[] = "SELECT template_uuid FROM sessions"
-		" WHERE id = ?1";
-	size_t start = out->len, count = 0;
-	sqlite3_stmt *q;
-	int rc, ret;
-
-	ret = doc_open(out);
-	if (ret < 0)
-		goto out;
-	q = store_stmt(st, nodes_sql);
-	if (!q) {
-		ret = -EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(q, 1, session);
-	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		ret = doc_item(out, count++);
-		if (!ret)
-			ret = put_nested(out,
-					 (const char *)sqlite3_column_text(q, 0),
-					 (size_t)sqlite3_column_bytes(q, 0), 2);
-	}
-	store_done(q);
-	if (!ret && rc != SQLITE_DONE)
-		ret = store_errno(rc);
-	if (!ret)
-		ret = doc_next_list(out, count);
-	if (ret < 0)
-		goto out;
-	count = 0;
-	q = store_stmt(st, edges_sql);
-	if (!q) {
-		ret = -EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(q, 1, session);
-	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *f[5];
-		size_t n[5];
-
-		if (!edge_row(q, 0, 1, f, n))
-			continue;
-		ret = doc_item(out, count++);
-		if (!ret)
-			ret = put_edge(out, 2, f, n);
-	}
-	store_done(q);
-	if (!ret && rc != SQLITE_DONE)
-		ret = store_errno(rc);
-	if (ret < 0)
-		goto out;
-	q = store_stmt(st, uuid_sql);
-	if (!q) {
-		ret = -EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(q, 1, session);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		ret = doc_close(out, count,
-				(const char *)sqlite3_column_text(q, 0),
-				(size_t)sqlite3_column_bytes(q, 0));
-	else
-		ret = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
-	store_done(q);
-out:
-	if (ret < 0)
-		sbuf_setlen(out, start);
-	return ret;
-}
-
-/* A new graph being checked in memory. */
-struct pgraph {
-	size_t nn, ne;
-	json_t **nodes;		/* canonical node objects */
-	struct edge_in *edges;	/* pointers into the document / sps */
-	struct sbuf *sps;	/* default source parameter names */
-	size_t *src, *dst;	/* edge -> node index */
-};
-
-/* The id of node i of `g` (checked by pgraph_build()). */
-static const char *pgraph_node_id(const struct pgraph *g, size_t i)
-{
-	return json_string_value(json_object_get(g->nodes[i], "id"));
-}
-
-static void pgraph_free(struct pgraph *g)
-{
-	for (size_t i = 0; g->nodes && i < g->nn; i++)
-		json_decref(g->nodes[i]);
-	for (size_t i = 0; g->sps && i < g->ne; i++)
-		sbuf_release(&g->sps[i]);
-	free(g->nodes);
-	free(g->edges);
-	free(g->sps);
-	free(g->src);
-	free(g->dst);
-}
-
-/*
- * Kahn's algorithm over the new graph; when some nodes remain, walk
- * back along edges among them until a node repeats: that is a cycle.
- * It is named from the source of its edge that comes last in the
- * document ("edges[k]: would close a cycle: a -> b -> a").
- */
-static int check_acyclic(const struct pgraph *g, struct ferr *err)
-{
-	size_t n = g->nn, m = g->ne;
-	size_t *indeg = calloc(n + 1, sizeof(size_t));
-	size_t *off = calloc(n + 1, sizeof(size_t));
-	size_t *roff = calloc(n + 1, sizeof(size_t));
-	size_t *adj = malloc((m + 1) * sizeof(size_t));
-	size_t *radj = malloc((m + 1) * sizeof(size_t));
-	size_t *queue = malloc((n + 1) * sizeof(size_t));
-	size_t *step = malloc((n + 1) * sizeof(size_t));
-	size_t *walk_n = malloc((n + 1) * sizeof(size_t));
-	size_t *walk_e = malloc((n + 1) * sizeof(size_t));
-	bool *done = calloc(n + 1, sizeof(bool));
-	struct sbuf msg = SBUF_INIT;
-	size_t head = 0, tail = 0;
-	int ret = 0;
-
-	if (!indeg || !off || !roff || !adj || !radj || !queue || !step ||
-	    !walk_n || !walk_e || !done) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t j = 0; j < m; j++) {
-		off[g->src[j] + 1]++;
-		roff[g->dst[j] + 1]++;
-		indeg[g->dst[j]]++;
-	}
-	for (size_t i = 0; i < n; i++) {
-		off[i + 1] += off[i];
-		roff[i + 1] += roff[i];
-	}
-	{
-		size_t *fill = calloc(n + 1, sizeof(size_t));
-		size_t *rfill = calloc(n + 1, sizeof(size_t));
-
-		if (!fill || !rfill) {
-			free(fill);
-			free(rfill);
-			ret = -ENOMEM;
-			goto out;
-		}
-		for (size_t j = 0; j < m; j++) {
-			adj[off[g->src[j]] + fill[g->src[j]]++] = j;
-			radj[roff[g->dst[j]] + rfill[g->dst[j]]++] = j;
-		}
-		free(fill);
-		free(rfill);
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!indeg[i])
-			queue[tail++] = i;
-	while (head < tail) {
-		size_t v = queue[head++];
-
-		done[v] = true;
-		for (size_t k = off[v]; k < off[v + 1]; k++)
-			if (!--indeg[g->dst[adj[k]]])
-				queue[tail++] = g->dst[adj[k]];
-	}
-	if (tail == n)
-		goto out;
-	{
-		size_t v = 0, len = 0, first, close, cstart, clen;
-
-		while (done[v])
-			v++;
-		for (size_t i = 0; i < n; i++)
-			step[i] = SIZE_MAX;
-		/* every node left has an edge in from another node left */
-		while (step[v] == SIZE_MAX) {
-			size_t e = SIZE_MAX;
-
-			step[v] = len;
-			walk_n[len] = v;
-			for (size_t k = roff[v]; k < roff[v + 1]; k++)
-				if (!done[g->src[radj[k]]]) {
-					e = radj[k];
-					break;
-				}
-			if (e == SIZE_MAX) {	/* cannot happen */
-				ret = -EIO;
-				goto out;
-			}
-			walk_e[len++] = e;
-			v = g->src[e];
-		}
-		/* walk_n[first..len) with edges walk_e[k]: walk_n[k+1] ->
-		 * walk_n[k] (walk_n[len] being walk_n[first]) */
-		first = step[v];
-		close = first;
-		for (size_t k = first; k < len; k++)
-			if (walk_e[k] > walk_e[close])
-				close = k;
-		/* forwards from the closing edge's source: walk_n[close+1],
-		 * walk_n[close], ..., walk_n[first], walk_n[len-1], ... */
-		clen = len - first;
-		cstart = close + 1 - first;	/* position of its source */
-		for (size_t i = 0; i <= clen; i++) {
-			size_t pos = (cstart + clen - i) % clen;
-			size_t node = walk_n[first + pos];
-
-			sbuf_addf(&msg, "%s%s", i ? " -> " : "",
-				  json_string_value(json_object_get(
-					  g->nodes[node], "id")));
-		}
-		ret = ferr_set(err, -EINVAL,
-			       "edges[%zu]: would close a cycle: %s",
-			       walk_e[close], msg.buf);
-	}
-out:
-	free(indeg);
-	free(off);
-	free(roff);
-	free(adj);
-	free(radj);
-	free(queue);
-	free(step);
-	free(walk_n);
-	free(walk_e);
-	free(done);
-	sbuf_release(&msg);
-	return ret;
-}
-
-/* Check the nodes and edges of a parameters document into `g`. */
-static int pgraph_build(const json_t *nodes, const json_t *edges,
-			const struct graph_tools *tools, struct pgraph *g,
-			struct ferr *err)
-{
-	struct smap ids = SMAP_INIT, eids = SMAP_INIT, keys = SMAP_INIT;
-	struct sbuf key = SBUF_INIT;
-	char where[48];
-	const json_t *v;
-	size_t i, other = 0;
-	bool had;
-	int ret = 0;
-
-	g->nn = json_array_size(nodes);
-	g->ne = json_array_size(edges);
-	g->nodes = calloc(g->nn + 1, sizeof(*g->nodes));
-	g->edges = calloc(g->ne + 1, sizeof(*g->edges));
-	g->sps = calloc(g->ne + 1, sizeof(*g->sps));
-	g->src = calloc(g->ne + 1, sizeof(*g->src));
-	g->dst = calloc(g->ne + 1, sizeof(*g->dst));
-	if (!g->nodes || !g->edges || !g->sps || !g->src || !g->dst) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < g->ne; i++)
-		sbuf_init(&g->sps[i]);
-	json_array_foreach(nodes, i, v) {
-		const char *id;
-
-		snprintf(where, sizeof(where), "nodes[%zu]: ", i);
-		ret = node_build(v, NULL, tools, where, &g->nodes[i], err);
-		if (ret < 0)
-			goto out;
-		id = pgraph_node_id(g, i);
-		ret = smap_put(&ids, id, strlen(id), i, &had);
-		if (ret < 0)
-			goto out;
-		if (had) {
-			smap_get(&ids, id, strlen(id), &other);
-			ret = ferr_set(err, -EINVAL,
-				       "nodes[%zu]: id \"%s\" repeats nodes[%zu]",
-				       i, id, other);
-			goto out;
-		}
-	}
-	json_array_foreach(edges, i, v) {
-		struct edge_in *e = &g->edges[i];
-		const json_t *tgt;
-
-		snprintf(where, sizeof(where), "edges[%zu]: ", i);
-		ret = edge_check(v, NULL, where, e, err);
-		if (ret < 0)
-			goto out;
-		ret = smap_put(&eids, e->f[0], strlen(e->f[0]), i, &had);
-		if (ret < 0)
-			goto out;
-		if (had) {
-			smap_get(&eids, e->f[0], strlen(e->f[0]), &other);
-			ret = ferr_set(err, -EINVAL,
-				       "edges[%zu]: id \"%s\" repeats edges[%zu]",
-				       i, e->f[0], other);
-			goto out;
-		}
-		if (!smap_get(&ids, e->f[1], strlen(e->f[1]), &g->src[i])) {
-			ret = ferr_set(err, -EINVAL,
-				       "edges[%zu]: source node \"%s\" does not exist",
-				       i, e->f[1]);
-			goto out;
-		}
-		if (!smap_get(&ids, e->f[3], strlen(e->f[3]), &g->dst[i])) {
-			ret = ferr_set(err, -EINVAL,
-				       "edges[%zu]: target node \"%s\" does not exist",
-				       i, e->f[3]);
-			goto out;
-		}
-		if (!e->f[2]) {
-			ret = sbuf_addf(&g->sps[i], "out_%s",
-					json_string_value(json_object_get(
-						g->nodes[g->src[i]], "label")));
-			if (ret < 0)
-				goto out;
-			e->f[2] = g->sps[i].buf;
-		}
-		tgt = g->nodes[g->dst[i]];
-		if (!takes_input(tgt, e->f[4])) {
-			ret = no_input(tgt, e->f[3], e->f[4], where, err);
-			goto out;
-		}
-		ret = edge_key(&key, e->f + 1);
-		if (!ret)
-			ret = smap_put(&keys, key.buf, key.len, i, &had);
-		if (ret < 0)
-			goto out;
-		if (had) {
-			smap_get(&keys, key.buf, key.len, &other);
-			ret = ferr_set(err, -EINVAL, "edges[%zu]: duplicates %s",
-				       i, g->edges[other].f[0]);
-			goto out;
-		}
-		if (g->src[i] == g->dst[i]) {
-			ret = ferr_set(err, -EINVAL,
-				       "edges[%zu]: would close a cycle: %s -> %s",
-				       i, e->f[1], e->f[3]);
-			goto out;
-		}
-	}
-	ret = check_acyclic(g, err);
-out:
-	smap_free(&ids);
-	smap_free(&eids);
-	smap_free(&keys);
-	sbuf_release(&key);
-	return ret;
-}
-
-static int delete_draft_named(struct store *st, int64_t session,
-			      enum graph_kind kind, const char *id)
-{
-	static const char nodes_sql[] = "DELETE FROM graph_nodes"
-		" WHERE session = ?1 AND id = ?2";
-	static const char edges_sql[] = "DELETE FROM graph_edges"
-		" WHERE session = ?1 AND id = ?2";
-
-	return store_run(st, kind == GRAPH_NODE ? nodes_sql : edges_sql,
-			 STORE_INT(session), STORE_TEXT(id));
-}
-
-/*
- * Whether the graph's rows (drafts aside) have the ids of `g`, in its
- * order: a parameters.json that changes values only, the common rewrite.
- */
-static int same_ids(struct store *st, int64_t session, const struct pgraph *g,
-		    bool *same)
-{
-	static const char nodes_sql[] = "SELECT id FROM graph_nodes"
-		" WHERE session = ?1 AND doc IS NOT NULL ORDER BY seq";
-	static const char edges_sql[] = "SELECT id FROM graph_edges"
-		" WHERE session = ?1 AND source IS NOT NULL ORDER BY seq";
-	int ret = 0;
-
-	*same = true;
-	for (int edges = 0; !ret && *same && edges < 2; edges++) {
-		sqlite3_stmt *q = store_stmt(st, edges ? edges_sql : nodes_sql);
-		size_t n = edges ? g->ne : g->nn, i = 0;
-		int rc;
-
-		if (!q)
-			return -EIO;
-		sqlite3_bind_int64(q, 1, session);
-		while (*same && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-			const char *id = (const char *)sqlite3_column_text(q, 0);
-			const char *want = i >= n ? NULL : edges
-				? g->edges[i].f[0]
-				: pgraph_node_id(g, i);
-
-			*same = want && id && !strcmp(id, want);
-			i++;
-		}
-		if (*same && rc != SQLITE_DONE)
-			ret = store_errno(rc);
-		*same = *same && i == n;
-		store_done(q);
-	}
-	return ret;
-}
-
-/* The rows of same_ids() given g's values, in place: no row is made or
- * deleted (the count triggers stay still), and nodes/ and edges/ keep
- * their inode numbers. */
-static int update_graph(struct store *st, int64_t session,
-			const struct pgraph *g, const struct sbuf *texts,
-			int64_t now)
-{
-	static const char nodes_sql[] = "UPDATE graph_nodes SET doc = ?3,"
-		" mtime_ns = ?4 WHERE session = ?1 AND id = ?2";
-	static const char edges_sql[] = "UPDATE graph_edges SET source = ?3,"
-		" source_param = ?4, target = ?5, target_param = ?6,"
-		" pending_why = NULL, mtime_ns = ?7"
-		" WHERE session = ?1 AND id = ?2";
-	int ret = 0;
-
-	for (size_t i = 0; !ret && i < g->nn; i++)
-		ret = store_run(st, nodes_sql, STORE_INT(session),
-				STORE_TEXT(pgraph_node_id(g, i)),
-				STORE_TEXTN(texts[i].buf, texts[i].len),
-				STORE_INT(now));
-	for (size_t j = 0; !ret && j < g->ne; j++) {
-		const char *const *f = g->edges[j].f;
-
-		ret = store_run(st, edges_sql, STORE_INT(session),
-				STORE_TEXT(f[0]), STORE_TEXT(f[1]),
-				STORE_TEXT(f[2]), STORE_TEXT(f[3]),
-				STORE_TEXT(f[4]), STORE_INT(now));
-	}
-	return ret;
-}
-
-/* The graph's rows (drafts aside) made anew from `g`. */
-static int rewrite_graph(struct store *st, int64_t session,
-			 const struct pgraph *g, const struct sbuf *texts,
-			 int64_t now)
-{
-	static const char edges_sql[] = "DELETE FROM graph_edges"
-		" WHERE session = ?1 AND source IS NOT NULL";
-	static const char nodes_sql[] = "DELETE FROM graph_nodes"
-		" WHERE session = ?1 AND doc IS NOT NULL";
-	int ret;
-
-	/* edges first, so the trigger finds nothing left to delete */
-	ret = store_run(st, edges_sql, STORE_INT(session));
-	if (!ret)
-		ret = store_run(st, nodes_sql, STORE_INT(session));
-	for (size_t i = 0; !ret && i < g->nn; i++) {
-		const char *id = pgraph_node_id(g, i);
-
-		/* a draft of the same name gives way */
-		ret = delete_draft_named(st, session, GRAPH_NODE, id);
-		if (!ret)
-			ret = insert_node(st, session, id, &texts[i], now);
-	}
-	for (size_t j = 0; !ret && j < g->ne; j++) {
-		ret = delete_draft_named(st, session, GRAPH_EDGE,
-					 g->edges[j].f[0]);
-		if (!ret)
-			ret = insert_edge(st, session, g->edges[j].f, NULL, now);
-	}
-	return ret;
-}
-
-/*
- * Replace the session's graph by `g` (a transaction is open): the edges
- * that wait go too, as the document is the whole graph.
- */
-static int replace_graph(struct store *st, int64_t session,
-			 const struct pgraph *g, struct sbuf *texts,
-			 const json_t *uuid, int64_t now)
-{
-	static const char uuid_sql[] = "UPDATE sessions SET template_uuid = ?2"
-		" WHERE id = ?1";
-	bool same;
-	int ret = same_ids(st, session, g, &same);
-
-	if (!ret)
-		ret = same ? update_graph(st, session, g, texts, now)
-			   : rewrite_graph(st, session, g, texts, now);
-	/* a JSON null has no string value: SQL NULL */
-	if (!ret && uuid)
-		ret = store_run(st, uuid_sql, STORE_INT(session),
-				STORE_TEXT(json_string_value(uuid)));
-	if (!ret)
-		ret = touch(st, session, now);
-	return ret;
-}
-
-/* The top level of a parameters document: nodes, edges, meta. */
-static int check_top(const json_t *doc, const json_t **nodes,
-		     const json_t **edges, const json_t **uuid,
-		     struct ferr *err)
-{
-	static const char *const top[] = { "nodes", "edges", "meta", NULL };
-	static const char *const meta_fields[] = { "template_uuid", NULL };
-	const json_t *meta;
-	int ret;
-
-	if (!json_is_object(doc))
-		return ferr_set(err, -EINVAL,
-				"parameters.json must be a JSON object {\"nodes\": [...], \"edges\": [...], \"meta\": {...}}");
-	ret = unknown_fields(doc, top, "", "",
-			     "parameters.json has nodes, edges, meta", err);
-	if (ret < 0)
-		return ret;
-	for (int i = 0; top[i]; i++)
-		if (!json_object_get(doc, top[i]))
-			return ferr_set(err, -EINVAL, "missing \"%s\"", top[i]);
-	*nodes = json_object_get(doc, "nodes");
-	*edges = json_object_get(doc, "edges");
-	meta = json_object_get(doc, "meta");
-	if (!json_is_array(*nodes))
-		return ferr_set(err, -EINVAL, "\"nodes\" must be an array");
-	if (!json_is_array(*edges))
-		return ferr_set(err, -EINVAL, "\"edges\" must be an array");
-	if (!json_is_object(meta))
-		return ferr_set(err, -EINVAL, "\"meta\" must be an object");
-	ret = unknown_fields(meta, meta_fields, "", "meta.",
-			     "meta has template_uuid", err);
-	if (ret < 0)
-		return ret;
-	/* before anything in them is checked: that is the work it bounds */
-	if (json_array_size(*nodes) > GRAPH_MAX_NODES)
-		return ferr_set(err, -EINVAL,
-				"\"nodes\": %zu nodes: a graph holds at most %d",
-				json_array_size(*nodes), GRAPH_MAX_NODES);
-	if (json_array_size(*edges) > GRAPH_MAX_EDGES)
-		return ferr_set(err, -EINVAL,
-				"\"edges\": %zu edges: a graph holds at most %d",
-				json_array_size(*edges), GRAPH_MAX_EDGES);
-	*uuid = json_object_get(meta, "template_uuid");
-	if (*uuid && !json_is_null(*uuid) &&
-	    (!json_is_string(*uuid) ||
-	     strlen(json_string_value(*uuid)) != json_string_length(*uuid)))
-		return ferr_set(err, -EINVAL,
-				"\"meta.template_uuid\" must be a string");
-	return 0;
-}
-
-int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
-			    int64_t session, const char *text, size_t len,
-			    struct ferr *err)
-{
-	static const char waiting_sql[] = "SELECT count(*) FROM graph_edges"
-		" WHERE session = ?1 AND pending_why IS NOT NULL";
-	struct pgraph g = { 0 };
-	struct sbuf *texts = NULL, cur = SBUF_INIT, next = SBUF_INIT;
-	const json_t *nodes, *edges, *uuid = NULL;
-	json_t *doc = NULL;
-	int64_t now = fclock_now_ns(), waiting = 0;
-	size_t nn = 0;
-	int ret;
-
-	ret = fjson_parse(&doc, text, len, err);
-	if (ret < 0)
-		return ret;
-	ret = check_top(doc, &nodes, &edges, &uuid, err);
-	if (ret < 0)
-		goto out;
-	ret = pgraph_build(nodes, edges, tools, &g, err);
-	if (ret < 0)
-		goto out;
-	texts = calloc(g.nn + 1, sizeof(*texts));
-	if (!texts) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	nn = g.nn;
-	for (size_t i = 0; i < nn; i++)
-		sbuf_init(&texts[i]);
-	ret = store_begin(st);
-	if (ret < 0) {
-		ferr_set(err, ret, "the database is busy");
-		goto out;
-	}
-	for (size_t i = 0; !ret && i < nn; i++) {
-		json_t *node = g.nodes[i];
-
-		if (json_is_null(json_object_get(node, "node_uuid")))
-			ret = uuid_for(st, session,
-				       json_string_value(json_object_get(node, "id")),
-				       node);
-		if (!ret)
-			ret = fjson_dump(&texts[i], node);
-	}
-	/* the document before and after, in this transaction: the same
-	 * bytes, with no edge waiting to go, are no change (rolled back:
-	 * mtimes and inodes stay) */
-	if (!ret)
-		ret = graph_render_parameters(st, session, &cur);
-	if (!ret)
-		ret = store_int(st, waiting_sql, &waiting, STORE_INT(session));
-	if (ret < 0)
-		goto rollback;
-	ret = replace_graph(st, session, &g, texts, uuid, now);
-	if (ret < 0) {
-		ferr_set(err, ret, "cannot store parameters.json: %s",
-			 store_errmsg(st));
-		goto rollback;
-	}
-	ret = graph_render_parameters(st, session, &next);
-	if (ret < 0)
-		goto rollback;
-	if (!waiting && cur.len == next.len &&
-	    !memcmp(cur.buf, next.buf, cur.len))
-		goto rollback;
-	ret = store_commit(st);
-	goto out;
-rollback:
-	store_rollback(st);
-out:
-	for (size_t i = 0; texts && i < nn; i++)
-		sbuf_release(&texts[i]);
-	free(texts);
-	pgraph_free(&g);
-	sbuf_release(&cur);
-	sbuf_release(&next);
-	json_decref(doc);
 	return ret;
 }
 
@@ -2705,161 +1412,6 @@ int graph_problems(struct store *st, int64_t session, struct sbuf *out)
 	store_done(q);
 	if (!ret && rc != SQLITE_DONE)
 		ret = store_errno(rc);
-	return ret;
-}
-
-/* ---- infer-edges ---------------------------------------------------------- */
-
-int graph_infer_edges(struct store *st, int64_t session, size_t *added,
-		      struct sbuf *report)
-{
-	static const char nodes_sql[] = "SELECT id, doc FROM graph_nodes"
-		" WHERE session = ?1 AND doc IS NOT NULL ORDER BY seq";
-	static const char ids_sql[] = "SELECT id FROM graph_edges"
-		" WHERE session = ?1";
-	struct smap taken = SMAP_INIT;
-	struct sbuf sp = SBUF_INIT, dup = SBUF_INIT, path = SBUF_INIT;
-	struct sbuf eid = SBUF_INIT;
-	char **ids = NULL;
-	json_t **docs = NULL;
-	size_t n = 0, alloc = 0, next_n = 1, edges = 0;
-	int64_t now = fclock_now_ns();
-	sqlite3_stmt *q;
-	int rc, ret;
-
-	*added = 0;
-	ret = store_begin(st);
-	if (ret < 0)
-		return ret;
-	q = store_stmt(st, nodes_sql);
-	if (!q) {
-		ret = -EIO;
-		goto rollback;
-	}
-	sqlite3_bind_int64(q, 1, session);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (n == alloc) {
-			size_t na = alloc ? alloc * 2 : 64;
-			char **ni = realloc(ids, na * sizeof(*ni));
-			json_t **nd;
-
-			if (ni)
-				ids = ni;
-			nd = ni ? realloc(docs, na * sizeof(*nd)) : NULL;
-			if (!nd) {
-				ret = -ENOMEM;
-				break;
-			}
-			docs = nd;
-			alloc = na;
-		}
-		docs[n] = NULL;
-		ids[n] = strdup((const char *)sqlite3_column_text(q, 0));
-		if (!ids[n]) {
-			ret = -ENOMEM;
-			break;
-		}
-		n++;
-		ret = store_column_json(q, 1, &docs[n - 1]);
-		if (ret < 0)
-			break;
-	}
-	store_done(q);
-	if (!ret && rc != SQLITE_DONE)
-		ret = store_errno(rc);
-	if (ret < 0)
-		goto rollback;
-	q = store_stmt(st, ids_sql);
-	if (!q) {
-		ret = -EIO;
-		goto rollback;
-	}
-	sqlite3_bind_int64(q, 1, session);
-	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		ret = smap_put(&taken, (const char *)sqlite3_column_text(q, 0),
-			       (size_t)sqlite3_column_bytes(q, 0), 0, NULL);
-		edges++;
-	}
-	store_done(q);
-	if (!ret && rc != SQLITE_DONE)
-		ret = store_errno(rc);
-	if (ret < 0)
-		goto rollback;
-	for (size_t i = 0; i + 1 < n; i++) {
-		const char *f[5];
-		struct ferr cyc = FERR_INIT;
-
-		sbuf_reset(&sp);
-		ret = sbuf_addf(&sp, "out_%s", json_string_value(
-					json_object_get(docs[i], "label")));
-		if (ret < 0)
-			goto rollback;
-		f[0] = NULL;
-		f[1] = ids[i];
-		f[2] = sp.buf;
-		f[3] = ids[i + 1];
-		f[4] = rule_input(docs[i + 1]);
-		ret = find_duplicate(st, session, f, &dup);
-		if (ret < 0)
-			goto rollback;
-		if (dup.len)
-			continue;
-		ret = check_cycle(st, session, f[1], f[3], NULL, "", &cyc,
-				  &path);
-		if (ret == -EINVAL) {
-			ret = sbuf_addf(report, "%s -> %s skipped: %s\n", f[1],
-					f[3], cyc.message);
-			if (ret < 0)
-				goto rollback;
-			continue;
-		}
-		if (ret < 0)
-			goto rollback;
-		if (edges + *added >= GRAPH_MAX_EDGES) {
-			ret = sbuf_addf(report, "stopped before %s -> %s: a graph holds at most %d edges\n",
-					f[1], f[3], GRAPH_MAX_EDGES);
-			if (ret < 0)
-				goto rollback;
-			break;
-		}
-		for (;;) {
-			sbuf_reset(&eid);
-			ret = sbuf_addf(&eid, "edge-$id%zu", next_n);
-			if (ret < 0 || !smap_get(&taken, eid.buf, eid.len, NULL))
-				break;
-			next_n++;
-		}
-		if (!ret)
-			ret = smap_put(&taken, eid.buf, eid.len, 0, NULL);
-		if (ret < 0)
-			goto rollback;
-		f[0] = eid.buf;
-		ret = insert_edge(st, session, f, NULL, now);
-		if (ret < 0)
-			goto rollback;
-		(*added)++;
-	}
-	if (*added)
-		ret = touch(st, session, now);
-	if (ret < 0)
-		goto rollback;
-	ret = store_commit(st);
-	goto out;
-rollback:
-	store_rollback(st);
-	*added = 0;
-out:
-	for (size_t i = 0; i < n; i++) {
-		free(ids[i]);
-		json_decref(docs[i]);
-	}
-	free(ids);
-	free(docs);
-	smap_free(&taken);
-	sbuf_release(&sp);
-	sbuf_release(&dup);
-	sbuf_release(&path);
-	sbuf_release(&eid);
 	return ret;
 }
 
