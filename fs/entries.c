@@ -443,34 +443,8 @@ static int command_submit(struct flowfs *fs, const struct session_info *s,
 {
 	struct ferr tools_err = FERR_INIT;
 	const struct graph_tools *tools = fs_tools(fs, &tools_err);
-	struct sbuf text = SBUF_INIT, waiting = SBUF_INIT;
-	json_t *graph = NULL;
-	int ret;
 
-	if (tools_err.message[0])
-		return ferr_set(err, -EINVAL, "the tool map cannot be used: %s",
-				tools_err.message);
-	/* an edge waiting for its nodes is not in the graph that would run */
-	ret = graph_problems(fs->st, s->id, &waiting);
-	if (!ret && waiting.len) {
-		char *nl = strchr(waiting.buf, '\n');
-
-		if (nl)
-			*nl = '\0';
-		ret = ferr_set(err, -EINVAL, "the graph is not whole: %s",
-			       waiting.buf);
-	}
-	if (!ret)
-		ret = graph_render_parameters(fs->st, s->id, &text);
-	if (!ret)
-		ret = fjson_parse(&graph, text.buf, text.len, NULL);
-	if (!ret)
-		ret = jobs_submit(fs->jobs, s, graph, graph_tools_map(tools),
-				  err);
-	json_decref(graph);
-	sbuf_release(&text);
-	sbuf_release(&waiting);
-	return ret;
+	return jobs_submit(fs->jobs, s, tools, tools_err.message, err);
 }
 
 size_t fs_cancel_runs(struct flowfs *fs, int64_t session)
@@ -553,55 +527,6 @@ void fs_alone_init(struct flowfs *fs, struct store *st,
 
 /* ---- the job graph for Argo and Slurm (gexport.h) --------------------------- */
 
-/* An export's reason for not being made, on one line. */
-static void one_line_reason(struct ferr *err, int ret)
-{
-	if (!err->message[0])
-		snprintf(err->message, sizeof(err->message), "%s",
-			 strerror(-ret));
-	for (char *p = err->message; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
-}
-
-/*
- * The plan an export shows: the graph under the tool map, as a submit
- * would run it.  -ENOENT (no such file) for a session without nodes;
- * -EINVAL or -E2BIG with err when the graph cannot run.
- */
-static int export_plan(const struct fs_alone *a, const char *run_dir,
-		       struct jobspec_plan *plan, struct jobspec_options *jo,
-		       int64_t *mtime_ns, struct ferr *err)
-{
-	const struct session_info *s = a->s;
-	struct sbuf text = SBUF_INIT;
-	json_t *graph = NULL;
-	int64_t nodes = 0;
-	int ret;
-
-	*mtime_ns = later(later(s->graph_mtime_ns, s->created_ns),
-			  a->tools_mtime_ns);
-	ret = store_int(a->st, "SELECT nodes FROM graph_counts WHERE"
-			" session = ?1", &nodes, STORE_INT(s->id));
-	if (ret == -ENOENT || (!ret && !nodes))
-		return -ENOENT;
-	if (!ret && a->tools_err.message[0])
-		return ferr_set(err, -EINVAL, "the tool map cannot be used: %s",
-				a->tools_err.message);
-	if (!ret)
-		ret = graph_render_parameters(a->st, s->id, &text);
-	if (!ret)
-		ret = fjson_parse(&graph, text.buf, text.len, NULL);
-	*jo = (struct jobspec_options){ .session = s->name, .run_dir = run_dir,
-					.tools_path = a->tools_path };
-	if (!ret)
-		ret = jobspec_plan(graph, graph_tools_map(a->tools), jo, plan,
-				   err);
-	json_decref(graph);
-	sbuf_release(&text);
-	return ret;
-}
-
 /* An export is the graph's and the tool map's, and costly for a big
  * graph (a second for 10,000 nodes): kept by these, rendered outside
  * `lock`. */
@@ -614,61 +539,32 @@ static int version_export(struct flowfs *fs, const struct session_info *s,
 	return 0;
 }
 
-/* Argo's pods share one volume, mounted at /work; a graph that cannot
- * be exported is a YAML comment saying why (a document of nothing). */
+static int render_export(const struct fs_alone *a, enum gexport_kind kind,
+			 struct sbuf *out, int64_t *mtime_ns)
+{
+	const struct session_info *s = a->s;
+	struct gexport_source src = {
+		.graph = { .session = s->id, .tools = a->tools,
+			   .tools_error = a->tools_err.message },
+		.session_name = s->name, .work_dir = a->work_dir,
+		.tools_path = a->tools_path,
+	};
+
+	*mtime_ns = later(later(s->graph_mtime_ns, s->created_ns),
+			  a->tools_mtime_ns);
+	return gexport_file(a->st, kind, &src, out);
+}
+
 static int render_argo_alone(const struct fs_alone *a, struct sbuf *out,
 			     int64_t *mtime_ns)
 {
-	struct jobspec_plan plan;
-	struct jobspec_options jo;
-	struct ferr err = FERR_INIT;
-	int ret = export_plan(a, "/work", &plan, &jo, mtime_ns, &err);
-
-	if (!ret) {
-		ret = gexport_argo(&plan, &jo, out, &err);
-		jobspec_plan_release(&plan);
-	}
-	if (ret == -EINVAL || ret == -E2BIG) {
-		one_line_reason(&err, ret);
-		ret = sbuf_addf(out, "# flowfs cannot export this job graph for "
-				"Argo Workflows: %s\n", err.message);
-	}
-	return ret;
+	return render_export(a, GEXPORT_ARGO, out, mtime_ns);
 }
 
-/* The jobs go in <work dir>/<session>-<id>/export/; a graph that cannot
- * run is a script that says why and fails. */
 static int render_slurm_alone(const struct fs_alone *a, struct sbuf *out,
 			      int64_t *mtime_ns)
 {
-	struct jobspec_plan plan;
-	struct jobspec_options jo;
-	struct ferr err = FERR_INIT;
-	char *run_dir = NULL;
-	int ret = jobs_session_dir(a->work_dir, a->s, "export", &run_dir);
-
-	if (!ret)
-		ret = export_plan(a, run_dir, &plan, &jo, mtime_ns, &err);
-	if (!ret) {
-		ret = gexport_slurm(&plan, &jo, out, &err);
-		jobspec_plan_release(&plan);
-	}
-	if (ret == -EINVAL || ret == -E2BIG) {
-		struct sbuf why = SBUF_INIT;
-
-		one_line_reason(&err, ret);
-		ret = sbuf_addf(&why, "submit.slurm.sh: flowfs cannot submit "
-				"this job graph: %s", err.message);
-		if (!ret)
-			ret = sbuf_addf(out, "#!/bin/bash\necho ");
-		if (!ret)
-			ret = jobspec_shell_quote(out, why.buf);
-		if (!ret)
-			ret = sbuf_addstr(out, " >&2\nexit 1\n");
-		sbuf_release(&why);
-	}
-	free(run_dir);
-	return ret;
+	return render_export(a, GEXPORT_SLURM, out, mtime_ns);
 }
 
 static int render_argo(struct flowfs *fs, const struct session_info *s,

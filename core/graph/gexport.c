@@ -803,3 +803,69 @@ int gexport_slurm(const struct jobspec_plan *plan,
 	free(stamp);
 	return ret;
 }
+
+/* ---- the files (gexport_file) ----------------------------------------- */
+
+/* An export's reason for not being made, on one line. */
+static void one_line_reason(struct ferr *err, int ret)
+{
+	if (!err->message[0])
+		snprintf(err->message, sizeof(err->message), "%s",
+			 strerror(-ret));
+	for (char *p = err->message; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+}
+
+/* The script a Slurm export is when the graph cannot run: it says why
+ * and fails. */
+static int failing_script(struct sbuf *out, const char *reason)
+{
+	struct sbuf why = SBUF_INIT;
+	int ret = sbuf_addf(&why, "submit.slurm.sh: flowfs cannot submit this"
+			    " job graph: %s", reason);
+
+	if (!ret)
+		ret = sbuf_addstr(out, "#!/bin/bash\necho ");
+	if (!ret)
+		ret = jobspec_shell_quote(out, why.buf);
+	if (!ret)
+		ret = sbuf_addstr(out, " >&2\nexit 1\n");
+	sbuf_release(&why);
+	return ret;
+}
+
+int gexport_file(struct store *st, enum gexport_kind kind,
+		 const struct gexport_source *src, struct sbuf *out)
+{
+	struct plan_source graph = src->graph;
+	struct jobspec_options jo = { .session = src->session_name,
+				      .tools_path = src->tools_path };
+	struct jobspec_plan plan = { 0 };
+	struct ferr err = FERR_INIT;
+	char *run_dir = NULL;
+	int ret = 0;
+
+	graph.whole = false;
+	if (kind == GEXPORT_SLURM)
+		ret = graph_session_dir(src->work_dir, src->session_name,
+					graph.session, "export", &run_dir);
+	jo.run_dir = kind == GEXPORT_SLURM ? run_dir : "/work";
+	if (!ret)
+		ret = graph_plan(st, &graph, &jo, &plan, &err);
+	if (!ret) {
+		ret = kind == GEXPORT_ARGO ? gexport_argo(&plan, &jo, out, &err)
+					   : gexport_slurm(&plan, &jo, out, &err);
+		jobspec_plan_release(&plan);
+	}
+	if (ret == -EINVAL || ret == -E2BIG) {
+		one_line_reason(&err, ret);
+		ret = kind == GEXPORT_ARGO
+			      ? sbuf_addf(out, "# flowfs cannot export this job"
+					  " graph for Argo Workflows: %s\n",
+					  err.message)
+			      : failing_script(out, err.message);
+	}
+	free(run_dir);
+	return ret;
+}

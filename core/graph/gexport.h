@@ -66,12 +66,35 @@
 
 #include "lib/ferr.h"
 #include "graph/jobspec.h"
+#include "graph/plan.h"
 #include "lib/sbuf.h"
+#include "store/store.h"
 
 /* with "-" and a count of up to 5 digits, within a DNS label's 63 */
 #define GEXPORT_NAME_MAX 56
 #define GEXPORT_ARGO_IMAGE "debian:12-slim"
 #define GEXPORT_ARGO_STORAGE "10Gi"
+
+/*
+ * The file an export is of a session's graph, from the database (plan.h)
+ * to the last byte: for a graph that cannot run, a file that says why (a
+ * YAML comment for Argo: a document of nothing; a script that prints the
+ * reason and exits 1), so that the file is there and a person reading it
+ * learns why.  Argo's jobs share /work; the Slurm script's go in
+ * "<work_dir>/<name>-<id>/export/" (graph_session_dir()).  -ENOENT when
+ * the graph has no nodes (no file), else 0 or -ENOMEM.
+ */
+enum gexport_kind { GEXPORT_ARGO, GEXPORT_SLURM };
+
+struct gexport_source {
+	struct plan_source graph;	/* `whole` is not asked */
+	const char *session_name;
+	const char *work_dir;
+	const char *tools_path;		/* named in messages */
+};
+
+int gexport_file(struct store *st, enum gexport_kind kind,
+		 const struct gexport_source *src, struct sbuf *out);
 
 int gexport_argo(const struct jobspec_plan *plan,
 		 const struct jobspec_options *opt, struct sbuf *out,

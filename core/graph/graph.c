@@ -1445,3 +1445,13 @@ int graph_output_name(const char *session_id, int64_t mtime_ns,
 	return sbuf_addf(out, "parameters_%.*s_%s.json", (int)end, session_id,
 			 stamp);
 }
+
+int graph_node_count(struct store *st, int64_t session, int64_t *nodes)
+{
+	int ret;
+
+	*nodes = 0;
+	ret = store_int(st, "SELECT nodes FROM graph_counts WHERE"
+			" session = ?1", nodes, STORE_INT(session));
+	return ret == -ENOENT ? 0 : ret;
+}

@@ -222,6 +222,11 @@ int graph_problems(struct store *st, int64_t session, struct sbuf *out);
 /* parameters.json */
 int graph_render_parameters(struct store *st, int64_t session,
 			    struct sbuf *out);
+/* The same document as JSON values, not text (for a plan: plan.h): *doc
+ * a new reference.  -ENOENT: no such session. */
+int graph_document(struct store *st, int64_t session, json_t **doc);
+/* How many nodes the session's graph has (drafts not counted). */
+int graph_node_count(struct store *st, int64_t session, int64_t *nodes);
 int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
 			    int64_t session, const char *text, size_t len,
 			    struct ferr *err);

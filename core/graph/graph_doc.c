@@ -203,16 +203,19 @@ int graph_template_uuid(struct store *st, int64_t session, struct sbuf *out)
 	return ret;
 }
 
+/* What parameters.json holds: the nodes and the edges that joined the
+ * graph, in creation order, and the session's template uuid. */
+static const char nodes_sql[] = "SELECT doc FROM graph_nodes"
+	" WHERE session = ?1 AND doc IS NOT NULL ORDER BY seq";
+static const char edges_sql[] = "SELECT id, source, source_param,"
+	" target, target_param FROM graph_edges WHERE session = ?1"
+	" AND source IS NOT NULL AND pending_why IS NULL ORDER BY seq";
+static const char uuid_sql[] = "SELECT template_uuid FROM sessions"
+	" WHERE id = ?1";
+
 int graph_render_parameters(struct store *st, int64_t session,
 			    struct sbuf *out)
 {
-	static const char nodes_sql[] = "SELECT doc FROM graph_nodes"
-		" WHERE session = ?1 AND doc IS NOT NULL ORDER BY seq";
-	static const char edges_sql[] = "SELECT id, source, source_param,"
-		" target, target_param FROM graph_edges WHERE session = ?1"
-		" AND source IS NOT NULL AND pending_why IS NULL ORDER BY seq";
-	static const char uuid_sql[] = "SELECT template_uuid FROM sessions"
-		" WHERE id = ?1";
 	size_t start = out->len, count = 0;
 	sqlite3_stmt *q;
 	int rc, ret;
@@ -279,6 +282,85 @@ int graph_render_parameters(struct store *st, int64_t session,
 out:
 	if (ret < 0)
 		sbuf_setlen(out, start);
+	return ret;
+}
+
+/* Append the objects of `sql`'s rows to `list`: each row's document
+ * (nodes) or its edge fields (edges). */
+static int document_rows(struct store *st, const char *sql, int64_t session,
+			 bool edges, json_t *list)
+{
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc = SQLITE_DONE, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		json_t *item = NULL;
+		const char *f[5];
+		size_t n[5];
+
+		if (!edges) {
+			/* checked when stored: a document that no longer
+			 * parses is a damaged database */
+			if (fjson_parse(&item, (const char *)sqlite3_column_text(
+						q, 0), (size_t)sqlite3_column_bytes(
+						q, 0), NULL) < 0)
+				ret = -EIO;
+		} else if (graph_edge_row(q, 0, 1, f, n)) {
+			item = json_object();
+			for (int i = 0; item && i < 5; i++)
+				if (f[i] && json_object_set_new(item,
+						graph_edge_fields[i],
+						json_stringn(f[i], n[i])) < 0)
+					ret = -EIO;	/* not UTF-8 */
+			if (!item)
+				ret = -ENOMEM;
+		} else {
+			continue;
+		}
+		if (!ret && json_array_append_new(list, item) < 0)
+			ret = -ENOMEM;
+		else if (ret < 0)
+			json_decref(item);
+	}
+	store_done(q);
+	return !ret && rc != SQLITE_DONE ? store_errno(rc) : ret;
+}
+
+int graph_document(struct store *st, int64_t session, json_t **out)
+{
+	json_t *nodes = json_array(), *edges = json_array(), *doc = NULL;
+	sqlite3_stmt *q;
+	int rc, ret = nodes && edges ? 0 : -ENOMEM;
+
+	*out = NULL;
+	if (!ret)
+		ret = document_rows(st, nodes_sql, session, false, nodes);
+	if (!ret)
+		ret = document_rows(st, edges_sql, session, true, edges);
+	if (ret < 0)
+		goto out;
+	q = store_stmt(st, uuid_sql);
+	if (!q) {
+		ret = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(q, 1, session);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		doc = json_pack("{sOsOs{ss%}}", "nodes", nodes, "edges", edges,
+				"meta", "template_uuid",
+				(const char *)sqlite3_column_text(q, 0),
+				(size_t)sqlite3_column_bytes(q, 0));
+	ret = rc == SQLITE_ROW ? (doc ? 0 : -ENOMEM)
+	      : rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	store_done(q);
+	*out = doc;
+out:
+	json_decref(nodes);
+	json_decref(edges);
 	return ret;
 }
 

@@ -26,6 +26,7 @@
 #include "lib/spawn.h"
 #include "run/jobs.h"
 #include "graph/jobspec.h"
+#include "graph/plan.h"
 #include "store/tree.h"
 
 extern char **environ;
@@ -1501,24 +1502,17 @@ static int clear_jobs_folder(struct jobs *j, const struct session_info *s)
 	return ret;
 }
 
-int jobs_session_dir(const char *work_dir, const struct session_info *s,
-		     const char *leaf, char **out)
-{
-	char name[128];
-
-	jobspec_safe_name(s->name, name, sizeof(name));
-	return asprintf(out, "%s/%s-%" PRId64 "/%s", work_dir, name, s->id,
-			leaf) < 0 ? -ENOMEM : 0;
-}
-
 int jobs_submit(struct jobs *j, const struct session_info *s,
-		const json_t *graph, const json_t *tools, struct ferr *err)
+		const struct graph_tools *tools, const char *tools_error,
+		struct ferr *err)
 {
 	struct jobspec_plan plan = { 0 };
 	struct jobspec_options jo = {
 		.session = s->name, .container = j->opt.container,
 		.tools_path = j->opt.tools_path,
 	};
+	struct plan_source src = { .session = s->id, .tools = tools,
+				   .tools_error = tools_error, .whole = true };
 	char leaf[32], *run_dir = NULL;
 	int64_t number = 0;
 	int ret, files;
@@ -1529,10 +1523,12 @@ int jobs_submit(struct jobs *j, const struct session_info *s,
 	store_int(j->host->st, "SELECT number FROM graph_runs WHERE"
 		  " session = ?1", &number, STORE_INT(s->id));
 	snprintf(leaf, sizeof(leaf), "run-%" PRId64, number + 1);
-	if (jobs_session_dir(j->work_dir, s, leaf, &run_dir) < 0)
+	if (graph_session_dir(j->work_dir, s->name, s->id, leaf, &run_dir) < 0)
 		return -ENOMEM;
 	jo.run_dir = run_dir;
-	ret = jobspec_plan(graph, tools, &jo, &plan, err);
+	ret = graph_plan(j->host->st, &src, &jo, &plan, err);
+	if (ret == -ENOENT)
+		ret = ferr_set(err, -EINVAL, "the graph has no nodes");
 	if (ret < 0)
 		goto out;
 	/* the files are what a user sees of the rows: the rows first, in

@@ -61,6 +61,7 @@
 #include <jansson.h>
 
 #include "lib/ferr.h"
+#include "graph/tools.h"
 #include "run/host.h"
 #include "lib/sbuf.h"
 #include "session/session.h"
@@ -89,15 +90,14 @@ int jobs_start(struct jobs **out, struct run_host *host,
 /* Stop the monitor; the jobs go on (the next mount takes them up). */
 void jobs_stop(struct jobs *jobs);
 
-/* Lock held.  -EBUSY (err) while the session's run goes on; -EINVAL or
- * -E2BIG with jobspec's reason. */
+/* Lock held.  The session's graph checked whole and planned
+ * (graph/plan.h) under the tool map `tools` (`tools_error`: why it
+ * cannot be used, NULL or "" when it can), then run.  -EBUSY (err) while
+ * the session's run goes on; -EINVAL or -E2BIG with the plan's reason
+ * ("the graph has no nodes" too). */
 int jobs_submit(struct jobs *jobs, const struct session_info *s,
-		const json_t *graph, const json_t *tools, struct ferr *err);
-/* A folder of the session's in the work folder, *out (malloc'd):
- * "<work_dir>/<name>-<id>/<leaf>", the name's bytes outside
- * [A-Za-z0-9._-] (and a leading ".") made "_"; a run's is "run-<n>". */
-int jobs_session_dir(const char *work_dir, const struct session_info *s,
-		     const char *leaf, char **out);
+		const struct graph_tools *tools, const char *tools_error,
+		struct ferr *err);
 
 /* Lock held.  1 when something was stopped, 0 when nothing went on. */
 int jobs_cancel(struct jobs *jobs, int64_t session);

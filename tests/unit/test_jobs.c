@@ -34,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "graph/graph.h"
+#include "graph/tools.h"
 #include "run/jobs.h"
 #include "run/run.h"
 #include "lib/sbuf.h"
@@ -147,19 +149,52 @@ static int teardown(void **state)
 }
 
 
+/*
+ * jobs_submit() of session `s` (the caller holds the lock) after storing
+ * `graph` as its parameters.json and `tools` as the tool map (documents
+ * written with ' for ").
+ */
+static int submit_locked(struct fixture *fx, const struct session_info *s,
+			 const char *graph, const char *tools,
+			 struct ferr *err)
+{
+	json_t *g = unit_json(graph), *t = unit_json(tools);
+	struct graph_tools *map = NULL;
+	char path[128], *gtext, *ttext;
+	int ret;
+
+	if (!json_object_get(g, "meta"))
+		json_object_set_new(g, "meta", json_object());
+	gtext = json_dumps(g, 0);
+	ttext = json_dumps(t, 0);
+	snprintf(path, sizeof(path), "%s/tools.json", fx->dir);
+	unit_put(fx->dir, "tools.json", ttext);
+	ret = graph_tools_load(path, &map, err);
+	/* a stored graph is a whole seed-000 document (the lock is held:
+	 * a failed assertion here would leave it held) */
+	if (!ret)
+		ret = graph_commit_parameters(fx->st, map, s->id, gtext,
+					      strlen(gtext), err);
+	if (!ret)
+		ret = jobs_submit(fx->jobs, s, map, NULL, err);
+	graph_tools_free(map);
+	free(gtext);
+	free(ttext);
+	json_decref(g);
+	json_decref(t);
+	return ret;
+}
+
 /* jobs_submit of two documents (lock taken), err's message kept. */
 static int submit(struct fixture *fx, const char *graph, const char *tools,
 		  char *msg, size_t size)
 {
 	struct ferr err = FERR_INIT;
-	json_t *g = unit_json(graph), *t = unit_json(tools);
 	int ret;
 
 	host_lock(fx);
-	ret = jobs_submit(fx->jobs, &fx->s, g, t, &err);
+	ret = submit_locked(fx, &fx->s, graph, tools, &err);
 	host_unlock(fx);
-	json_decref(g);
-	json_decref(t);
 	if (msg)
 		snprintf(msg, size, "%s", err.message);
 	return ret;
@@ -549,11 +584,8 @@ static void test_graph_runs(void **state)
 	diamond_tools(fx, tools, sizeof(tools));
 	host_lock(fx);
 	{
-		json_t *g = unit_json(diamond_graph), *t = unit_json(tools);
-
-		assert_int_equal(jobs_submit(fx->jobs, &fx->s, g, t, &err), 0);
-		json_decref(g);
-		json_decref(t);
+		assert_int_equal(submit_locked(fx, &fx->s, diamond_graph, tools,
+					       &err), 0);
 		/* before the monitor can take a job: all queued, shown */
 		for (size_t i = 0; i < 4; i++) {
 			assert_int_equal(node_file_locked(fx, nodes[i],
@@ -1127,22 +1159,21 @@ static void test_time_limit(void **state)
 {
 	struct fixture *fx = *state;
 	struct ferr err = FERR_INIT;
-	json_t *g = unit_json("{'nodes': [{'id': 'n', 'label': 'nap'}], 'edges': []}");
-	json_t *t = unit_json("{'nap': {'command': ['sleep', '60'],"
-		      " 'resources': {'time_minutes': 1}}}");
 	char *text;
 	pid_t pid;
 
 	host_lock(fx);
-	assert_int_equal(jobs_submit(fx->jobs, &fx->s, g, t, &err), 0);
+	assert_int_equal(submit_locked(fx, &fx->s, "{'nodes': [{'id': 'n',"
+				       " 'label': 'nap'}], 'edges': []}",
+				       "{'nap': {'command': ['sleep', '60'],"
+				       " 'resources': {'time_minutes': 1}}}",
+				       &err), 0);
 	assert_int_equal(unit_sql_int(store_db(fx->st), "SELECT time_limit_s"
 				      " FROM graph_jobs"), 60);
 	assert_int_equal(store_run(fx->st, "UPDATE graph_jobs SET"
 				   " time_limit_s = 1 WHERE session = ?1",
 				   STORE_INT(fx->s.id)), 0);
 	host_unlock(fx);
-	json_decref(g);
-	json_decref(t);
 	/* it may be over before a look sees it running */
 	pid = wait_pid(fx, "n");
 	wait_state(fx, "n", "failed");
@@ -1173,7 +1204,7 @@ static void test_slots(void **state)
 	struct session_info s2;
 	char tools[1024], path[256], line[64], want[64];
 	int starts = 0;
-	json_t *g, *t, *r;
+	json_t *r;
 	FILE *f;
 
 	jobs_stop(fx->jobs);
@@ -1189,13 +1220,11 @@ static void test_slots(void **state)
 		 " '{{ node.id }}', '%s/LOG']}}", fx->dir);
 	submit_ok(fx, "{'nodes': [{'id': 'a', 'label': 't'},"
 		  " {'id': 'b', 'label': 't'}], 'edges': []}", tools);
-	g = unit_json("{'nodes': [{'id': 'c', 'label': 't'}], 'edges': []}");
-	t = unit_json(tools);
 	host_lock(fx);
-	assert_int_equal(jobs_submit(fx->jobs, &s2, g, t, &err), 0);
+	assert_int_equal(submit_locked(fx, &s2, "{'nodes': [{'id': 'c',"
+				       " 'label': 't'}], 'edges': []}", tools,
+				       &err), 0);
 	host_unlock(fx);
-	json_decref(g);
-	json_decref(t);
 	r = wait_end(fx);
 	assert_int_equal(report_int(r, "done"), 2);
 	json_decref(r);
