@@ -43,13 +43,12 @@ static int render_outside(struct flowfs *fs, const struct entry *e,
 	fs_alone_init(fs, reader, s, &a);
 	fs->toolfile.pins++;
 	fs_unlock(fs);
-	ret = store_exec(reader, "BEGIN");
+	ret = store_begin_read(reader);
 	if (!ret) {
 		ret = session_get(reader, s->id, s);
 		if (!ret)
 			ret = e->render_alone(&a, out, mtime_ns);
-		store_exec(reader, ret < 0 && ret != -ENOENT ? "ROLLBACK"
-							      : "COMMIT");
+		store_end_read(reader);
 	}
 	fs_reader_put(fs, reader);
 	fs_lock_read(fs);

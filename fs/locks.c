@@ -227,7 +227,7 @@ struct store *fs_reader_get(struct flowfs *fs)
 	/* a reader reads chunks once: a small page cache is enough */
 	if (!st && free_slot >= 0 &&
 	    store_open_beside(fs->st, &fs->readers[free_slot], &err) == 0 &&
-	    store_exec(fs->readers[free_slot], "PRAGMA cache_size=-512") == 0) {
+	    store_cache_limit(fs->readers[free_slot], 512) == 0) {
 		st = fs->readers[free_slot];
 		fs->reader_busy[free_slot] = true;
 		fs_check_locks(fs, st);
@@ -273,7 +273,7 @@ static int check_commit(void *arg)
 void fs_check_locks(struct flowfs *fs, struct store *st)
 {
 #ifdef FLOWFS_CHECK_LOCKS
-	sqlite3_commit_hook(store_db(st), fs ? check_commit : NULL, fs);
+	store_on_commit(st, fs ? check_commit : NULL, fs);
 #else
 	(void)fs;
 	(void)st;

@@ -614,6 +614,31 @@ int store_begin(struct store *st)
 	return store_exec(st, "BEGIN IMMEDIATE");
 }
 
+int store_begin_read(struct store *st)
+{
+	return store_exec(st, "BEGIN");
+}
+
+void store_end_read(struct store *st)
+{
+	/* a read transaction has nothing to keep: COMMIT and ROLLBACK end
+	 * it alike, and ROLLBACK cannot fail on a busy database */
+	store_rollback(st);
+}
+
+int store_cache_limit(struct store *st, int kib)
+{
+	char sql[64];
+
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size=-%d", kib);
+	return store_exec(st, sql);
+}
+
+void store_on_commit(struct store *st, int (*hook)(void *arg), void *arg)
+{
+	sqlite3_commit_hook(st->db, hook, arg);
+}
+
 /* Back to synchronous=NORMAL after a durable transaction ends. */
 static void end_durable(struct store *st)
 {

@@ -218,6 +218,27 @@ int store_commit(struct store *st);
 void store_rollback(struct store *st);
 
 /*
+ * A read transaction: what is read between store_begin_read() and
+ * store_end_read() is of one moment (the last commit when it began),
+ * whatever other connections commit meanwhile.  End it on every path.
+ */
+int store_begin_read(struct store *st);
+void store_end_read(struct store *st);
+
+/*
+ * The pages this connection keeps in memory: at most `kib` KiB (a
+ * connection that reads each page once needs few).  0, or -errno.
+ */
+int store_cache_limit(struct store *st, int kib);
+
+/*
+ * Call `hook(arg)` at every commit this connection makes (before it is
+ * made; a non-zero return turns it into a rollback); NULL removes it.
+ * For checks of who commits (fs/locks.c).
+ */
+void store_on_commit(struct store *st, int (*hook)(void *arg), void *arg);
+
+/*
  * Make every transaction committed so far survive power loss (the WAL is
  * synced); for fsync() of something with no pending changes.
  */
