@@ -1108,32 +1108,37 @@ static struct fuse_session *new_session(struct fuse_args *args,
 	return se;
 }
 
-int main(int argc, char *argv[])
-{
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct fuse_cmdline_opts cmd = { 0 };
-	struct options opts = { .engine_retries = -1 };
-	char *engine_key = NULL, *env_key;
-	/* the refresher's lock is taken on every way out (out_unmount) */
-	struct flowfs fs = { .refresher_fd = -1,
-			     .refresher_lock = PTHREAD_MUTEX_INITIALIZER,
-			     .scratch = { .fd = -1 } };
-	struct fuse_session *se = NULL;
-	struct fuse_loop_config *loop = NULL;
-	struct ferr err = FERR_INIT, exposed = FERR_INIT, cgroup_why = FERR_INIT;
-	char *db = NULL, *made_top = NULL;
-	const char *db_given;
-	bool db_made = false, mounted = false;
-	int ret = 1;
+/*
+ * What main() carries from one step to the next, and what release()
+ * frees whichever step stopped it.
+ */
+struct daemon {
+	struct fuse_args args;
+	struct fuse_cmdline_opts cmd;
+	struct options opts;
+	char *engine_key, *env_key;
+	struct flowfs fs;
+	struct fuse_session *se;
+	struct fuse_loop_config *loop;
+	/* a database others may read (said once mounted), and why the
+	 * experiments' cgroups could not be made */
+	struct ferr exposed, cgroup_why;
+	char *db, *made_top;
+	bool db_made, handlers, mounted;
+};
 
-	/*
-	 * No core dump and no ptrace or /proc/<pid>/mem by another process
-	 * of the same user (an experiment, a fetched script): the daemon
-	 * holds the engine key and every session's data.  It also makes
-	 * /proc/<pid>/ root's; nothing of flowfs reads its own from outside.
-	 */
+/* What a step returns to go on; anything else is the exit status. */
+#define GO_ON (-1)
+
+/*
+ * No core dump and no ptrace or /proc/<pid>/mem by another process of the
+ * same user (an experiment, a fetched script): the daemon holds the
+ * engine key and every session's data.  It also makes /proc/<pid>/
+ * root's; nothing of flowfs reads its own from outside.
+ */
+static void harden(void)
+{
 	prctl(PR_SET_DUMPABLE, 0);
-	env_key = take_env_key();
 	/*
 	 * One request runs at a time (one lock), so per-thread malloc arenas
 	 * buy nothing, and large transient buffers (a rendered
@@ -1147,287 +1152,360 @@ int main(int argc, char *argv[])
 	/* fixing the threshold above also fixes this one at 128 KiB: keep
 	 * the heap from shrinking and growing again around every request */
 	mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
-	/* the refresher, a process the daemon starts (refresh.c) */
-	if (argc > 1 && !strcmp(argv[1], "--refresh-helper")) {
-		free(env_key);
-		return fs_refresher_main(argc, argv);
-	}
-	if (fuse_opt_parse(&args, &opts, option_spec, take_mountpoint) < 0) {
-		ret = opts.bad_number ? EXIT_USAGE : 1;
-		goto out;
-	}
+}
+
+/* The command line: the options, the mountpoint, the database. */
+static int read_command_line(struct daemon *d, int argc, char *argv[])
+{
+	struct options *opts = &d->opts;
+
+	if (fuse_opt_parse(&d->args, opts, option_spec, take_mountpoint) < 0)
+		return opts->bad_number ? EXIT_USAGE : 1;
 	hide_url_credentials(argc, argv);
-	if (opts.help) {
+	if (opts->help) {
 		usage(argv[0]);
-		ret = 0;
-		goto out;
+		return 0;
 	}
-	if (opts.version) {
+	if (opts->version) {
 		printf("flowfs %s (database schema %d)\n", FLOWFS_VERSION,
 		       STORE_SCHEMA_VERSION);
-		ret = 0;
-		goto out;
+		return 0;
 	}
-	if (fuse_parse_cmdline(&args, &cmd) < 0)
-		goto out;
-	if (!opts.mountpoint) {
+	if (fuse_parse_cmdline(&d->args, &d->cmd) < 0)
+		return 1;
+	if (!opts->mountpoint) {
 		fprintf(stderr, "flowfs: no mountpoint given (see flowfs --help)\n");
-		goto out;
+		return 1;
 	}
-	if (opts.extra_args) {
+	if (opts->extra_args) {
 		fprintf(stderr, "flowfs: too many arguments: give a mountpoint,"
 			" and the database before it if not with --db (see"
 			" flowfs --help)\n");
-		goto out;
+		return 1;
 	}
-	if (!!opts.db + !!opts.db_opt + !!opts.source > 1) {
+	if (!!opts->db + !!opts->db_opt + !!opts->source > 1) {
 		fprintf(stderr, "flowfs: the database is given twice (--db,"
 			" -o db= or before the mountpoint): give it once\n");
-		goto out;
+		return 1;
 	}
-	db_given = opts.db ? opts.db : opts.db_opt ? opts.db_opt : opts.source;
-	if (check_mountpoint(opts.mountpoint, opts.nonempty) < 0 ||
-	    check_skill_dirs(&opts) < 0)
-		goto out;
-	cmd.mountpoint = realpath(opts.mountpoint, NULL);
-	if (!cmd.mountpoint) {
-		fprintf(stderr, "flowfs: mountpoint %s: %s\n", opts.mountpoint,
+	return GO_ON;
+}
+
+/*
+ * Everything that can be wrong before mounting, said on stderr in the
+ * process the caller waits for: the mountpoint, the skill folders, the
+ * engine's key, the runs' and jobs' settings, the database (checked and
+ * migrated now: it is opened again after detaching, as SQLite's locks
+ * belong to a process and do not survive fork()).
+ */
+static int check_before_mounting(struct daemon *d)
+{
+	struct options *opts = &d->opts;
+	const char *db_given = opts->db ? opts->db : opts->db_opt ? opts->db_opt
+								  : opts->source;
+	int ret;
+
+	if (check_mountpoint(opts->mountpoint, opts->nonempty) < 0 ||
+	    check_skill_dirs(opts) < 0)
+		return 1;
+	d->cmd.mountpoint = realpath(opts->mountpoint, NULL);
+	if (!d->cmd.mountpoint) {
+		fprintf(stderr, "flowfs: mountpoint %s: %s\n", opts->mountpoint,
 			strerror(errno));
-		goto out;
+		return 1;
 	}
-	ret = read_engine_key(&opts, env_key, &engine_key);
-	env_key = NULL;
-	if (ret < 0) {
-		ret = 1;
-		goto out;
-	}
-	ret = configure_runs(&fs, &opts, engine_key);
+	ret = read_engine_key(opts, d->env_key, &d->engine_key);
+	d->env_key = NULL;
+	if (ret < 0)
+		return 1;
+	ret = configure_runs(&d->fs, opts, d->engine_key);
 	if (!ret)
-		ret = configure_jobs(&fs, &opts, cmd.mountpoint);
-	if (ret < 0) {
-		ret = ret == -EINVAL ? EXIT_USAGE : 1;
-		goto out;
-	}
-	ret = 1;
+		ret = configure_jobs(&d->fs, opts, d->cmd.mountpoint);
+	if (ret < 0)
+		return ret == -EINVAL ? EXIT_USAGE : 1;
 	if (engine_global_init() < 0) {
 		fprintf(stderr, "flowfs: cannot start libcurl\n");
-		goto out;
+		return 1;
 	}
-	db = db_given ? absolute_path(db_given) : default_db_path();
-	if (!db) {
+	d->db = db_given ? absolute_path(db_given) : default_db_path();
+	if (!d->db) {
 		fprintf(stderr, "flowfs: no --db given and $HOME is not set\n");
-		goto out;
+		return 1;
 	}
-	db_made = access(db, F_OK) < 0;
-	made_top = first_missing_parent(db);
-	/*
-	 * Check and migrate the database now, in the process the caller
-	 * waits for.  It is opened again after detaching: SQLite's locks
-	 * belong to a process and do not survive fork().
-	 */
-	if (open_store(db, &fs.st) < 0)
-		goto out;
-	store_close(fs.st);
-	fs.st = NULL;
+	d->db_made = access(d->db, F_OK) < 0;
+	d->made_top = first_missing_parent(d->db);
+	if (open_store(d->db, &d->fs.st) < 0)
+		return 1;
+	store_close(d->fs.st);
+	d->fs.st = NULL;
 	/* one line where the caller sees it: stderr now when detaching
 	 * (syslog after), else the foreground log line below; and the
 	 * mount's .flowfs/log */
-	if (store_check_private(db, &exposed) == 1 && !cmd.foreground)
-		fprintf(stderr, "flowfs: %s\n", exposed.message);
+	if (store_check_private(d->db, &d->exposed) == 1 &&
+	    !d->cmd.foreground)
+		fprintf(stderr, "flowfs: %s\n", d->exposed.message);
+	return GO_ON;
+}
 
-	fuse_opt_add_arg(&args, "-odefault_permissions,subtype=flowfs,fsname=flowfs");
-	se = new_session(&args, &fs);
-	if (!se)
-		goto out;
-	if (fuse_set_signal_handlers(se) != 0)
-		goto out;
-	if (fuse_session_mount(se, cmd.mountpoint) != 0)
-		goto out_handlers;
-	mounted = true;
-	fuse_daemonize(cmd.foreground);
+/* The FUSE session, mounted; then the daemon detaches (without -f). */
+static int mount_and_detach(struct daemon *d)
+{
+	struct flowfs *fs = &d->fs;
+
+	fuse_opt_add_arg(&d->args,
+			 "-odefault_permissions,subtype=flowfs,fsname=flowfs");
+	d->se = new_session(&d->args, fs);
+	if (!d->se || fuse_set_signal_handlers(d->se) != 0)
+		return 1;
+	d->handlers = true;
+	if (fuse_session_mount(d->se, d->cmd.mountpoint) != 0)
+		return 1;
+	d->mounted = true;
+	fuse_daemonize(d->cmd.foreground);
 	/* the logs' lines go where the daemon's own messages can be seen */
-	fs.foreground = cmd.foreground;
-	if (!fs.foreground)
+	fs->foreground = d->cmd.foreground;
+	if (!fs->foreground)
 		openlog("flowfs", LOG_PID, LOG_USER);
-	if (fs.run_opt.allow_exec)
-		find_cgroups(&fs, &cgroup_why);
+	if (fs->run_opt.allow_exec)
+		find_cgroups(fs, &d->cgroup_why);
+	return GO_ON;
+}
 
-	if (open_store(db, &fs.st) < 0)
-		goto out_unmount;
-	if (store_start_checkpointer(fs.st, &err) < 0 ||
-	    store_open_beside(fs.st, &fs.wst, &err) < 0) {
+/*
+ * What serves the mount, in the daemon: the store and its connections,
+ * the skills, the tree, the notifier and refresher, the runs' host, the
+ * spill thread and the job monitor (last: it shares fs->st under the
+ * lock, so nothing before may use fs->st without it).
+ */
+static int start_serving(struct daemon *d)
+{
+	struct flowfs *fs = &d->fs;
+	struct ferr err = FERR_INIT;
+	char line[PATH_MAX * 2 + 64];
+
+	if (open_store(d->db, &fs->st) < 0)
+		return 1;
+	if (store_start_checkpointer(fs->st, &err) < 0 ||
+	    store_open_beside(fs->st, &fs->wst, &err) < 0) {
 		fprintf(stderr, "flowfs: %s\n", err.message);
-		goto out_unmount;
+		return 1;
 	}
-	if (open_skills(&opts, &fs.skills) < 0) {
+	if (open_skills(&d->opts, &fs->skills) < 0) {
 		fprintf(stderr, "flowfs: cannot read the skill folders\n");
-		goto out_unmount;
+		return 1;
 	}
 	/* Nodes, edges and rounds a crash left half-created. */
-	if (graph_drop_all_drafts(fs.st) < 0 ||
-	    roundstore_drop_all_drafts(fs.st) < 0) {
-		fprintf(stderr, "flowfs: cannot read %s\n", db);
-		goto out_unmount;
+	if (graph_drop_all_drafts(fs->st) < 0 ||
+	    roundstore_drop_all_drafts(fs->st) < 0 ||
+	    tree_new(&fs->tree, fs->st) < 0) {
+		fprintf(stderr, "flowfs: cannot read %s\n", d->db);
+		return 1;
 	}
-	if (tree_new(&fs.tree, fs.st) < 0) {
-		fprintf(stderr, "flowfs: cannot read %s\n", db);
-		goto out_unmount;
-	}
-	pthread_mutex_init(&fs.readers_lock, NULL);
-	pthread_mutex_init(&fs.write_lock, NULL);
-	pthread_mutex_init(&fs.lock, NULL);
-	pthread_mutex_init(&fs.handles_lock, NULL);
-	fs.mountpoint = strdup(cmd.mountpoint);
-	fs.tools_path = config_path("tools.json");
-	fs.toolfile.path = fs.tools_path;
-	if (!fs.mountpoint || !fs.tools_path ||
-	    fs_notifier_start(&fs.notifier, se, fs_refresh_session, &fs) < 0) {
+	pthread_mutex_init(&fs->readers_lock, NULL);
+	pthread_mutex_init(&fs->write_lock, NULL);
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->handles_lock, NULL);
+	fs->mountpoint = strdup(d->cmd.mountpoint);
+	fs->tools_path = config_path("tools.json");
+	fs->toolfile.path = fs->tools_path;
+	if (!fs->mountpoint || !fs->tools_path ||
+	    fs_notifier_start(&fs->notifier, d->se, fs_refresh_session, fs) < 0) {
 		fprintf(stderr, "flowfs: out of memory\n");
-		goto out_unmount;
+		return 1;
 	}
 	/* without it, file managers only miss what changes by itself */
-	if (fs_refresher_start(&fs) < 0)
+	if (fs_refresher_start(fs) < 0)
 		fprintf(stderr, "flowfs: cannot start the refresher: file"
 			" managers will not see generated files change\n");
-	fs.run_host.st = fs.st;
-	fs.run_host.tree = fs.tree;
-	fs.run_host.skills = fs.skills;
-	fs.run_host.mountpoint = fs.mountpoint;
-	fs.runs.host = &fs.run_host;
-	fs.runs.opt = &fs.run_opt;
+	fs->run_host.st = fs->st;
+	fs->run_host.tree = fs->tree;
+	fs->run_host.skills = fs->skills;
+	fs->run_host.mountpoint = fs->mountpoint;
+	fs->runs.host = &fs->run_host;
+	fs->runs.opt = &fs->run_opt;
 	/* runs the last daemon left going on cannot go on */
-	if (run_recover(fs.st) < 0) {
-		fprintf(stderr, "flowfs: cannot read %s\n", db);
-		goto out_unmount;
+	if (run_recover(fs->st) < 0) {
+		fprintf(stderr, "flowfs: cannot read %s\n", d->db);
+		return 1;
 	}
-	fs.mounted_ns = fclock_now_ns();
-	fs.uid = getuid();
-	fs.gid = getgid();
-	{
-		char line[PATH_MAX * 2 + 64];
-
-		snprintf(line, sizeof(line), "mounted %s (flowfs %s)", db,
-			 FLOWFS_VERSION);
-		fs_log(&fs, 0, "", fs.mountpoint, line);
-	}
-	if (exposed.message[0])
-		fs_log(&fs, 0, "", db, exposed.message);
-	if (fs.run_opt.allow_exec)
-		log_cgroups(&fs, &cgroup_why);
+	fs->mounted_ns = fclock_now_ns();
+	fs->uid = getuid();
+	fs->gid = getgid();
+	snprintf(line, sizeof(line), "mounted %s (flowfs %s)", d->db,
+		 FLOWFS_VERSION);
+	fs_log(fs, 0, "", fs->mountpoint, line);
+	if (d->exposed.message[0])
+		fs_log(fs, 0, "", d->db, d->exposed.message);
+	if (fs->run_opt.allow_exec)
+		log_cgroups(fs, &d->cgroup_why);
 
 	/* from here on, threads: every commit by the writer, big cuts of
 	 * files outside the lock */
-	fs_check_locks(&fs, fs.st);
-	fs_check_locks(&fs, fs.wst);
-	tree_set_cutter(fs.tree, fs.wst, fs_leave_cb, fs_enter_cb, &fs);
+	fs_check_locks(fs, fs->st);
+	fs_check_locks(fs, fs->wst);
+	tree_set_cutter(fs->tree, fs->wst, fs_leave_cb, fs_enter_cb, fs);
 	/* without it, a big write's commits wait for its requests */
-	if (fs_spiller_start(&fs) < 0)
+	if (fs_spiller_start(fs) < 0)
 		fprintf(stderr, "flowfs: cannot start the spill thread:"
 			" big writes go slower\n");
 	/* the job graphs the last daemon left going are taken up again;
 	 * its thread shares fs.st under the lock, so it starts only now
 	 * that nothing above uses fs.st without it (it corrupted the
 	 * database when it started before the log line of the mount) */
-	fs.jobs_opt.tools_path = fs.tools_path;
-	if (jobs_start(&fs.jobs, &fs.run_host, &fs.jobs_opt, &err) < 0) {
+	fs->jobs_opt.tools_path = fs->tools_path;
+	if (jobs_start(&fs->jobs, &fs->run_host, &fs->jobs_opt, &err) < 0) {
 		fprintf(stderr, "flowfs: %s\n", err.message);
-		goto out_unmount;
+		return 1;
 	}
-	loop = fuse_loop_cfg_create();
-	if (!loop)
-		goto out_unmount;
-	fuse_loop_cfg_set_clone_fd(loop, (unsigned)cmd.clone_fd);
-	/* Unset, libfuse 3.14 warns "Ignoring invalid max threads value". */
-	fuse_loop_cfg_set_max_threads(loop, FS_READERS);
-	fuse_loop_cfg_set_idle_threads(loop, 4);
-	ret = cmd.singlethread ? fuse_session_loop(se)
-			       : fuse_session_loop_mt(se, loop);
-	/* SIGTERM, SIGINT, SIGHUP (the loop returns their number) stop it
-	 * as an unmount does: cleanly */
-	ret = ret < 0;
+	return GO_ON;
+}
 
-out_unmount:
+/* The loop, until an unmount or SIGTERM, SIGINT, SIGHUP (which stop it
+ * as an unmount does: cleanly); 0 or 1. */
+static int serve(struct daemon *d)
+{
+	int ret;
+
+	d->loop = fuse_loop_cfg_create();
+	if (!d->loop)
+		return 1;
+	fuse_loop_cfg_set_clone_fd(d->loop, (unsigned)d->cmd.clone_fd);
+	/* Unset, libfuse 3.14 warns "Ignoring invalid max threads value". */
+	fuse_loop_cfg_set_max_threads(d->loop, FS_READERS);
+	fuse_loop_cfg_set_idle_threads(d->loop, 4);
+	ret = d->cmd.singlethread ? fuse_session_loop(d->se)
+				  : fuse_session_loop_mt(d->se, d->loop);
+	return ret < 0;
+}
+
+/* Stop what start_serving() started, whatever it got to, and unmount. */
+static void stop_serving(struct daemon *d)
+{
+	struct flowfs *fs = &d->fs;
+
 	/* at once: it may be waiting for an answer no loop will give */
-	fs_refresher_stop(&fs);
+	fs_refresher_stop(fs);
 	/* the handles the kernel never released first: committing a
 	 * request.json there may start a fetch, which must be stopped */
-	fs_release_open_handles(&fs);
-	fs_spiller_stop(&fs);
-	if (fs.runs.host)
-		runs_stop(&fs.runs);
+	fs_release_open_handles(fs);
+	fs_spiller_stop(fs);
+	if (fs->runs.host)
+		runs_stop(&fs->runs);
 	/* the jobs go on; the next mount takes them up */
-	jobs_stop(fs.jobs);
-	fs.jobs = NULL;
-	fs_notifier_stop(fs.notifier);
-	fs.notifier = NULL;
-	if (fs.wst) {
-		fs_check_locks(NULL, fs.st);
-		fs_check_locks(NULL, fs.wst);
+	jobs_stop(fs->jobs);
+	fs->jobs = NULL;
+	fs_notifier_stop(fs->notifier);
+	fs->notifier = NULL;
+	if (fs->wst) {
+		fs_check_locks(NULL, fs->st);
+		fs_check_locks(NULL, fs->wst);
 	}
 	/* one thread again, holding no lock */
-	if (fs.tree)
-		tree_set_cutter(fs.tree, NULL, NULL, NULL, NULL);
-	fs_readers_close(&fs);
-	fuse_session_unmount(se);
-out_handlers:
-	fuse_remove_signal_handlers(se);
-out:
-	if (se)
-		fuse_session_destroy(se);
-	if (db_made && !mounted && db)
-		undo_created_db(db, made_top);
-	free(made_top);
-	if (loop)
-		fuse_loop_cfg_destroy(loop);
-	fs_log_drop(&fs);
-	tree_free(fs.tree);
-	graph_toolfile_release(&fs.toolfile);
-	free(fs.tools_path);
-	fs_cache_release(&fs.cache);
-	binding_cache_release(&fs.binding_cache);
-	skill_registry_free(fs.skills);
+	if (fs->tree)
+		tree_set_cutter(fs->tree, NULL, NULL, NULL, NULL);
+	fs_readers_close(fs);
+	fuse_session_unmount(d->se);
+}
+
+/* Free all of it (no thread left); the database made for a mount that
+ * never happened goes too. */
+static void release(struct daemon *d)
+{
+	struct flowfs *fs = &d->fs;
+	struct options *opts = &d->opts;
+
+	if (d->handlers)
+		fuse_remove_signal_handlers(d->se);
+	if (d->se)
+		fuse_session_destroy(d->se);
+	if (d->db_made && !d->mounted && d->db)
+		undo_created_db(d->db, d->made_top);
+	free(d->made_top);
+	if (d->loop)
+		fuse_loop_cfg_destroy(d->loop);
+	fs_log_drop(fs);
+	tree_free(fs->tree);
+	graph_toolfile_release(&fs->toolfile);
+	free(fs->tools_path);
+	fs_cache_release(&fs->cache);
+	binding_cache_release(&fs->binding_cache);
+	skill_registry_free(fs->skills);
 	/* every run has ended: what they left goes */
-	sandbox_scratch_close(&fs.scratch);
-	fs_readers_close(&fs);
-	store_close(fs.wst);
-	store_close(fs.st);
-	if (fs.tree) {
-		pthread_mutex_destroy(&fs.readers_lock);
-		pthread_mutex_destroy(&fs.write_lock);
-		pthread_mutex_destroy(&fs.lock);
-		pthread_mutex_destroy(&fs.handles_lock);
+	sandbox_scratch_close(&fs->scratch);
+	fs_readers_close(fs);
+	store_close(fs->wst);
+	store_close(fs->st);
+	if (fs->tree) {
+		pthread_mutex_destroy(&fs->readers_lock);
+		pthread_mutex_destroy(&fs->write_lock);
+		pthread_mutex_destroy(&fs->lock);
+		pthread_mutex_destroy(&fs->handles_lock);
 	}
-	free(fs.mountpoint);
-	free(db);
-	free(cmd.mountpoint);
-	free((char *)fs.jobs_opt.work_dir);
-	for (size_t i = 0; fs.container && fs.container[i]; i++)
-		free(fs.container[i]);
-	free(fs.container);
-	free(opts.db);
-	free(opts.db_opt);
-	free(opts.source);
-	free(opts.mountpoint);
-	free(opts.engine_url);
-	free(opts.engine_model);
-	free(opts.engine_key_file);
-	free(opts.max_fetch);
-	free(opts.fetch_low_speed);
-	free(opts.fetch_allow);
-	free(opts.sandbox_user);
-	free(opts.executor);
-	free(opts.work_dir);
-	free(opts.container);
-	if (!fs.foreground)
+	free(fs->mountpoint);
+	free(d->db);
+	free(d->cmd.mountpoint);
+	free((char *)fs->jobs_opt.work_dir);
+	for (size_t i = 0; fs->container && fs->container[i]; i++)
+		free(fs->container[i]);
+	free(fs->container);
+	free(opts->db);
+	free(opts->db_opt);
+	free(opts->source);
+	free(opts->mountpoint);
+	free(opts->engine_url);
+	free(opts->engine_model);
+	free(opts->engine_key_file);
+	free(opts->max_fetch);
+	free(opts->fetch_low_speed);
+	free(opts->fetch_allow);
+	free(opts->sandbox_user);
+	free(opts->executor);
+	free(opts->work_dir);
+	free(opts->container);
+	for (size_t i = 0; i < opts->nskill_dirs; i++)
+		free(opts->skill_dirs[i]);
+	if (!fs->foreground)
 		closelog();
-	if (engine_key)
-		explicit_bzero(engine_key, strlen(engine_key));
-	free(engine_key);
-	if (env_key)
-		explicit_bzero(env_key, strlen(env_key));
-	free(env_key);
-	for (size_t i = 0; i < opts.nskill_dirs; i++)
-		free(opts.skill_dirs[i]);
-	fuse_opt_free_args(&args);
+	if (d->engine_key)
+		explicit_bzero(d->engine_key, strlen(d->engine_key));
+	free(d->engine_key);
+	if (d->env_key)
+		explicit_bzero(d->env_key, strlen(d->env_key));
+	free(d->env_key);
+	fuse_opt_free_args(&d->args);
+}
+
+int main(int argc, char *argv[])
+{
+	struct daemon d = {
+		.args = FUSE_ARGS_INIT(argc, argv),
+		.opts = { .engine_retries = -1 },
+		/* the refresher's lock is taken on every way out */
+		.fs = { .refresher_fd = -1,
+			.refresher_lock = PTHREAD_MUTEX_INITIALIZER,
+			.scratch = { .fd = -1 } },
+		.exposed = FERR_INIT, .cgroup_why = FERR_INIT,
+	};
+	int ret;
+
+	harden();
+	d.env_key = take_env_key();
+	/* the refresher, a process the daemon starts (refresh.c) */
+	if (argc > 1 && !strcmp(argv[1], "--refresh-helper")) {
+		free(d.env_key);
+		return fs_refresher_main(argc, argv);
+	}
+	ret = read_command_line(&d, argc, argv);
+	if (ret == GO_ON)
+		ret = check_before_mounting(&d);
+	if (ret == GO_ON)
+		ret = mount_and_detach(&d);
+	if (ret == GO_ON)
+		ret = start_serving(&d);
+	if (ret == GO_ON)
+		ret = serve(&d);
+	if (d.mounted)
+		stop_serving(&d);
+	release(&d);
 	return ret;
 }
