@@ -1,3 +1,4 @@
+/* status: what a session's status and status.json say; see status.h. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>

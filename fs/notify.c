@@ -1,3 +1,5 @@
+/* notify: the kernel's caches invalidated from a thread of their own; see
+ * notify.h. */
 #include "notify.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* context: context.json parsed and checked, a legacy assistant message
+ * converted, and context.txt rendered; see context.h. */
 #include "formats/context.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* rounds: a round's fields and placement rules, and the summary.json
+ * transcript of all rounds; see rounds.h. */
 #include "formats/rounds.h"
 
 #include <errno.h>

@@ -1,6 +1,5 @@
 /* graph: a session's job graph in the store, node and edge files one by
  * one: listing, drafts, commit, delete, rename, pending edges; see graph.h. */
-#include "lib/fclock.h"
 #include "graph/graph.h"
 
 #include <errno.h>
@@ -14,6 +13,7 @@
 #include "graph/graph_i.h"
 #include "lib/fjson.h"
 #include "graph/jobspec.h"
+#include "lib/fclock.h"
 #include "lib/fname.h"
 #include "lib/utf8.h"
 

@@ -1,6 +1,5 @@
 /* graph_doc: the graph as JSON text: an edge's file, and parameters.json,
  * the whole graph, rendered and committed whole; see graph.h. */
-#include "lib/fclock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 
 #include "lib/fjson.h"
 #include "graph/graph_i.h"
+#include "lib/fclock.h"
 
 /* An unambiguous key for an edge's four fields (lengths first). */
 static int edge_key(struct sbuf *key, const char *const f[4])

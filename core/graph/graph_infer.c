@@ -1,12 +1,12 @@
 /* graph_infer: infer-edges, which links the nodes in their order by the
  * MatMaster rule; see graph.h. */
-#include "lib/fclock.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_i.h"
+#include "lib/fclock.h"
 
 /* The keywords of the MatMaster rule for an edge's target parameter. */
 static const char *const file_words[] = {

@@ -1,3 +1,4 @@
+/* ferr: the error report a person reads; see ferr.h. */
 #include "lib/ferr.h"
 
 #include <stdarg.h>

@@ -1,3 +1,5 @@
+/* fjson: JSON read and written byte for byte as Python's json module does;
+ * see fjson.h. */
 #include "lib/fjson.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* fname: the rules for names a caller sends, and names escaped for one-
+ * line messages; see fname.h. */
 #include "lib/fname.h"
 
 #include <errno.h>

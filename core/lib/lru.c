@@ -1,3 +1,4 @@
+/* lru: which slot of a small cache a new entry takes; see lru.h. */
 #include "lib/lru.h"
 
 static const struct lru_age *age_at(const struct lru_age *first, size_t i,

@@ -1,3 +1,4 @@
+/* sbuf: the growable, NUL-terminated byte buffer; see sbuf.h. */
 #include "lib/sbuf.h"
 
 #include <errno.h>

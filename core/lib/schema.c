@@ -1,3 +1,4 @@
+/* schema: the JSON Schema (draft-07) validator; see schema.h. */
 #include "lib/schema.h"
 
 #include <errno.h>

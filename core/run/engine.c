@@ -1,7 +1,6 @@
 /*
  * engine: chat completions over libcurl; see engine.h.
  */
-#include "lib/fclock.h"
 #include "run/engine.h"
 
 #include <curl/curl.h>
@@ -12,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "lib/fclock.h"
 #include "lib/fjson.h"
 #include "lib/sbuf.h"
 

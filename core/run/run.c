@@ -3,7 +3,6 @@
  * the store, cancel, the audit log; see run.h.  The flows are in
  * run_chat.c, run_rounds.c and run_fetch.c.
  */
-#include "lib/fclock.h"
 #include "run/run_private.h"
 
 #include <errno.h>
@@ -15,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/fclock.h"
 #include "session/binding.h"
 #include "session/roundstore.h"
 

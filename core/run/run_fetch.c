@@ -2,7 +2,6 @@
  * run_fetch: the URL inputs of request.json, fetched into uploads/; see
  * run.h.
  */
-#include "lib/fclock.h"
 #include "run/run_private.h"
 
 #include <errno.h>
@@ -10,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/fclock.h"
 #include "session/inputs.h"
 
 /* ---- URL inputs ------------------------------------------------------------- */

@@ -1,8 +1,6 @@
 /*
  * sandbox: one experiment in bubblewrap, and what it observed; see sandbox.h.
  */
-#include "lib/fclock.h"
-#include "lib/spawn.h"
 #include "sandbox/sandbox.h"
 
 #include <dirent.h>
@@ -28,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/fclock.h"
+#include "lib/spawn.h"
 #include "lib/utf8.h"
 
 #define CAPTURE_MAX (64u << 20)

@@ -1,5 +1,5 @@
 /*
- * exec: run a scientific workflow's experiment (seed 004) — Python code
+ * sandbox: run a scientific workflow's experiment (seed 004) — Python code
  * an engine wrote — and turn what it printed into an observation.
  *
  * sandbox_run_python() runs `python3 -I <file>` in `dir` (a scratch copy of the

@@ -1,3 +1,5 @@
+/* binding: what a session shows because of the skill bound to it (inputs,
+ * parameters, prompt, artifacts, problems); see binding.h. */
 #include "session/binding.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* inputs: seed 002's input protocol (keys, uploads/ matching, resolution,
+ * the prompt); see inputs.h. */
 #include "session/inputs.h"
 
 #include <ctype.h>

@@ -1,4 +1,5 @@
-#include "lib/fclock.h"
+/* session: the sessions of a store — made, found, moved, removed — and
+ * their documents; see session.h. */
 #include "session/session.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include "formats/context.h"
+#include "lib/fclock.h"
 #include "lib/fjson.h"
 #include "lib/fname.h"
 #include "session/inputs.h"

@@ -1,3 +1,5 @@
+/* skill: the registry of skill packages, read from their folders; see
+ * skill.h. */
 #include "session/skill.h"
 
 #include <dirent.h>

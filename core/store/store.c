@@ -1,4 +1,5 @@
-#include "lib/fclock.h"
+/* store: the SQLite database — opened, checked, migrated — its statements,
+ * transactions and checkpoints; see store.h. */
 #include "store/store.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/fclock.h"
 #include "lib/fjson.h"
 
 #define STMT_BUCKETS 128

@@ -1,4 +1,4 @@
-#include "lib/fclock.h"
+/* tree: the real files and folders of sessions, in the store; see tree.h. */
 #include "store/tree.h"
 
 #include <errno.h>
@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "lib/fclock.h"
 
 /* Gathered writes past these limits go to the store before the close. */
 #define FILE_DIRTY_LIMIT (8 * 1024 * 1024)
