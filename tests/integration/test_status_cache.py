@@ -1,5 +1,5 @@
 """Issue 12: status and status.json are rendered once per state and kept
-(core/status.h), so every change of what they show must show at once —
+(fs/cache.h, keyed by core/status.h status_version()), so every change of what they show must show at once —
 each kind of change below is read right after it, after a stat and a read
 that filled the cache."""
 
