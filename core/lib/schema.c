@@ -283,17 +283,6 @@ static void add_count(struct sbuf *sb, const json_t *v)
 
 /* ---------------------------------------------------------------- $ref */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One step of a JSON pointer: `tok` (`len` bytes, unescaped) in `cur`. */
 static const json_t *pointer_step(const json_t *cur, const char *tok,
 				  size_t len)
@@ -359,7 +348,7 @@ static int resolve_ref(const json_t *root, const char *ref,
 		char c = *p;
 
 		if (c == '%') {
-			int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
+			int hi = utf8_hexval(p[1]), lo = hi < 0 ? -1 : utf8_hexval(p[2]);
 
 			if (lo < 0)
 				goto out;

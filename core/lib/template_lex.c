@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/template_i.h"
+#include "lib/utf8.h"
 
 /*** lexer ***/
 
@@ -92,17 +93,6 @@ static bool starts(const struct lexer *lx, size_t at, const char *lit)
 	return at <= lx->n && lx->n - at >= k && !memcmp(lx->s + at, lit, k);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * Jinja2 unescapes a literal with
  *	body.encode("ascii", "backslashreplace").decode("unicode-escape")
@@ -166,7 +156,7 @@ static int lx_string(struct lexer *lx, struct tok *tk, const char *b, size_t n)
 			digits = c == 'x' ? 2 : c == 'u' ? 4 : 8;
 			cp = 0;
 			for (d = 0; d < digits; d++) {
-				int h = i + (size_t)d < n ? hexval(b[i + (size_t)d]) : -1;
+				int h = i + (size_t)d < n ? utf8_hexval(b[i + (size_t)d]) : -1;
 
 				if (h < 0)
 					return ferr_set_at(lx->err, -EINVAL,

@@ -103,3 +103,14 @@ int utf8_width(uint32_t c)
 	}
 	return 1;
 }
+
+int utf8_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

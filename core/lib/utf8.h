@@ -33,4 +33,8 @@ size_t utf8_cut(const char *s, size_t n, size_t max);
  * and Fullwidth characters (as Python's unicodedata has them), else 1. */
 int utf8_width(uint32_t c);
 
+/* The value of hex digit `c` (either case), or -1: for \u escapes and
+ * %XX in the texts that carry them. */
+int utf8_hexval(char c);
+
 #endif
