@@ -1,5 +1,15 @@
 /* graph: a session's job graph in the store, node and edge files one by
  * one: listing, drafts, commit, delete, rename, pending edges; see graph.h. */
+
+/*
+ * Storage (schema version 3, see store.c): a node is a row of graph_nodes
+ * holding its canonical document text (json.dumps(indent=2) of the node
+ * object, defaults filled); an edge is a row of graph_edges holding its
+ * five fields (a pending edge, version 8: the fields it gives, and why it
+ * waits).  In parameters.json (graph_doc.c) nodes are stored as their own
+ * canonical text and nested by re-indenting it, so rendering parses
+ * nothing.
+ */
 #include "graph/graph.h"
 
 #include <errno.h>

@@ -1,12 +1,12 @@
 /*
  * graph: a session's job graph (seed 000, DESIGN §5) — nodes and edges,
  * one JSON document each, and the whole graph as one seed-000 document.
+ * How they are stored is in graph.c.
  *
- * Storage (schema version 3, see store.c): a node is a row of graph_nodes
- * holding its canonical document text (json.dumps(indent=2) of the node
- * object, defaults filled); an edge is a row of graph_edges holding its
- * five fields (a pending edge, version 8: the fields it gives, and why it
- * waits).  Both have a `seq` (row id, never reused:
+ * Not thread-safe; the caller serializes (see store.h).
+ *
+ * ---- Ids and times ----
+ * Nodes and edges both have a `seq` (row id, never reused:
  * creation order, and the filesystem's inode numbers) and an `id` unique
  * in the session.  An id is a file name stem: 1..250 bytes of UTF-8, no
  * '/' or NUL, not "." or ".." (else -EINVAL; -ENAMETOOLONG past 250
@@ -14,6 +14,7 @@
  * than the last stamp) and the changed items' mtime_ns; a write that
  * stores the same bytes as before changes nothing, times included.
  *
+ * ---- Node documents ----
  * Node documents (nodes/<id>.json): id, node_uuid, node_version, label,
  * position_x, position_y, system_values {machine_type, image,
  * docker_image}, input_parameters [{name, type, value}],
@@ -35,6 +36,7 @@
  * feeds input parameter \"structure_file\" of this node, which it would
  * no longer have ...").
  *
+ * ---- Edge documents ----
  * Edge documents (edges/<id>.json): id, source_node_id,
  * source_parameter_name, target_node_id, target_parameter_name.
  * source_parameter_name may be omitted: "out_<source label>" (the
@@ -49,6 +51,7 @@
  * ignores its old version in both checks.  Cycle checks cost O(what the
  * target reaches), never O(n^2).
  *
+ * ---- Pending edges ----
  * Pending edges: restores (cp -a, rsync -a, tar x) write files in any
  * order, rsync's edges/ before nodes/, so an edge whose source or target
  * node does not exist or is a draft is not refused but kept pending,
@@ -81,11 +84,11 @@
  * edges wait already ...", "too big to wait for its nodes: ...").  A
  * bigger graph comes back through its parameters.json.
  *
+ * ---- The whole document ----
  * The whole document (parameters.json): {"nodes": [...], "edges": [...],
  * "meta": {"template_uuid": ...}}, nodes and edges in creation order,
  * byte-identical to Python's json.dumps(doc, indent=2,
- * ensure_ascii=False); nodes are stored as their own canonical text and
- * nested by re-indenting it, so rendering parses nothing.  Writing one
+ * ensure_ascii=False).  Writing one
  * replaces the graph atomically: the document must have exactly nodes
  * (array), edges (array) and meta (object with at most template_uuid, a
  * string or null); every node and edge is checked as above, each must
@@ -103,6 +106,7 @@
  * pending.
  * The document's own edges must name its nodes: that is still refused.
  *
+ * ---- Drafts ----
  * Drafts: a nodes/x.json or edges/x.json being created (open, not yet
  * closed) exists as a draft row with no document, so it has an inode;
  * drafts are not in parameters.json, an edge naming a draft node is
@@ -110,8 +114,6 @@
  * graph_drop_draft() (a refused or abandoned create) and by
  * graph_drop_all_drafts() at mount (after a crash).  Pending edges are
  * not drafts: both leave them be, so they survive a remount.
- *
- * Not thread-safe; the caller serializes (see store.h).
  */
 #ifndef FLOWFS_GRAPH_H
 #define FLOWFS_GRAPH_H
