@@ -1,7 +1,7 @@
 /*
  * context: a session's context.json — the structured message of seed 003
  * (DESIGN §7) — and its readable rendering, context.txt.  Pure logic on
- * jansson: no files, no store.
+ * jansson: no files, no store, no session.
  *
  *	struct ferr err = FERR_INIT;
  *	json_t *doc, *ctx;
@@ -12,6 +12,7 @@
  *		     or run_terminal)"
  *	store fjson_dump(ctx); context_render_text(ctx, &txt);
  *
+ * ---- The document ----
  * The document, key order kept as written (nothing is added or reordered;
  * `*out` is the written document itself unless it was converted):
  *
@@ -43,6 +44,7 @@
  * core_goal) are strings; arguments and result are any JSON value.
  * No string the checks look at may contain "\u0000".
  *
+ * ---- Refused ----
  * Refused, -EINVAL with the JSON path first in err->message and in
  * err->path (line and column stay 0):
  * - not an object; an unknown field (as everywhere in flowfs: the
@@ -63,6 +65,7 @@
  *   are not checked against the plan (a converted legacy message has
  *   executions and no plan).
  *
+ * ---- Legacy messages ----
  * A legacy message (an object with a "role" member) is taken the way
  * MyAgent's StructuredMessage.from_legacy_message (core/
  * structured_message.py, seed 003's code) takes it; its other members
