@@ -4,7 +4,8 @@
  * dependency order, the same plan for every executor (jobs.h) and every
  * export (gexport.h).
  *
- * The tool map ($XDG_CONFIG_HOME/flowfs/tools.json, graph.h) says per
+ * ---- The tool map ----
+ * The tool map ($XDG_CONFIG_HOME/flowfs/tools.json, tools.h) says per
  * node label how its tool runs:
  *
  *	{"abacus_relax": {
@@ -37,11 +38,13 @@
  * 8 GiB; "c8_m32_1 * NVIDIA V100" one GPU); another machine type gives
  * 1 CPU and nothing else.
  *
- * jobspec_check_tool() validates one entry of the map (graph.c calls it
+ * ---- Checking an entry ----
+ * jobspec_check_tool() validates one entry of the map (tools.c calls it
  * when it reads the map); the message names the label and the field:
  *	"\"relax\": command[2]: line 1, column 4: unexpected '}'"
  *	"\"relax\": outputs.energy: \"../e.json\" leaves the job folder"
  *
+ * ---- The plan ----
  * jobspec_plan() makes the plan of a whole graph (the seed-000 document
  * parameters.json holds) or refuses it with the first reason found, in
  * this order, naming the node or edge:
@@ -66,11 +69,13 @@
  * JOBSPEC_NODES_MAX nodes; a command renders to at most
  * JOBSPEC_COMMAND_MAX bytes.
  *
+ * ---- Job folders ----
  * A job's folder is <run_dir>/<name>: the node id with every byte
  * outside [A-Za-z0-9._-] (and a leading ".") made "_", and "-2", "-3"...
  * after a name an earlier job took, so a folder name is never more than
  * a name and goes into a batch script as it is.
  *
+ * ---- The batch script ----
  * jobspec_script() is the job's batch script: bash, #SBATCH lines for
  * Slurm (job name "flowfs-<session>-<node>" made of the same bytes,
  * resources; a local run ignores them), then it goes to its folder,
