@@ -4,7 +4,9 @@
  * settings, `env.from_string(text).render(**context)`) for every template
  * it accepts.  Whatever is outside the subset, or whose output flowfs
  * cannot reproduce exactly, is refused with an error naming the line and
- * the construct; it never renders as something else.
+ * the construct; it never renders as something else.  Nothing of flowfs
+ * here: a template and a JSON context in, text out; no files, no store,
+ * no session.
  *
  *	struct ferr err = FERR_INIT;
  *	struct sbuf out = SBUF_INIT;
@@ -15,6 +17,7 @@
  *		... "line 5: 'input' is undefined"
  *	tmpl_free(t);
  *
+ * ---- The subset ----
  * The subset:
  *
  *  - text, `{{ expr }}`, `{# comment #}`, `{% if expr %}` with `{% elif %}`,
@@ -41,6 +44,7 @@
  *    {'k': "it's"}; undefined names print as nothing.  One trailing newline
  *    of the template is dropped; "\r\n" and "\r" in it become "\n".
  *
+ * ---- Refused ----
  * Refused although Jinja2 would accept it: every other tag, filter, test,
  * operator and literal form (lists, dicts, tuples, hex/underscore numbers,
  * numbers outside int64 or a double), method calls, slices, inline `if`,
@@ -52,6 +56,7 @@
  * `lower` of a string with U+03A3 (Python's final-sigma rule), and values
  * nested deeper than 100 levels where they must be printed or compared.
  *
+ * ---- Limits ----
  * Limits, so any text renders in bounded time and memory and stays inside
  * what Python can compile from Jinja2's generated code (20 nested loops,
  * 100 indentation levels, ~200 nested parentheses): templates up to
@@ -59,6 +64,7 @@
  * elif branches and and/or operands); a render stops with an error after
  * 5 million steps or 64 MiB of output (or of one intermediate string).
  *
+ * ---- Errors ----
  * Errors are matched by occurrence, not by wording: where Jinja2 raises,
  * tmpl_parse or tmpl_render fails, with flowfs's own message.  Some
  * mistakes Jinja2 reports only when a branch runs (a filter given three
