@@ -1,10 +1,11 @@
 /*
  * rounds: the rounds of a scientific workflow (seed 004, DESIGN §7) and
  * the transcript built from them.  Pure logic on jansson: no files, no
- * store.  The caller reads rounds/1.json .. rounds/<n>.json (contiguous
- * numbering is its business: it owns the file names) and hands the
- * parsed documents over in order.
+ * store, no session.  The caller reads rounds/1.json ..
+ * rounds/<n>.json (contiguous numbering is its business: it owns the file
+ * names) and hands the parsed documents over in order.
  *
+ * ---- A round ----
  * A round is a JSON object whose values are strings (null counts as
  * absent) under the keys phenomenon, hypothesis, model, experiment,
  * observation, inference, conclusion; any other key is refused.  Where
@@ -34,12 +35,14 @@
  * read as "one round: Phenomenon, Hypothesis, Model, Experiment and the
  * Observation of that experiment, once each; no Conclusion".
  *
+ * ---- Refusals ----
  * Refusals are -EINVAL with err->path "rounds/<i>.json" and a message
  * that is complete on its own and names the file and the tag, e.g.
  * `rounds/2.json: a round after the first needs "inference"` and
  * `rounds/2.json: only the last round may conclude; rounds/3.json
  * follows it`.
  *
+ * ---- The transcript ----
  * The transcript (the assistant content of summary.json).  Every tag is
  * one block
  *
