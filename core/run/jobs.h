@@ -2,6 +2,7 @@
  * jobs: a session's job graph runs (`echo submit > SESSION/ctl`, issue
  * 16), on this machine or on a Slurm cluster.
  *
+ * ---- Submitting ----
  * jobs_submit() (with the host's lock held) makes the plan (jobspec.h)
  * of the graph, refusing it with jobspec's reason, and stores the run:
  * one row per job in state "queued", its batch script, folder, upstream
@@ -9,6 +10,7 @@
  * monitor, jobs_start()) does every fork, sbatch, squeue and scancel
  * without the lock, and takes the lock only to read and store states.
  *
+ * ---- Executors ----
  * Executors (the run keeps the one it started with):
  *  - local: a job starts once every job it needs is done and fewer than
  *    `slots` local jobs run (all sessions together).  It runs
@@ -26,12 +28,15 @@
  *    or running; one that left the queue ended, and its exit file
  *    (jobspec.h) says how.  An sbatch that fails fails its job with
  *    sbatch's own message.
+ *
+ * ---- Endings ----
  * A job ends "done" (exit 0) or "failed" (the exit code; or why it has
  * none: "ended without an exit status"), and a failed job's descendants
  * are "skipped" (their Slurm jobs cancelled).  jobs_cancel() stops every
  * job of the session: local process groups get SIGTERM (SIGKILL 5 s
  * later), Slurm jobs are given to `scancel`; their state is "cancelled".
  *
+ * ---- What a user sees ----
  * What a user sees, written into the session's jobs/<node id>/ folder
  * as plain files at each change (host->changed() told): `script` (the
  * batch script), `state` (below), and when the job ends `stdout`,
@@ -46,6 +51,7 @@
  * on its first line, then "key value" lines: scheduler_id, exit_code,
  * queued, started, ended (UTC, ISO 8601), message.
  *
+ * ---- Busy nodes, status, log ----
  * jobs_node_busy() says whether a node's job is queued, submitted or
  * running (its node may not change then); jobs_report() what status
  * says of the run (status.h: "graph: running: 3 of 5 done" while it
