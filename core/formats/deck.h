@@ -1,10 +1,10 @@
 /*
  * deck: a Digital DATCOM input deck (for005.dat) as data, its writer and its
  * parser.  The rules are those of ../shared/datcom/CARDS.md (what the real
- * Fortran program accepts); DESIGN.md §6 adds the number format.
+ * Fortran program accepts); DESIGN.md §6 adds the number format.  Text
+ * in, text out: no store, no session, no file system.
  *
- * Model
- * -----
+ * ---- Model ----
  * A deck is a list of cases.  A case is an ordered list of cards; `NEXT CASE`
  * is not a card: the writer ends every case with it and the parser uses it
  * to split cases.  A card is either
@@ -23,6 +23,8 @@
  * `4.28E6`, `0.00`) instead of being reformatted.  A variable may occur more
  * than once, and a namelist name in several namelists of one case (DATCOM
  * reads them in order; later assignments win): the model keeps them all.
+ *
+ * ---- Use ----
  *
  *	struct deck *d = deck_new();
  *	struct deck_case *c;
@@ -45,6 +47,7 @@
  * writable, control cards are legal).  Pointers returned by the add
  * functions stay valid until deck_free() (the lists hold pointers).
  *
+ * ---- Errors ----
  * Errors: functions return 0 or a negative errno: -ENOMEM; -EINVAL for a
  * bad name, control card, text or index; -ERANGE / -EDOM for numbers (see
  * deck_format_number).  Nothing is added when a function fails.
