@@ -1,6 +1,7 @@
 /*
  * schema: flowfs's JSON Schema validator (draft-07 semantics) on jansson,
- * for the keywords skills use.
+ * for the keywords skills use.  Nothing of flowfs here: no files, no
+ * store, no session.
  *
  *	struct ferr err = FERR_INIT;
  *	if (schema_check(schema, &err) < 0)
@@ -9,6 +10,7 @@
  *		... err.path "parameter.nalpha",
  *		    err.message "25 is greater than the maximum of 20"
  *
+ * ---- Keywords ----
  * Keywords understood, as draft-07 defines them:
  *
  *	type (a name or an array of names; "integer" accepts 1.0)
@@ -31,6 +33,7 @@
  * root document given to schema_validate(), and refs that are not "#..."
  * (remote or relative URIs, "#name" anchors) are refused by schema_check().
  *
+ * ---- Limits ----
  * Limits, so that no input can crash or hang the daemon: schema_check()
  * refuses documents nesting deeper than SCHEMA_MAX_NESTING levels and
  * chains of more than SCHEMA_MAX_NESTING schemas applied to one value
@@ -40,6 +43,7 @@
  * evaluations, and work beyond a budget that grows with the size of the
  * instance (exponential anyOf/oneOf combinations).
  *
+ * ---- State and threads ----
  * Nothing here keeps state between calls; all functions are thread-safe
  * for distinct or read-only arguments (schema_apply_defaults writes only
  * `instance`).
