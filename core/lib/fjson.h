@@ -1,6 +1,8 @@
 /*
  * fjson: the one JSON reader and writer of flowfs, on top of jansson.
+ * Nothing of flowfs here: no files, no store, no session.
  *
+ * ---- Writing ----
  * Every JSON document flowfs shows is written by fjson_dump(), so that what
  * a user reads is byte-identical to Python's
  *
@@ -17,6 +19,7 @@
  *	struct sbuf sb = SBUF_INIT;
  *	if (fjson_dump(&sb, doc) < 0) ...
  *
+ * ---- Reading ----
  * Every document flowfs reads goes through fjson_parse(), which parses
  * exactly one JSON value and reports failures in words a person
  * understands, with the 1-based line and column (counted in characters) of
@@ -39,6 +42,7 @@
  * '.' or an exponent are reals (json_real), others integers (json_integer),
  * as in Python; "-0" is the integer 0.
  *
+ * ---- Tests ----
  * tests/integration/test_json_fidelity.py checks all of this against
  * Python byte for byte, through the helper tests/unit/json_echo.
  */
