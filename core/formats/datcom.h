@@ -1,7 +1,8 @@
 /*
  * datcom: from the datcom skill's parameters (parameter.json: the
  * request's parameters with the schema's defaults) to a Digital DATCOM
- * input deck (for005.dat, DESIGN §6).
+ * input deck (for005.dat, DESIGN §6).  Parameters in, deck text out: no
+ * store, no session, no file system.
  *
  *	struct sbuf deck = SBUF_INIT;
  *	struct ferr err = FERR_INIT;
@@ -9,6 +10,7 @@
  *		... err.path "parameter.alschd", err.message "The number of
  *		    angles of attack (5) must match NALPHA (6)"
  *
+ * ---- Parameters ----
  * The parameters are the 57 of core/skills/datcom/assets/
  * parameter.schema.json (case_id, dim, FLTCON nalpha..wt, OPTINS
  * sref/cbarr/blref, SYNTHS xcg..zv, BODY nx..method, wing_*, htail_*,
@@ -17,6 +19,7 @@
  * is assumed to have passed the schema: every value's type and range is
  * checked again, so any JSON value can be given.
  *
+ * ---- Values ----
  * Values:
  *   - counts (nalpha, nmach, nalt, nx) and codes (itype, method, *_type,
  *     loop) are JSON numbers with a whole value (6 or 6.0);
@@ -38,6 +41,7 @@
  * where that is exact, else an exponent form that reads back as the
  * value), so what DATCOM reads is what was checked.
  *
+ * ---- Errors and threads ----
  * Functions return 0, -ENOMEM, or -EINVAL with err->message saying what
  * is wrong in words naming the parameter and err->path
  * "parameter.<name>".  No state is kept between calls; thread-safe.
