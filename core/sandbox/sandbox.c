@@ -1,6 +1,13 @@
 /*
  * sandbox: one experiment in bubblewrap, and what it observed; see sandbox.h.
  */
+
+/*
+ * What the run adds to `dir` is measured while it runs: every
+ * SCRATCH_POLL_MS the daemon walks `dir` (no link followed, at most
+ * SANDBOX_SCRATCH_DEPTH deep; a folder it may not list opened to it for
+ * the walk) and sums its entries and their allocated blocks.
+ */
 #include "sandbox/sandbox.h"
 
 #include <dirent.h>

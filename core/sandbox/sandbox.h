@@ -1,7 +1,9 @@
 /*
  * sandbox: run a scientific workflow's experiment (seed 004) — Python code
- * an engine wrote — and turn what it printed into an observation.
+ * an engine wrote — and turn what it printed into an observation.  One
+ * experiment; nothing of sessions or the store.
  *
+ * ---- The sandbox ----
  * sandbox_run_python() runs `python3 -I <file>` in `dir` (a scratch copy of the
  * session's uploads/) inside bubblewrap (bwrap, which must be on PATH; see
  * sandbox_check()): new user, PID, mount, network, IPC and UTS
@@ -13,13 +15,14 @@
  * PATH, HOME and LANG only, signals unblocked and at their defaults.  A daemon
  * running as root starts bwrap as limits->uid/gid (a user of its own,
  * flowfs-sandbox, else 65534, nobody), so the sandbox is no one else's on
- * the host either; sandbox_prepare_dir() hands `dir` to that uid.  Limits: CPU seconds, address space and file size per process, no
+ * the host either; sandbox_prepare_dir() hands `dir` to that uid.
+ *
+ * ---- Limits ----
+ * Limits: CPU seconds, address space and file size per process, no
  * core files, processes and threads (RLIMIT_NPROC, set inside the
  * sandbox's user namespace so that it counts the sandbox's uid only), a
- * wall-clock timeout, and a bound on what the run adds to `dir`: every
- * SCRATCH_POLL_MS while it runs the daemon walks `dir` (no link
- * followed, at most SANDBOX_SCRATCH_DEPTH deep; a folder it may not list
- * opened to it for the walk) and sums its entries and
+ * wall-clock timeout, and a bound on what the run adds to `dir`,
+ * measured while it runs (sandbox.c says how): its entries and
  * their allocated blocks; past disk_mib or `files` more than `dir` held
  * when the program started, the program is stopped as at the timeout.
  * Files it unlinked but holds open are not seen.  Where limits->cgroups
@@ -27,11 +30,14 @@
  * that bounds the whole sandbox to memory_total_mib of memory and
  * `procs` processes and threads, removed after the run; when the kernel
  * killed a process of it for want of memory, the program is stopped as
- * at the timeout.  When the program ends,
- * times out, outgrows `dir` or is cancelled
- * (a cancel hook is polled) bwrap is killed, and with it its PID
- * namespace: no process of the experiment outlives sandbox_run_python().
+ * at the timeout.
  *
+ * ---- The end of a run ----
+ * When the program ends, times out, outgrows `dir` or is cancelled (a
+ * cancel hook is polled) bwrap is killed, and with it its PID namespace:
+ * no process of the experiment outlives sandbox_run_python().
+ *
+ * ---- The observation ----
  * sandbox_observation() is the seed's observation: stdout when the program
  * succeeded, else stderr (else "exit status N", or "killed by signal N
  * (SIGNAME)" for a status of 128 + N, N 1..64, as bwrap reports a
