@@ -1,18 +1,22 @@
 /*
  * tree: the real files of a session — its root folder, uploads/ and all
  * below it, and scratch files — as rows of the store, with their data in
- * fixed-size chunks.
+ * fixed-size chunks.  The files and folders in the database; nothing of
+ * skills, graphs or runs.
  *
+ * ---- Inodes and names ----
  * Every object is addressed by its inode number (a row id, never reused).
  * A session's root folder is a row without a parent (or, while the
  * session is in a trash, in a trash's folder); everything else hangs
  * below a folder row by name.  Names are bytes (checked by fname).
  *
- * Trash folders.  The mount's root also holds the freedesktop.org trash
+ * ---- Trash folders ----
+ * The mount's root also holds the freedesktop.org trash
  * folders (.Trash, .Trash-<uid>): rows of no session, found by name at
  * the root, holding what was moved there (files, folders, sessions).
  *
- * Open files.  tree_open() / tree_release() count the open handles of an
+ * ---- Open files ----
+ * tree_open() / tree_release() count the open handles of an
  * inode.  While a file is open, writes are gathered in memory, chunk by
  * chunk, and written to the store in one transaction by tree_flush() (the
  * close/fsync path), by tree_release(), or when the gathered bytes pass a
@@ -22,7 +26,8 @@
  * readable through the open descriptors; rows left so by a crash are
  * removed by tree_new().
  *
- * Kernel references.  The kernel keeps an inode it was given (a lookup,
+ * ---- Kernel references ----
+ * The kernel keeps an inode it was given (a lookup,
  * a create, a readdirplus entry) until it forgets it, and may GETATTR or
  * OPEN it after another process unlinked or renamed its name away (the
  * other side of a `mv new cfg` race).  tree_ref() counts one such
@@ -32,6 +37,7 @@
  * it answers as an unlinked file does.  Folders are removed at once
  * (rmdir: the kernel forgets them itself).
  *
+ * ---- Errors and threads ----
  * Errors are negative errnos: -ENOENT, -ENOTDIR, -EISDIR, -EEXIST,
  * -ENOTEMPTY, -EINVAL (rename into own subtree), -EXDEV (a session's root
  * out of a trash), -EFBIG, -EAGAIN (database busy), -EIO.
