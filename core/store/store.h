@@ -1,17 +1,22 @@
 /*
- * store: the one SQLite database that holds every session.
+ * store: the one SQLite database that holds every session.  The database
+ * as a whole: it creates every table (the graph's and the runs' too) but
+ * calls nothing of skills, graphs or runs.
  *
+ * ---- Opening ----
  * store_open() opens or creates the database file, checks that it is a
  * flowfs database (PRAGMA application_id), and migrates older schemas
  * forward inside one transaction.  It refuses, with a message for a person,
  * a file that is not a database, a database of another application, and a
  * schema newer than this build knows.
  *
+ * ---- Durability ----
  * The connection runs in WAL mode (other processes may read while flowfs
  * writes), with foreign keys on and synchronous=NORMAL: a committed
  * transaction survives a killed process; one begun with
  * store_begin_durable() also survives power loss (the fsync path).
  *
+ * ---- Statements ----
  * Statements are prepared once and cached by their SQL text's address:
  *
  *	static const char sql[] = "SELECT ... WHERE ino = ?1";
@@ -22,10 +27,12 @@
  *	...
  *	store_done(q);                           // always, on every path
  *
+ * ---- Threads ----
  * A store is not thread-safe: its user serializes calls (flowfs holds a
  * lock around every filesystem request); threads that work beside each
  * other use a connection each (store_open_beside()).
  *
+ * ---- Errors ----
  * Errors from SQLite become errnos through store_errno(): SQLITE_BUSY and
  * SQLITE_LOCKED become -EAGAIN (another process holds the write lock; the
  * caller may retry), SQLITE_FULL -ENOSPC, SQLITE_READONLY -EROFS,
