@@ -2,6 +2,7 @@
  * run: a session's run against an engine (`echo run > X/ctl`), in a
  * thread of its own so that no file operation waits on the network.
  *
+ * ---- Starting ----
  * run_start() is called with the host's lock held: it checks that the
  * session can run (an engine is configured, a skill is bound, its
  * required inputs are present, and — except for datcom, whose run exists
@@ -11,6 +12,7 @@
  * store what it got (output files, rounds, the request, the audit log,
  * its state), never across a network call or an experiment.
  *
+ * ---- What a run does ----
  * What a run does depends on the skill:
  *  - any skill: the prompt (prompt.txt) with SKILL.md as the system
  *    message; tool calls write_artifact(name, content) write output/<name>
@@ -30,6 +32,7 @@
  *    reply's tags become rounds/<n>.json.  Experiments run (sandbox.h) only
  *    when the host allows it; otherwise the run stops before the first.
  *
+ * ---- State ----
  * The state shows in status as one line while the run goes on ("run:
  * running: <what now>"), its start and end ("done", "failed: <why>",
  * "cancelled") in the session's log (run_host.log) and in run_report()
