@@ -2,11 +2,13 @@
  * session: the sessions of a store — one folder each at the mount's root —
  * with their session.json document and their status log.
  *
+ * ---- Identity ----
  * A session has a stable numeric id (never reused; inode numbers of its
  * generated files derive from it), a name (the folder name, which is the
  * "id" field of session.json, and follows renames), a creation time, a
  * title, and two rows of the tree: its root folder and its uploads/.
  *
+ * ---- session.json ----
  * session.json is rendered byte-identical to Python's
  * json.dumps({"id", "created", "skill", "engine", "title"}, indent=2,
  * ensure_ascii=False); skill and engine are null while no skill is bound.
@@ -20,11 +22,13 @@
  * anything else is refused with -EINVAL and a message (with line
  * and column for syntax errors) — the stored document is left as it was.
  *
+ * ---- request.json ----
  * request.json ({"input": {...}, "parameter": {...}}) is stored as the
  * writer gave it (re-serialized), once inputs_check_request() accepts it
  * for the bound skill; with no skill bound, for its shape (files of a
  * copied session come back in any order: the request may come first).
  *
+ * ---- The log ----
  * The log keeps what was refused and what happened to a session (runs,
  * fetches) as "<UTC time> <path>: <message>" lines, the last
  * SESSION_LOG_KEEP; the mount root has a log of its own (session id 0).
