@@ -1,6 +1,6 @@
 /*
  * roundstore: a session's rounds/<n>.json (seed 004, DESIGN §7) in the
- * database — the rounds table of schema v5 — checked with core/rounds.
+ * database — the rounds table of schema v5 — checked with formats/rounds.
  * No files here: the caller maps rounds/<n>.json to n and back
  * (roundstore_number()).
  *
@@ -13,6 +13,7 @@
  *	rounds_render_summary(desc, io, (const json_t *const *)rounds, n, &out);
  *	roundstore_free(rounds, n);
  *
+ * ---- Writes, gaps and drafts ----
  * Writes keep the set valid but for gaps: a round is stored only when
  * it is placed right among the rounds there (the rules concern a round's
  * number and whether another follows it, so it and the one before it
