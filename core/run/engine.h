@@ -11,6 +11,7 @@
  *	... reply.content, reply.tool_calls ...
  *	engine_reply_release(&reply);
  *
+ * ---- Audit and retries ----
  * Every HTTP attempt produces one audit record (hooks->audit), a JSON
  * object {"time", "purpose", "model", "duration_ms", "prompt_tokens",
  * "completion_tokens", "http_status", "error"} (tokens and status null
@@ -19,10 +20,13 @@
  * again after a backoff (backoff_ms, doubled each time up to
  * ENGINE_BACKOFF_MAX_MS, or the server's Retry-After when it says less
  * than 30 s), at most `retries` times.
+ *
+ * ---- The key ----
  * The key goes in an Authorization header only: it is never put in a
  * record, a message or an error; neither are credentials in the URL
  * (engine_url_shown()).
  *
+ * ---- Threads ----
  * Thread-safe as long as each thread uses its own configuration copy;
  * engine_global_init() must have run once (libcurl's global state).
  */
