@@ -1,6 +1,6 @@
 /*
  * ferr: the error report every core function fills when a person will read
- * the text.
+ * the text.  Nothing of flowfs here: no store, no session.
  *
  * Core functions return 0 on success or a negative errno, and when they take
  * a `struct ferr *` they also describe the failure there: a message, and

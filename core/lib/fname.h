@@ -1,5 +1,6 @@
 /*
- * fname: the rules for names a caller sends.
+ * fname: the rules for names a caller sends.  Nothing of flowfs here: no
+ * store, no session.
  *
  * The kernel already refuses '/' and NUL inside a name and hands FUSE names
  * up to 1024 bytes; everything past that is ours to decide, in one place,

@@ -1,7 +1,8 @@
 /*
  * lru: which slot of a small fixed-size cache a new entry takes.  Each
  * slot of the cache's array holds a struct lru_age at the same offset;
- * the cache keeps one clock (zero at first) for all its slots.
+ * the cache keeps one clock (zero at first) for all its slots.  Nothing
+ * of flowfs here.
  */
 #ifndef FLOWFS_LRU_H
 #define FLOWFS_LRU_H

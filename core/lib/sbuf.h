@@ -1,6 +1,6 @@
 /*
  * sbuf: a growable byte buffer, always NUL-terminated (modelled on git's
- * strbuf).
+ * strbuf).  Nothing of flowfs here.
  *
  *	struct sbuf sb = SBUF_INIT;
  *	if (sbuf_addf(&sb, "%d", n) < 0) ...

@@ -1,7 +1,7 @@
 /*
  * utf8: the one UTF-8 decoder of flowfs (names, schemas' string lengths,
  * context.txt's columns, an experiment's output).  Strict: no overlong
- * forms, no surrogates, nothing above U+10FFFF.
+ * forms, no surrogates, nothing above U+10FFFF.  Nothing of flowfs here.
  */
 #ifndef FLOWFS_UTF8_H
 #define FLOWFS_UTF8_H

@@ -1,6 +1,7 @@
 /*
  * cgroup: one cgroup per experiment, bounding the memory and the
  * processes of its whole sandbox (sandbox.h), where the daemon can make one.
+ * One experiment's cgroup; nothing of sessions or the store.
  *
  * cgroup_base_find() looks once, at start, for where to make them:
  * - cgroup v2 when /sys/fs/cgroup is a cgroup2 mount and the daemon's
