@@ -1,6 +1,7 @@
 /*
  * roundstore: a session's rounds/<n>.json (seed 004, DESIGN §7) in the
- * database — the rounds table (schema v6 and on: drafts, a column per tag) — checked with formats/rounds.
+ * database — the rounds table (schema v6 and on: drafts, a column per
+ * tag) — checked with formats/rounds.
  * No files here: the caller maps rounds/<n>.json to n and back
  * (roundstore_number()).
  *

@@ -8,7 +8,8 @@
  * Every object is addressed by its inode number (a row id, never reused).
  * A session's root folder is a row without a parent (or, while the
  * session is in a trash, in a trash's folder); everything else hangs
- * below a folder row by name.  Names are bytes (their rules are checked by the caller, fs/, with fname).
+ * below a folder row by name.  Names are bytes (their rules are checked
+ * by the caller, fs/, with fname).
  *
  * ---- Trash folders ----
  * The mount's root also holds the freedesktop.org trash
