@@ -53,6 +53,7 @@ struct options {
 	long fetch_timeout_s;
 	char *fetch_low_speed;
 	long fetch_jobs;
+	long runs;
 	int fetch_allow_private;
 	char *fetch_allow;
 	int allow_exec;
@@ -98,6 +99,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "--fetch-timeout=", -1U, KEY_NUMBER },
 	{ "--fetch-low-speed=%s", offsetof(struct options, fetch_low_speed), 0 },
 	{ "--fetch-jobs=", -1U, KEY_NUMBER },
+	{ "--runs=", -1U, KEY_NUMBER },
 	OPT("--fetch-allow-private", fetch_allow_private),
 	{ "--fetch-allow=%s", offsetof(struct options, fetch_allow), 0 },
 	OPT("--help", help),
@@ -129,6 +131,7 @@ static const struct numeric_opt {
 	{ "--fetch-timeout", offsetof(struct options, fetch_timeout_s),
 	  1, 7 * 86400 },
 	{ "--fetch-jobs", offsetof(struct options, fetch_jobs), 1, 64 },
+	{ "--runs", offsetof(struct options, runs), 1, RUNS_GOING_MAX },
 	{ "--jobs", offsetof(struct options, job_slots), 1, 4096 },
 };
 
@@ -261,6 +264,8 @@ static void usage(const char *prog)
 	       "  --fetch-low-speed=BYTES:S  a fetch slower than BYTES a second\n"
 	       "              for S seconds fails (1K:30; 0: no such limit)\n"
 	       "  --fetch-jobs=N  fetches going on at once, the rest wait (4; 1 to 64)\n"
+	       "  --runs=N    engine runs (and their experiments) going on at once,\n"
+	       "              all sessions together; the rest wait (4; 1 to 64)\n"
 	       "  --fetch-allow-private  fetch from loopback, private, link-local\n"
 	       "              and this machine's addresses too (refused by default)\n"
 	       "  --fetch-allow=ADDR[/BITS],...  fetch from these addresses and\n"
@@ -549,6 +554,12 @@ bad:
 	fprintf(stderr, "flowfs: --fetch-low-speed takes BYTES:SECONDS such as"
 		" 1K:30 (at most 1G and 86400), or 0\n");
 	return -EINVAL;
+}
+
+/* A run ended: a queued one may start (runs.h). */
+static void host_ended(void *ctx, const struct run *r)
+{
+	runs_next(&((struct flowfs *)ctx)->runs, r);
 }
 
 static bool host_generated(void *ctx, const char *name)
@@ -863,7 +874,9 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 					  .settle = host_settle,
 					  .log = host_log,
 					  .fetches = &fs->fetch_queue,
-					  .generated = host_generated };
+					  .generated = host_generated,
+					  .ended = host_ended };
+	fs->runs.going_max = (unsigned)opts->runs;
 	return 0;
 }
 
