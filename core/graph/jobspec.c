@@ -8,12 +8,14 @@
 
 #include "graph/jobspec.h"
 #include "lib/template.h"
+#include "lib/utf8.h"
 
 #define FOLDER_NAME_MAX 200
 #define JOB_NAME_MAX 128
 
 static const char *const tool_fields[] = {
-	"image", "machine_type", "command", "outputs", "resources", NULL
+	"image", "images", "machine_type", "command", "outputs", "resources",
+	NULL
 };
 
 struct resource_rule {
@@ -176,6 +178,56 @@ static int check_resources(const char *label, const json_t *res,
 	return 0;
 }
 
+/* `s` cut to a length a message holds, at a character, "..." after. */
+static const char *shown(const char *s, char *buf, size_t size)
+{
+	size_t n = strlen(s), cut = n < size ? n : utf8_cut(s, n, size - 4);
+
+	snprintf(buf, size, "%.*s%s", (int)cut, s, cut < n ? "..." : "");
+	return buf;
+}
+
+static int check_image(const char *label, const char *field,
+		       const json_t *v, struct ferr *err)
+{
+	const char *why;
+	char show[96];
+
+	if (!plain_string(v))
+		return ferr_set(err, -EINVAL, "\"%s\": %s must be a string",
+				label, field);
+	/* "": none, as a node without an image */
+	if (!*json_string_value(v) && !strcmp(field, "image"))
+		return 0;
+	if (jobspec_image_check(json_string_value(v), &why) < 0)
+		return ferr_set(err, -EINVAL, "\"%s\": %s: \"%s\" is not an "
+				"image reference (registry/name:tag@digest): %s",
+				label, field, shown(json_string_value(v), show,
+						    sizeof(show)), why);
+	return 0;
+}
+
+static int check_images(const char *label, const json_t *list,
+			struct ferr *err)
+{
+	char field[32];
+	size_t i;
+	json_t *v;
+	int ret;
+
+	if (!json_is_array(list) || json_array_size(list) > JOBSPEC_IMAGES_MAX)
+		return ferr_set(err, -EINVAL, "\"%s\": images must be a list of "
+				"at most %d image references", label,
+				JOBSPEC_IMAGES_MAX);
+	json_array_foreach(list, i, v) {
+		snprintf(field, sizeof(field), "images[%zu]", i);
+		ret = check_image(label, field, v, err);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 int jobspec_check_tool(const char *label, const json_t *entry,
 		       struct ferr *err)
 {
@@ -189,7 +241,7 @@ int jobspec_check_tool(const char *label, const json_t *entry,
 	json_object_foreach((json_t *)entry, k, v) {
 		if (!listed(tool_fields, k))
 			return ferr_set(err, -EINVAL, "\"%s\": unknown field "
-					"\"%s\" (a tool has image, "
+					"\"%s\" (a tool has image, images, "
 					"machine_type, command, outputs, "
 					"resources)", label, k);
 		if (!strcmp(k, "command"))
@@ -198,6 +250,10 @@ int jobspec_check_tool(const char *label, const json_t *entry,
 			ret = check_outputs(label, v, err);
 		else if (!strcmp(k, "resources"))
 			ret = check_resources(label, v, err);
+		else if (!strcmp(k, "images"))
+			ret = check_images(label, v, err);
+		else if (!strcmp(k, "image") && plain_string(v))
+			ret = check_image(label, "image", v, err);
 		else
 			ret = plain_string(v) ? 0
 			      : ferr_set(err, -EINVAL, "\"%s.%s\" must be a "
@@ -268,6 +324,52 @@ static bool machine_resources(const char *mt, unsigned *cpus,
 		*gpus = n >= 1 && n <= 64 ? (unsigned)n : 1;
 	}
 	return true;
+}
+
+/*
+ * The node's image (jobspec.h, "Images"): none, or an image reference
+ * the map allows for its label.  The runner and the Argo export take it
+ * as it is, so a node's words must not become the runner's options
+ * ("--privileged") or an image the map author never chose.
+ */
+static int check_node_image(const struct pnode *p, struct ferr *err)
+{
+	const json_t *own = json_object_get(p->tool, "image");
+	const json_t *list = json_object_get(p->tool, "images");
+	struct sbuf allows = SBUF_INIT;
+	const char *why;
+	char show[96];
+	size_t i;
+	json_t *v;
+	int ret;
+
+	if (!*p->image)
+		return 0;
+	if (jobspec_image_check(p->image, &why) < 0)
+		return ferr_set(err, -EINVAL, "node \"%s\": system_values.image "
+				"\"%s\" is not an image reference "
+				"(registry/name:tag@digest): %s", p->id,
+				shown(p->image, show, sizeof(show)), why);
+	if (plain_string(own) && !strcmp(json_string_value(own), p->image))
+		return 0;
+	json_array_foreach(list, i, v)
+		if (!strcmp(json_string_value(v), p->image))
+			return 0;
+	/* what it allows, for the message (a short list only shortens it) */
+	if (plain_string(own) && *json_string_value(own))
+		sbuf_addstr(&allows, json_string_value(own));
+	json_array_foreach(list, i, v) {
+		if (allows.len)
+			sbuf_addstr(&allows, ", ");
+		sbuf_addstr(&allows, json_string_value(v));
+	}
+	ret = ferr_set(err, -EINVAL, "node \"%s\": system_values.image \"%s\" "
+		       "is not an image the tool map allows for \"%s\" (%s%s)",
+		       p->id, shown(p->image, show, sizeof(show)), p->label,
+		       allows.len ? "it allows: " : "it names no \"image\" or "
+		       "\"images\" for it", allows.buf);
+	sbuf_release(&allows);
+	return ret;
 }
 
 static int read_graph(struct pgraph *g, struct ferr *err)
@@ -347,6 +449,9 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 			return ret == -ENOMEM ? ret
 			       : ferr_set(err, ret, "%s: %s", path, why);
 		}
+		ret = check_node_image(&g->nodes[i], err);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }

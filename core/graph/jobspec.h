@@ -9,6 +9,7 @@
  *
  *	{"abacus_relax": {
  *	   "image": "registry.example/abacus:3.8",
+ *	   "images": ["registry.example/abacus:3.9"],
  *	   "machine_type": "c2_m8_cpu",
  *	   "command": ["abacus-relax", "--in", "{{ structure_file }}",
  *	               "--out", "{{ job_dir }}/relaxed.cif"],
@@ -37,6 +38,44 @@
  * 8 GiB; "c8_m32_1 * NVIDIA V100" one GPU); another machine type gives
  * 1 CPU and nothing else.
  *
+ * Images.  A node's image (its system_values.image, else the map's
+ * `image` for its label) goes to the container runner (`--container`) and
+ * into the Argo export, so a node (its writer may be an LLM) names only an
+ * image the map allows for its label: the map's `image`, or one listed in
+ * `images` (a list of up to JOBSPEC_IMAGES_MAX references, compared byte
+ * for byte), and every one of them is an image reference in the grammar of
+ * OCI / Docker's distribution (github.com/distribution/reference):
+ *
+ *	reference  := name [ ":" tag ] [ "@" digest ]
+ *	name       := [ domain "/" ] path          (at most 255 bytes)
+ *	domain     := host [ ":" port ]
+ *	host       := domain-component *( "." domain-component )
+ *	            | "[" 1*( hex-digit | ":" ) "]"   (IPv6)
+ *	domain-component := [A-Za-z0-9] | [A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]
+ *	port       := 1*[0-9]
+ *	path       := path-component *( "/" path-component )
+ *	path-component := [a-z0-9]+ *( separator [a-z0-9]+ )
+ *	separator  := "." | "_" | "__" | 1*"-"
+ *	tag        := [A-Za-z0-9_] 0*127[A-Za-z0-9_.-]
+ *	digest     := algorithm ":" 32*128 hex-digit
+ *	algorithm  := component *( [+._-] component ),
+ *	              component := [A-Za-z][A-Za-z0-9]*
+ *
+ * ("registry.example:5000/abacus/relax:3.8@sha256:<64 hex>", "ubuntu",
+ * "[::1]:5000/x"): a name is one when it reads as a path, or its first
+ * part as a domain and the rest as a path.  So an image never begins
+ * with "-", holds no blank, quote or control byte, and is one word of the
+ * runner's command line, never an option of it.  128 hex digits (sha512's) is flowfs's bound, the grammar
+ * has none.  An empty image is none: the command runs without the runner.
+ * A map's `image` or `images` item outside the grammar is refused with the
+ * map ("\"relax\": images[1]: \"reg/X\" is not an image reference
+ * (registry/name:tag@digest): its name is not [domain/]path, ..."); a
+ * node's, at submit and in the exports:
+ *	"node \"n1\": system_values.image \"--privileged\" is not an image
+ *	 reference (registry/name:tag@digest): it begins with \"-\""
+ *	"node \"n1\": system_values.image \"evil/x:1\" is not an image the
+ *	 tool map allows for \"relax\" (it allows: reg/a:1, reg/a:2)"
+ *
  * jobspec_check_tool() validates one entry of the map (graph.c calls it
  * when it reads the map); the message names the label and the field:
  *	"\"relax\": command[2]: line 1, column 4: unexpected '}'"
@@ -47,6 +86,7 @@
  * this order, naming the node or edge:
  *	"node \"n2\": its label \"relax\" has no command in the tool map
  *	 (~/.config/flowfs/tools.json)"
+ *	"node \"n2\": system_values.image ..." (Images, above)
  *	"edge \"e1\": node \"n1\" (relax) has no output
  *	 \"energy\" (it has: out_relax, relaxed_structure)"
  *	"node \"n2\": command[3]: 'structure_file' ..." (a template that does
@@ -97,6 +137,7 @@
 #define JOBSPEC_ITEM_MAX 4096
 #define JOBSPEC_COMMAND_MAX (256 * 1024)
 #define JOBSPEC_NODES_MAX 10000
+#define JOBSPEC_IMAGES_MAX 256
 
 /* The files a job's script writes into its folder. */
 #define JOBSPEC_STARTED ".flowfs-started"
@@ -187,5 +228,10 @@ void jobspec_safe_name(const char *id, char *out, size_t size);
  * when it is made only of [A-Za-z0-9_./=:,@%+-] and not empty),
  * appended to `out`. */
 int jobspec_shell_quote(struct sbuf *out, const char *s);
+
+/* 0 when `ref` is an image reference (the grammar above), else -EINVAL
+ * and *why (static text) says what breaks it: "it begins with \"-\"",
+ * "its tag ...". */
+int jobspec_image_check(const char *ref, const char **why);
 
 #endif

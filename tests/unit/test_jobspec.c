@@ -103,10 +103,10 @@ static void test_check_fields(void **state)
 	check_refused("'x'", "\"relax\" must be an object");
 	check_refused("{'cmd': ['x']}",
 		      "\"relax\": unknown field \"cmd\" (a tool has image, "
-		      "machine_type, command, outputs, resources)");
+		      "images, machine_type, command, outputs, resources)");
 	check_refused("{'command': ['x'], 'Image': 'a'}",
 		      "\"relax\": unknown field \"Image\" (a tool has image, "
-		      "machine_type, command, outputs, resources)");
+		      "images, machine_type, command, outputs, resources)");
 	check_refused("{'image': 3}", "\"relax.image\" must be a string");
 	check_refused("{'image': null}", "\"relax.image\" must be a string");
 	check_refused("{'machine_type': ['c2_m8_cpu']}",
@@ -681,7 +681,8 @@ static void test_plan_container(void **state)
 		"  'system_values': {'image': 'mine/x:2', 'machine_type': ''}},"
 		" {'id': 'blank', 'label': 'plain',"
 		"  'system_values': {'image': '', 'docker_image': 'ignored'}}]}",
-		"{'withimage': {'image': 'reg/a:1', 'command': ['run', '{{ image }}']},"
+		"{'withimage': {'image': 'reg/a:1', 'images': ['mine/x:2'],"
+		"  'command': ['run', '{{ image }}']},"
 		" 'plain': {'command': ['plain']}}", &o, &p);
 	argv_is(job(&p, "img"), "apptainer", "exec", "--bind", RUN "/img",
 		"docker://reg/a:1", "run", "", NULL);
@@ -1750,6 +1751,264 @@ static void test_shell_quote_bash(void **state)
 	unit_rmtree(dir);
 }
 
+/* ---- images (jobspec.h, "Images") --------------------------------------- */
+
+static void image_ok(const char *ref)
+{
+	const char *why = "?";
+
+	if (jobspec_image_check(ref, &why) != 0)
+		fail_msg("refused %s: %s", ref, why);
+}
+
+static void image_bad(const char *ref, const char *want)
+{
+	const char *why = NULL;
+
+	if (jobspec_image_check(ref, &why) != -EINVAL)
+		fail_msg("took %s", ref);
+	if (!why || !strstr(why, want))
+		fail_msg("%s: why \"%s\", wants \"%s\"", ref, why ? why : "",
+			 want);
+}
+
+#define HEX32 "0123456789abcdef0123456789ABCDEF"
+#define NAME_WHY "its name is not [domain/]path"
+#define TAG_WHY "its tag is not"
+#define DIGEST_WHY "its digest is not"
+
+/* A string of `n` times `c` after `head`, then `tail` (static buffer). */
+static const char *rep(const char *head, char c, size_t n, const char *tail)
+{
+	static char buf[1024];
+	size_t h = strlen(head);
+
+	assert_true(h + n + strlen(tail) < sizeof(buf));
+	memcpy(buf, head, h);
+	memset(buf + h, c, n);
+	strcpy(buf + h + n, tail);
+	return buf;
+}
+
+static void test_image_grammar(void **state)
+{
+	(void)state;
+	/* names: one part, several, separators at their edges */
+	image_ok("a");
+	image_ok("0");
+	image_ok("ubuntu");
+	image_ok("library/ubuntu");
+	image_ok("a.b");
+	image_ok("a_b");
+	image_ok("a__b");
+	image_ok("a-b");
+	image_ok("a---b");
+	image_ok("a-b.c_d__e/f0");
+	image_bad("a___b", NAME_WHY);
+	image_bad("a._b", NAME_WHY);
+	image_bad("a..b", NAME_WHY);
+	image_bad("a_", NAME_WHY);
+	image_bad("_a", NAME_WHY);
+	image_bad("a.", NAME_WHY);
+	image_bad(".a", NAME_WHY);
+	image_bad("a-", NAME_WHY);
+	image_bad("a//b", NAME_WHY);
+	image_bad("a/", NAME_WHY);
+	image_bad("/a", NAME_WHY);
+	image_bad("Ubuntu", NAME_WHY);	/* a path is lower case */
+	image_bad("a/B", NAME_WHY);
+	image_bad("a/-b", NAME_WHY);
+	/* domains: a first part with another after it */
+	image_ok("registry.example/abacus:3.8");
+	image_ok("Registry.Example/abacus");
+	image_ok("localhost:5000/x");
+	image_ok("a:5000/x");	/* docker reads it so too */
+	image_ok("reg-1.example:443/a/b/c:t");
+	image_ok("[::1]:5000/x");
+	image_ok("[fe80::1]/a/b");
+	image_bad("[]/x", NAME_WHY);
+	image_bad("[::1/x", NAME_WHY);
+	image_bad("[::g]/x", NAME_WHY);
+	image_bad("host-/x", NAME_WHY);
+	image_bad("-host/x", "it begins with \"-\"");
+	image_bad("h..x/y", NAME_WHY);
+	image_bad("h:/x", NAME_WHY);
+	image_bad("h:50a/x", NAME_WHY);
+	image_ok("h:5000");	/* no "/": the name h, the tag 5000 */
+	image_bad("x:a/b", NAME_WHY);
+	/* the name's 255 bytes */
+	image_ok(rep("", 'a', 255, ""));
+	image_ok(rep("", 'a', 255, ":t"));
+	image_bad(rep("", 'a', 256, ""), "longer than 255 bytes");
+	image_ok(rep("r.example/", 'a', 245, ""));
+	image_bad(rep("r.example/", 'a', 246, ""), "longer than 255 bytes");
+	/* tags: 1 to 128, not beginning with . or - */
+	image_ok("x:_");
+	image_ok("x:A.b-c_9");
+	image_ok(rep("x:", 'a', 128, ""));
+	image_bad(rep("x:", 'a', 129, ""), TAG_WHY);
+	image_bad("x:", TAG_WHY);
+	image_bad("x:-1", TAG_WHY);
+	image_bad("x:.a", TAG_WHY);
+	image_bad("x:a+b", TAG_WHY);
+	image_bad("x:a:b", TAG_WHY);
+	/* digests: algorithm, 32 to 128 hex digits */
+	image_ok("x@sha256:" HEX32 HEX32);
+	image_ok("x:1@sha256:" HEX32 HEX32);
+	image_ok("r.example:5000/x:1@sha512:" HEX32 HEX32 HEX32 HEX32);
+	image_ok("x@sha256:" HEX32);
+	image_ok("x@a+b.c_d-e9:" HEX32);
+	image_bad("x@sha256:" "0123456789abcdef0123456789abcde", DIGEST_WHY);
+	image_bad("x@sha256:" HEX32 HEX32 HEX32 HEX32 "0", DIGEST_WHY);
+	image_bad("x@sha256:" HEX32 "g", DIGEST_WHY);
+	image_bad("x@sha256", DIGEST_WHY);
+	image_bad("x@:" HEX32, DIGEST_WHY);
+	image_bad("x@1a:" HEX32, DIGEST_WHY);
+	image_bad("x@a+:" HEX32, DIGEST_WHY);
+	image_bad("x@a++b:" HEX32, DIGEST_WHY);
+	image_bad("x@sha256:" HEX32 "@sha256:" HEX32, DIGEST_WHY);
+	image_bad("@sha256:" HEX32, NAME_WHY);
+	/* what the runner must never get: an option, a second word */
+	image_bad("", "it is empty");
+	image_bad("-x", "it begins with \"-\"");
+	image_bad("--privileged", "it begins with \"-\"");
+	image_bad("--volume=/:/host", "it begins with \"-\"");
+	image_bad("a b", "a blank or a control character");
+	image_bad("a\tb", "a blank or a control character");
+	image_bad("a\nb", "a blank or a control character");
+	image_bad("a\x7f", "a blank or a control character");
+	image_bad("a\x01", "a blank or a control character");
+	image_bad("caf\xc3\xa9", "outside ASCII");
+	image_bad("a'b", NAME_WHY);
+	image_bad("a$(id)", NAME_WHY);
+	image_bad("docker://ubuntu", NAME_WHY);
+}
+
+static void test_check_images(void **state)
+{
+	char big[8 * 300 + 64];
+	size_t at;
+
+	(void)state;
+	check_ok("{'image': 'reg/a:1', 'images': ['reg/a:2', 'other/b'],"
+		 " 'command': ['x']}");
+	check_ok("{'images': []}");
+	check_refused("{'image': '--privileged'}",
+		      "\"relax\": image: \"--privileged\" is not an image "
+		      "reference (registry/name:tag@digest): it begins with "
+		      "\"-\"");
+	check_refused("{'image': 'reg/X'}",
+		      "\"relax\": image: \"reg/X\" is not an image reference "
+		      "(registry/name:tag@digest): its name is not "
+		      "[domain/]path, a path being parts of lower-case letters "
+		      "and digits joined by \".\", \"_\", \"__\" or \"-\", "
+		      "between \"/\"");
+	check_refused("{'images': 'reg/a:1'}", "\"relax\": images must be a "
+		      "list of at most 256 image references");
+	check_refused("{'images': ['reg/a:1', 'a b']}",
+		      "\"relax\": images[1]: \"a b\" is not an image reference "
+		      "(registry/name:tag@digest): it holds a blank or a "
+		      "control character");
+	check_refused("{'images': ['']}",
+		      "\"relax\": images[0]: \"\" is not an image reference "
+		      "(registry/name:tag@digest): it is empty");
+	check_refused("{'images': [3]}",
+		      "\"relax\": images[0] must be a string");
+	/* 256 images, and one more */
+	at = (size_t)snprintf(big, sizeof(big), "{'images': [");
+	for (int i = 0; i < 256; i++)
+		at += (size_t)snprintf(big + at, sizeof(big) - at, "%s'i%d'",
+				       i ? ", " : "", i);
+	snprintf(big + at, sizeof(big) - at, "]}");
+	check_ok(big);
+	snprintf(big + at, sizeof(big) - at, ", 'x']}");
+	check_refused(big, "\"relax\": images must be a list of at most 256 "
+		      "image references");
+}
+
+/* A node's image: a reference, and one the map allows for its label;
+ * with a runner or without (the exports take the image too). */
+static void test_plan_images(void **state)
+{
+	static const char *const runner[] = {
+		"podman", "run", "--rm", "{{ image }}", NULL
+	};
+	const struct jobspec_options o = {
+		.session = "s", .run_dir = RUN, .container = runner,
+		.tools_path = TOOLS_PATH,
+	};
+	static const char tools[] =
+		"{'relax': {'image': 'reg/a:1', 'images': ['reg/a:2',"
+		" 'reg/b@sha256:" HEX32 "'], 'command': ['relax']},"
+		" 'bare': {'command': ['bare']},"
+		" 'listed': {'images': ['reg/c:1'], 'command': ['c']}}";
+	struct jobspec_plan p;
+	char graph[512], want[FERR_MESSAGE_MAX];
+
+	(void)state;
+	/* the map's image, one of its list, none */
+	plan_ok("{'nodes': [{'id': 'a', 'label': 'relax'},"
+		" {'id': 'b', 'label': 'relax', 'system_values':"
+		"  {'image': 'reg/a:2'}},"
+		" {'id': 'c', 'label': 'relax', 'system_values':"
+		"  {'image': 'reg/b@sha256:" HEX32 "'}},"
+		" {'id': 'd', 'label': 'bare'},"
+		" {'id': 'e', 'label': 'listed', 'system_values':"
+		"  {'image': 'reg/c:1'}},"
+		" {'id': 'f', 'label': 'listed'}]}", tools, &o, &p);
+	argv_is(job(&p, "a"), "podman", "run", "--rm", "reg/a:1", "relax",
+		NULL);
+	argv_is(job(&p, "b"), "podman", "run", "--rm", "reg/a:2", "relax",
+		NULL);
+	argv_is(job(&p, "c"), "podman", "run", "--rm",
+		"reg/b@sha256:" HEX32, "relax", NULL);
+	argv_is(job(&p, "d"), "bare", NULL);
+	argv_is(job(&p, "e"), "podman", "run", "--rm", "reg/c:1", "c", NULL);
+	argv_is(job(&p, "f"), "c", NULL);
+	jobspec_plan_release(&p);
+	/* the attack: the image a runner's option */
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax',"
+		     " 'system_values': {'image': '--privileged'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image "
+		     "\"--privileged\" is not an image reference "
+		     "(registry/name:tag@digest): it begins with \"-\"");
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax',"
+		     " 'system_values': {'image': 'reg/a:1 --privileged'}}]}",
+		     tools, -EINVAL, "node \"n1\": system_values.image "
+		     "\"reg/a:1 --privileged\" is not an image reference "
+		     "(registry/name:tag@digest): it holds a blank or a "
+		     "control character");
+	/* a valid image the map did not choose */
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax',"
+		     " 'system_values': {'image': 'evil/x:1'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image \"evil/x:1\" is "
+		     "not an image the tool map allows for \"relax\" (it "
+		     "allows: reg/a:1, reg/a:2, reg/b@sha256:" HEX32 ")");
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax',"
+		     " 'system_values': {'image': 'reg/a'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image \"reg/a\" is "
+		     "not an image the tool map allows for \"relax\" (it "
+		     "allows: reg/a:1, reg/a:2, reg/b@sha256:" HEX32 ")");
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'bare',"
+		     " 'system_values': {'image': 'ubuntu'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image \"ubuntu\" is "
+		     "not an image the tool map allows for \"bare\" (it names "
+		     "no \"image\" or \"images\" for it)");
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'listed',"
+		     " 'system_values': {'image': 'reg/c:2'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image \"reg/c:2\" is "
+		     "not an image the tool map allows for \"listed\" (it "
+		     "allows: reg/c:1)");
+	/* a long image is cut in the message: 92 bytes and "..." */
+	snprintf(graph, sizeof(graph), "{'nodes': [{'id': 'n1', 'label':"
+		 " 'bare', 'system_values': {'image': '%s'}}]}",
+		 rep("", 'a', 200, ""));
+	snprintf(want, sizeof(want), "node \"n1\": system_values.image \"%s\" "
+		 "is not an image the tool map allows for \"bare\" (it names "
+		 "no \"image\" or \"images\" for it)", rep("", 'a', 92, "..."));
+	plan_refused(graph, tools, -EINVAL, want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1775,6 +2034,9 @@ int main(void)
 		cmocka_unit_test(test_plan_cost),
 		cmocka_unit_test(test_plan_folders),
 		cmocka_unit_test(test_plan_long_label),
+		cmocka_unit_test(test_image_grammar),
+		cmocka_unit_test(test_check_images),
+		cmocka_unit_test(test_plan_images),
 		cmocka_unit_test_setup_teardown(test_script_hostile_argument,
 						run_setup, run_teardown),
 		cmocka_unit_test_setup_teardown(test_script_first_word,
