@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "graph/jobspec.h"
+#include "graph/jobspec_i.h"
 #include "lib/template.h"
 #include "lib/utf8.h"
 
@@ -14,8 +15,14 @@
 #define JOB_NAME_MAX 128
 
 static const char *const tool_fields[] = {
-	"image", "images", "machine_type", "command", "outputs", "resources",
-	NULL
+	"image", "images", "machine_type", "command", "options", "outputs",
+	"resources", NULL
+};
+
+/* The names a template sees that are flowfs's, not a node's parameters
+ * (they shadow an input of the same name). */
+static const char *const own_names[] = {
+	"inputs", "job_dir", "node", "session", NULL
 };
 
 struct resource_rule {
@@ -228,6 +235,32 @@ static int check_images(const char *label, const json_t *list,
 	return 0;
 }
 
+static int check_options(const char *label, const json_t *list,
+			 struct ferr *err)
+{
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(list) || json_array_size(list) > JOBSPEC_ARGV_MAX)
+		return ferr_set(err, -EINVAL, "\"%s\": options must be a list of "
+				"at most %d input parameter names (those whose "
+				"value may begin an argument with \"-\")", label,
+				JOBSPEC_ARGV_MAX);
+	json_array_foreach(list, i, v) {
+		if (!plain_string(v) || !*json_string_value(v))
+			return ferr_set(err, -EINVAL, "\"%s\": options[%zu] must "
+					"be the name of an input parameter", label,
+					i);
+		if (listed(own_names, json_string_value(v)))
+			return ferr_set(err, -EINVAL, "\"%s\": options[%zu]: "
+					"\"%s\" is flowfs's, no input parameter "
+					"(inputs, job_dir, node and session "
+					"cannot begin an argument with \"-\")",
+					label, i, json_string_value(v));
+	}
+	return 0;
+}
+
 int jobspec_check_tool(const char *label, const json_t *entry,
 		       struct ferr *err)
 {
@@ -242,8 +275,8 @@ int jobspec_check_tool(const char *label, const json_t *entry,
 		if (!listed(tool_fields, k))
 			return ferr_set(err, -EINVAL, "\"%s\": unknown field "
 					"\"%s\" (a tool has image, images, "
-					"machine_type, command, outputs, "
-					"resources)", label, k);
+					"machine_type, command, options, "
+					"outputs, resources)", label, k);
 		if (!strcmp(k, "command"))
 			ret = check_command(label, v, err);
 		else if (!strcmp(k, "outputs"))
@@ -252,6 +285,8 @@ int jobspec_check_tool(const char *label, const json_t *entry,
 			ret = check_resources(label, v, err);
 		else if (!strcmp(k, "images"))
 			ret = check_images(label, v, err);
+		else if (!strcmp(k, "options"))
+			ret = check_options(label, v, err);
 		else if (!strcmp(k, "image") && plain_string(v))
 			ret = check_image(label, "image", v, err);
 		else
@@ -842,10 +877,38 @@ static int push_arg(struct jobspec_job *job, const char *text, size_t len)
 	return 0;
 }
 
-/* Render each template of `items` into job->argv; `what` names them. */
+/* Argument `i` of the command (jobspec.h, "Options"): not an option a
+ * node's value begins, unless the map lets that parameter. */
+static int check_option(const struct jobspec_job *job, const json_t *tool,
+			const char *item, size_t i, const json_t *context,
+			const struct sbuf *arg, struct ferr *err)
+{
+	char expr[200], show[96];
+	int ret = jobspec_arg_origin(item, context, arg->buf, arg->len,
+				     json_object_get(tool, "options"), expr,
+				     sizeof(expr));
+
+	if (ret <= 0)
+		return ret;
+	shown(arg->buf, show, sizeof(show));
+	if (!*expr)
+		return ferr_set(err, -EINVAL, "node \"%s\": command[%zu] \"%s\" "
+				"begins with \"-\", and where from could not be "
+				"told: a program would read it as an option",
+				job->node_id, i, show);
+	return ferr_set(err, -EINVAL, "node \"%s\": command[%zu] \"%s\" "
+			"begins with \"-\" from the node's value %s: a program "
+			"would read it as an option; only input parameters the "
+			"tool map lists in \"options\" for \"%s\" may do that",
+			job->node_id, i, show, expr, job->label);
+}
+
+/* Render each template of `items` into job->argv; `what` names them.
+ * `tool`: the command's (its arguments are checked for options), NULL for
+ * the runner's words (the daemon owner's, filled with checked values). */
 static int render_items(struct jobspec_job *job, const char *const *items,
 			size_t nitems, const json_t *context, const char *what,
-			size_t *total, struct ferr *err)
+			const json_t *tool, size_t *total, struct ferr *err)
 {
 	struct sbuf out = SBUF_INIT;
 	int ret = 0;
@@ -872,6 +935,12 @@ static int render_items(struct jobspec_job *job, const char *const *items,
 				       "argument can hold", job->node_id,
 				       what, i);
 			goto out;
+		}
+		if (tool) {
+			ret = check_option(job, tool, items[i], i, context,
+					   &out, err);
+			if (ret < 0)
+				goto out;
 		}
 		*total += out.len + 1;
 		if (*total > JOBSPEC_COMMAND_MAX) {
@@ -915,14 +984,14 @@ static int render_argv(struct jobspec_job *job, const json_t *tool,
 		while (opt->container[n])
 			n++;
 		ret = render_items(job, opt->container, n, runner_ctx,
-				   "the container runner", &total, err);
+				   "the container runner", NULL, &total, err);
 		if (ret < 0)
 			goto out;
 	}
 	for (size_t i = 0; i < json_array_size(cmd); i++)
 		items[i] = json_string_value(json_array_get(cmd, i));
 	ret = render_items(job, items, json_array_size(cmd), ctx, "command",
-			   &total, err);
+			   tool, &total, err);
 out:
 	free(items);
 	json_decref(ctx);

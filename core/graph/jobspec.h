@@ -12,7 +12,8 @@
  *	   "images": ["registry.example/abacus:3.9"],
  *	   "machine_type": "c2_m8_cpu",
  *	   "command": ["abacus-relax", "--in", "{{ structure_file }}",
- *	               "--out", "{{ job_dir }}/relaxed.cif"],
+ *	               "--out", "{{ job_dir }}/relaxed.cif", "{{ flags }}"],
+ *	   "options": ["flags"],
  *	   "outputs": {"relaxed_structure": "relaxed.cif"},
  *	   "resources": {"cpus": 4, "memory_mib": 16384,
  *	                 "time_minutes": 120, "partition": "compute"}}}
@@ -20,7 +21,8 @@
  * every field optional.  `command` is an argv list (1..JOBSPEC_ARGV_MAX
  * items, each a template of template.h's Jinja subset, at most
  * JOBSPEC_ITEM_MAX bytes): no shell ever reads it, so a value a node
- * carries (an LLM's) is one argument and never code.  A template sees
+ * carries (an LLM's) is one argument and never code — nor an option
+ * (below, "Options").  A template sees
  * the node's input parameters by name (an edge's replaced by the path
  * its source hands on, below), `inputs` (the same as a dict), `job_dir`
  * (the job's folder, absolute), `node` ({"id", "label"}) and `session`
@@ -76,6 +78,38 @@
  *	"node \"n1\": system_values.image \"evil/x:1\" is not an image the
  *	 tool map allows for \"relax\" (it allows: reg/a:1, reg/a:2)"
  *
+ * Options.  A program reads an argument that begins with "-" as an option
+ * (tar's --checkpoint-action=exec=CMD runs CMD), so a node's value may not
+ * begin one.  An argument (a rendered command item) reads as an option
+ * when it begins with "-" and is not a number (jobspec_is_option()).  Its
+ * first byte is the map author's when it comes from the item's own text
+ * ("--in={{ x }}", "-{{ x }}", "{% if v %}-v{% endif %}") or from a
+ * `{{ }}` that reads no name ("{{ '-v' }}"): such an argument is the
+ * author's and stands.  Otherwise a `{{ }}` printed it — a node's value,
+ * whole ("{{ x }}") or beginning the argument ("{{ x }}.txt") — and the
+ * plan is refused unless every name that `{{ }}` reads is an input
+ * parameter the map lists in the label's `options` (a list of up to
+ * JOBSPEC_ARGV_MAX names; inputs, job_dir, node and session cannot be
+ * listed), a name a loop binds counting as the names its `{% for %}`
+ * iterates too:
+ *	"node \"n1\": command[2] \"--checkpoint-action=exec=id\" begins
+ *	 with \"-\" from the node's value {{ archive }}: a program would read
+ *	 it as an option; only input parameters the tool map lists in
+ *	 \"options\" for \"untar\" may do that"
+ * `options: ["flags"]` lets {{ flags }} (and {{ flags|default('-v') }})
+ * begin an argument with "-"; what such a value says is then the
+ * program's business, as an option the map author chose to hand on.
+ * The node's id ({{ node.id }}) and the session's name are values too;
+ * edges hand on absolute paths, which begin with "/".  Where an argument
+ * begins is found by rendering the item again with a mark around each
+ * {{ }}'s output (jobspec_i.h); when that cannot tell (the value holds
+ * nearly every control byte a mark could be), the argument is refused:
+ *	"node \"n1\": command[2] \"-...\" begins with \"-\", and where
+ *	 from could not be told: a program would read it as an option"
+ * The runner's words are not held to this: they are the daemon owner's,
+ * and what a node fills in them cannot begin with "-" (an image) or is an
+ * absolute path (job_dir).
+ *
  * jobspec_check_tool() validates one entry of the map (graph.c calls it
  * when it reads the map); the message names the label and the field:
  *	"\"relax\": command[2]: line 1, column 4: unexpected '}'"
@@ -91,6 +125,7 @@
  *	 \"energy\" (it has: out_relax, relaxed_structure)"
  *	"node \"n2\": command[3]: 'structure_file' ..." (a template that does
  *	 not render)
+ *	"node \"n2\": command[3] \"-x\" begins with \"-\" ..." (Options)
  *	"the graph has a cycle: n1 -> n2 -> n1" (a cycle too long for
  *	 the message is cut in its middle: "n1 -> n2 -> ... -> n1")
  *	"the graph has no nodes"
@@ -233,5 +268,11 @@ int jobspec_shell_quote(struct sbuf *out, const char *s);
  * and *why (static text) says what breaks it: "it begins with \"-\"",
  * "its tag ...". */
 int jobspec_image_check(const char *ref, const char **why);
+
+/* Whether the argument `arg` reads as an option: it begins with "-" and
+ * is not a number ("-" then [0-9]+ ["." [0-9]*] or "." [0-9]+, then an
+ * optional [eE][+-]?[0-9]+, and nothing else).  "-1", "-0.5", "-2e-3" are
+ * numbers; "-", "--", "-x", "-1x", "-inf", "- 1" read as options. */
+bool jobspec_is_option(const char *arg);
 
 #endif

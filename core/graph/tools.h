@@ -3,11 +3,13 @@
  * how each node label runs:
  *
  *   {"<label>": {"image": "...", "images": [...], "machine_type": "...",
- *                "command": [...], "outputs": {...}, "resources": {...}}}
+ *                "command": [...], "options": [...], "outputs": {...},
+ *                "resources": {...}}}
  *
  * every field optional; each entry is checked by jobspec_check_tool()
  * (jobspec.h says what each field means: `images` the other images a
- * node may name).  A node takes its label's image
+ * node may name, `options` the parameters whose value may begin an
+ * argument with "-").  A node takes its label's image
  * and machine type when it names none (graph.h); a submit and the exports
  * take the commands (jobspec.h).
  */

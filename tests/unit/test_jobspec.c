@@ -103,10 +103,12 @@ static void test_check_fields(void **state)
 	check_refused("'x'", "\"relax\" must be an object");
 	check_refused("{'cmd': ['x']}",
 		      "\"relax\": unknown field \"cmd\" (a tool has image, "
-		      "images, machine_type, command, outputs, resources)");
+		      "images, machine_type, command, options, outputs, "
+		      "resources)");
 	check_refused("{'command': ['x'], 'Image': 'a'}",
 		      "\"relax\": unknown field \"Image\" (a tool has image, "
-		      "images, machine_type, command, outputs, resources)");
+		      "images, machine_type, command, options, outputs, "
+		      "resources)");
 	check_refused("{'image': 3}", "\"relax.image\" must be a string");
 	check_refused("{'image': null}", "\"relax.image\" must be a string");
 	check_refused("{'machine_type': ['c2_m8_cpu']}",
@@ -1884,15 +1886,15 @@ static void test_image_grammar(void **state)
 	image_bad("docker://ubuntu", NAME_WHY);
 }
 
-static void test_check_images(void **state)
+static void test_check_images_options(void **state)
 {
 	char big[8 * 300 + 64];
 	size_t at;
 
 	(void)state;
 	check_ok("{'image': 'reg/a:1', 'images': ['reg/a:2', 'other/b'],"
-		 " 'command': ['x']}");
-	check_ok("{'images': []}");
+		 " 'options': ['flags', 'extra'], 'command': ['x']}");
+	check_ok("{'images': [], 'options': []}");
 	check_refused("{'image': '--privileged'}",
 		      "\"relax\": image: \"--privileged\" is not an image "
 		      "reference (registry/name:tag@digest): it begins with "
@@ -1924,6 +1926,21 @@ static void test_check_images(void **state)
 	snprintf(big + at, sizeof(big) - at, ", 'x']}");
 	check_refused(big, "\"relax\": images must be a list of at most 256 "
 		      "image references");
+	check_refused("{'options': 'flags'}", "\"relax\": options must be a "
+		      "list of at most 256 input parameter names (those whose "
+		      "value may begin an argument with \"-\")");
+	check_refused("{'options': ['']}", "\"relax\": options[0] must be the "
+		      "name of an input parameter");
+	check_refused("{'options': ['a', null]}", "\"relax\": options[1] must "
+		      "be the name of an input parameter");
+	check_refused("{'options': ['inputs']}", "\"relax\": options[0]: "
+		      "\"inputs\" is flowfs's, no input parameter (inputs, "
+		      "job_dir, node and session cannot begin an argument with "
+		      "\"-\")");
+	check_refused("{'options': ['a', 'node']}", "\"relax\": options[1]: "
+		      "\"node\" is flowfs's, no input parameter (inputs, "
+		      "job_dir, node and session cannot begin an argument with "
+		      "\"-\")");
 }
 
 /* A node's image: a reference, and one the map allows for its label;
@@ -2009,6 +2026,274 @@ static void test_plan_images(void **state)
 	plan_refused(graph, tools, -EINVAL, want);
 }
 
+/* ---- options (jobspec.h, "Options") ------------------------------------- */
+
+static void test_is_option(void **state)
+{
+	static const char *const options[] = {
+		"-", "--", "-x", "--x", "-1x", "-inf", "-nan", "- 1", "-1 ",
+		"-1e", "-1e+", "-1e5x", "-.", "-e5", "-0x10", "--1", "-1.2.3",
+		"--checkpoint-action=exec=id", NULL
+	};
+	static const char *const not_options[] = {
+		"", "x", "1", "a-b", "/-x", " -x", "-1", "-0", "-0.5", "-.5",
+		"-1.", "-2e-3", "-2E+10", "-12345678901234567890", "-1e5", NULL
+	};
+
+	(void)state;
+	for (int i = 0; options[i]; i++)
+		if (!jobspec_is_option(options[i]))
+			fail_msg("\"%s\" reads as an option", options[i]);
+	for (int i = 0; not_options[i]; i++)
+		if (jobspec_is_option(not_options[i]))
+			fail_msg("\"%s\" does not read as an option",
+				 not_options[i]);
+}
+
+/*
+ * The plan of node "n1" (label "t", inputs `inputs`, a JSON object of
+ * name -> value in unit_json's quoting) whose command is ["prog", item]
+ * under options `options` (a JSON list, or NULL): 0 and argv[1] in
+ * `arg`, or the refusal's code and message in `msg`.
+ */
+static int one_arg(const char *item, const char *inputs, const char *options,
+		   char *out, size_t size)
+{
+	json_t *in = unit_json(inputs), *params = json_array(), *v;
+	json_t *graph, *tools, *cmd = json_pack("[ss]", "prog", item);
+	struct jobspec_plan p;
+	struct ferr err = FERR_INIT;
+	const char *name;
+	int ret;
+
+	assert_non_null(in);
+	json_object_foreach(in, name, v)
+		json_array_append_new(params, json_pack("{sssO}", "name", name,
+							"value", v));
+	graph = json_pack("{s[{sssssO}]}", "nodes", "id", "n1", "label", "t",
+			  "input_parameters", params);
+	tools = json_pack("{s{sO}}", "t", "command", cmd);
+	if (options)
+		json_object_set_new(json_object_get(tools, "t"), "options",
+				    unit_json(options));
+	assert_non_null(graph);
+	assert_non_null(tools);
+	ret = jobspec_plan(graph, tools, &opt_plain, &p, &err);
+	if (!ret) {
+		snprintf(out, size, "%s", p.jobs[0].argv[1]);
+		jobspec_plan_release(&p);
+	} else {
+		snprintf(out, size, "%s", err.message);
+		assert_null(p.jobs);
+	}
+	json_decref(in);
+	json_decref(params);
+	json_decref(cmd);
+	json_decref(graph);
+	json_decref(tools);
+	return ret;
+}
+
+static void arg_stands(const char *item, const char *inputs,
+		       const char *options, const char *want)
+{
+	char out[FERR_MESSAGE_MAX];
+	int ret = one_arg(item, inputs, options, out, sizeof(out));
+
+	if (ret)
+		fail_msg("%s with %s: refused: %s", item, inputs, out);
+	if (strcmp(out, want))
+		fail_msg("%s with %s: \"%s\", not \"%s\"", item, inputs, out,
+			 want);
+}
+
+/* Refused: the message is the common one, naming the argument `arg` and
+ * the {{ }} `expr` ("" for "could not be told"). */
+static void arg_refused(const char *item, const char *inputs,
+			const char *options, const char *arg, const char *expr)
+{
+	char out[FERR_MESSAGE_MAX], want[FERR_MESSAGE_MAX];
+	int ret = one_arg(item, inputs, options, out, sizeof(out));
+
+	if (*expr)
+		snprintf(want, sizeof(want), "node \"n1\": command[1] \"%s\" "
+			 "begins with \"-\" from the node's value %s: a program "
+			 "would read it as an option; only input parameters the "
+			 "tool map lists in \"options\" for \"t\" may do that",
+			 arg, expr);
+	else
+		snprintf(want, sizeof(want), "node \"n1\": command[1] \"%s\" "
+			 "begins with \"-\", and where from could not be told: "
+			 "a program would read it as an option", arg);
+	if (ret != -EINVAL)
+		fail_msg("%s with %s: %d (%s), not refused", item, inputs, ret,
+			 out);
+	if (strcmp(out, want))
+		fail_msg("%s with %s:\n  got  %s\n  want %s", item, inputs, out,
+			 want);
+}
+
+static void test_plan_options(void **state)
+{
+	(void)state;
+	/* the attack: tar -xf {{ archive }} */
+	arg_refused("{{ archive }}",
+		    "{'archive': '--checkpoint-action=exec=id'}", NULL,
+		    "--checkpoint-action=exec=id", "{{ archive }}");
+	/* a whole argument: an option, "-", a number */
+	arg_refused("{{ x }}", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_refused("{{ x }}", "{'x': '-'}", NULL, "-", "{{ x }}");
+	arg_refused("{{ x }}", "{'x': '--'}", NULL, "--", "{{ x }}");
+	arg_stands("{{ x }}", "{'x': '-5'}", NULL, "-5");
+	arg_stands("{{ x }}", "{'x': '-0.25e-3'}", NULL, "-0.25e-3");
+	arg_stands("{{ x }}", "{'x': -3}", NULL, "-3");
+	arg_stands("{{ x }}", "{'x': -1.5}", NULL, "-1.5");
+	arg_stands("{{ x }}", "{'x': ['-rf']}", NULL, "['-rf']");
+	arg_stands("{{ x }}", "{'x': 'a-b'}", NULL, "a-b");
+	arg_stands("{{ x }}", "{'x': ' -rf'}", NULL, " -rf");
+	/* a value that begins an argument */
+	arg_refused("{{ x }}.txt", "{'x': '-rf'}", NULL, "-rf.txt",
+		    "{{ x }}");
+	arg_refused("{{ a }}{{ x }}", "{'a': '', 'x': '-rf'}", NULL, "-rf",
+		    "{{ x }}");
+	arg_stands("{{ a }}{{ x }}", "{'a': 'ok', 'x': '-rf'}", NULL,
+		   "ok-rf");
+	arg_refused("{{ x|upper }}", "{'x': '-rf'}", NULL, "-RF",
+		    "{{ x|upper }}");
+	arg_refused("{{ x|join(',') }}", "{'x': ['-a', 'b']}", NULL,
+		    "-a,b", "{{ x|join(',') }}");
+	/* whitespace control strips the map's blanks before it */
+	arg_refused("  {{- x }}", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_refused("{{ x -}}  ", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_refused("{# c #}{{ x }}", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_refused("{{ x }}\n", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_stands(" {{ x }}", "{'x': '-rf'}", NULL, " -rf");
+	/* the map's text begins it: its own */
+	arg_stands("--in={{ x }}", "{'x': '-rf'}", NULL, "--in=-rf");
+	arg_stands("-{{ x }}", "{'x': '-checkpoint-action=exec=id'}", NULL,
+		   "--checkpoint-action=exec=id");
+	arg_stands("{% if v %}-v{% endif %}{{ x }}", "{'v': true, 'x': 'q'}",
+		   NULL, "-vq");
+	arg_refused("{% if v %}-v{% endif %}{{ x }}",
+		    "{'v': false, 'x': '-q'}", NULL, "-q", "{{ x }}");
+	arg_stands("{{ '-v' }}", "{}", NULL, "-v");
+	arg_stands("{{- '-v' }}{{ x }}", "{'x': 'q'}", NULL, "-vq");
+	/* names a {{ }} reads that are no value of the node's own */
+	arg_refused("{{ x|default('-q') }}", "{}", NULL, "-q",
+		    "{{ x|default('-q') }}");
+	arg_stands("{{ x|default('-q') }}", "{}", "['x']", "-q");
+	/* options: the parameters the map lists */
+	arg_stands("{{ flags }}", "{'flags': '-v'}", "['flags']", "-v");
+	arg_stands("{{flags}}", "{'flags': '--x=1'}", "['other', 'flags']",
+		   "--x=1");
+	arg_refused("{{ flags }}{{ x }}", "{'flags': '', 'x': '-x'}",
+		    "['flags']", "-x", "{{ x }}");
+	arg_stands("{{ flags }}{{ x }}", "{'flags': '-v', 'x': '-x'}",
+		   "['flags']", "-v-x");
+	arg_refused("{{ flags or x }}", "{'flags': '', 'x': '-x'}",
+		    "['flags']", "-x", "{{ flags or x }}");
+	arg_refused("{{ flags|default(x) }}", "{'x': '-x'}", "['flags']",
+		    "-x", "{{ flags|default(x) }}");
+	arg_refused("{{ inputs.flags }}", "{'flags': '-v'}", "['flags']",
+		    "-v", "{{ inputs.flags }}");
+	arg_refused("{{ x[flags] }}", "{'flags': 'k', 'x': {'k': '-v'}}",
+		    "['flags']", "-v", "{{ x[flags] }}");
+	arg_stands("{{ flags['k'] }}", "{'flags': {'k': '-v'}}",
+		   "['flags']", "-v");
+	arg_stands("{{ flags is defined and flags }}", "{'flags': '-v'}",
+		   "['flags']", "-v");
+	arg_stands("{{ flags is not undefined and flags }}", "{'flags': '-v'}",
+		   "['flags']", "-v");
+	arg_refused("{{ flags is defined and x }}", "{'flags': 1, 'x': '-v'}",
+		    "['flags']", "-v", "{{ flags is defined and x }}");
+	/* a loop's name stands for what it iterates, and for itself */
+	arg_refused("{% for f in flags %}{{ f }}{% endfor %}",
+		    "{'flags': ['-v']}", "['flags']", "-v", "{{ f }}");
+	arg_stands("{% for f in flags %}{{ f }}{% endfor %}",
+		   "{'flags': ['-v']}", "['flags', 'f']", "-v");
+	arg_refused("{% for flags in x %}{{ flags }}{% endfor %}",
+		    "{'flags': 'a', 'x': ['-v']}", "['flags']", "-v",
+		    "{{ flags }}");
+	arg_refused("{% for k, v in flags.items() %}{{ v }}{% endfor %}",
+		    "{'flags': {'a': '-v'}}", "['flags', 'k']", "-v",
+		    "{{ v }}");
+	arg_stands("{% for k, v in flags.items() %}{{ v }}{% endfor %}",
+		   "{'flags': {'a': '-v'}}", "['flags', 'v']", "-v");
+	arg_stands("{{ loop }}{% for f in flags %}{{ loop.index }}"
+		   "{% endfor %}", "{'flags': ['a', 'b']}", NULL, "12");
+	/* a value holding the marks: told apart while one is free */
+	arg_refused("{{ x }}", "{'x': '-a\\u0001\\u0002\\u0003'}", NULL,
+		    "-a\x01\x02\x03", "{{ x }}");
+	arg_stands("{{ x }}", "{'x': '-a\\u0001\\u0002\\u0003'}", "['x']",
+		   "-a\x01\x02\x03");
+	arg_refused("{{ x }}", "{'x': '-\\u0001\\u0002\\u0003\\u0004\\u0005"
+		    "\\u0006\\u0007\\b\\u000e\\u000f\\u0010\\u0011\\u0012\\u0013"
+		    "\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001a\\u001b"
+		    "\\u007f'}", "['x']", "-\x01\x02\x03\x04\x05\x06\x07\b\x0e"
+		    "\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x7f",
+		    "");
+	/* the argument shown is cut to 92 bytes and "..." */
+	{
+		char inputs[300], arg[100];
+
+		snprintf(inputs, sizeof(inputs), "{'x': '%s'}",
+			 rep("-", 'a', 200, ""));
+		snprintf(arg, sizeof(arg), "%s", rep("-", 'a', 91, "..."));
+		arg_refused("{{ x }}", inputs, NULL, arg, "{{ x }}");
+	}
+}
+
+/* node.id, session: values of the node's too; an edge's path is not. */
+static void test_plan_options_names(void **state)
+{
+	const struct jobspec_options dash = {
+		.session = "-s", .run_dir = RUN, .tools_path = TOOLS_PATH,
+	};
+	struct jobspec_plan p;
+	struct ferr err = FERR_INIT;
+	json_t *g, *t;
+
+	(void)state;
+	plan_refused("{'nodes': [{'id': '--x', 'label': 't'}]}",
+		     "{'t': {'command': ['prog', '{{ node.id }}']}}", -EINVAL,
+		     "node \"--x\": command[1] \"--x\" begins with \"-\" from "
+		     "the node's value {{ node.id }}: a program would read it "
+		     "as an option; only input parameters the tool map lists "
+		     "in \"options\" for \"t\" may do that");
+	g = unit_json("{'nodes': [{'id': 'n1', 'label': 't'}]}");
+	t = unit_json("{'t': {'command': ['prog', '{{ session }}']}}");
+	assert_int_equal(jobspec_plan(g, t, &dash, &p, &err), -EINVAL);
+	assert_string_equal(err.message, "node \"n1\": command[1] \"-s\" "
+			    "begins with \"-\" from the node's value "
+			    "{{ session }}: a program would read it as an "
+			    "option; only input parameters the tool map lists "
+			    "in \"options\" for \"t\" may do that");
+	json_decref(g);
+	json_decref(t);
+	/* an edge hands on an absolute path */
+	plan_ok("{'nodes': [{'id': '-a', 'label': 't'}, {'id': 'b', 'label':"
+		" 'u', 'input_parameters': [{'name': 'src', 'value': '-x'}]}],"
+		" 'edges': [{'id': 'e', 'source_node_id': '-a',"
+		" 'target_node_id': 'b', 'target_parameter_name': 'src'}]}",
+		"{'t': {'command': ['t']}, 'u': {'command': ['u', '{{ src }}']}}",
+		&opt_plain, &p);
+	argv_is(job(&p, "b"), "u", RUN "/-a", NULL);
+	jobspec_plan_release(&p);
+	/* the runner's words are not checked: the image cannot be one */
+	{
+		static const char *const runner[] = { "run", "-{{ image }}",
+						      NULL };
+		const struct jobspec_options o = {
+			.session = "s", .run_dir = RUN, .container = runner,
+		};
+
+		plan_ok("{'nodes': [{'id': 'n1', 'label': 't'}]}",
+			"{'t': {'image': 'i', 'command': ['t']}}", &o, &p);
+		argv_is(&p.jobs[0], "run", "-i", "t", NULL);
+		jobspec_plan_release(&p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2035,8 +2320,11 @@ int main(void)
 		cmocka_unit_test(test_plan_folders),
 		cmocka_unit_test(test_plan_long_label),
 		cmocka_unit_test(test_image_grammar),
-		cmocka_unit_test(test_check_images),
+		cmocka_unit_test(test_check_images_options),
 		cmocka_unit_test(test_plan_images),
+		cmocka_unit_test(test_is_option),
+		cmocka_unit_test(test_plan_options),
+		cmocka_unit_test(test_plan_options_names),
 		cmocka_unit_test_setup_teardown(test_script_hostile_argument,
 						run_setup, run_teardown),
 		cmocka_unit_test_setup_teardown(test_script_first_word,
