@@ -186,8 +186,11 @@ struct jobspec_options {
 	const char *run_dir;	/* absolute; job folders go in it (above) */
 	/* argv templates put before the command when the node has an image
 	 * (each item sees only `image` and `job_dir`), e.g. {"apptainer",
-	 * "exec", "docker://{{ image }}", NULL}; NULL: the command runs
-	 * directly, the image unused */
+	 * "exec", "docker://{{ image }}", NULL} (jobspec_runner_words()
+	 * makes them of --container's text); NULL: the command runs
+	 * directly, the image unused.  The words are the daemon owner's; a
+	 * node fills only the image (checked above) and its job folder (an
+	 * absolute path), each inside the one word that names it. */
 	const char *const *container;
 	const char *tools_path;	/* named in messages */
 };
@@ -274,5 +277,20 @@ int jobspec_image_check(const char *ref, const char **why);
  * optional [eE][+-]?[0-9]+, and nothing else).  "-1", "-0.5", "-2e-3" are
  * numbers; "-", "--", "-x", "-1x", "-inf", "- 1" read as options. */
 bool jobspec_is_option(const char *arg);
+
+/*
+ * --container's text made the runner's words (jobspec_options.container):
+ * split at blanks (spaces, tabs, newlines) outside the tags {{ }}, {% %}
+ * and {# #}, so "podman run -v {{ job_dir }}:{{ job_dir }} {{ image }}"
+ * is five words.  No shell reads them: a quote or a backslash outside a
+ * tag is refused rather than taken as a character of a word.  Each word
+ * must parse as a template and read no name but `image` and `job_dir`,
+ * at most JOBSPEC_ARGV_MAX words of at most JOBSPEC_ITEM_MAX bytes.
+ * *words is NULL-terminated (jobspec_runner_free() it).  0, -ENOMEM, or
+ * -EINVAL with err: "word 3 \"{{ img }}\" reads \"img\": the runner
+ * sees only image and job_dir", "it has no words".
+ */
+int jobspec_runner_words(const char *text, char ***words, struct ferr *err);
+void jobspec_runner_free(char **words);
 
 #endif

@@ -1,6 +1,6 @@
 /* jobspec_values: what a node's values may become in a job — an image
- * reference, an argument that reads as an option; see jobspec.h
- * ("Images", "Options") and jobspec_i.h. */
+ * reference, an argument that reads as an option — and the container
+ * runner's words; see jobspec.h ("Images", "Options") and jobspec_i.h. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -779,4 +779,119 @@ out:
 	sbuf_release(&src);
 	sbuf_release(&out);
 	return ret;
+}
+
+/* ---- the container runner's words --------------------------------------- */
+
+void jobspec_runner_free(char **words)
+{
+	for (size_t i = 0; words && words[i]; i++)
+		free(words[i]);
+	free(words);
+}
+
+/* Word `i` (1-based in messages) parses and reads only image, job_dir. */
+static int check_word(const char *w, size_t i, struct ferr *err)
+{
+	struct ferr terr = FERR_INIT;
+	struct item_scan sc;
+	struct tmpl *t = NULL;
+	char show[96], where[FERR_MESSAGE_MAX];
+	const char *name;
+	json_t *v;
+	int ret;
+
+	shown(w, strlen(w), show, sizeof(show));
+	if (strlen(w) > JOBSPEC_ITEM_MAX)
+		return ferr_set(err, -EINVAL, "word %zu is %zu bytes; at most "
+				"%d", i, strlen(w), JOBSPEC_ITEM_MAX);
+	ret = tmpl_parse(&t, w, strlen(w), &terr);
+	tmpl_free(t);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret < 0)
+		return ferr_set(err, -EINVAL, "word %zu \"%s\": %s", i, show,
+				ferr_format(&terr, where, sizeof(where)));
+	ret = scan_item(w, strlen(w), &sc);
+	if (ret < 0)	/* it parsed: its tags end */
+		return ret;
+	json_object_foreach(sc.reads, name, v) {
+		if (!strcmp(name, "image") || !strcmp(name, "job_dir") ||
+		    !strcmp(name, "loop") || json_object_get(sc.targets, name))
+			continue;
+		ret = ferr_set(err, -EINVAL, "word %zu \"%s\" reads \"%s\": the "
+			       "runner sees only image and job_dir", i, show,
+			       name);
+		break;
+	}
+	scan_release(&sc);
+	return ret;
+}
+
+int jobspec_runner_words(const char *text, char ***out, struct ferr *err)
+{
+	size_t n = strlen(text), p = 0, count = 0;
+	char **words = NULL;
+	int ret = 0;
+
+	*out = NULL;
+	while (!ret && p < n) {
+		size_t start;
+		char **grown;
+
+		if (blank(text[p])) {
+			p++;
+			continue;
+		}
+		/* a word runs to a blank outside a tag */
+		for (start = p; !ret && p < n && !blank(text[p]);) {
+			struct tag t;
+			int found = 0;
+
+			if (text[p] == '{' && p + 1 < n &&
+			    strchr("{%#", text[p + 1]))
+				found = next_tag(text, n, p, &t);
+			if (found > 0) {
+				p = t.end;
+			} else if (found < 0) {
+				p = n;	/* the template's parser says why */
+			} else if (strchr("'\"\\", text[p])) {
+				ret = ferr_set(err, -EINVAL, "word %zu holds a "
+					       "quote or a backslash: no shell "
+					       "reads the runner, its words are "
+					       "split at blanks", count + 1);
+			} else {
+				p++;
+			}
+		}
+		if (ret)
+			break;
+		if (count == JOBSPEC_ARGV_MAX) {
+			ret = ferr_set(err, -EINVAL, "more than %d words",
+				       JOBSPEC_ARGV_MAX);
+			break;
+		}
+		grown = realloc(words, (count + 2) * sizeof(*grown));
+		if (!grown) {
+			ret = -ENOMEM;
+			break;
+		}
+		words = grown;
+		words[count] = strndup(text + start, p - start);
+		words[count + 1] = NULL;
+		if (!words[count]) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = check_word(words[count], count + 1, err);
+		count++;
+	}
+	if (!ret && !count)
+		ret = ferr_set(err, -EINVAL, "it has no words");
+	if (ret < 0) {
+		jobspec_runner_free(words);
+		return ret;
+	}
+	*out = words;
+	return 0;
 }

@@ -2294,6 +2294,102 @@ static void test_plan_options_names(void **state)
 	}
 }
 
+/* ---- the container runner's words --------------------------------------- */
+
+static void words_are(const char *text, ...)
+{
+	struct ferr err = FERR_INIT;
+	char **w = NULL;
+	const char *want;
+	size_t n = 0;
+	va_list ap;
+
+	if (jobspec_runner_words(text, &w, &err) != 0)
+		fail_msg("%s: refused: %s", text, err.message);
+	va_start(ap, text);
+	while ((want = va_arg(ap, const char *))) {
+		if (!w[n] || strcmp(w[n], want))
+			fail_msg("%s: word %zu is \"%s\", not \"%s\"", text, n,
+				 w[n] ? w[n] : "(none)", want);
+		n++;
+	}
+	va_end(ap);
+	if (w[n])
+		fail_msg("%s: a word more: %s", text, w[n]);
+	jobspec_runner_free(w);
+}
+
+static void words_refused(const char *text, const char *want)
+{
+	struct ferr err = FERR_INIT;
+	char **w = (char **)1;
+
+	assert_int_equal(jobspec_runner_words(text, &w, &err), -EINVAL);
+	assert_null(w);
+	if (strcmp(err.message, want))
+		fail_msg("%s:\n  got  %s\n  want %s", text, err.message, want);
+}
+
+static void test_runner_words(void **state)
+{
+	char big[4 * 300];
+	size_t at = 0;
+
+	(void)state;
+	/* the README's examples, and --help's */
+	words_are("apptainer exec docker://{{ image }}", "apptainer", "exec",
+		  "docker://{{ image }}", NULL);
+	words_are("podman run --rm -v {{ job_dir }}:{{ job_dir }} -w "
+		  "{{ job_dir }} {{ image }}", "podman", "run", "--rm", "-v",
+		  "{{ job_dir }}:{{ job_dir }}", "-w", "{{ job_dir }}",
+		  "{{ image }}", NULL);
+	/* blanks: several, tabs, newlines, at the ends */
+	words_are("  a\t\tb \n c  ", "a", "b", "c", NULL);
+	/* every tag holds its blanks; strings in it hold "}}" */
+	words_are("x{{ image|default( 'a }} b' ) }}y {%- if image %}i{% endif"
+		  " %} {# a comment #}", "x{{ image|default( 'a }} b' ) }}y",
+		  "{%- if image %}i{% endif %}", "{# a comment #}", NULL);
+	words_are("{% for c in image %}{{ c }}{{ loop.index }}{% endfor %}",
+		  "{% for c in image %}{{ c }}{{ loop.index }}{% endfor %}",
+		  NULL);
+	/* a blank between tags is between words */
+	words_refused("{% for c in image %}{{ c }} {% endfor %}", "word 1 "
+		      "\"{% for c in image %}{{ c }}\": line 1, column 28: "
+		      "'else' or 'endfor' expected, found end of template");
+	words_refused("", "it has no words");
+	words_refused(" \t ", "it has no words");
+	words_refused("podman run {{ img }}", "word 3 \"{{ img }}\" reads "
+		      "\"img\": the runner sees only image and job_dir");
+	words_refused("run {{ node.id }}", "word 2 \"{{ node.id }}\" reads "
+		      "\"node\": the runner sees only image and job_dir");
+	words_refused("run {% if x %}{% endif %}", "word 2 \"{% if x %}"
+		      "{% endif %}\" reads \"x\": the runner sees only image "
+		      "and job_dir");
+	words_refused("run {{ image", "word 2 \"{{ image\": line 1, column "
+		      "9: unexpected end of template inside '{{ }}'");
+	words_refused("run {{", "word 2 \"{{\": line 1, column 3: unexpected "
+		      "end of template inside '{{ }}'");
+	words_refused("sh -c 'a b'", "word 3 holds a quote or a backslash: "
+		      "no shell reads the runner, its words are split at "
+		      "blanks");
+	words_refused("a\\ b", "word 1 holds a quote or a backslash: no shell "
+		      "reads the runner, its words are split at blanks");
+	/* 256 words, and one more */
+	for (int i = 0; i < 256; i++)
+		at += (size_t)snprintf(big + at, sizeof(big) - at, "w ");
+	{
+		struct ferr err = FERR_INIT;
+		char **w = NULL;
+
+		assert_int_equal(jobspec_runner_words(big, &w, &err), 0);
+		assert_non_null(w[255]);
+		assert_null(w[256]);
+		jobspec_runner_free(w);
+	}
+	snprintf(big + at, sizeof(big) - at, "w");
+	words_refused(big, "more than 256 words");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2325,6 +2421,7 @@ int main(void)
 		cmocka_unit_test(test_is_option),
 		cmocka_unit_test(test_plan_options),
 		cmocka_unit_test(test_plan_options_names),
+		cmocka_unit_test(test_runner_words),
 		cmocka_unit_test_setup_teardown(test_script_hostile_argument,
 						run_setup, run_teardown),
 		cmocka_unit_test_setup_teardown(test_script_first_word,
