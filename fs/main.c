@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "flowfs-config.h"
+#include "graph/jobspec.h"
 #include "lib/fclock.h"
 #include "lib/fname.h"
 #include "fs.h"
@@ -277,8 +278,9 @@ static void usage(const char *prog)
 	       "              $XDG_STATE_HOME/flowfs/jobs, ~/.local/state/flowfs/jobs)\n"
 	       "  --jobs=N    local jobs running at once (the CPUs; 1 to 4096)\n"
 	       "  --container=CMD  run a node that has an image as CMD + its command,\n"
-	       "              CMD's words templates seeing {{ image }} and\n"
-	       "              {{ job_dir }} (e.g. \"apptainer exec docker://{{ image }}\")\n"
+	       "              CMD's words (split at blanks outside {{ }}) templates\n"
+	       "              seeing {{ image }} and {{ job_dir }}\n"
+	       "              (e.g. \"apptainer exec docker://{{ image }}\")\n"
 	       "  -f          stay in the foreground and print log lines on stderr\n"
 	       "              (else they go to syslog)\n"
 	       "  -d          debug: print every request (implies -f)\n"
@@ -675,29 +677,6 @@ static char *default_work_dir(void)
 	return strdup("/tmp/flowfs-jobs");
 }
 
-/* --container's words, each a template (checked when a job is made). */
-static int split_words(const char *text, char ***out)
-{
-	char **words = NULL, **grown, *copy = strdup(text), *save = NULL;
-	size_t n = 0;
-
-	*out = NULL;
-	if (!copy)
-		return -ENOMEM;
-	for (char *w = strtok_r(copy, " \t", &save); w;
-	     w = strtok_r(NULL, " \t", &save)) {
-		grown = realloc(words, (n + 2) * sizeof(*grown));
-		if (!grown)
-			break;
-		words = grown;
-		words[n++] = strdup(w);
-		words[n] = NULL;
-	}
-	free(copy);
-	*out = words;
-	return words ? 0 : -EINVAL;
-}
-
 /* `path` with its longest existing ancestor resolved (realpath) and the
  * rest as it is: where making it would put it, NULL when unknown. */
 static char *resolve_existing(const char *path)
@@ -782,10 +761,20 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 	}
 	o->work_dir = real;
 	o->slots = (unsigned)(opts->job_slots > 0 ? opts->job_slots : 0);
-	if (opts->container &&
-	    split_words(opts->container, &fs->container) < 0) {
-		fprintf(stderr, "flowfs: --container needs a command\n");
-		return -EINVAL;
+	/* split at blanks outside {{ }}: "-v {{ job_dir }}:{{ job_dir }}"
+	 * is two words, not six; each checked now, not at the first submit */
+	if (opts->container) {
+		struct ferr err = FERR_INIT;
+
+		ret = jobspec_runner_words(opts->container, &fs->container,
+					   &err);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret < 0) {
+			fprintf(stderr, "flowfs: --container: %s\n",
+				err.message);
+			return -EINVAL;
+		}
 	}
 	o->container = (const char *const *)fs->container;
 	return 0;
@@ -1458,9 +1447,7 @@ static void release(struct daemon *d)
 	free(d->db);
 	free(d->cmd.mountpoint);
 	free((char *)fs->jobs_opt.work_dir);
-	for (size_t i = 0; fs->container && fs->container[i]; i++)
-		free(fs->container[i]);
-	free(fs->container);
+	jobspec_runner_free(fs->container);
 	free(opts->db);
 	free(opts->db_opt);
 	free(opts->source);
