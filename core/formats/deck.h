@@ -96,7 +96,8 @@ struct deck_value {
 	unsigned repeat;	/* r of `r*value`; 1 when written without */
 	/*
 	 * DECK_NUMBER: the spelling to write (always a legal DATCOM REAL:
-	 * sign, digits with a `.`, optional upper-case exponent), or NULL to
+	 * sign, digits with a `.`, optional upper-case exponent other than
+	 * 0), or NULL to
 	 * write deck_format_number(number).  The parser sets it; numbers added
 	 * through the API have NULL.
 	 * DECK_TEXT: the characters between the apostrophes.
@@ -227,19 +228,25 @@ int deck_get_numbers(const struct deck_case *c, const char *nl,
 
 /*
  * Format a number the flowfs way, independent of the locale, so that it
- * reads back as the same value (DATCOM reads `1.753E-4`, `5580.0E-3` and
- * `3.343E+01` alike):
- *  - as the seed writes numbers, where that is the value itself: with at
- *    most 4 decimals, trailing zeros stripped (`6.0`, `-3.0`, `10000.0`,
- *    `0.5489`, `-1.25`, `0.0001`; -0.0 is `0.0`);
- *  - any other value, and |v| >= 1e9, in exponent form with the fewest
- *    significant digits that read back as it: an upper-case `E`, a
- *    mantissa with at least one decimal (`1.753E-4`, `2.418852E-1`,
- *    `1.00001E0`, `1.0E9`, `-2.3456789E12`);
+ * reads back as the same value and DATCOM's input check (CONERR: RVALUE
+ * in rvalue.f) passes it:
+ *  - the fewest significant digits that read back as v (the shortest
+ *    decimal: `0.5489`, `1.00001`, `0.2418852`, `0.0001753`), with a `.`
+ *    and at least one digit after it (`6.0`, `10000.0`, `-3.0`; -0.0 is
+ *    `0.0`);
+ *  - in plain form whenever that fits a card, at most DECK_VALUE_MAX
+ *    characters (every value a DATCOM REAL holds does: `1000000000.0`,
+ *    `0.00001`);
+ *  - else in exponent form: one digit, `.`, the other digits (or `0`),
+ *    an upper-case `E` and the exponent without zeros it does not need
+ *    (`1.0E300`, `4.9E-324`).  CONERR marks an exponent of 0 (`1.5E0`,
+ *    `1.5E-00`) and an `E` without a `.` before it (`15E-1`) as errors;
+ *    neither is ever written;
  *  - -EDOM for NaN and infinities.
- * Writes a NUL-terminated string into buf (32 bytes always suffice) and
- * returns its length, or -ENOSPC when size is too small.
+ * Writes a NUL-terminated string into buf (DECK_NUMBER_SIZE bytes always
+ * suffice) and returns its length, or -ENOSPC when size is too small.
  */
+#define DECK_NUMBER_SIZE (DECK_VALUE_MAX + 1)
 int deck_format_number(double v, char *buf, size_t size);
 
 /*
@@ -287,6 +294,9 @@ enum deck_problem_kind {
 	DECK_P_NAME,		/* lower-case letters in a name */
 	DECK_P_LOGICAL,		/* `.T.`, `T`, `.true.`...: not .TRUE./.FALSE. */
 	DECK_P_RANGE,		/* number beyond a Fortran REAL */
+	DECK_P_EXPONENT,	/* `15E-1` (no `.` before the E) or an
+				 * exponent of 0 (`1.5E0`): DATCOM reads the
+				 * value but marks the card ** ERROR ** */
 };
 
 struct deck_problem {
