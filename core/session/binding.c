@@ -156,8 +156,13 @@ static const struct artifact {
 		      const struct imported *im, struct sbuf *out);
 	int (*exists)(const struct binding_ctx *c);
 	int (*check)(const json_t *params, struct ferr *err);
+	/* status's check of a complete set, when set instead of `check`:
+	 * also what it leaves out, given the rest of an imported file */
+	int (*check_complete)(const json_t *params, const struct deck *rest,
+			      struct ferr *err);
 	/* lines for status that do not stop the file, when set */
-	int (*warn)(const json_t *params, struct sbuf *out);
+	int (*warn)(const json_t *params, const struct deck *rest,
+		    struct sbuf *out);
 	/* what is required beyond the schema's list (a surface begun), when
 	 * set: their names, comma-separated, and how many */
 	int (*missing)(const json_t *params, const struct deck *rest,
@@ -168,13 +173,13 @@ static const struct artifact {
 	int64_t import_max;	/* the largest upload read for it */
 } artifacts[] = {
 	{ "datcom", "for005.dat", render_for005, NULL, datcom_check,
-	  datcom_warnings, datcom_missing_with, "deck", import_deck,
-	  DECK_MAX_SIZE },
+	  datcom_check_with, datcom_warnings_with, datcom_missing_with,
+	  "deck", import_deck, DECK_MAX_SIZE },
 	{ "scientific-workflow", "summary.json", render_summary,
-	  transcript_exists, NULL, NULL, NULL, NULL, NULL, 0 },
+	  transcript_exists, NULL, NULL, NULL, NULL, NULL, NULL, 0 },
 	{ "scientific-workflow", "summary_readable.txt",
 	  render_summary_readable, transcript_exists, NULL, NULL, NULL, NULL,
-	  NULL, 0 },
+	  NULL, NULL, 0 },
 };
 
 #define ARTIFACT_COUNT (sizeof(artifacts) / sizeof(artifacts[0]))
@@ -358,8 +363,16 @@ static int import_file(const struct binding_ctx *c, const struct artifact *a,
 	if (ret == -EFBIG)
 		ret = fname_line(problems, "uploads/%s: too large to read",
 				 name);
-	if (ret < 0 || text.len == 0)
+	if (ret < 0)
 		goto out;
+	/* bound, and nothing in it: no parameters come from it, which a
+	 * person who copied a deck there did not mean */
+	if (text.len == 0) {
+		ret = fname_line(problems, "uploads/%s: the file is empty (0 "
+				 "bytes): no %s to read", name,
+				 a->import_input);
+		goto out;
+	}
 	if (c->leave)
 		c->leave(c->lock_ctx);
 	ret = a->import(text.buf, text.len, base, im, &err);
@@ -676,7 +689,9 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 	for_each_checked_artifact(a, sk->id) {
 		struct ferr err = FERR_INIT;
 
-		if (a->check(in->parameter, &err) == 0)
+		if ((a->check_complete ?
+		     a->check_complete(in->parameter, imported_rest(im), &err) :
+		     a->check(in->parameter, &err)) == 0)
 			continue;
 		if (err.path[0])
 			ret = fname_line(out, "output/%s: %s: %s", a->name,
@@ -693,7 +708,8 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 /* The warnings of a complete, accepted set of parameters: no problem
  * (`problems` bytes of them) before. */
 static int artifact_warnings(const struct skill *sk, const struct inputs *in,
-			     size_t problems, struct sbuf *notes)
+			     const struct imported *im, size_t problems,
+			     struct sbuf *notes)
 {
 	int ret = 0;
 
@@ -701,7 +717,8 @@ static int artifact_warnings(const struct skill *sk, const struct inputs *in,
 		return 0;
 	for (size_t i = 0; !ret && i < ARTIFACT_COUNT; i++)
 		if (!strcmp(artifacts[i].skill, sk->id) && artifacts[i].warn)
-			ret = artifacts[i].warn(in->parameter, notes);
+			ret = artifacts[i].warn(in->parameter,
+						imported_rest(im), notes);
 	return ret;
 }
 
@@ -731,7 +748,7 @@ static int solve(const struct binding_ctx *c, struct sbuf *out,
 	if (!ret && sk)
 		ret = artifact_problems(sk, &in, im, out);
 	if (!ret && sk)
-		ret = artifact_warnings(sk, &in, out->len, notes);
+		ret = artifact_warnings(sk, &in, im, out->len, notes);
 	/* a template that does not render is a problem of the session */
 	if (!ret && sk) {
 		ret = binding_prompt_from(c, sk, &in, &prompt, &err);
