@@ -161,29 +161,54 @@ static bool name_ok(const char *s)
 	return true;
 }
 
+/*
+ * DATCOM reads a number (TODEC in todec.f) by adding up the digits before
+ * its point, and those after it, each in a 32-bit INTEGER: a part above
+ * 2147483647 overflows into another number (issue 28: 0.8327717748460195
+ * read so, and a TBFUNX crash after it).  Nine digits always fit.
+ */
+#define DECK_PART_DIGITS 9
+#define DECK_PART_MAX 2147483647ULL
+
 static bool printable(char c)
 {
 	return c >= 0x20 && c <= 0x7e;
 }
 
+/* Whether DATCOM's reader adds up the digits s[0..n) of one part of a
+ * number without overflowing (DECK_PART_MAX). */
+static bool part_fits(const char *s, size_t n)
+{
+	unsigned long long v = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		v = v * 10 + (unsigned)(s[i] - '0');
+		if (v > DECK_PART_MAX)
+			return false;
+	}
+	return true;
+}
+
 /*
- * A DATCOM REAL spelling its input check (CONERR's RVALUE) passes:
- * [+-](d+.d*|.d+)(E[+-]d+)?, the exponent not 0.
+ * A DATCOM REAL spelling its input check (CONERR's RVALUE) passes and its
+ * reader (TODEC) reads: [+-](d+.d*|.d+)(E[+-]d+)?, the exponent not 0,
+ * neither part of the mantissa above DECK_PART_MAX.
  */
 static bool number_spelling_ok(const char *s)
 {
-	size_t i = 0, mant = 0;
+	size_t i = 0, mant = 0, ip;
 
 	if (s[i] == '+' || s[i] == '-')
 		i++;
+	ip = i;
 	while (isdigit((unsigned char)s[i]))
 		i++, mant++;
-	if (s[i] != '.')
+	if (s[i] != '.' || !part_fits(s + ip, i - ip))
 		return false;
-	i++;
+	ip = ++i;
 	while (isdigit((unsigned char)s[i]))
 		i++, mant++;
-	if (!mant)
+	if (!mant || !part_fits(s + ip, i - ip))
 		return false;
 	if (s[i] == 'E') {
 		size_t e = 0;
@@ -290,6 +315,7 @@ static bool is_next_case(const char *s, size_t len)
 
 /* ------------------------------------------------------------ numbers */
 
+
 int deck_number_check(double v)
 {
 	return isfinite(v) ? 0 : -EDOM;
@@ -325,10 +351,35 @@ static int shortest_digits(double v, char digits[20], int *exp10)
 	return n;
 }
 
+/*
+ * Whether the digits of v (shortest_digits(): nd of them, the first at
+ * 10^e) written plain take at most DECK_PART_DIGITS before the point and
+ * as many after it from the first that is not 0 (DATCOM's reader adds
+ * each part up in a 32-bit INTEGER), and DECK_VALUE_MAX characters.
+ */
+static bool plain_fits(const char *digits, int nd, int e, bool neg)
+{
+	int frac = 0, len;
+
+	if (e >= 0) {
+		int i = e + 1;
+
+		while (i < nd && digits[i] == '0')
+			i++;
+		frac = i < nd ? nd - i : 0;
+		len = (e + 3 > nd + 1 ? e + 3 : nd + 1) + neg;
+	} else {
+		frac = nd;
+		len = 1 - e + nd + neg;
+	}
+	return e < DECK_PART_DIGITS && frac <= DECK_PART_DIGITS &&
+	       len <= DECK_VALUE_MAX;
+}
+
 int deck_format_number(double v, char *buf, size_t size)
 {
 	char digits[20], res[DECK_NUMBER_SIZE + 40];
-	int n = deck_number_check(v), nd, e, o = 0;
+	int n = deck_number_check(v), nd, e, o = 0, k;
 
 	if (n < 0)
 		return n;
@@ -340,10 +391,8 @@ int deck_format_number(double v, char *buf, size_t size)
 	nd = shortest_digits(v, digits, &e);
 	if (v < 0)
 		res[o++] = '-';
-	/* plain: the digits around a point, zeros filling up to it; only
-	 * when it fits a card (sign, 1 + |e| digits at least, the point) */
-	if ((e >= 0 ? (e + 3 > nd + 1 ? e + 3 : nd + 1) : 1 - e + nd) +
-	    (v < 0) <= DECK_VALUE_MAX) {
+	/* plain: the digits around a point, zeros filling up to it */
+	if (plain_fits(digits, nd, e, v < 0)) {
 		if (e >= 0) {
 			for (int i = 0; i <= e; i++)
 				res[o++] = i < nd ? digits[i] : '0';
@@ -365,10 +414,15 @@ int deck_format_number(double v, char *buf, size_t size)
 		n = o;
 		goto out;
 	}
-	/* d.dddE<exponent>: DATCOM's input check wants the point before the
-	 * E and an exponent other than 0 (rvalue.f), which it is here */
-	n = o + snprintf(res + o, sizeof(res) - (size_t)o, "%c.%sE%d",
-			 digits[0], nd > 1 ? digits + 1 : "0", e);
+	/*
+	 * mantissa E exponent: one digit before the point, or as many as
+	 * leave DECK_PART_DIGITS after it (8327717.748460195E-7).  DATCOM's
+	 * input check wants the point before the E and an exponent other
+	 * than 0 (rvalue.f): plain would have fitted where it is 0.
+	 */
+	k = nd > DECK_PART_DIGITS + 1 ? nd - DECK_PART_DIGITS : 1;
+	n = o + snprintf(res + o, sizeof(res) - (size_t)o, "%.*s.%sE%d", k,
+			 digits, nd > k ? digits + k : "0", e - k + 1);
 out:
 	if (n < 0 || n > DECK_VALUE_MAX)
 		return -ERANGE;
@@ -1059,7 +1113,7 @@ static int parse_number(struct parser *p, size_t i)
 	char norm[DECK_VALUE_MAX + 8];
 	size_t start = i, k, mant = 0, ip, il, fp = 0, fl = 0;
 	size_t ep = 0, el = 0;
-	bool dot = false, has_exp = false;
+	bool dot = false, has_exp = false, misread;
 	char sign = 0, esign = 0, elet = 0;
 	int ret, n;
 
@@ -1166,6 +1220,20 @@ static int parse_number(struct parser *p, size_t i)
 	/* an exponent of 0 goes: DATCOM's input check refuses it */
 	if (has_exp && zero_exponent(p->s + ep, el))
 		has_exp = false, esign = 0, el = 0;
+	/* digits DATCOM's reader overflows on: the value is kept, written
+	 * again in a form it reads (text NULL: deck_format_number()) */
+	misread = !part_fits(p->s + ip, il) || !part_fits(p->s + fp, fl);
+	if (misread) {
+		ret = problem(p, DECK_P_DIGITS, DECK_ERROR, p->line,
+			      (unsigned)start + 1,
+			      "`%.*s` has more digits %s its point than DATCOM's "
+			      "reader adds up (it overflows a 32-bit integer, "
+			      "above 2147483647, and reads another number)",
+			      (int)(k - start), p->s + start,
+			      !part_fits(p->s + ip, il) ? "before" : "after");
+		if (ret < 0)
+			return ret;
+	}
 	/* Respell legally: a `.` always, `E` exponent. */
 	n = snprintf(norm, sizeof(norm), "%s%.*s.%.*s%s%s%s%.*s",
 		     sign == '-' ? "-" : sign == '+' ? "+" : "",
@@ -1190,9 +1258,14 @@ static int parse_number(struct parser *p, size_t i)
 		if (ret < 0)
 			return ret;
 	}
-	val.text = strdup(norm);
-	if (!val.text)
-		return -ENOMEM;
+	if (!misread) {
+		val.text = strdup(norm);
+		if (!val.text)
+			return -ENOMEM;
+	} else if (deck_number_check(val.number) < 0) {
+		/* beyond a double: DECK_P_RANGE said so; its largest */
+		val.number = val.number > 0 ? DBL_MAX : -DBL_MAX;
+	}
 	ret = push_value(p, &val);
 	return ret < 0 ? ret : (int)k;
 }

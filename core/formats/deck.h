@@ -97,9 +97,10 @@ struct deck_value {
 	/*
 	 * DECK_NUMBER: the spelling to write (always a legal DATCOM REAL:
 	 * sign, digits with a `.`, optional upper-case exponent other than
-	 * 0), or NULL to
-	 * write deck_format_number(number).  The parser sets it; numbers added
-	 * through the API have NULL.
+	 * 0, at most 2147483647 in the digits on either side of the point),
+	 * or NULL to write deck_format_number(number).  The parser sets it
+	 * but where DATCOM would misread the spelling (DECK_P_DIGITS);
+	 * numbers added through the API have NULL.
 	 * DECK_TEXT: the characters between the apostrophes.
 	 */
 	char *text;
@@ -228,20 +229,23 @@ int deck_get_numbers(const struct deck_case *c, const char *nl,
 
 /*
  * Format a number the flowfs way, independent of the locale, so that it
- * reads back as the same value and DATCOM's input check (CONERR: RVALUE
- * in rvalue.f) passes it:
+ * reads back as the same value, DATCOM's input check (CONERR: RVALUE in
+ * rvalue.f) passes it and DATCOM's reader (TODEC in todec.f) reads it:
  *  - the fewest significant digits that read back as v (the shortest
  *    decimal: `0.5489`, `1.00001`, `0.2418852`, `0.0001753`), with a `.`
  *    and at least one digit after it (`6.0`, `10000.0`, `-3.0`; -0.0 is
  *    `0.0`);
- *  - in plain form whenever that fits a card, at most DECK_VALUE_MAX
- *    characters (every value a DATCOM REAL holds does: `1000000000.0`,
- *    `0.00001`);
- *  - else in exponent form: one digit, `.`, the other digits (or `0`),
- *    an upper-case `E` and the exponent without zeros it does not need
- *    (`1.0E300`, `4.9E-324`).  CONERR marks an exponent of 0 (`1.5E0`,
- *    `1.5E-00`) and an `E` without a `.` before it (`15E-1`) as errors;
- *    neither is ever written;
+ *  - in plain form when that has at most 9 digits before the point and
+ *    9 after it from the first that is not 0 (TODEC adds each part up
+ *    in a 32-bit INTEGER, which more can overflow), and at most
+ *    DECK_VALUE_MAX characters: `999999999.0`, `0.00001`,
+ *    `0.000000000123`;
+ *  - else in exponent form: one digit before the point, or as many as
+ *    leave 9 after it, the others (or `0`) after it, an upper-case `E`
+ *    and the exponent without zeros it does not need (`1.0E9`,
+ *    `-1.5E10`, `8327717.748460195E-7`, `4.9E-324`).  CONERR marks an
+ *    exponent of 0 (`1.5E0`) and an `E` without a `.` before it (`15E-1`)
+ *    as errors; neither is ever written;
  *  - -EDOM for NaN and infinities.
  * Writes a NUL-terminated string into buf (DECK_NUMBER_SIZE bytes always
  * suffice) and returns its length, or -ENOSPC when size is too small.
@@ -297,6 +301,10 @@ enum deck_problem_kind {
 	DECK_P_EXPONENT,	/* `15E-1` (no `.` before the E) or an
 				 * exponent of 0 (`1.5E0`): DATCOM reads the
 				 * value but marks the card ** ERROR ** */
+	DECK_P_DIGITS,		/* more digits before or after the point
+				 * than DATCOM's reader adds up (a part
+				 * above 2147483647): it reads another
+				 * number */
 };
 
 struct deck_problem {

@@ -181,8 +181,8 @@ static void test_number_format(void **state)
 	fmt_is(20120887.0, "20120887.0");
 	fmt_is(999999999.0, "999999999.0");
 	/* what four decimals would change: the fewest digits that read
-	 * back as the value (issue 15's cases), in plain form where that
-	 * fits a card (issue 28: DATCOM's input check marks `1.00001E0`) */
+	 * back as the value (issue 15's cases), in plain form where DATCOM
+	 * reads it so (issue 28: its input check marks `1.00001E0`) */
 	fmt_is(0.0001753, "0.0001753");		/* SREF: was 0.0002 */
 	fmt_is(0.00025, "0.00025");		/* R: was 0.0003 */
 	fmt_is(0.2418852, "0.2418852");		/* Mach: was 0.2419 */
@@ -195,29 +195,41 @@ static void test_number_format(void **state)
 	fmt_is(0.00005, "0.00005");
 	fmt_is(1.23456, "1.23456");
 	fmt_is(2.00001, "2.00001");
-	fmt_is(0.30000000000000004, "0.30000000000000004");
-	fmt_is(1e9, "1000000000.0");
-	fmt_is(-1.5e10, "-15000000000.0");
-	fmt_is(2.3456789e12, "2345678900000.0");
-	fmt_is(1e30, "1000000000000000000000000000000.0");
-	/* the ends of a DATCOM REAL: plain still */
-	fmt_is(3.4e38, "340000000000000000000000000000000000000.0");
-	fmt_is(1.1754943508222875e-38,
-	       "0.000000000000000000000000000000000000011754943508222875");
+	fmt_is(1.5e-7, "0.00000015");
+	/* DATCOM's reader (todec.f) adds up the digits before the point,
+	 * and those after it, in 32-bit integers: nine on each side are
+	 * plain, one more is the exponent form */
+	fmt_is(999999999.0, "999999999.0");
+	fmt_is(1e9, "1.0E9");
+	fmt_is(1234567891.0, "1.234567891E9");
+	fmt_is(-1.5e10, "-1.5E10");
+	fmt_is(2.3456789e12, "2.3456789E12");
+	fmt_is(0.123456789, "0.123456789");
+	fmt_is(0.1234567891, "1.234567891E-1");
+	fmt_is(12.123456789, "12.123456789");
+	fmt_is(12.1234567891, "121.234567891E-1");
+	fmt_is(0.000000000123456789, "0.000000000123456789");
+	fmt_is(5.0000000000123, "5.0000000000123");
+	/* more digits than nine: as many before the point as leave nine
+	 * after it */
+	fmt_is(0.30000000000000004, "30000000.000000004E-8");
+	fmt_is(0.8327717748460195, "8327717.748460195E-7");
+	fmt_is(1e30, "1.0E30");
+	/* the ends of a DATCOM REAL */
+	fmt_is(3.4e38, "3.4E38");
+	fmt_is(1.1754943508222875e-38, "11754943.508222875E-45");
+	fmt_is(1e-38, "0.00000000000000000000000000000000000001");
 	/* a card's 64 columns (DECK_VALUE_MAX): at them plain, one past
 	 * them the exponent form */
-	fmt_is(1e61, "10000000000000000000000000000000000000000000000000000000"
-	       "000000.0");
-	fmt_is(1e62, "1.0E62");
-	fmt_is(-1e60, "-1000000000000000000000000000000000000000000000000000000"
-	       "000000.0");
-	fmt_is(-1e61, "-1.0E61");
 	fmt_is(1e-62, "0.000000000000000000000000000000000000000000000000000000"
 	       "00000001");
 	fmt_is(1e-63, "1.0E-63");
+	fmt_is(-1e-61, "-0.00000000000000000000000000000000000000000000000000000"
+	       "00000001");
+	fmt_is(-1e-62, "-1.0E-62");
 	fmt_is(1.5e-63, "1.5E-63");
 	fmt_is(5e-324, "5.0E-324");	/* the shortest: 5e-324 reads back */
-	fmt_is(-1.7976931348623157e308, "-1.7976931348623157E308");
+	fmt_is(-1.7976931348623157e308, "-17976931.348623157E301");
 	fmt_err(NAN, -EDOM);
 	fmt_err(INFINITY, -EDOM);
 	fmt_err(-INFINITY, -EDOM);
@@ -241,7 +253,7 @@ static void test_number_locale(void **state)
 		if (setlocale(LC_NUMERIC, locs[i]))
 			break;
 	fmt_is(0.5489, "0.5489");
-	fmt_is(-1.5e10, "-15000000000.0");
+	fmt_is(-1.5e10, "-1.5E10");
 	fmt_is(2.5e-70, "2.5E-70");
 	d = parse_ok(" $FLTCON MACH(1)=0.5489$\nNEXT CASE\n", &pr);
 	assert_int_equal(deck_get_numbers(d->cases[0], "FLTCON", "MACH", v, 1,
@@ -318,16 +330,49 @@ static int significant(const char *a)
 	return first < 0 ? 1 : last - first + 1;
 }
 
-/* How long the plain form of an exponent form `a` would be: its digits
- * moved by the exponent, zeros filling up to the point, one decimal at
- * least. */
-static int plain_length(const char *a)
+/*
+ * Whether the digits of a printed number, laid out plain, have at most 9
+ * before the point and 9 after it from the first that is not 0 (what
+ * DATCOM's reader adds up in 32-bit integers, todec.f) and 64
+ * characters: from the text alone, whichever form it is in.
+ */
+static bool plain_would_fit(const char *a)
 {
-	const char *e = strchr(a, 'E');
-	int nd = significant(a), x = atoi(e + 1), len;
+	char digits[DECK_NUMBER_SIZE];
+	const char *e = strchr(a, 'E'), *t;
+	int nd = 0, point = 0, x = e ? atoi(e + 1) : 0, first = -1;
+	int before, after, len;
 
-	len = x >= 0 ? (x + 3 > nd + 1 ? x + 3 : nd + 1) : 1 - x + nd;
-	return len + (a[0] == '-');
+	for (t = a; *t && *t != 'E'; t++) {
+		if (*t == '.')
+			point = nd;
+		else if (*t >= '0' && *t <= '9')
+			digits[nd++] = *t;
+	}
+	/* the point moved by the exponent: digits[0..before) before it */
+	before = point + x;
+	while (nd > 0 && digits[nd - 1] == '0' && nd > before)
+		nd--;
+	for (int i = 0; i < nd; i++)
+		if (digits[i] != '0') {
+			first = i;
+			break;
+		}
+	if (first < 0)
+		return true;	/* 0.0 */
+	/* integer digits from the first non-zero one; after: from the first
+	 * non-zero one after the point */
+	{
+		int lead = first < before ? before - first : 0;
+		int from = before > 0 ? before : 0;
+
+		while (from < nd && digits[from] == '0')
+			from++;
+		after = nd > from ? nd - from : 0;
+		len = (lead ? lead : 1) + 1 + (nd > before ? nd - before +
+			(before < 0 ? -before : 0) : 1) + (a[0] == '-');
+		return lead <= 9 && after <= 9 && len <= DECK_VALUE_MAX;
+	}
 }
 
 /* Every number prints in a form DATCOM's input check passes (rvalue.f:
@@ -367,11 +412,20 @@ static void test_number_property(void **state)
 		}
 		if (!strchr(a, 'E') && strchr(a, '.')[2] != '\0')
 			assert_true(a[strlen(a) - 1] != '0');
-		/* plain whenever that fits 64 columns */
-		if (strlen(a) > DECK_VALUE_MAX ||
-		    (strchr(a, 'E') && plain_length(a) <= DECK_VALUE_MAX))
-			fail_msg("%.17g -> %s (plain: %d characters)", x, a,
-				 strchr(a, 'E') ? plain_length(a) : n);
+		/* plain exactly when that is what DATCOM reads as it is */
+		if (plain_would_fit(a) != !strchr(a, 'E'))
+			fail_msg("%.17g -> %s", x, a);
+		/* and an exponent form that it reads too: nine digits at
+		 * most on either side of the point, one before it unless
+		 * nine follow */
+		if (strchr(a, 'E')) {
+			const char *pt = strchr(a, '.'), *e = strchr(a, 'E');
+			int lead = (int)(pt - a) - (a[0] == '-');
+
+			if (lead > 9 || e - pt - 1 > 9 ||
+			    (lead > 1 && e - pt - 1 != 9))
+				fail_msg("%.17g -> %s", x, a);
+		}
 		assert_true(deck_format_number(y, b, sizeof(b)) > 0);
 		assert_string_equal(a, b);
 	}
@@ -544,7 +598,7 @@ static void test_write_refuses(void **state)
 	/* spellings DATCOM's input check marks: never written */
 	for (size_t k = 0; k < 4; k++) {
 		static const char *const bad[] = { "1.0E0", "1.0E-00", "1E4",
-						   "1.0E" };
+						   "0.8327717748460195" };
 
 		free(nl->vars[0]->values[0].text);
 		nl->vars[0]->values[0].text = strdup(bad[k]);
@@ -881,7 +935,27 @@ static void test_parse_problems(void **state)
 			{ " $A X=15E-1$\nNEXT CASE\n", " $A X=15.0E-1$\n" },
 			{ " $A X=7E0$\nNEXT CASE\n", " $A X=7.0$\n" },
 			{ " $A X=1.5E10$\nNEXT CASE\n", " $A X=1.5E10$\n" },
+			/* what DATCOM's reader overflows on (todec.f):
+			 * the value, in a form it reads */
+			{ " $A X=0.8327717748460195$\nNEXT CASE\n",
+			  " $A X=8327717.748460195E-7$\n" },
+			{ " $A X=15000000000.0$\nNEXT CASE\n",
+			  " $A X=1.5E10$\n" },
+			{ " $A X=2147483648.0$\nNEXT CASE\n",
+			  " $A X=2.147483648E9$\n" },
+			{ " $A X=0.2147483648E2$\nNEXT CASE\n",
+			  " $A X=21.47483648$\n" },
+			/* at the limit, and leading zeros after the point,
+			 * add nothing: as they are */
+			{ " $A X=2147483647.0$\nNEXT CASE\n",
+			  " $A X=2147483647.0$\n" },
+			{ " $A X=-1.2147483647$\nNEXT CASE\n",
+			  " $A X=-1.2147483647$\n" },
+			{ " $A X=0.000000000000123$\nNEXT CASE\n",
+			  " $A X=0.000000000000123$\n" },
 		};
+		static const size_t problems[] = { 1, 1, 1, 1, 1, 0, 1, 1, 1,
+						   1, 0, 0, 0 };
 
 		for (size_t k = 0; k < sizeof(in) / sizeof(*in); k++) {
 			struct deck_problems pr = DECK_PROBLEMS_INIT;
@@ -890,7 +964,9 @@ static void test_parse_problems(void **state)
 
 			if (strncmp(w, in[k][1], strlen(in[k][1])))
 				fail_msg("%s: wrote %s", in[k][0], w);
-			assert_int_equal(pr.nr, k < 5 ? 1 : 0);
+			if (pr.nr != problems[k] ||
+			    (pr.nr && k >= 6 && pr.v[0].kind != DECK_P_DIGITS))
+				fail_msg("%s: %zu problems", in[k][0], pr.nr);
 			free(w);
 			deck_free(d);
 			deck_problems_release(&pr);
