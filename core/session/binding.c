@@ -64,12 +64,13 @@ static int import_deck(const char *text, size_t len, json_t **params,
 	}
 	if (ret < 0)
 		goto out;
-	/* lines DATCOM would reject: flowfs writes them cleanly, but say so */
+	/* lines DATCOM would reject or misread: flowfs writes them cleanly,
+	 * but says so */
 	rejected = deck_problems_count(&problems, DECK_ERROR);
 	for (size_t i = 0; rejected && i < problems.nr; i++)
 		if (problems.v[i].severity >= DECK_ERROR) {
 			ret = fname_line(&im->notes,
-					 "%zu line%s DATCOM would reject (line %u: %s); the deck flowfs generates from it leaves them out",
+					 "%zu line%s DATCOM would reject or misread (line %u: %s); the deck flowfs generates from it leaves them out or writes them so DATCOM reads them",
 					 rejected, rejected == 1 ? "" : "s",
 					 problems.v[i].line, problems.v[i].message);
 			break;
