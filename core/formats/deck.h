@@ -340,9 +340,10 @@ size_t deck_problems_count(const struct deck_problems *p,
  * and TAB-only lines are skipped, TABs read as blanks, unknown control
  * cards dropped, `$NAME` in column 1 read as a namelist, a namelist
  * interrupted by a control card, a new namelist or the end of the file is
- * closed there, bare integers and lower-case exponents read as the REAL
+ * closed there, bare integers, lower-case exponents, exponents of 0 and
+ * numbers with more digits than DATCOM's reader adds up read as the REAL
  * they mean (and re-spelt legally, so deck_write() of the result follows
- * every rule).  Then 0 with *out set.
+ * every rule and DATCOM reads it as that REAL).  Then 0 with *out set.
  *
  * Fatal syntax (a value without a variable, `=` missing, an unclosed
  * quote, an empty value between commas, a malformed number, a name longer
