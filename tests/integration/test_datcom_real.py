@@ -184,12 +184,13 @@ REFUSED = {
 def test_what_flowfs_refuses_computes_nothing(datcom, session, case):
     taken, refused, edit, where = REFUSED[case]
     deck, notes = deck_for(session, taken)
-    r = D.run(datcom, deck, timeout=5)
+    r = D.run(datcom, deck, timeout=3)
     assert not computes_nothing(r), f"{case}: the taken deck: {r.summary()}"
     # the refused set's deck, as flowfs would have written it: nothing
     bad = edit(deck.decode()).encode()
     assert bad != deck
-    r = D.run(datcom, bad, timeout=5)
+    # a deck DATCOM answers takes it a tenth of a second at most
+    r = D.run(datcom, bad, timeout=3)
     assert not r.input_errors, r.input_errors
     assert computes_nothing(r), f"{case}: DATCOM computed: {r.summary()}"
     # and flowfs says no, naming the parameter
@@ -299,7 +300,7 @@ def test_unit_program_decks(datcom, tmp_path):
             stdin=subprocess.DEVNULL, timeout=300)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     decks = sorted(dump.glob("*.dat"))
-    assert len(decks) > 150, len(decks)
+    assert len(decks) > 100, len(decks)
     verdicts, broke = Counter(), []
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda p: D.run(datcom, p.read_bytes()),
