@@ -965,18 +965,25 @@ static bool rest_gives(const struct deck_case *rest, const char *nl,
 	return false;
 }
 
-/* Append the Mach numbers in [lo, hi), ", "-separated; how many, or
- * -ENOMEM. */
-static int machs_between(const struct dcase *c, double lo, double hi,
-			 struct sbuf *out)
+/*
+ * Append the Mach numbers of a speed range, ", "-separated: with
+ * transonic, above STMACH `st` and below TSMACH `ts`, else at or above
+ * `ts` (supersonic).  Compared in single precision, as DATCOM does
+ * (main00.f: SUBSON at or below STMACH, SUPERS at or above TSMACH).
+ * How many, or -ENOMEM.
+ */
+static int machs_in(const struct dcase *c, bool transonic, double st,
+		    double ts, struct sbuf *out)
 {
 	char num[FJSON_REAL_SIZE];
 	int n = 0;
 
 	for (size_t i = 0; i < c->v[P_MACH].n && i < DATCOM_MAX_LIST; i++) {
 		double m = c->v[P_MACH].list[i];
+		bool in = transonic ? (float)m > (float)st && (float)m < (float)ts
+				    : (float)m >= (float)ts;
 
-		if (m < lo || m >= hi)
+		if (!in)
 			continue;
 		if ((n++ && sbuf_addstr(out, ", ") < 0) ||
 		    sbuf_addstr(out, show(num, m)) < 0)
@@ -1020,10 +1027,10 @@ static int warnings(const struct dcase *c, const struct deck_case *rest,
 			      "says ATMOSPHERIC DATA ARE NOT DEFINED and runs "
 			      "LOOP 1 instead\n", loop);
 	if (!r && v[P_MACH].set) {
-		n = machs_between(c, st, ts, &list);
+		n = machs_in(c, true, st, ts, &list);
 		if (n > 0)
-			r = sbuf_addf(out, "MACH %s %s between STMACH %s and "
-				      "TSMACH %s (transonic), where DATCOM has "
+			r = sbuf_addf(out, "MACH %s %s above STMACH %s and "
+				      "below TSMACH %s (transonic), where DATCOM has "
 				      "few methods: its tables there print NDM "
 				      "(no method) for most coefficients, CD "
 				      "alone at best (stmach, up to 0.99, and "
@@ -1038,7 +1045,7 @@ static int warnings(const struct dcase *c, const struct deck_case *rest,
 	 * tables have numbers */
 	if (!r && v[P_MACH].set && !(rest_gives(rest, "BODY", "BLN") &&
 				      rest_gives(rest, "BODY", "BLA"))) {
-		n = machs_between(c, ts, INFINITY, &list);
+		n = machs_in(c, false, st, ts, &list);
 		if (n > 0)
 			r = sbuf_addf(out, "MACH %s %s at or above TSMACH %s "
 				      "(supersonic): there DATCOM's body method "

@@ -134,11 +134,11 @@ int datcom_check_with(const json_t *params, const struct deck *rest,
  *     1 of each ...");
  *   - LOOP 2 or 3 with Reynolds numbers and no altitudes (DATCOM runs
  *     LOOP 1);
- *   - Mach numbers from STMACH (0.6 unless stmach) to below TSMACH (1.4
- *     unless tsmach): "MACH 0.7, 0.8 are between STMACH 0.6 and TSMACH
- *     1.4 (transonic), where DATCOM has few methods: its tables there
- *     print NDM (no method) for most coefficients, CD alone at best
- *     (...)";
+ *   - Mach numbers above STMACH (0.6 unless stmach) and below TSMACH
+ *     (1.4 unless tsmach), compared as DATCOM does in single precision:
+ *     "MACH 0.7, 0.8 are above STMACH 0.6 and below TSMACH 1.4
+ *     (transonic), where DATCOM has few methods: its tables there print
+ *     NDM (no method) for most coefficients, CD alone at best (...)";
  *   - Mach numbers at or above TSMACH without BLN and BLA in a $BODY
  *     carried through: CD and CL print NaN;
  *   - a TYPE 2 or 3 wing with a tail: the configurations with a tail

@@ -674,16 +674,17 @@ def test_configurations_of_any_surfaces(dsession):
 
 
 def test_mach_above_stmach_is_said_in_status(dsession):
-    """From DATCOM's default STMACH (0.6) to TSMACH (1.4) its tables are
-    mostly NDM, and from TSMACH on a body without BLN and BLA is NaN: the
-    deck is made, and status says what DATCOM prints there (issue 28)."""
+    """Above DATCOM's default STMACH (0.6) and below TSMACH (1.4) its
+    tables are mostly NDM, and from TSMACH on a body without BLN and BLA
+    is NaN: the deck is made, and status says what DATCOM prints there
+    (issue 28; at 0.6 itself DATCOM is subsonic, main00.f)."""
     s = dsession
     assert request(s, pc9(nmach=3, mach=[0.5, 0.7, 2.0], nalt=3,
                           alt=[10000, 10000, 10000])) == 0
     doc = json.loads(read_bytes(s / "status.json"))
     assert doc["ready"] is True, doc
     assert doc["notes"] == [
-        "MACH 0.7 is between STMACH 0.6 and TSMACH 1.4 (transonic), where"
+        "MACH 0.7 is above STMACH 0.6 and below TSMACH 1.4 (transonic), where"
         " DATCOM has few methods: its tables there print NDM (no method)"
         " for most coefficients, CD alone at best (stmach, up to 0.99, and"
         " tsmach, 1.01 to 1.4, move the limits)",
@@ -703,6 +704,8 @@ def test_mach_above_stmach_is_said_in_status(dsession):
     assert json.loads(read_bytes(s / "status.json"))["notes"] == []
     assert check_cards(deck_of(s)).values("FLTCON")["STMACH"] == (0, ["0.9"])
     assert request(s, pc9()) == 0
+    assert json.loads(read_bytes(s / "status.json"))["notes"] == []
+    assert request(s, pc9(mach=[0.6])) == 0
     assert json.loads(read_bytes(s / "status.json"))["notes"] == []
 
 

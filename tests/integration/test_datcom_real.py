@@ -211,6 +211,10 @@ def test_what_flowfs_refuses_computes_nothing(datcom, session, case):
 # -- what status notes is what DATCOM prints --------------------------------
 
 def test_transonic_tables_are_mostly_ndm(datcom, session):
+    # at STMACH itself DATCOM is subsonic (main00.f): no note, numbers
+    deck, notes = deck_for(session, pc9(mach=[0.6]))
+    assert notes == []
+    assert D.judge(D.run(datcom, deck), noted=False) == "clean"
     deck, notes = deck_for(session, pc9(mach=[0.7]))
     assert len(notes) == 1 and "(transonic)" in notes[0], notes
     r = D.run(datcom, deck)

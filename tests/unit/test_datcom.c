@@ -580,13 +580,16 @@ static void test_warnings(void **state)
 
 	(void)state;
 	warn_is(p, NULL, "");
-	json_object_update_new(p, json_pack("{s:i, s:[f, f, f, f], s:i, "
-					    "s:[f, f, f, f]}", "nmach", 4,
-					    "mach", 0.5, 0.6, 1.39, 1.4,
-					    "nalt", 4, "alt", 0.0, 1000.0,
-					    2000.0, 3000.0));
-	/* from STMACH to below TSMACH, and from TSMACH on: exactly at each */
-	warn_is(p, NULL, "MACH 0.6, 1.39 are between STMACH 0.6 and TSMACH "
+	json_object_update_new(p, json_pack("{s:i, s:[f, f, f, f, f, f], "
+					    "s:i, s:[f, f, f, f, f, f]}",
+					    "nmach", 6, "mach", 0.5, 0.6,
+					    0.60000001, 0.6000001, 1.39, 1.4,
+					    "nalt", 6, "alt", 0.0, 1000.0,
+					    2000.0, 3000.0, 4000.0, 5000.0));
+	/* above STMACH and below TSMACH, and from TSMACH on, in single
+	 * precision as DATCOM compares (main00.f): 0.6 and 0.60000001 are
+	 * one REAL there, subsonic; 0.6000001 is a REAL above it */
+	warn_is(p, NULL, "MACH 0.6000001, 1.39 are above STMACH 0.6 and below TSMACH "
 		"1.4 (transonic), where DATCOM has few methods: its tables "
 		"there print NDM (no method) for most coefficients, CD alone "
 		"at best (stmach, up to 0.99, and tsmach, 1.01 to 1.4, move "
@@ -602,7 +605,7 @@ static void test_warnings(void **state)
 	nose = carried(" $BODY BLN=7.0,BLA=11.0$\nNEXT CASE\n");
 	warn_is(p, nose, "");
 	json_object_set_new(p, "tsmach", json_real(1.4));
-	warn_is(p, nose, "MACH 1.39 is between STMACH 0.61 and TSMACH 1.4 "
+	warn_is(p, nose, "MACH 1.39 is above STMACH 0.61 and below TSMACH 1.4 "
 		"(transonic), where DATCOM has few methods: its tables there "
 		"print NDM (no method) for most coefficients, CD alone at best "
 		"(stmach, up to 0.99, and tsmach, 1.01 to 1.4, move the "
@@ -622,7 +625,7 @@ static void test_warnings(void **state)
 	/* NALT other than NMACH with LOOP 1 is said, not refused */
 	json_object_set_new(p, "nmach", json_integer(1));
 	json_object_set_new(p, "mach", json_pack("[f]", 0.5));
-	warn_is(p, NULL, "NALT (4) differs from NMACH (1) while LOOP is 1 "
+	warn_is(p, NULL, "NALT (6) differs from NMACH (1) while LOOP is 1 "
 		"(Mach number and altitude vary together, in pairs): DATCOM "
 		"says so and takes the first 1 of each (loop 2 or 3 computes "
 		"every combination)\n");
