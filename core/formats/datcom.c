@@ -1052,7 +1052,8 @@ static int warnings(const struct dcase *c, const struct deck_case *rest,
 				      "needs the nose and afterbody lengths BLN "
 				      "and BLA, which only a deck's $BODY carries "
 				      "through, and without them CD and CL print "
-				      "NaN wherever the body is\n", list.buf,
+				      "NaN or NDM wherever the body is\n",
+				      list.buf,
 				      n == 1 ? "is" : "are", show(a, ts));
 		else
 			r = n;

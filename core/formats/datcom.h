@@ -140,7 +140,7 @@ int datcom_check_with(const json_t *params, const struct deck *rest,
  *     (transonic), where DATCOM has few methods: its tables there print
  *     NDM (no method) for most coefficients, CD alone at best (...)";
  *   - Mach numbers at or above TSMACH without BLN and BLA in a $BODY
- *     carried through: CD and CL print NaN;
+ *     carried through: CD and CL print NaN or NDM with the body;
  *   - a TYPE 2 or 3 wing with a tail: the configurations with a tail
  *     print NDM;
  *   - no wing, and cbarr or blref not given: the moments they scale

@@ -691,7 +691,7 @@ def test_mach_above_stmach_is_said_in_status(dsession):
         "MACH 2.0 is at or above TSMACH 1.4 (supersonic): there DATCOM's"
         " body method needs the nose and afterbody lengths BLN and BLA,"
         " which only a deck's $BODY carries through, and without them CD"
-        " and CL print NaN wherever the body is"], doc
+        " and CL print NaN or NDM wherever the body is"], doc
     check_cards(deck_of(s))
     # BLN and BLA from a deck answer the second
     upload(s, "deck.dat", b" $BODY BLN=7.0,BLA=11.0$\nNEXT CASE\n")

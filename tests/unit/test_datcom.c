@@ -597,7 +597,8 @@ static void test_warnings(void **state)
 		"MACH 1.4 is at or above TSMACH 1.4 (supersonic): there "
 		"DATCOM's body method needs the nose and afterbody lengths BLN "
 		"and BLA, which only a deck's $BODY carries through, and "
-		"without them CD and CL print NaN wherever the body is\n");
+		"without them CD and CL print NaN or NDM wherever the body "
+		"is\n");
 	/* STMACH and TSMACH given move them; BLN and BLA carried through
 	 * answer the second */
 	json_object_set_new(p, "stmach", json_real(0.61));
@@ -617,7 +618,7 @@ static void test_warnings(void **state)
 	warn_is(p, nose, "MACH 1.39, 1.4 are at or above TSMACH 1.01 "
 		"(supersonic): there DATCOM's body method needs the nose and "
 		"afterbody lengths BLN and BLA, which only a deck's $BODY "
-		"carries through, and without them CD and CL print NaN "
+		"carries through, and without them CD and CL print NaN or NDM "
 		"wherever the body is\n");
 	deck_free(nose);
 	json_object_del(p, "stmach");
