@@ -80,6 +80,14 @@ def cd_cl(table):
             table.rows]
 
 
+def report(line):
+    """A line for the end of tools/test (FLOWFS_DATCOM_REPORT)."""
+    path = os.environ.get("FLOWFS_DATCOM_REPORT")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
 # -- the oracle can fail -----------------------------------------------------
 
 def test_the_oracle_sees_errors_tables_and_breakdowns(datcom):
@@ -319,6 +327,10 @@ def test_unit_program_decks(datcom, tmp_path):
         verdicts[v] += 1
         if v == "broke":
             broke.append((path.name, D.breakdown_kind(res)))
+    report(f"DATCOM, the unit programs' decks: {len(decks)}: "
+           f"{verdicts['clean']} clean, {verdicts['noted']} noted, "
+           f"{verdicts['broke']} broke down (schema-range random sets: "
+           f"{Counter(k for _, k in broke)})")
     # the unit decks are the PC-9 and its variants, and schema-range
     # random sets (no aircraft: values anywhere in their ranges), where
     # DATCOM's breakdowns are no news; no input error in any
@@ -571,10 +583,7 @@ def test_random_sample(datcom, session, capsys):
             f"{counts['broke']} broke down ({dict(kinds)})")
     with capsys.disabled():
         print(f"\n{line}", file=sys.stderr)
-    report = os.environ.get("FLOWFS_DATCOM_REPORT")
-    if report:
-        with open(report, "a") as f:
-            f.write(line + "\n")
+    report(line)
     assert run >= 100, line
     assert counts["clean"] >= run / 3, line
     assert counts["broke"] < BREAKDOWN_SHARE * run, line
