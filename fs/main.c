@@ -649,6 +649,25 @@ static void log_cgroups(struct flowfs *fs, const struct ferr *why)
 	fs_log(fs, 0, "", "experiments", line);
 }
 
+/* One line saying what holds a local job's processes. */
+static void log_job_cgroups(struct flowfs *fs, const struct ferr *why)
+{
+	char line[PATH_MAX + 512];
+
+	if (fs->cgroups.version) {
+		fs->jobs_opt.cgroups = &fs->cgroups;
+		snprintf(line, sizeof(line), "each local job in a cgroup (v%d)"
+			 " of its own, under a supervisor: cancel ends every"
+			 " process it started", fs->cgroups.version);
+	} else {
+		snprintf(line, sizeof(line), "no cgroup (%s): each local job"
+			 " under a supervisor that is its subreaper: cancel ends"
+			 " every process it started, unless one kills the"
+			 " supervisor", why->message);
+	}
+	fs_log(fs, 0, "", "jobs", line);
+}
+
 /* $XDG_STATE_HOME/flowfs/jobs (~/.local/state/flowfs/jobs). */
 static char *default_work_dir(void)
 {
@@ -770,6 +789,7 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 		return -EINVAL;
 	}
 	o->work_dir = real;
+	o->work_dir_given = opts->work_dir != NULL;
 	o->slots = (unsigned)(opts->job_slots > 0 ? opts->job_slots : 0);
 	if (opts->container &&
 	    split_words(opts->container, &fs->container) < 0) {
@@ -1266,8 +1286,8 @@ static int mount_and_detach(struct daemon *d)
 	fs->foreground = d->cmd.foreground;
 	if (!fs->foreground)
 		openlog("flowfs", LOG_PID, LOG_USER);
-	if (fs->run_opt.allow_exec)
-		find_cgroups(fs, &d->cgroup_why);
+	/* experiments are bounded by one, and local jobs held by one */
+	find_cgroups(fs, &d->cgroup_why);
 	return GO_ON;
 }
 
@@ -1338,6 +1358,7 @@ static int start_serving(struct daemon *d)
 		fs_log(fs, 0, "", d->db, d->exposed.message);
 	if (fs->run_opt.allow_exec)
 		log_cgroups(fs, &d->cgroup_why);
+	log_job_cgroups(fs, &d->cgroup_why);
 
 	/* from here on, threads: every commit by the writer, big cuts of
 	 * files outside the lock */
