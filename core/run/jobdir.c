@@ -17,10 +17,13 @@ static const char *const home_levels[] = {
 	".local", "state", "flowfs", "jobs", NULL
 };
 
+/* A folder opened without following any link, the last component's
+ * included (RESOLVE_NO_SYMLINKS: ELOOP; O_NOFOLLOW would make a link to
+ * a folder ENOTDIR, and the message wrong). */
 static int openat2_dir(int dfd, const char *path, unsigned long long resolve)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
 		.resolve = resolve | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
