@@ -649,25 +649,6 @@ static void log_cgroups(struct flowfs *fs, const struct ferr *why)
 	fs_log(fs, 0, "", "experiments", line);
 }
 
-/* One line saying what holds a local job's processes. */
-static void log_job_cgroups(struct flowfs *fs, const struct ferr *why)
-{
-	char line[PATH_MAX + 512];
-
-	if (fs->cgroups.version) {
-		fs->jobs_opt.cgroups = &fs->cgroups;
-		snprintf(line, sizeof(line), "each local job in a cgroup (v%d)"
-			 " of its own, under a supervisor: cancel ends every"
-			 " process it started", fs->cgroups.version);
-	} else {
-		snprintf(line, sizeof(line), "no cgroup (%s): each local job"
-			 " under a supervisor that is its subreaper: cancel ends"
-			 " every process it started, unless one kills the"
-			 " supervisor", why->message);
-	}
-	fs_log(fs, 0, "", "jobs", line);
-}
-
 /* $XDG_STATE_HOME/flowfs/jobs (~/.local/state/flowfs/jobs). */
 static char *default_work_dir(void)
 {
@@ -1358,7 +1339,10 @@ static int start_serving(struct daemon *d)
 		fs_log(fs, 0, "", d->db, d->exposed.message);
 	if (fs->run_opt.allow_exec)
 		log_cgroups(fs, &d->cgroup_why);
-	log_job_cgroups(fs, &d->cgroup_why);
+	/* each local job in a cgroup of its own where one can be had; else
+	 * its supervisor alone holds its processes (run/supervise.h) */
+	if (fs->cgroups.version)
+		fs->jobs_opt.cgroups = &fs->cgroups;
 
 	/* from here on, threads: every commit by the writer, big cuts of
 	 * files outside the lock */
