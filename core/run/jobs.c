@@ -756,7 +756,9 @@ static void one_line(struct sbuf *s)
 
 /* ---- local jobs ------------------------------------------------------------ */
 
-static int64_t proc_start(pid_t pid)
+/* The start time of process `pid` (-1: no such process), and whether it
+ * is a zombie (*zombie, when not NULL). */
+static int64_t proc_start_state(pid_t pid, bool *zombie)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long start = 0;
@@ -776,8 +778,10 @@ static int64_t proc_start(pid_t pid)
 	 * <field 4>...", each step one field on; starttime is field 22
 	 * (vsize, 23, changes at exec) */
 	p = strrchr(buf, ')');
-	if (!p)
+	if (!p || p[1] != ' ' || !p[2])
 		return -1;
+	if (zombie)
+		*zombie = p[2] == 'Z';
 	p++;
 	for (int field = 3; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
@@ -786,11 +790,22 @@ static int64_t proc_start(pid_t pid)
 	return (int64_t)start;
 }
 
+static int64_t proc_start(pid_t pid)
+{
+	return proc_start_state(pid, NULL);
+}
+
 /* A job whose process was gone before its start time was read has
- * none (-1): proc_start()'s -1 for a missing pid must not match it. */
+ * none (-1): proc_start()'s -1 for a missing pid must not match it.  A
+ * zombie is gone: the supervisor is nobody's child once it runs, and
+ * the process that takes it up (init, a container's) may be slow to
+ * reap it; it exits only once nothing of its job is left. */
 static bool local_alive(pid_t pid, int64_t start)
 {
-	return pid > 0 && start >= 0 && proc_start(pid) == start;
+	bool zombie = false;
+
+	return pid > 0 && start >= 0 &&
+	       proc_start_state(pid, &zombie) == start && !zombie;
 }
 
 /* ---- stopping a local job ---------------------------------------------------- */
