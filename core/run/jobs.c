@@ -1299,6 +1299,7 @@ static void start_local(struct jobs *j, struct job_row *r)
 	char id[32];
 	int64_t start = 0;
 	pid_t pid = 0;
+	bool queued;
 	int ret = prepare(j, r, &u, &f, &why);
 
 	if (!ret)
@@ -1313,10 +1314,11 @@ static void start_local(struct jobs *j, struct job_row *r)
 		r->pid_start = start;
 		r->started_ns = fclock_now_ns();
 	}
-	if (!still_queued(j, r) && ret < 0) {
+	queued = still_queued(j, r);
+	if (!queued && ret < 0) {
 		free(r->state);
 		r->state = strdup("cancelled");
-	} else if (!still_queued(j, r)) {
+	} else if (!queued) {
 		/* cancelled while it started: stopped as a cancel stops a
 		 * running job, and "cancelled" once nothing of it is left */
 		stop_group(pid);
