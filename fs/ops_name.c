@@ -232,6 +232,11 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (ret < 0 && err.message[0])
 			fs_log_item_refusal(fs, &p.s, fs_collections[coll].folder,
 					 name, &err);
+		/* removed: its refused write is no problem any more (nor is
+		 * the refused new file, even when the removal found none) */
+		if (!ret || ret == -ENOENT)
+			fs_forget_refusal(fs, p.attr.session,
+					  fs_collections[coll].folder, name);
 		goto out;
 	}
 	ret = tree_unlink(fs->tree, parent, name);

@@ -195,6 +195,26 @@ int session_render_context_text(struct store *st, const struct session_info *s,
  * at SESSION_LOG_MESSAGE_MAX bytes, at a character or escape. */
 char *session_log_text(const char *text);
 
+/*
+ * Refused writes are state: the last refused write of each document of
+ * a session (`path` as status names it: "request.json", "nodes/x.json"),
+ * kept until that document is written well or removed.  `made`: the
+ * write was to make a new file, which was not made.  At most
+ * SESSION_REFUSALS_KEEP per session, the oldest dropped.
+ * session_refusal_lines() appends status's line for each, oldest first:
+ *   "request.json: your last write was refused: <why>; the file still
+ *    holds the earlier version" (or "; the file was not made").
+ * 0, or a negative errno.
+ */
+#define SESSION_REFUSALS_KEEP 100
+
+int session_refused(struct store *st, int64_t session, const char *path,
+		    const char *message, bool made);
+int session_refusal_clear(struct store *st, int64_t session,
+			  const char *path);
+int session_refusal_lines(struct store *st, int64_t session,
+			  struct sbuf *out);
+
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message);
 /* The same with the time it happened (session_log(): now). */

@@ -423,6 +423,22 @@ static const char schema_v10[] =
 	"CREATE INDEX graph_jobs_going ON graph_jobs(state)"
 	"  WHERE state IN ('queued', 'submitted', 'running');";
 
+/*
+ * Version 11: refused writes are state (issue 29).  A document whose last
+ * write was refused is a problem in status until that file is written
+ * well or removed; a shell's redirect or a program that never checks
+ * close() learns of it there.  One row per session and path.
+ */
+static const char schema_v11[] =
+	"CREATE TABLE refusals ("
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  path TEXT NOT NULL,"
+	"  message TEXT NOT NULL,"
+	"  made INTEGER NOT NULL,"		/* 1: the file was not made */
+	"  time_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY (session, path)"
+	") WITHOUT ROWID;";
+
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
 	schema_v2,
@@ -434,6 +450,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v8,
 	schema_v9,
 	schema_v10,
+	schema_v11,
 };
 
 int store_column_json(sqlite3_stmt *q, int col, json_t **out)

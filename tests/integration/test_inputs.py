@@ -125,7 +125,10 @@ def test_request_unbound(mnt):
     assert put_json(s / "request.json", {"input": []}) == errno.EINVAL
     assert put_json(s / "request.json", {"x": {}}) == errno.EINVAL
     shows(s / "request.json", {"input": {"q": 1}, "parameter": {}})
-    assert status_of(s) == (["ready"], [
+    assert status_of(s) == (["request.json: your last write was refused:"
+                             " unknown key 'x' (request.json has input,"
+                             " parameter); the file still holds the earlier"
+                             " version"], [
         ("request.json", "input must be an object"),
         ("request.json", "unknown key 'x' (request.json has input,"
          " parameter)")])
@@ -359,7 +362,9 @@ def test_input_schema_behind_a_ref(skill_folder, mount_skills):
                     {"input": {"colour": "red"}}) == errno.EINVAL
     f = upload(s, "data.csv")
     shows(s / "input.json", {"q": "hi", "data": f})
-    assert status_of(s)[0] == ["ready"]
+    assert status_of(s)[0] == ["request.json: your last write was refused:"
+                               " unknown input key 'colour'; the file still"
+                               " holds the earlier version"]
 
 
 def test_generated_files_drop_what_is_written(form):
@@ -980,7 +985,10 @@ def test_walkthrough_pandas_stats(real_mount, real_skills, tmp_path):
         assert e.value.errno == errno.EINVAL, body
         assert status_of(s)[1][-1] == ("request.json", message)
         shows(s / "request.json", EMPTY_REQUEST)
-    assert status_of(s)[0] == ["missing required parameters: column"]
+    assert status_of(s)[0] == [
+        "missing required parameters: column",
+        f"request.json: your last write was refused: {mistakes[-1][1]};"
+        f" the file still holds the earlier version"]
 
     with open(s / "request.json", "w") as f:
         f.write('{"parameter": {"column": "price"}}\n')
