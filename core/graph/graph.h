@@ -89,9 +89,10 @@
  * "meta": {"template_uuid": ...}}, nodes and edges in creation order,
  * byte-identical to Python's json.dumps(doc, indent=2,
  * ensure_ascii=False).  Writing one
- * replaces the graph atomically: the document must have exactly nodes
- * (array), edges (array) and meta (object with at most template_uuid, a
- * string or null); every node and edge is checked as above, each must
+ * replaces the graph atomically: the document must have nodes (array)
+ * and edges (array), and may have meta (an object with at most
+ * template_uuid, a string or null; left out, or without template_uuid,
+ * the session's is kept), nothing else; every node and edge is checked as above, each must
  * carry its id (there is no file name), ids may not repeat, and the
  * whole new graph must be acyclic (checked in memory, O(V+E)); messages
  * say where: "nodes[2]: unknown field ...", "edges[3]: would close a

@@ -1283,7 +1283,7 @@ static void test_parameters_refusals(void **state)
 	" \"meta\": {}}"
 	static const struct { const char *text, *msg; } bad[] = {
 		{ "[]", "parameters.json must be a JSON object" },
-		{ "{\"nodes\": [], \"edges\": []}", "missing \"meta\"" },
+		{ "{\"nodes\": [], \"meta\": {}}", "missing \"edges\"" },
 		{ "{\"edges\": [], \"meta\": {}}", "missing \"nodes\"" },
 		{ "{\"nodes\": [], \"edges\": [], \"meta\": {}, \"x\": 1}",
 		  "unknown field \"x\" (parameters.json has nodes, edges, meta)" },
