@@ -309,6 +309,28 @@ def test_id_and_created_of_a_copy_are_not_used(session):
     assert refusals(session) == []
 
 
+def test_a_field_left_out_takes_its_default(session):
+    """Issue 29, decided: session.json is taken whole, as a file's content
+    is (the README says so beside its one-liners): binding a skill with
+    '{"skill": ...}' empties the title, and a title alone unbinds the
+    skill.  What the README gives for changing one field — the file's
+    own document with that field changed, written back — keeps the
+    others."""
+    sj = session / "session.json"
+    assert put(sj, b'{"title": "Wing study"}') == 0
+    assert put(sj, b'{"skill": "datcom"}') == 0
+    d = doc_of(session)
+    assert (d["skill"], d["engine"], d["title"]) == ("datcom", "gemini", "")
+    assert put(sj, b'{"title": "Wing study"}') == 0
+    d = doc_of(session)
+    assert (d["skill"], d["engine"], d["title"]) == (None, None, "Wing study")
+    d["skill"] = "datcom"
+    assert put(sj, json.dumps(d).encode()) == 0
+    d = doc_of(session)
+    assert (d["skill"], d["engine"], d["title"]) == \
+        ("datcom", "gemini", "Wing study")
+    assert status_of(session)[1] == []     # nothing refused
+
 def test_refusal_messages_say_what(session):
     sj = session / "session.json"
     assert put(sj, b'{"title": "x", "colour": 1}') == errno.EINVAL
