@@ -251,7 +251,9 @@ def test_status_json_for_programs(make_flowfs, skill_folder, isolated_config):
     # byte for byte what Python's json.dumps(indent=2) writes, in the
     # README's order of keys
     assert read_bytes(s / "status.json").decode() == json.dumps(
-        {"ready": True, "problems": [], "notes": [], "run": None,
+        {"ready": True, "problems": [], "notes": [
+            "nothing to do yet: no skill is bound (session.json) and the job"
+            " graph is empty (nodes/)"], "run": None,
          "fetches": [], "graph": None}, indent=2)
     assert put_json(s / "session.json", {"skill": "needs"}) == 0
     assert read_bytes(s / "status.json").decode() == json.dumps(
