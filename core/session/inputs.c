@@ -330,6 +330,7 @@ void inputs_release(struct inputs *in)
 	json_decref(in->parameter);
 	in->input = in->parameter = NULL;
 	sbuf_release(&in->problems);
+	sbuf_release(&in->notes);
 }
 
 /* "missing required <what>: a, b" when `missing` is not empty. */
@@ -342,12 +343,82 @@ static int add_missing(struct sbuf *problems, const char *what,
 			  missing->buf);
 }
 
+/* The names that bind file input `key` (declared by `prop`) appended to
+ * `sb`, comma-separated: the key, then the key with each extension it
+ * allows ("csv_file, csv_file.csv"). */
+static int add_binding_names(struct sbuf *sb, const char *key,
+			     const json_t *prop)
+{
+	const json_t *v;
+	size_t i;
+	int ret = sbuf_addf(sb, "%s%s", sb->len ? ", " : "", key);
+
+	json_array_foreach(json_object_get(prop, "extensions"), i, v) {
+		const char *e = json_string_value(v);
+
+		if (e && *e)
+			ret |= sbuf_addf(sb, ", %s%s%s", key,
+					 e[0] == '.' ? "" : ".", e);
+	}
+	return ret;
+}
+
+/* Whether entry `name` of uploads/ is a candidate for some file input
+ * (<key>, or <key>.<anything>: bound, or named in a problem). */
+static bool candidate_of_any(const json_t *props, const char *name)
+{
+	const char *key;
+	json_t *prop;
+
+	json_object_foreach((json_t *)props, key, prop)
+		if (!is_inline(prop) &&
+		    (!strcmp(name, key) || extension_after(name, key)))
+			return true;
+	return false;
+}
+
+/*
+ * The entries of uploads/ that no file input could take, while some
+ * input is unbound (`would`: the names that would bind those): a file
+ * copied in under its own name (uploads/data.csv for input csv_file)
+ * binds nothing, and nothing else would say so.  One line naming them
+ * (the first three, and how many more) and the names that would bind,
+ * added to `out`.  Hidden entries — editors' and rsync's temporary
+ * files — are left out.
+ */
+#define UNBOUND_SHOWN 3
+static int add_unbound(const json_t *props, const struct inputs_upload *ups,
+		       size_t n, const struct sbuf *would, struct sbuf *out)
+{
+	struct sbuf names = SBUF_INIT;
+	size_t count = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ups[i].name[0] == '.' || candidate_of_any(props, ups[i].name))
+			continue;
+		if (count < UNBOUND_SHOWN)
+			ret |= sbuf_addf(&names, "%s%s", count ? ", " : "",
+					 ups[i].name);
+		count++;
+	}
+	if (count > UNBOUND_SHOWN)
+		ret |= sbuf_addf(&names, " and %zu more", count - UNBOUND_SHOWN);
+	if (count && !ret)
+		ret = fname_line(out, "uploads/: %s bind%s no input; the names"
+				 " that would bind: %s", names.buf,
+				 count == 1 ? "s" : "", would->buf);
+	sbuf_release(&names);
+	return ret ? -ENOMEM : 0;
+}
+
 static int resolve_inputs(const struct skill *sk, const json_t *req_input,
 			  const struct inputs_upload *ups, size_t n,
 			  const char *uploads_path, struct inputs *out)
 {
 	const json_t *props = properties(sk->input_schema);
 	struct sbuf miss_files = SBUF_INIT, miss_inline = SBUF_INIT;
+	struct sbuf would = SBUF_INIT;
 	json_t *required_keys = required_set(sk->input_schema);
 	const char *key;
 	json_t *prop;
@@ -378,18 +449,28 @@ static int resolve_inputs(const struct skill *sk, const json_t *req_input,
 					ret = -ENOMEM;
 					break;
 				}
-			} else if (required) {
-				ret |= sbuf_addf(&miss_files, "%s%s",
-						 miss_files.len ? ", " : "", key);
+			} else {
+				ret |= add_binding_names(&would, key, prop);
+				if (required)
+					ret |= sbuf_addf(&miss_files, "%s%s",
+							 miss_files.len ? ", "
+									: "",
+							 key);
 			}
 		}
 		if (value && json_object_set_new(out->input, key, value) < 0)
 			ret = -ENOMEM;
 	}
 	ret |= add_missing(&out->problems, "input files", &miss_files);
+	/* what was copied in under another name: beside the line above when
+	 * a required file is missing, else a note (status stays ready) */
+	if (would.len)
+		ret |= add_unbound(props, ups, n, &would,
+				   miss_files.len ? &out->problems : &out->notes);
 	ret |= add_missing(&out->problems, "inputs", &miss_inline);
 	sbuf_release(&miss_files);
 	sbuf_release(&miss_inline);
+	sbuf_release(&would);
 	json_decref(required_keys);
 	return ret ? -ENOMEM : 0;
 }
@@ -480,6 +561,7 @@ int inputs_resolve_base(const struct skill *sk, const json_t *request,
 	int ret;
 
 	sbuf_init(&out->problems);
+	sbuf_init(&out->notes);
 	out->input = json_object();
 	out->parameter = json_object();
 	if (!out->input || !out->parameter)

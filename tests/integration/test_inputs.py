@@ -18,7 +18,7 @@ import pytest
 
 from conftest import (DEFAULT_PROMPT, bind, dumps, errname, expect,
                       jinja_render, oserror, prompt_context, put, put_json,
-                      read_bytes, status_of, write_bytes)
+                      read_bytes, status_json, status_of, write_bytes)
 
 EMPTY_REQUEST = {"input": {}, "parameter": {}}
 
@@ -606,6 +606,53 @@ def test_status_request_and_prompt_lines_last(skill_folder, mount_skills):
     assert len(problems) == 4
     assert re.fullmatch(r"prompt\.txt: line 3, column \d+: .*macro.*",
                         problems[3]), problems[3]
+
+
+# The Skill-Runner demo's shape (issue 29): a required CSV file, a required
+# parameter, a schema silent on undeclared names; and an optional input.
+PANDAS_INPUT = {"type": "object", "properties": {
+    "csv_file": {"type": "string", "extensions": [".csv"]},
+    "labels": {"type": "string"}}, "required": ["csv_file"]}
+PANDAS_PARAMETER = {"type": "object", "properties": {
+    "column": {"type": "string"}}, "required": ["column"]}
+
+
+@pytest.fixture
+def pandas(skill_folder, mount_skills):
+    skill_folder.add("pandas", input=PANDAS_INPUT, parameter=PANDAS_PARAMETER)
+    skill_folder.add("open", input=PANDAS_INPUT, parameter={
+        **PANDAS_PARAMETER, "additionalProperties": True})
+    fs = mount_skills()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    assert bind(s, "pandas") == 0
+    return s
+
+
+def test_an_upload_under_another_name_is_named(pandas, tmp_path):
+    """Issue 29: uploads/data.csv for input csv_file bound nothing and
+    status said only that csv_file was missing.  It names what binds
+    nothing and the names that would bind, beside that line; once nothing is
+    missing, status reads exactly "ready" and status.json's notes say
+    it."""
+    s = pandas
+    data = tmp_path / "data.csv"
+    data.write_bytes(b"a,b\n1,2\n")
+    shutil.copy(data, s / "uploads")
+    assert status_of(s) == ([
+        "missing required input files: csv_file",
+        "uploads/: data.csv binds no input; the names that would bind: csv_file,"
+        " csv_file.csv, labels",
+        "missing required parameters: column"], [])
+    os.rename(s / "uploads" / "data.csv", s / "uploads" / "csv_file.csv")
+    assert status_of(s) == (["missing required parameters: column"], [])
+    assert put_json(s / "request.json", {"parameter": {"column": "a"}}) == 0
+    shutil.copy(data, s / "uploads" / "notes.txt")
+    assert status_of(s) == (["ready"], [])
+    assert status_json(s)["notes"] == [
+        "uploads/: notes.txt binds no input; the names that would bind: labels"]
+    os.rename(s / "uploads" / "notes.txt", s / "uploads" / "labels")
+    assert status_json(s)["notes"] == []
 
 
 # -- prompt.txt -----------------------------------------------------------------
