@@ -731,7 +731,8 @@ static int solve(const struct binding_ctx *c, struct sbuf *out,
 	ret = resolve_imported(c, &sk, &in, im);
 	if (!ret)
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
-	/* uploads that bind nothing while an optional input is unbound */
+	/* uploads that bind nothing while an optional input is unbound,
+	 * parameters the skill does not declare but takes */
 	if (!ret)
 		ret = sbuf_add(notes, in.notes.buf, in.notes.len);
 	if (!ret && sk)

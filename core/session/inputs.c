@@ -544,6 +544,93 @@ static int resolve_parameters(const struct skill *sk, const json_t *base,
 	return ret ? -ENOMEM : 0;
 }
 
+/*
+ * The names a parameter schema declares into `set`: its properties and
+ * those of the schemas it is made of (allOf, anyOf, oneOf, if, then,
+ * else), $refs followed, to a depth that bounds what a skill's schema
+ * can cost.
+ */
+#define DECLARED_DEPTH 16
+static int add_declared(const json_t *root, const json_t *schema, json_t *set,
+			int depth)
+{
+	static const char *const lists[] = { "allOf", "anyOf", "oneOf", NULL };
+	static const char *const one[] = { "if", "then", "else", NULL };
+	const json_t *s = schema_deref(root, schema), *v;
+	const char *key;
+	size_t i;
+	int ret = 0;
+
+	if (!json_is_object(s) || depth > DECLARED_DEPTH)
+		return 0;
+	json_object_foreach((json_t *)json_object_get(s, "properties"), key, v)
+		if (json_object_set_new(set, key, json_true()) < 0)
+			return -ENOMEM;
+	for (int l = 0; !ret && lists[l]; l++)
+		json_array_foreach(json_object_get(s, lists[l]), i, v)
+			if (!ret)
+				ret = add_declared(root, v, set, depth + 1);
+	for (int o = 0; !ret && one[o]; o++)
+		if (json_object_get(s, one[o]))
+			ret = add_declared(root, json_object_get(s, one[o]),
+					   set, depth + 1);
+	return ret;
+}
+
+/*
+ * Parameters the request gives that the skill's schema does not declare
+ * ("colum" for "column").  A schema with "additionalProperties": false
+ * has them refused when request.json is written; one that says nothing
+ * takes them (JSON Schema's default), so a misspelling would go on into
+ * parameter.json and the prompt unseen: each is a problem.  One that
+ * welcomes them (additionalProperties true, or a schema) wants them: a
+ * note.  A schema that declares no property at all tells nothing.
+ */
+#define DECLARED_SHOWN 8
+static int add_undeclared(const struct skill *sk, const json_t *given,
+			  struct inputs *out)
+{
+	const json_t *schema = sk->parameter_schema, *extra, *v;
+	struct sbuf has = SBUF_INIT;
+	json_t *declared;
+	const char *key;
+	size_t count = 0;
+	int ret;
+
+	if (!schema || !json_object_size(given))
+		return 0;
+	declared = json_object();
+	if (!declared)
+		return -ENOMEM;
+	ret = add_declared(schema, NULL, declared, 0);
+	if (ret < 0 || !json_object_size(declared))
+		goto out;
+	json_object_foreach(declared, key, v)
+		if (count++ < DECLARED_SHOWN)
+			ret |= sbuf_addf(&has, "%s%s", has.len ? ", " : "", key);
+	if (count > DECLARED_SHOWN)
+		ret |= sbuf_addf(&has, " and %zu more", count - DECLARED_SHOWN);
+	extra = json_object_get(schema_deref(schema, NULL),
+				"additionalProperties");
+	json_object_foreach((json_t *)given, key, v) {
+		if (ret < 0 || json_object_get(declared, key))
+			continue;
+		if (extra && !json_is_false(extra))
+			ret = fname_line(&out->notes, "request.json: skill %s"
+					 " declares no parameter \"%s\" (it has:"
+					 " %s); it is passed on as given, as its"
+					 " schema allows", sk->id, key, has.buf);
+		else
+			ret = fname_line(&out->problems, "request.json: skill %s"
+					 " has no parameter \"%s\" (it has: %s)",
+					 sk->id, key, has.buf);
+	}
+out:
+	sbuf_release(&has);
+	json_decref(declared);
+	return ret < 0 ? -ENOMEM : 0;
+}
+
 int inputs_resolve(const struct skill *sk, const json_t *request,
 		   const struct inputs_upload *uploads, size_t nuploads,
 		   const char *uploads_path, struct inputs *out)
@@ -576,6 +663,9 @@ int inputs_resolve_base(const struct skill *sk, const json_t *request,
 	if (!ret && request && inputs_check_request(sk, request, &err) < 0)
 		ret = fname_line(&out->problems, "request.json: %s",
 				 err.message);
+	else if (!ret && request)
+		ret = add_undeclared(sk, json_object_get(request, "parameter"),
+				     out);
 	return ret;
 }
 

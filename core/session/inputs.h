@@ -17,11 +17,12 @@
  * when entries of uploads/ bind nothing, which they are and the names
  * that would bind), "missing required inputs: q", "missing required
  * parameters: c", then problems of a stored request against the current
- * skill.
+ * skill (parameters the skill does not have among them).
  *
  * Notes are remarks that keep nothing from being ready, one line each:
  * entries of uploads/ that bind nothing while a file input is unbound
- * (when none of those is required).
+ * (when none of those is required), parameters a skill does not declare
+ * but whose schema takes any.
  *
  * Functions return 0 or a negative errno (-EINVAL with `err` filled for a
  * refused request or a prompt that cannot be rendered, -ENOMEM).

@@ -655,6 +655,32 @@ def test_an_upload_under_another_name_is_named(pandas, tmp_path):
     assert status_json(s)["notes"] == []
 
 
+def test_a_misspelled_parameter_is_named(pandas):
+    """Issue 29: a parameter the skill does not have ("colum") was stored
+    silently where the schema does not forbid it.  It is a status line
+    until it is mended; a skill whose schema takes undeclared names
+    (additionalProperties) gets it in status.json's notes, ready."""
+    s = pandas
+    write_bytes(s / "uploads" / "csv_file.csv", b"a,b\n1,2\n")
+    assert put_json(s / "request.json", {"parameter": {"colum": "a"}}) == 0
+    assert status_of(s) == ([
+        "missing required parameters: column",
+        'request.json: skill pandas has no parameter "colum" (it has:'
+        ' column)'], [])
+    assert put_json(s / "request.json",
+                    {"parameter": {"column": "a", "colour": "red"}}) == 0
+    assert status_of(s)[0] == [
+        'request.json: skill pandas has no parameter "colour" (it has:'
+        ' column)']
+    assert bind(s, "open") == 0
+    assert status_of(s) == (["ready"], [])
+    assert status_json(s)["notes"] == [
+        'request.json: skill open declares no parameter "colour" (it has:'
+        ' column); it is passed on as given, as its schema allows']
+    assert json.loads(read_bytes(s / "parameter.json")) == {
+        "column": "a", "colour": "red"}
+
+
 # -- prompt.txt -----------------------------------------------------------------
 
 def runner_of(skill_folder, sid):

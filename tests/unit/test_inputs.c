@@ -702,6 +702,74 @@ static void test_unbound_uploads(void **state)
 	skill_free(sk);
 }
 
+/*
+ * Issue 29: a misspelled parameter ("colum") was stored silently where
+ * the schema does not forbid undeclared names.  Each is a problem when
+ * the schema says nothing of them, a note when it takes them
+ * (additionalProperties true or a schema); names declared in allOf,
+ * anyOf, oneOf, if/then/else and behind $ref count as declared.
+ */
+static void test_undeclared_parameters(void **state)
+{
+	struct skill *silent = mk(NULL,
+		"{\"properties\": {\"column\": {\"type\": \"string\"},"
+		" \"n\": {\"default\": 3}}, \"required\": [\"column\"]}", NULL);
+	struct skill *open = mk(NULL,
+		"{\"properties\": {\"column\": {}},"
+		" \"additionalProperties\": {\"type\": \"string\"}}", NULL);
+	struct skill *composed = mk(NULL,
+		"{\"$ref\": \"#/definitions/p\", \"definitions\": {\"p\": {"
+		"\"properties\": {\"a\": {}},"
+		" \"allOf\": [{\"properties\": {\"b\": {}}}],"
+		" \"if\": {\"properties\": {\"c\": {}}},"
+		" \"else\": {\"$ref\": \"#/definitions/e\"}},"
+		" \"e\": {\"properties\": {\"d\": {}}}}}", NULL);
+	struct skill *bare = mk(NULL, "{\"type\": \"object\"}", NULL);
+	struct inputs in;
+
+	(void)state;
+	expect_accepted(silent, "{\"parameter\": {\"colum\": \"age\"}}");
+	resolve(silent, "{\"parameter\": {\"colum\": \"age\"}}", NULL, 0, &in);
+	assert_string_equal(in.problems.buf,
+		"missing required parameters: column\n"
+		"request.json: skill demo has no parameter \"colum\" (it has:"
+		" column, n)\n");
+	inputs_release(&in);
+	resolve(silent, "{\"parameter\": {\"column\": \"age\", \"x\": 1}}",
+		NULL, 0, &in);
+	assert_string_equal(in.problems.buf,
+		"request.json: skill demo has no parameter \"x\" (it has:"
+		" column, n)\n");
+	assert_string_equal(in.notes.buf, "");
+	inputs_release(&in);
+
+	resolve(open, "{\"parameter\": {\"column\": \"a\", \"extra\": \"b\"}}",
+		NULL, 0, &in);
+	assert_string_equal(in.problems.buf, "");
+	assert_string_equal(in.notes.buf,
+		"request.json: skill demo declares no parameter \"extra\" (it"
+		" has: column); it is passed on as given, as its schema"
+		" allows\n");
+	inputs_release(&in);
+
+	resolve(composed, "{\"parameter\": {\"a\": 1, \"b\": 1, \"c\": 1,"
+		" \"d\": 1, \"z\": 1}}", NULL, 0, &in);
+	assert_string_equal(in.problems.buf,
+		"request.json: skill demo has no parameter \"z\" (it has:"
+		" a, b, c, d)\n");
+	inputs_release(&in);
+
+	/* no property declared anywhere: nothing to tell */
+	resolve(bare, "{\"parameter\": {\"x\": 1}}", NULL, 0, &in);
+	assert_string_equal(in.problems.buf, "");
+	assert_string_equal(in.notes.buf, "");
+	inputs_release(&in);
+	skill_free(silent);
+	skill_free(open);
+	skill_free(composed);
+	skill_free(bare);
+}
+
 /* ---- manifest, prompt ------------------------------------------------------ */
 
 static void test_manifest(void **state)
@@ -843,6 +911,7 @@ int main(void)
 		cmocka_unit_test(test_problem_order),
 		cmocka_unit_test(test_stale_request),
 		cmocka_unit_test(test_unbound_uploads),
+		cmocka_unit_test(test_undeclared_parameters),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_prompt_template_choice),
 	};
