@@ -979,8 +979,9 @@ int session_log(struct store *st, int64_t id, const char *path,
 	return session_log_at(st, id, path, message, fclock_now_ns());
 }
 
-int session_log_at(struct store *st, int64_t id, const char *path,
-		   const char *message, int64_t at_ns)
+/* session_log_at(), and *row (NULL: not wanted) the line's id. */
+static int log_add_row(struct store *st, int64_t id, const char *path,
+		       const char *message, int64_t at_ns, int64_t *row)
 {
 	char *line = session_log_text(message), *where = session_log_text(path);
 	int root = id == 0, ret = -ENOMEM;
@@ -995,6 +996,8 @@ int session_log_at(struct store *st, int64_t id, const char *path,
 			STORE_TEXT(line));
 	if (ret < 0)
 		goto rollback;
+	if (row)
+		*row = sqlite3_last_insert_rowid(store_db(st));
 	ret = store_run(st, log_trim[root], STORE_INT(id),
 			STORE_INT(SESSION_LOG_KEEP));
 	if (ret < 0)
@@ -1004,6 +1007,38 @@ int session_log_at(struct store *st, int64_t id, const char *path,
 rollback:
 	store_rollback(st);
 out:
+	free(line);
+	free(where);
+	return ret;
+}
+
+int session_log_at(struct store *st, int64_t id, const char *path,
+		   const char *message, int64_t at_ns)
+{
+	return log_add_row(st, id, path, message, at_ns, NULL);
+}
+
+int session_log_row(struct store *st, int64_t id, const char *path,
+		    const char *message, int64_t *row)
+{
+	return id ? log_add_row(st, id, path, message, fclock_now_ns(), row)
+		  : -EINVAL;
+}
+
+int session_log_rewrite_last(struct store *st, int64_t id, int64_t row,
+			     const char *path, const char *message)
+{
+	static const char sql[] = "UPDATE status_log SET path = ?3,"
+		" message = ?4 WHERE id = ?2 AND session = ?1 AND id ="
+		" (SELECT max(id) FROM status_log WHERE session = ?1)";
+	char *line = session_log_text(message), *where = session_log_text(path);
+	int ret = -ENOMEM;
+
+	if (line && where)
+		ret = store_run(st, sql, STORE_INT(id), STORE_INT(row),
+				STORE_TEXT(where), STORE_TEXT(line));
+	if (!ret)
+		ret = store_changes(st) == 1;
 	free(line);
 	free(where);
 	return ret;

@@ -221,6 +221,19 @@ int session_log(struct store *st, int64_t id, const char *path,
 int session_log_at(struct store *st, int64_t id, const char *path,
 		   const char *message, int64_t at_ns);
 /*
+ * A line that may come to stand for more than one event (the files of a
+ * copy whose written bytes were dropped): session_log_row() adds it to
+ * session `id`'s log (not the root's: -EINVAL) and sets *row to its id;
+ * session_log_rewrite_last() gives line `row` a new path and message,
+ * its time kept, while it is still the last line of that session's log:
+ * 1 when it did, 0 when another line came after it (or it is gone), or
+ * a negative errno.
+ */
+int session_log_row(struct store *st, int64_t id, const char *path,
+		    const char *message, int64_t *row);
+int session_log_rewrite_last(struct store *st, int64_t id, int64_t row,
+			     const char *path, const char *message);
+/*
  * The log of session `id` (0: the mount root's), oldest first, one
  * "<UTC time> <path>: <message>\n" each; *mtime_ns: the last line's time
  * (0 for an empty log).
