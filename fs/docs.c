@@ -165,6 +165,9 @@ int fs_commit_target(struct flowfs *fs, const struct doc_target *t,
 		note_refusal(fs, t, path, &err);
 	} else if (!ret) {
 		session_refusal_clear(fs->st, t->session, path);
+		/* it wrote every node and edge file there is */
+		if (!t->in_collection && !strcmp(path, "parameters.json"))
+			session_refusal_clear_graph(fs->st, t->session);
 	}
 	return fs_changed_if(fs, t->session, ret);
 }

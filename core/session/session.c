@@ -948,6 +948,19 @@ int session_refusal_clear(struct store *st, int64_t session, const char *path)
 	return ret;
 }
 
+int session_refusal_clear_graph(struct store *st, int64_t session)
+{
+	/* the paths as session_refused() keeps them: an id with a control
+	 * character is escaped there and stays (it names no file anyway) */
+	static const char sql[] = "DELETE FROM refusals WHERE session = ?1"
+		" AND (path IN (SELECT 'nodes/' || id || '.json' FROM graph_nodes"
+		" WHERE session = ?1 AND doc IS NOT NULL) OR path IN (SELECT"
+		" 'edges/' || id || '.json' FROM graph_edges WHERE session = ?1"
+		" AND source IS NOT NULL))";
+
+	return store_run(st, sql, STORE_INT(session));
+}
+
 int session_refusal_lines(struct store *st, int64_t session, struct sbuf *out)
 {
 	static const char sql[] = "SELECT path, message, made FROM refusals"

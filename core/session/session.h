@@ -212,6 +212,10 @@ int session_refused(struct store *st, int64_t session, const char *path,
 		    const char *message, bool made);
 int session_refusal_clear(struct store *st, int64_t session,
 			  const char *path);
+/* parameters.json was written well: it wrote every node and edge file
+ * of the graph anew, so their refusals end (those of files it did not
+ * make stay). */
+int session_refusal_clear_graph(struct store *st, int64_t session);
 int session_refusal_lines(struct store *st, int64_t session,
 			  struct sbuf *out);
 

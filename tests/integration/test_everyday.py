@@ -232,6 +232,18 @@ def test_a_refused_new_file_and_a_removed_one(session):
     assert read_bytes(session / "status") == b"ready\n"
 
 
+def test_parameters_json_ends_the_refusals_of_the_files_it_writes(session):
+    """A refused node or edge file is written well when parameters.json
+    writes it (a copy restored with cp -a brings parameters.json after a
+    broken node file): its refusal ends; one it does not make stays."""
+    assert put(session / "nodes" / "a.json", b'{"label": 3}') == errno.EINVAL
+    assert put(session / "nodes" / "b.json", b'{"label": 3}') == errno.EINVAL
+    assert put_json(session / "parameters.json", {
+        "nodes": [{"id": "a", "label": "t"}], "edges": []}) == 0
+    status = read_bytes(session / "status").decode().splitlines()
+    assert len(status) == 1 and status[0].startswith(
+        "nodes/b.json: your last write was refused: "), status
+
 def test_a_refused_write_outlives_a_remount(flowfs):
     s = flowfs.mnt / "s"
     os.mkdir(s)
