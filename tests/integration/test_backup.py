@@ -588,7 +588,10 @@ def test_cp_r_into_a_new_folder_restores_nothing(flowfs, tmp_path):
     O_CREAT|O_EXCL (mkdir, symlink): every name a session has fails with
     "File exists", and a folder that fails is skipped whole, so nothing of
     the user's arrives: not uploads/, output/, nodes/, edges/ nor rounds/.
-    The way to restore is mkdir NEW, then `cp -a COPY/. mnt/NEW/`."""
+    The way to restore is mkdir NEW, then `cp -a COPY/. mnt/NEW/`.
+    Issue 29: NEW is left behind, which the README says, with the ways on
+    from there: cp -a COPY/. into it restores, rmdir removes it; cp -r
+    again makes a folder COPY inside it, without a word."""
     mnt = flowfs.mnt
     s = mnt / "S"
     copy = tmp_path / "copy"
@@ -622,6 +625,16 @@ def test_cp_r_into_a_new_folder_restores_nothing(flowfs, tmp_path):
     assert log == [("prompt.txt", "flowfs makes this file: the "
                     f"{os.path.getsize(copy / 'prompt.txt')} bytes written"
                     " to it were dropped")]
+    # the same cp -r again copies COPY into NEW, as a folder, silently
+    clean(run("cp", "-r", copy, new))
+    assert sorted(os.listdir(new / "copy")) == sorted(os.listdir(copy))
+    clean(run("rm", "-rf", new / "copy"))
+    # NEW holds nothing of the user's: rmdir takes it; or the copy goes
+    # into it as the README says
+    clean(run("rmdir", new))
+    assert run("cp", "-r", copy, new).returncode == 1
+    clean(run("cp", "-a", f"{copy}/.", f"{new}/"))
+    assert user_data(new) == user_data(s)
 
 
 # -- 6. rsync of a session back onto itself ---------------------------------------
