@@ -439,6 +439,27 @@ static const char schema_v11[] =
 	"  PRIMARY KEY (session, path)"
 	") WITHOUT ROWID;";
 
+/*
+ * Version 12: a node moved out of its session (into the trash) keeps its
+ * edges with the file it became, so that the trash's restore brings them
+ * back (issue 29; graph.h, graph_keep_edges()).  They go with that file
+ * or with the session.
+ */
+static const char schema_v12[] =
+	"CREATE TABLE kept_edges ("
+	"  ino INTEGER NOT NULL REFERENCES inodes(ino) ON DELETE CASCADE,"
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  node TEXT NOT NULL,"			/* the node's id as it left */
+	"  seq INTEGER NOT NULL,"		/* the edge's, for its order */
+	"  id TEXT NOT NULL,"
+	"  source TEXT NOT NULL,"
+	"  source_param TEXT,"			/* NULL: a pending edge gave none */
+	"  target TEXT NOT NULL,"
+	"  target_param TEXT NOT NULL,"
+	"  PRIMARY KEY (ino, seq)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX kept_edges_by_session ON kept_edges(session);";
+
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
 	schema_v2,
@@ -451,6 +472,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v9,
 	schema_v10,
 	schema_v11,
+	schema_v12,
 };
 
 int store_column_json(sqlite3_stmt *q, int col, json_t **out)
