@@ -98,10 +98,29 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 
 	*doc = NULL;
 	ret = binding_problems(c, &problems, &notes, &bound_ns);
+	/* "ready" says nothing is missing; a script that cannot tell an
+	 * empty session from a finished one reads this note */
+	if (!ret && !c->s->skill[0]) {
+		int64_t nodes = 0;
+
+		ret = graph_node_count(c->st, c->s->id, &nodes);
+		if (!ret && !nodes)
+			ret = sbuf_addstr(&notes, "nothing to do yet: no skill is"
+					  " bound (session.json) and the job"
+					  " graph is empty (nodes/)\n");
+	}
 	if (!ret)
 		ret = roundstore_problem(c->st, c->s->id, &problems);
 	if (!ret)
 		ret = graph_problems(c->st, c->s->id, &problems);
+	/* what a shell's redirect or an unchecked close() never showed */
+	if (!ret)
+		ret = session_refusal_lines(c->st, c->s->id, &problems);
+	/* a graph that failed is not ready until it is submitted again or
+	 * changed */
+	if (!ret)
+		ret = jobs_problem(c->st, c->s->id, c->s->graph_mtime_ns,
+				   &problems);
 	if (!ret)
 		ret = run_report(c->st, c->s->id, &run, &fetches, &when);
 	if (!ret)

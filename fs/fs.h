@@ -78,6 +78,30 @@ struct fs_seen {
 #define FS_SEEN_SLOTS 32
 #define FS_SEEN_NS ((int64_t)10 * 1000000000)
 
+/*
+ * The line of a session's log that sums up what was written to files
+ * flowfs makes and dropped (fs_log_dropped()): a copy of a session
+ * brought back writes every one of them.  A drop within FS_DROPPED_NS
+ * of the one before, while the line is still the log's last, is counted
+ * in it.  The names counted apart (the first FS_DROPPED_NAMES) and how
+ * many there were.
+ */
+#define FS_DROPPED_SLOTS 4
+#define FS_DROPPED_NAMES 32
+#define FS_DROPPED_SHOWN 3
+#define FS_DROPPED_NS ((int64_t)60 * 1000000000)
+
+struct fs_dropped {
+	int64_t session;	/* 0: a free slot */
+	int64_t row;		/* its log line */
+	int64_t last_ns;	/* the last drop counted */
+	unsigned files;		/* how many files (names counted apart) */
+	unsigned names;		/* how many of them `name` holds */
+	uint64_t bytes;
+	bool written, moved;	/* how: written to, moved onto */
+	char name[FS_DROPPED_NAMES][128];
+};
+
 struct flowfs;
 
 /* An entry's content and the time it last changed (struct entry). */
@@ -203,6 +227,9 @@ struct flowfs {
 	/* each process's own view of the reserved names it removed or made
 	 * (ops.c), the lock held */
 	struct fs_seen seen[FS_SEEN_SLOTS];
+	/* the sessions' lines of dropped writes being summed up
+	 * (fs_log_dropped()), write_lock held */
+	struct fs_dropped dropped[FS_DROPPED_SLOTS];
 	/* The refresher: its pid, the pipe's end that sends it paths, the
 	 * mount's device it was started for, how many times it was started
 	 * again after it ended, and whether the daemon is stopping it.
@@ -282,6 +309,10 @@ int fs_refresher_main(int argc, char **argv);
  */
 int fs_log(struct flowfs *fs, int64_t session, const char *name,
 	   const char *path, const char *message);
+/* Only the echo to stderr or syslog (a line whose store is the
+ * caller's: fs_log_dropped()). */
+void fs_log_echo(struct flowfs *fs, const char *name, const char *path,
+		 const char *message);
 /* Write what readers logged (fs_log() by a thread holding `lock` only):
  * the caller holds write_lock and `lock`.  fs_log_drop(): at the end. */
 void fs_log_flush(struct flowfs *fs);

@@ -299,20 +299,52 @@ static int make_parent_dirs(const char *path)
 
 /* $XDG_CONFIG_HOME/flowfs/<name> (~/.config/flowfs/<name>); NULL when
  * neither is set or out of memory. */
+/*
+ * The user's home folder: $HOME when it is an absolute path to a folder of
+ * the user's own, else the passwd entry's.  mount(8) runs its helpers with
+ * an environment that is not the user's (HOME may be root's), so a HOME
+ * that is not the user's is not taken.  NULL when there is none.
+ */
+static const char *home_dir(void)
+{
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+	struct stat st;
+
+	if (home && home[0] == '/' && stat(home, &st) == 0 &&
+	    S_ISDIR(st.st_mode) && st.st_uid == getuid())
+		return home;
+	pw = getpwuid(getuid());
+	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+}
+
+/*
+ * A folder of the XDG base-directory spec: $<xdg_var>/flowfs/<leaf> when
+ * the variable is an absolute path, else <home>/<home_rel>/flowfs/<leaf>;
+ * NULL (errno ENOENT) without a home, or out of memory.
+ */
+static char *xdg_path(const char *xdg_var, const char *home_rel,
+		      const char *leaf)
+{
+	const char *base = getenv(xdg_var), *home = home_dir();
+	char *path = NULL;
+
+	if (base && base[0] == '/')
+		return asprintf(&path, "%s/flowfs/%s", base, leaf) < 0 ? NULL
+								       : path;
+	if (!home) {
+		errno = ENOENT;
+		return NULL;
+	}
+	return asprintf(&path, "%s/%s/flowfs/%s", home, home_rel, leaf) < 0
+		       ? NULL : path;
+}
+
 static char *config_path(const char *name)
 {
-	const char *config = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
-	char *path = NULL;
-	int ret;
+	char *path = xdg_path("XDG_CONFIG_HOME", ".config", name);
 
-	if (config && config[0] == '/')
-		ret = asprintf(&path, "%s/flowfs/%s", config, name);
-	else if (home && *home)
-		ret = asprintf(&path, "%s/.config/flowfs/%s", home, name);
-	else
-		return strdup("/nonexistent");
-	return ret < 0 ? NULL : path;
+	return path || errno != ENOENT ? path : strdup("/nonexistent");
 }
 
 /*
@@ -342,18 +374,7 @@ static int open_skills(const struct options *opts, struct skill_registry **out)
 
 static char *default_db_path(void)
 {
-	const char *data = getenv("XDG_DATA_HOME");
-	const char *home = getenv("HOME");
-	char *path = NULL;
-
-	if (data && data[0] == '/') {
-		if (asprintf(&path, "%s/flowfs/flowfs.db", data) < 0)
-			return NULL;
-	} else if (home && *home) {
-		if (asprintf(&path, "%s/.local/share/flowfs/flowfs.db", home) < 0)
-			return NULL;
-	}
-	return path;
+	return xdg_path("XDG_DATA_HOME", ".local/share", "flowfs.db");
 }
 
 /* Open (creating, migrating) the store; one line on stderr on failure. */
@@ -665,16 +686,9 @@ static void log_cgroups(struct flowfs *fs, const struct ferr *why)
 /* $XDG_STATE_HOME/flowfs/jobs (~/.local/state/flowfs/jobs). */
 static char *default_work_dir(void)
 {
-	const char *state = getenv("XDG_STATE_HOME");
-	const char *home = getenv("HOME");
-	char *path = NULL;
+	char *path = xdg_path("XDG_STATE_HOME", ".local/state", "jobs");
 
-	if (state && state[0] == '/')
-		return asprintf(&path, "%s/flowfs/jobs", state) < 0 ? NULL : path;
-	if (home && *home)
-		return asprintf(&path, "%s/.local/state/flowfs/jobs", home) < 0
-			       ? NULL : path;
-	return strdup("/tmp/flowfs-jobs");
+	return path || errno != ENOENT ? path : strdup("/tmp/flowfs-jobs");
 }
 
 /* `path` with its longest existing ancestor resolved (realpath) and the
@@ -1232,7 +1246,7 @@ static int check_before_mounting(struct daemon *d)
 	}
 	d->db = db_given ? absolute_path(db_given) : default_db_path();
 	if (!d->db) {
-		fprintf(stderr, "flowfs: no --db given and $HOME is not set\n");
+		fprintf(stderr, "flowfs: no --db given and the user has no home folder\n");
 		return 1;
 	}
 	d->db_made = access(d->db, F_OK) < 0;

@@ -504,12 +504,14 @@ void fs_take_in_uploads(struct flowfs *fs, int64_t session)
  * writer's when it stores something — a document, a file's gathered
  * bytes, an fsync, the last close of an unlinked file — else a
  * reader's, so that closing what was only read never waits for another
- * session's commit.  What it logs (a sink's dropped bytes) a reader may.
+ * session's commit.  A sink given bytes takes a writer's too: what it
+ * logs (its dropped bytes) rewrites the session's line that sums up a
+ * copy's (fs_log_dropped()).
  */
 static void lock_handle(struct flowfs *fs, const struct handle *h,
 			bool durable, bool release)
 {
-	if (h->kind == H_DOC) {
+	if (h->kind == H_DOC || (h->kind == H_SINK && h->dirty)) {
 		fs_lock_write(fs);
 		return;
 	}

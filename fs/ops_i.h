@@ -244,6 +244,9 @@ void fs_log_item_refusal(struct flowfs *fs, const struct session_info *s,
 int fs_log_refusal(struct flowfs *fs, const struct session_info *s,
 		       const char *path, const struct ferr *err);
 void fs_target_path(const struct doc_target *t, char *buf, size_t size);
+/* <folder>/<name>'s refused write is no problem any more (removed). */
+void fs_forget_refusal(struct flowfs *fs, int64_t session,
+		       const char *folder, const char *name);
 int fs_commit_target(struct flowfs *fs, const struct doc_target *t,
 			 const char *text, size_t len);
 void fs_node_target(const struct node *n, struct doc_target *t);

@@ -232,6 +232,11 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (ret < 0 && err.message[0])
 			fs_log_item_refusal(fs, &p.s, fs_collections[coll].folder,
 					 name, &err);
+		/* removed: its refused write is no problem any more (nor is
+		 * the refused new file, even when the removal found none) */
+		if (!ret || ret == -ENOENT)
+			fs_forget_refusal(fs, p.attr.session,
+					  fs_collections[coll].folder, name);
 		goto out;
 	}
 	ret = tree_unlink(fs->tree, parent, name);
@@ -507,6 +512,70 @@ static int rename_at_root(struct flowfs *fs, const struct node *p,
 			      " new session by mv)");
 }
 
+/* Before node `id` of `session` leaves as file `newname` in folder `np`
+ * (the trash): its edges, kept with that file. */
+static int keep_edges(struct flowfs *fs, int64_t session, const char *id,
+		      const struct node *np, const char *newname)
+{
+	struct tree_attr copy;
+	int ret = tree_lookup(fs->tree, np->ino, newname, &copy);
+
+	return ret < 0 ? ret : graph_keep_edges(fs->st, session, id,
+						(int64_t)copy.ino);
+}
+
+/* The edges kept with file `name` in folder `p` for `session` (*edges
+ * NULL when it has none), named for node `to`; *ino: the file's. */
+static int kept_edges(struct flowfs *fs, int64_t session,
+		      const struct node *p, const char *name, const char *to,
+		      json_t **edges, int64_t *ino)
+{
+	struct tree_attr file;
+	int ret;
+
+	*edges = NULL;
+	if (tree_lookup(fs->tree, p->ino, name, &file) < 0)
+		return 0;	/* fs_rename_onto_doc() says what is wrong */
+	*ino = (int64_t)file.ino;
+	ret = graph_kept_edges(fs->st, session, *ino, to, edges);
+	if (!ret && !json_array_size(*edges)) {
+		json_decref(*edges);
+		*edges = NULL;
+	}
+	return ret;
+}
+
+/* An edge a node came back without, and why: a line of its session's
+ * log. */
+struct left_out {
+	struct flowfs *fs;
+	const struct session_info *s;
+};
+
+static void edge_left_out(void *ctx, const char *id, const char *why)
+{
+	const struct left_out *l = ctx;
+	char path[STATUS_PATH_MAX], line[FERR_MESSAGE_MAX];
+
+	snprintf(path, sizeof(path), "edges/%s.json", id);
+	snprintf(line, sizeof(line), "did not come back with its node: %s",
+		 why);
+	fs_log(l->fs, l->s->id, l->s->name, path, line);
+}
+
+/* Commit the edges a node came back with; the session's log says which
+ * did not come back, and why.  The node is back whatever they do. */
+static void restore_edges(struct flowfs *fs, const struct session_info *s,
+			  int64_t ino, const json_t *edges)
+{
+	struct left_out l = { fs, s };
+
+	if (graph_restore_edges(fs->st, s->id, ino, edges, edge_left_out,
+				&l) < 0)
+		fs_log(fs, s->id, s->name, "edges/", "the edges of a node"
+		       " brought back could not all be stored");
+}
+
 /* rename where documents of a collection are at either end. */
 static int rename_items(struct flowfs *fs, const struct node *p,
 			const char *name, const struct node *np,
@@ -518,6 +587,8 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 	bool from = coll >= 0, to = newcoll >= 0;
 	struct ferr err = FERR_INIT;
 	struct doc_target t;
+	json_t *edges = NULL;
+	int64_t ino = 0;
 	struct node n;
 	int ret;
 
@@ -537,10 +608,15 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 		if (!ret)
 			ret = fs_copy_away(fs, &n, np->ino, newname);
 		/* moved out of its session (to the trash): it goes; kept,
-		 * the copy goes */
+		 * the copy goes.  A node's edges go with it, kept with the
+		 * copy, which brings them back when it comes back (below) */
 		if (!ret && fs_moves_out(&p->s, np)) {
-			ret = fs_collections[coll].remove(fs, p->attr.session, id,
-							  &err);
+			if (fs_collections[coll].tag == SESSION_NODES)
+				ret = keep_edges(fs, p->attr.session, id, np,
+						 newname);
+			if (!ret)
+				ret = fs_collections[coll].remove(
+					fs, p->attr.session, id, &err);
 			if (ret < 0 && err.message[0])
 				fs_log_item_refusal(fs, &p->s,
 					 fs_collections[coll].folder, name,
@@ -560,7 +636,17 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 	t.in_collection = true;
 	t.coll = (unsigned)newcoll;
 	snprintf(t.id, sizeof(t.id), "%s", newid);
-	return fs_rename_onto_doc(fs, p, name, &t);
+	if (fs_collections[newcoll].tag != SESSION_NODES)
+		return fs_rename_onto_doc(fs, p, name, &t);
+	/* a node back from the trash: the edges it left with come back
+	 * (read first: the file goes as the node is made of it) */
+	ret = kept_edges(fs, np->attr.session, p, name, newid, &edges, &ino);
+	if (!ret)
+		ret = fs_rename_onto_doc(fs, p, name, &t);
+	if (!ret && edges)
+		restore_edges(fs, &np->s, ino, edges);
+	json_decref(edges);
+	return ret;
 }
 
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,

@@ -2114,3 +2114,69 @@ int jobs_report(struct store *st, int64_t session, json_t **report,
 	store_done(q);
 	return ret;
 }
+
+int jobs_problem(struct store *st, int64_t session, int64_t graph_mtime_ns,
+		 struct sbuf *out)
+{
+	static const char run_sql[] = "SELECT r.state, r.started_ns,"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'done'),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'failed')"
+		" FROM graph_runs r WHERE r.session = ?1"
+		" AND r.state IN ('failed', 'cancelled')";
+	static const char first_sql[] = "SELECT node_id, coalesce(message, '')"
+		" FROM graph_jobs WHERE session = ?1 AND state = 'failed'"
+		" ORDER BY coalesce(ended_ns, 0), position LIMIT 1";
+	sqlite3_stmt *q = store_stmt(st, run_sql);
+	char *state = NULL, *node = NULL, *why = NULL;
+	int64_t started = 0, jobs = 0, done = 0, failed = 0;
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		state = strdup((const char *)sqlite3_column_text(q, 0));
+		started = sqlite3_column_int64(q, 1);
+		jobs = sqlite3_column_int64(q, 2);
+		done = sqlite3_column_int64(q, 3);
+		failed = sqlite3_column_int64(q, 4);
+		ret = state ? 0 : -ENOMEM;
+	} else if (rc != SQLITE_DONE) {
+		ret = store_errno(rc);
+	}
+	store_done(q);
+	/* no such run, or the graph changed since: history, not state */
+	if (ret < 0 || !state || graph_mtime_ns > started)
+		goto out;
+	if (failed) {
+		q = store_stmt(st, first_sql);
+		if (!q) {
+			ret = -EIO;
+			goto out;
+		}
+		sqlite3_bind_int64(q, 1, session);
+		if (sqlite3_step(q) == SQLITE_ROW) {
+			node = strdup((const char *)sqlite3_column_text(q, 0));
+			why = strdup((const char *)sqlite3_column_text(q, 1));
+		}
+		store_done(q);
+	}
+	if (!strcmp(state, "failed"))
+		ret = fname_line(out, "graph: failed: %" PRId64 " of %" PRId64
+				 " jobs failed%s%s%s%s%s", failed, jobs,
+				 node ? " (" : "", node ? node : "",
+				 why && *why ? ": " : "", why ? why : "",
+				 node ? ")" : "");
+	else
+		ret = fname_line(out, "graph: cancelled: %" PRId64 " of %" PRId64
+				 " done", done, jobs);
+out:
+	free(state);
+	free(node);
+	free(why);
+	return ret;
+}

@@ -153,4 +153,16 @@ int jobs_node_busy(struct store *st, int64_t session, const char *id,
 int jobs_report(struct store *st, int64_t session, json_t **report,
 		int64_t *when);
 
+/*
+ * The line status shows for the session's last graph run while it is
+ * current state — it failed or was cancelled, and the graph has not
+ * changed since it was submitted (graph_mtime_ns: the graph's last
+ * change) — appended to `out`: "graph: failed: 1 of 2 jobs failed
+ * (count: exited with 2)" (the first job that failed, and why),
+ * "graph: cancelled: 2 of 5 done".  Nothing for a run that went well,
+ * goes on, or is history.  0, or a negative errno.
+ */
+int jobs_problem(struct store *st, int64_t session, int64_t graph_mtime_ns,
+		 struct sbuf *out);
+
 #endif

@@ -902,14 +902,99 @@ char *session_log_text(const char *text)
 	return fname_shown(text, SESSION_LOG_MESSAGE_MAX);
 }
 
+/* ---- refused writes (session.h) ------------------------------------------ */
+
+int session_refused(struct store *st, int64_t session, const char *path,
+		    const char *message, bool made)
+{
+	static const char put[] = "INSERT INTO refusals (session, path,"
+		" message, made, time_ns) VALUES (?1, ?2, ?3, ?4, ?5)"
+		" ON CONFLICT (session, path) DO UPDATE SET"
+		" message = excluded.message, made = excluded.made,"
+		" time_ns = excluded.time_ns";
+	static const char trim[] = "DELETE FROM refusals WHERE session = ?1"
+		" AND path NOT IN (SELECT path FROM refusals WHERE session = ?1"
+		" ORDER BY time_ns DESC LIMIT ?2)";
+	char *why = session_log_text(message), *where = session_log_text(path);
+	int ret = why && where ? 0 : -ENOMEM;
+
+	if (!ret)
+		ret = store_begin(st);
+	if (ret < 0)
+		goto out;
+	ret = store_run(st, put, STORE_INT(session), STORE_TEXT(where),
+			STORE_TEXT(why), STORE_INT(made), STORE_INT(fclock_now_ns()));
+	if (!ret)
+		ret = store_run(st, trim, STORE_INT(session),
+				STORE_INT(SESSION_REFUSALS_KEEP));
+	if (!ret)
+		ret = store_commit(st);
+	else
+		store_rollback(st);
+out:
+	free(why);
+	free(where);
+	return ret;
+}
+
+int session_refusal_clear(struct store *st, int64_t session, const char *path)
+{
+	char *where = session_log_text(path);
+	int ret = where ? store_run(st, "DELETE FROM refusals WHERE session = ?1"
+				    " AND path = ?2", STORE_INT(session),
+				    STORE_TEXT(where)) : -ENOMEM;
+
+	free(where);
+	return ret;
+}
+
+int session_refusal_clear_graph(struct store *st, int64_t session)
+{
+	/* the paths as session_refused() keeps them: an id with a control
+	 * character is escaped there and stays (it names no file anyway) */
+	static const char sql[] = "DELETE FROM refusals WHERE session = ?1"
+		" AND (path IN (SELECT 'nodes/' || id || '.json' FROM graph_nodes"
+		" WHERE session = ?1 AND doc IS NOT NULL) OR path IN (SELECT"
+		" 'edges/' || id || '.json' FROM graph_edges WHERE session = ?1"
+		" AND source IS NOT NULL))";
+
+	return store_run(st, sql, STORE_INT(session));
+}
+
+int session_refusal_lines(struct store *st, int64_t session, struct sbuf *out)
+{
+	static const char sql[] = "SELECT path, message, made FROM refusals"
+		" WHERE session = ?1 ORDER BY time_ns, path";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		/* both were escaped when stored: one line each */
+		ret = sbuf_addf(out, "%s: your last write was refused: %s; %s\n",
+				(const char *)sqlite3_column_text(q, 0),
+				(const char *)sqlite3_column_text(q, 1),
+				sqlite3_column_int(q, 2)
+					? "the file was not made"
+					: "the file still holds the earlier"
+					  " version");
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	store_done(q);
+	return ret;
+}
+
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message)
 {
 	return session_log_at(st, id, path, message, fclock_now_ns());
 }
 
-int session_log_at(struct store *st, int64_t id, const char *path,
-		   const char *message, int64_t at_ns)
+/* session_log_at(), and *row (NULL: not wanted) the line's id. */
+static int log_add_row(struct store *st, int64_t id, const char *path,
+		       const char *message, int64_t at_ns, int64_t *row)
 {
 	char *line = session_log_text(message), *where = session_log_text(path);
 	int root = id == 0, ret = -ENOMEM;
@@ -924,6 +1009,8 @@ int session_log_at(struct store *st, int64_t id, const char *path,
 			STORE_TEXT(line));
 	if (ret < 0)
 		goto rollback;
+	if (row)
+		*row = sqlite3_last_insert_rowid(store_db(st));
 	ret = store_run(st, log_trim[root], STORE_INT(id),
 			STORE_INT(SESSION_LOG_KEEP));
 	if (ret < 0)
@@ -933,6 +1020,38 @@ int session_log_at(struct store *st, int64_t id, const char *path,
 rollback:
 	store_rollback(st);
 out:
+	free(line);
+	free(where);
+	return ret;
+}
+
+int session_log_at(struct store *st, int64_t id, const char *path,
+		   const char *message, int64_t at_ns)
+{
+	return log_add_row(st, id, path, message, at_ns, NULL);
+}
+
+int session_log_row(struct store *st, int64_t id, const char *path,
+		    const char *message, int64_t *row)
+{
+	return id ? log_add_row(st, id, path, message, fclock_now_ns(), row)
+		  : -EINVAL;
+}
+
+int session_log_rewrite_last(struct store *st, int64_t id, int64_t row,
+			     const char *path, const char *message)
+{
+	static const char sql[] = "UPDATE status_log SET path = ?3,"
+		" message = ?4 WHERE id = ?2 AND session = ?1 AND id ="
+		" (SELECT max(id) FROM status_log WHERE session = ?1)";
+	char *line = session_log_text(message), *where = session_log_text(path);
+	int ret = -ENOMEM;
+
+	if (line && where)
+		ret = store_run(st, sql, STORE_INT(id), STORE_INT(row),
+				STORE_TEXT(where), STORE_TEXT(line));
+	if (!ret)
+		ret = store_changes(st) == 1;
 	free(line);
 	free(where);
 	return ret;

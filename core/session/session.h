@@ -195,11 +195,48 @@ int session_render_context_text(struct store *st, const struct session_info *s,
  * at SESSION_LOG_MESSAGE_MAX bytes, at a character or escape. */
 char *session_log_text(const char *text);
 
+/*
+ * Refused writes are state: the last refused write of each document of
+ * a session (`path` as status names it: "request.json", "nodes/x.json"),
+ * kept until that document is written well or removed.  `made`: the
+ * write was to make a new file, which was not made.  At most
+ * SESSION_REFUSALS_KEEP per session, the oldest dropped.
+ * session_refusal_lines() appends status's line for each, oldest first:
+ *   "request.json: your last write was refused: <why>; the file still
+ *    holds the earlier version" (or "; the file was not made").
+ * 0, or a negative errno.
+ */
+#define SESSION_REFUSALS_KEEP 100
+
+int session_refused(struct store *st, int64_t session, const char *path,
+		    const char *message, bool made);
+int session_refusal_clear(struct store *st, int64_t session,
+			  const char *path);
+/* parameters.json was written well: it wrote every node and edge file
+ * of the graph anew, so their refusals end (those of files it did not
+ * make stay). */
+int session_refusal_clear_graph(struct store *st, int64_t session);
+int session_refusal_lines(struct store *st, int64_t session,
+			  struct sbuf *out);
+
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message);
 /* The same with the time it happened (session_log(): now). */
 int session_log_at(struct store *st, int64_t id, const char *path,
 		   const char *message, int64_t at_ns);
+/*
+ * A line that may come to stand for more than one event (the files of a
+ * copy whose written bytes were dropped): session_log_row() adds it to
+ * session `id`'s log (not the root's: -EINVAL) and sets *row to its id;
+ * session_log_rewrite_last() gives line `row` a new path and message,
+ * its time kept, while it is still the last line of that session's log:
+ * 1 when it did, 0 when another line came after it (or it is gone), or
+ * a negative errno.
+ */
+int session_log_row(struct store *st, int64_t id, const char *path,
+		    const char *message, int64_t *row);
+int session_log_rewrite_last(struct store *st, int64_t id, int64_t row,
+			     const char *path, const char *message);
 /*
  * The log of session `id` (0: the mount root's), oldest first, one
  * "<UTC time> <path>: <message>\n" each; *mtime_ns: the last line's time

@@ -423,6 +423,43 @@ static const char schema_v10[] =
 	"CREATE INDEX graph_jobs_going ON graph_jobs(state)"
 	"  WHERE state IN ('queued', 'submitted', 'running');";
 
+/*
+ * Version 11: refused writes are state (issue 29).  A document whose last
+ * write was refused is a problem in status until that file is written
+ * well or removed; a shell's redirect or a program that never checks
+ * close() learns of it there.  One row per session and path.
+ */
+static const char schema_v11[] =
+	"CREATE TABLE refusals ("
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  path TEXT NOT NULL,"
+	"  message TEXT NOT NULL,"
+	"  made INTEGER NOT NULL,"		/* 1: the file was not made */
+	"  time_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY (session, path)"
+	") WITHOUT ROWID;";
+
+/*
+ * Version 12: a node moved out of its session (into the trash) keeps its
+ * edges with the file it became, so that the trash's restore brings them
+ * back (issue 29; graph.h, graph_keep_edges()).  They go with that file
+ * or with the session.
+ */
+static const char schema_v12[] =
+	"CREATE TABLE kept_edges ("
+	"  ino INTEGER NOT NULL REFERENCES inodes(ino) ON DELETE CASCADE,"
+	"  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  node TEXT NOT NULL,"			/* the node's id as it left */
+	"  seq INTEGER NOT NULL,"		/* the edge's, for its order */
+	"  id TEXT NOT NULL,"
+	"  source TEXT NOT NULL,"
+	"  source_param TEXT,"			/* NULL: a pending edge gave none */
+	"  target TEXT NOT NULL,"
+	"  target_param TEXT NOT NULL,"
+	"  PRIMARY KEY (ino, seq)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX kept_edges_by_session ON kept_edges(session);";
+
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
 	schema_v2,
@@ -434,6 +471,8 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v8,
 	schema_v9,
 	schema_v10,
+	schema_v11,
+	schema_v12,
 };
 
 int store_column_json(sqlite3_stmt *q, int col, json_t **out)

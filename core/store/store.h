@@ -59,7 +59,7 @@
 	" substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))"
 
 /* The schema version this build creates and understands. */
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 12
 /* 'FlFS': marks a database as flowfs's (PRAGMA application_id). */
 #define STORE_APPLICATION_ID 0x466c4653
 

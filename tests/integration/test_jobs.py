@@ -887,3 +887,32 @@ def test_work_dir_inside_the_mount_is_refused(tmp_path, isolated_config):
                          r.stderr, re.M), (work, r.stderr)
         # nothing was made in the mount point's folder
         assert os.listdir(mnt) == [], (work, os.listdir(mnt))
+
+
+def test_a_failed_graph_keeps_status_from_ready(mount_jobs):
+    """Issue 29: status read "ready" after the job graph failed, so a
+    script waiting for "ready" could not tell done from failed.  A failed
+    or cancelled graph is now a problem in status until the graph is
+    submitted again or changed."""
+    fs = mount_jobs("local")
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    build_graph(s, {"a": ("root", {}), "count": ("fail", {})})
+    assert ctl(s, "submit") == 0
+    assert wait_graph(s)["state"] == "failed"
+    lines = read_bytes(s / "status").decode().splitlines()
+    assert "graph: failed: 1 of 2 jobs failed (count: exited with 3)" in \
+        lines, lines
+    assert "ready" not in lines
+    assert status_json(s)["ready"] is False
+    # the graph changed: what failed is history
+    assert put_json(s / "nodes" / "count.json", {"label": "root"}) == 0
+    assert read_bytes(s / "status") == b"ready\n"
+    # submitted again and cancelled: "cancelled" until the next change
+    build_graph(s, {"w": ("wait", {"flag": str(fs.tmp / "never")})})
+    assert ctl(s, "submit") == 0
+    wait_job(s, "w", "running")
+    assert ctl(s, "cancel") == 0
+    assert wait_graph(s)["state"] == "cancelled"
+    lines = read_bytes(s / "status").decode().splitlines()
+    assert any(l.startswith("graph: cancelled: ") for l in lines), lines

@@ -846,6 +846,39 @@ static void test_log(void **state)
 	free((char *)p);
 }
 
+/* A line that is rewritten while it is the session's last (issue 29: a
+ * copy's dropped writes, one line). */
+static void test_log_rewrite_last(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "s"), o = mk(fx, "other");
+	struct sbuf sb = SBUF_INIT;
+	int64_t row = 0, mtime;
+
+	assert_int_equal(session_log_row(fx->st, s.id, "a", "one", &row), 0);
+	assert_true(row > 0);
+	/* another session's line does not count */
+	assert_int_equal(session_log(fx->st, o.id, "x", "o"), 0);
+	assert_int_equal(session_log_rewrite_last(fx->st, s.id, row, "a, b",
+						  "two\n"), 1);
+	assert_int_equal(session_render_log(fx->st, s.id, &sb, &mtime), 0);
+	assert_true(is_time(sb.buf));
+	assert_string_equal(sb.buf + 20, " a, b: two\\n\n");
+	sbuf_release(&sb);
+	/* once another line came after it, it stays */
+	assert_int_equal(session_log(fx->st, s.id, "b", "other"), 0);
+	assert_int_equal(session_log_rewrite_last(fx->st, s.id, row, "c",
+						  "three"), 0);
+	assert_int_equal(session_log_rewrite_last(fx->st, o.id, row, "c",
+						  "three"), 0);
+	assert_int_equal(session_render_log(fx->st, s.id, &sb, &mtime), 0);
+	assert_non_null(strstr(sb.buf, " a, b: two\\n\n"));
+	assert_null(strstr(sb.buf, "three"));
+	sbuf_release(&sb);
+	/* the root's log has no such lines */
+	assert_int_equal(session_log_row(fx->st, 0, "a", "one", &row), -EINVAL);
+}
+
 static void test_format_time(void **state)
 {
 	char buf[32];
@@ -920,6 +953,7 @@ int main(void)
 		T(test_has_data),
 		T(test_renew_uploads),
 		T(test_log),
+		T(test_log_rewrite_last),
 		T(test_context_size),
 		cmocka_unit_test(test_format_time),
 	};
