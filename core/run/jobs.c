@@ -24,6 +24,7 @@
 
 #include "lib/fclock.h"
 #include "lib/fjson.h"
+#include "lib/fname.h"
 #include "lib/spawn.h"
 #include "run/jobdir.h"
 #include "run/jobs.h"
