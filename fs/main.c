@@ -1026,6 +1026,9 @@ static void undo_created_db(const char *db, const char *made_top)
 		snprintf(path, sizeof(path), "%s%s", db, suffixes[i]);
 		unlink(path);
 	}
+	/* the data folder, empty as made */
+	snprintf(path, sizeof(path), "%s.d", db);
+	rmdir(path);
 	if (!made_top)
 		return;
 	snprintf(path, sizeof(path), "%s", db);
@@ -1191,6 +1194,50 @@ static int read_command_line(struct daemon *d, int argc, char *argv[])
 	return GO_ON;
 }
 
+/* The conversion's progress on stderr, at most a line a second (and the
+ * last), once it is big enough to be waited for. */
+struct convert_progress {
+	int64_t last_ns;
+	bool said;
+};
+
+static void convert_said(void *ctx, int64_t done, int64_t total)
+{
+	struct convert_progress *p = ctx;
+	int64_t now = fclock_now_ns();
+
+	if (total < 64 * 1024 * 1024 ||
+	    (done < total && now - p->last_ns < 1000000000))
+		return;
+	p->last_ns = now;
+	p->said = true;
+	fprintf(stderr, "flowfs: moving large files out of the database:"
+		" %lld of %lld MiB\n", (long long)(done >> 20),
+		(long long)(total >> 20));
+}
+
+/*
+ * A store of the last schema keeps large files in the database: they
+ * move to data files now, before mounting (tree_convert(): a crash
+ * breaks nothing, and the next mount goes on).
+ */
+static int convert_store(const char *db, struct store *st)
+{
+	struct convert_progress p = { .last_ns = fclock_now_ns() };
+	struct tree *t;
+	int ret = tree_new(&t, st);
+
+	if (!ret)
+		ret = tree_convert(t, convert_said, &p);
+	if (ret < 0)
+		fprintf(stderr, "flowfs: cannot move the large files of %s to"
+			" %s.d: %s\n", db, db, strerror(-ret));
+	else if (p.said)
+		fprintf(stderr, "flowfs: large files moved to %s.d\n", db);
+	tree_free(t);
+	return ret;
+}
+
 /*
  * Everything that can be wrong before mounting, said on stderr in the
  * process the caller waits for: the mountpoint, the skill folders, the
@@ -1236,8 +1283,11 @@ static int check_before_mounting(struct daemon *d)
 	d->made_top = first_missing_parent(d->db);
 	if (open_store(d->db, &d->fs.st) < 0)
 		return 1;
+	ret = convert_store(d->db, d->fs.st);
 	store_close(d->fs.st);
 	d->fs.st = NULL;
+	if (ret < 0)
+		return 1;
 	/* one line where the caller sees it: stderr now when detaching
 	 * (syslog after), else the foreground log line below; and the
 	 * mount's .flowfs/log */
@@ -1271,6 +1321,17 @@ static int mount_and_detach(struct daemon *d)
 	return GO_ON;
 }
 
+/* Damage the store found (a data file missing or short): in the mount's
+ * log, and in the session's when it is one's. */
+static void report_damage(void *ctx, int64_t session, const char *line)
+{
+	struct flowfs *fs = ctx;
+
+	fs_log(fs, 0, "", ".flowfs", line);
+	if (session)
+		fs_log(fs, session, "", "", line);
+}
+
 /*
  * What serves the mount, in the daemon: the store and its connections,
  * the skills, the tree, the notifier and refresher, the runs' host, the
@@ -1301,6 +1362,7 @@ static int start_serving(struct daemon *d)
 		fprintf(stderr, "flowfs: cannot read %s\n", d->db);
 		return 1;
 	}
+	tree_set_reporter(fs->tree, report_damage, fs);
 	pthread_mutex_init(&fs->readers_lock, NULL);
 	pthread_mutex_init(&fs->write_lock, NULL);
 	pthread_mutex_init(&fs->lock, NULL);
@@ -1336,6 +1398,8 @@ static int start_serving(struct daemon *d)
 	fs_log(fs, 0, "", fs->mountpoint, line);
 	if (d->exposed.message[0])
 		fs_log(fs, 0, "", d->db, d->exposed.message);
+	/* a data file missing or short: said, never fixed (contents.h) */
+	tree_check_contents(fs->tree);
 	if (fs->run_opt.allow_exec)
 		log_cgroups(fs, &d->cgroup_why);
 

@@ -18,6 +18,7 @@
 #include "lib/fclock.h"
 #include "lib/fname.h"
 #include "ops_i.h"
+#include "store/contents.h"
 
 
 /* The kernel forgets `n` references: a count, unless it was the last one
@@ -298,7 +299,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct flowfs *fs = fs_of(req);
 	struct statvfs sv;
 
-	int64_t used = 0, free_list = 0;
+	int64_t used = 0, free_list = 0, data = 0;
 	int ret;
 
 	(void)ino;
@@ -306,12 +307,16 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 		memset(&sv, 0, sizeof(sv));
 	fs_lock_read(fs);
 	ret = store_space(fs->st, &used, &free_list);
+	if (!ret)
+		ret = contents_space(store_contents(fs->st), fs->st, &data);
 	fs_unlock(fs);
+	used += data;
 	/*
-	 * What flowfs holds is what is used; what it could still take, the
-	 * disk's room for the database plus its pages waiting to be given
-	 * back, is free: `df` on the mount shows flowfs's own size, not the
-	 * disk's.  (Files and inodes stay the disk's: a row costs no inode.)
+	 * What flowfs holds is what is used (the database's pages and the
+	 * data files beside it, a shared one once); what it could still
+	 * take, the disk's room plus the database's pages waiting to be
+	 * given back, is free: `df` on the mount shows flowfs's own size,
+	 * not the disk's.  (Files and inodes stay the disk's.)
 	 */
 	if (!ret && sv.f_frsize) {
 		fsblkcnt_t held = (fsblkcnt_t)((used + (int64_t)sv.f_frsize - 1) /
@@ -335,6 +340,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	/* Always send attributes with listings: ls -l is the common case. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	/* Reads of data files are spliced (ops_file.c: read_spliced()):
+	 * the kernel moves the file's pages to the reply. */
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
 	/* Fewer, larger requests: each round trip costs 20-25 us here. */
 	conn->max_write = 1024 * 1024;
 	conn->max_readahead = 1024 * 1024;

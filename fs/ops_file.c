@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "lib/fclock.h"
 #include "lib/fname.h"
@@ -280,6 +281,35 @@ static int read_file(struct flowfs *fs, fuse_ino_t ino, char *buf,
 	return ret;
 }
 
+/*
+ * A read of a real file whose bytes are in a data file: replied from the
+ * file itself (splice: the kernel moves its pages, the daemon copies
+ * nothing), from a duplicate of its descriptor taken under the lock, so
+ * that neither a release nor a copy-on-write meanwhile closes it under
+ * the splice.  1: its bytes are in chunks (read_file()).
+ */
+static int read_spliced(fuse_req_t req, struct flowfs *fs, fuse_ino_t ino,
+			size_t size, off_t off)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+	int64_t fsize = 0;
+	int fd = -1, ret;
+
+	fs_lock_read(fs);
+	ret = tree_read_fd(fs->tree, ino, &fd, &fsize);
+	fs_unlock(fs);
+	if (ret != 0)
+		return ret;
+	bv.buf[0].size = off < fsize ? (size_t)(fsize - off) < size
+			 ? (size_t)(fsize - off) : size : 0;
+	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+	bv.buf[0].fd = fd;
+	bv.buf[0].pos = off;
+	fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+	close(fd);
+	return 0;
+}
+
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -292,6 +322,13 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
+	}
+	if (h->kind == H_FILE) {
+		ret = read_spliced(req, fs, ino, size, off);
+		if (ret < 0)
+			fuse_reply_err(req, -ret);
+		if (ret <= 0)
+			return;
 	}
 	/*
 	 * Always reply from a private buffer: once the kernel has the reply,

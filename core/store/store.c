@@ -16,6 +16,7 @@
 
 #include "lib/fclock.h"
 #include "lib/fjson.h"
+#include "store/contents.h"
 
 #define STMT_BUCKETS 128
 
@@ -52,6 +53,8 @@ struct store {
 	char *path;
 	bool durable;		/* the open transaction syncs on commit */
 	struct ferr warning;	/* store_warning() */
+	struct contents *contents;	/* the data files beside it */
+	bool owns_contents;		/* not a connection beside another */
 	struct stmt_entry *stmts[STMT_BUCKETS];
 };
 
@@ -423,6 +426,43 @@ static const char schema_v10[] =
 	"CREATE INDEX graph_jobs_going ON graph_jobs(state)"
 	"  WHERE state IN ('queued', 'submitted', 'running');";
 
+/*
+ * Version 11 (issue 27): the contents of large regular files live in
+ * data files beside the database (contents.h), one per content, which
+ * several rows may share.  A row names its content (NULL: its bytes are
+ * chunk rows, as small files keep them); `contents` counts the rows
+ * naming each, kept by triggers in every statement's own transaction
+ * (a session's cascading delete fires them too).  A count of 0 waits for
+ * its file's removal after the commit (contents_sweep()).  The data of
+ * the large files of an older store moves out after this, in steps
+ * (tree_convert()).
+ */
+static const char schema_v11[] =
+	"ALTER TABLE inodes ADD COLUMN content INTEGER;"
+	"CREATE TABLE contents ("
+	"  id INTEGER PRIMARY KEY,"
+	"  refs INTEGER NOT NULL"
+	");"
+	"CREATE INDEX contents_unused ON contents(id) WHERE refs <= 0;"
+	"CREATE INDEX inodes_by_content ON inodes(content)"
+	"  WHERE content IS NOT NULL;"
+	"CREATE TRIGGER content_taken AFTER INSERT ON inodes"
+	"  WHEN new.content IS NOT NULL BEGIN"
+	"  INSERT INTO contents(id, refs) VALUES (new.content, 1)"
+	"    ON CONFLICT(id) DO UPDATE SET refs = refs + 1;"
+	"END;"
+	"CREATE TRIGGER content_dropped AFTER DELETE ON inodes"
+	"  WHEN old.content IS NOT NULL BEGIN"
+	"  UPDATE contents SET refs = refs - 1 WHERE id = old.content;"
+	"END;"
+	"CREATE TRIGGER content_changed AFTER UPDATE OF content ON inodes"
+	"  WHEN new.content IS NOT old.content BEGIN"
+	"  UPDATE contents SET refs = refs - 1 WHERE id = old.content;"
+	"  INSERT INTO contents(id, refs) SELECT new.content, 1"
+	"    WHERE new.content IS NOT NULL"
+	"    ON CONFLICT(id) DO UPDATE SET refs = refs + 1;"
+	"END;";
+
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v1,
 	schema_v2,
@@ -434,6 +474,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	schema_v8,
 	schema_v9,
 	schema_v10,
+	schema_v11,
 };
 
 int store_column_json(sqlite3_stmt *q, int col, json_t **out)
@@ -962,6 +1003,7 @@ int store_open_beside(struct store *first, struct store **out,
 		store_close(st);
 		return ret;
 	}
+	st->contents = first->contents;
 	/* its commits wake the first one's checkpointer as its own do */
 	if (first->ckpt.running)
 		sqlite3_wal_hook(st->db, wal_hook, &first->ckpt);
@@ -1049,6 +1091,10 @@ int store_open(struct store **out, const char *path, struct ferr *err)
 			       path, sqlite3_errmsg(st->db));
 		goto fail;
 	}
+	ret = contents_open(&st->contents, path, err);
+	if (ret < 0)
+		goto fail;
+	st->owns_contents = true;
 	*out = st;
 	return 0;
 fail:
@@ -1268,6 +1314,13 @@ void store_close(struct store *st)
 		}
 	}
 	sqlite3_close(st->db);
+	if (st->owns_contents)
+		contents_close(st->contents);
 	free(st->path);
 	free(st);
+}
+
+struct contents *store_contents(struct store *st)
+{
+	return st->contents;
 }

@@ -2,13 +2,17 @@
 #include "store/tree.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/fclock.h"
+#include "store/contents.h"
 
 /* Gathered writes past these limits go to the store before the close. */
 #define FILE_DIRTY_LIMIT (8 * 1024 * 1024)
@@ -37,6 +41,15 @@ struct open_file {
 	size_t dirty_bytes;
 	bool spilling;		/* its chunks are the spill (struct spill) */
 	int spill_err;		/* the spill's failure, for the next write */
+	/* Its bytes in a data file (contents.h): content's number, 0 when
+	 * in chunks; the file open; whether the row names another content
+	 * (or none) until the next commit; and whether the content is known
+	 * to be its own alone, as of share_epoch (tree.share_epoch). */
+	int64_t content;
+	int fd;
+	bool content_dirty;
+	bool owned;
+	uint64_t owned_epoch;
 	struct open_file *next;
 };
 
@@ -113,6 +126,14 @@ struct tree {
 	uint64_t changes;	/* tree_changes() */
 	char *pool[POOL_MAX];
 	size_t npool;
+	/* the data files (contents.h): the next content's number, and a
+	 * count moved by whatever may share a content (tree_shared()) */
+	struct contents *contents;
+	int64_t next_content;
+	uint64_t share_epoch;
+	contents_report_fn report;
+	void *report_ctx;
+	int64_t inline_max;	/* tree_set_inline_max() */
 };
 
 static char *chunk_alloc(struct tree *t)
@@ -130,7 +151,8 @@ static void chunk_free(struct tree *t, char *data)
 
 #define ATTR_COLUMNS \
 	"ino, coalesce(session, 0), mode, uid, gid, nlink, size, alloc," \
-	" atime_ns, mtime_ns, ctime_ns, tag = " ROOT_TAG " AND nlink > 0, tag"
+	" atime_ns, mtime_ns, ctime_ns, tag = " ROOT_TAG " AND nlink > 0, tag," \
+	" coalesce(content, 0)"
 
 static void row_to_attr(sqlite3_stmt *q, int col, struct tree_attr *a)
 {
@@ -147,6 +169,7 @@ static void row_to_attr(sqlite3_stmt *q, int col, struct tree_attr *a)
 	a->ctime_ns = sqlite3_column_int64(q, col + 10);
 	a->session_root = sqlite3_column_int(q, col + 11);
 	a->tag = (unsigned)sqlite3_column_int(q, col + 12);
+	a->content = sqlite3_column_int64(q, col + 13);
 }
 
 /* ---- open-file table ------------------------------------------------ */
@@ -179,6 +202,7 @@ static void overlay_open(struct tree *t, struct tree_attr *a)
 		pending += (int64_t)f->chunks[i].len -
 			   (int64_t)f->chunks[i].stored_len;
 	a->alloc = f->alloc + pending;
+	a->content = f->content;
 }
 
 static void drop_chunks(struct tree *t, struct open_file *f)
@@ -1062,6 +1086,282 @@ void tree_spill_settle(struct tree *t)
 	t->changes++;
 }
 
+/* ---- data files (contents.h) ------------------------------------------ */
+
+static void report(struct tree *t, int64_t session, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void report(struct tree *t, int64_t session, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (!t->report)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	t->report(t->report_ctx, session, line);
+}
+
+static int pwrite_all(int fd, const char *buf, size_t len, int64_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, buf, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/* [off, off + size) of a data file whose file is `fsize` bytes: a file
+ * shorter than that (damaged) reads short. */
+static int read_fd(int fd, int64_t fsize, char *buf, size_t size,
+		   int64_t off, size_t *got)
+{
+	*got = 0;
+	if (off < 0)
+		return -EINVAL;
+	if (off >= fsize || !size)
+		return 0;
+	if ((int64_t)size > fsize - off)
+		size = (size_t)(fsize - off);
+	while (*got < size) {
+		ssize_t n = pread(fd, buf + *got, size - *got,
+				  off + (int64_t)*got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		*got += (size_t)n;
+	}
+	return 0;
+}
+
+/* Content `id`'s file, for a row of `session` (reported when it cannot
+ * be opened: a missing data file is damage, -EIO to the caller). */
+static int open_content(struct tree *t, int64_t id, int64_t session,
+			uint64_t ino, bool ro)
+{
+	int fd = contents_open_file(t->contents, id, ro);
+
+	if (fd >= 0)
+		return fd;
+	report(t, session, "damaged: the data file %s/%lld of inode %llu"
+	       " cannot be opened (%s)", contents_dir(t->contents),
+	       (long long)id, (unsigned long long)ino, strerror(-fd));
+	return fd == -ENOMEM || fd == -EMFILE || fd == -ENFILE ? fd : -EIO;
+}
+
+/*
+ * Before a write or a cut: the file's content is its own alone.  A
+ * shared one is copied first (contents_copy()); the row names the copy
+ * from the next commit on, and the other rows keep the content as it
+ * was.  What is known stays known until something may have shared it
+ * (share_epoch).
+ */
+static int own_content(struct tree *t, struct open_file *f)
+{
+	int64_t refs = 0, id;
+	int fd, ret;
+
+	if (f->content_dirty || (f->owned && f->owned_epoch == t->share_epoch))
+		return 0;
+	ret = contents_refs(t->st, f->content, &refs);
+	if (ret < 0)
+		return ret;
+	if (refs > 1) {
+		id = t->next_content;
+		fd = contents_copy(t->contents, f->fd, f->size, id);
+		if (fd < 0)
+			return fd;
+		t->next_content++;
+		close(f->fd);
+		f->fd = fd;
+		f->content = id;
+		f->content_dirty = true;
+		f->attr_dirty = true;
+	}
+	f->owned = true;
+	f->owned_epoch = t->share_epoch;
+	return 0;
+}
+
+/*
+ * A file that grows past TREE_INLINE_MAX moves to a data file of its
+ * own: what the store holds of it and what it gathered, written there;
+ * the row names it from the next commit on (which also deletes its
+ * chunks).  A crash before leaves an orphan file, swept at mount, and
+ * the row as it was.
+ */
+static int externalize(struct tree *t, struct open_file *f)
+{
+	static const char sql[] = "SELECT idx, data FROM chunks"
+		" WHERE ino = ?1 ORDER BY idx";
+	int64_t id = t->next_content;
+	sqlite3_stmt *q;
+	int fd, rc = SQLITE_DONE, ret = 0;
+
+	/* the spill of this file stored first: its chunks are then rows */
+	if (t->spill.ino == f->ino)
+		wait_spill(t);
+	fd = contents_create(t->contents, id);
+	if (fd < 0)
+		return fd;
+	t->next_content++;
+	q = store_stmt(t->st, sql);
+	if (!q) {
+		ret = -EIO;
+		goto fail;
+	}
+	sqlite3_bind_int64(q, 1, (int64_t)f->ino);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		ret = pwrite_all(fd, sqlite3_column_blob(q, 1),
+				 (size_t)sqlite3_column_bytes(q, 1),
+				 sqlite3_column_int64(q, 0) * TREE_CHUNK_SIZE);
+	store_done(q);
+	if (!ret && rc != SQLITE_DONE && rc != SQLITE_ROW)
+		ret = store_errno(rc);
+	/* gathered chunks hold at least what the store had of them */
+	for (size_t i = 0; i < f->nchunks && !ret; i++)
+		ret = pwrite_all(fd, f->chunks[i].data, f->chunks[i].len,
+				 f->chunks[i].idx * TREE_CHUNK_SIZE);
+	if (!ret && ftruncate(fd, f->size) < 0)
+		ret = -errno;
+	if (ret < 0)
+		goto fail;
+	drop_chunks(t, f);
+	f->content = id;
+	f->fd = fd;
+	f->content_dirty = true;
+	f->attr_dirty = true;
+	f->owned = true;
+	f->owned_epoch = t->share_epoch;
+	return 0;
+fail:
+	close(fd);
+	contents_remove(t->contents, id);
+	return ret;
+}
+
+/* tree_write() of a file whose bytes are in a data file: one copy, into
+ * the file (the kernel's page cache). */
+static int write_external(struct tree *t, struct open_file *f,
+			  const char *buf, size_t size, int64_t off)
+{
+	int ret = own_content(t, f);
+
+	if (ret < 0)
+		return ret;
+	/* a gap reads zeros, whatever a crash left past the size */
+	if (off > f->size && ftruncate(f->fd, f->size) < 0)
+		return -errno;
+	ret = pwrite_all(f->fd, buf, size, off);
+	if (ret < 0)
+		return ret;
+	if (off + (int64_t)size > f->size)
+		f->size = off + (int64_t)size;
+	f->mtime_ns = f->ctime_ns = fclock_now_ns();
+	f->attr_dirty = true;
+	t->changes++;
+	return 0;
+}
+
+/*
+ * Commit what an open file with a data file changed: for fsync() the
+ * file's bytes reach the disk first, then the commit that names them
+ * (contents.h: the order of writes).
+ */
+static int flush_external(struct tree *t, struct open_file *f, bool durable)
+{
+	static const char upd[] = "UPDATE inodes SET size = ?2, alloc = ?3,"
+		" mtime_ns = ?4, ctime_ns = ?5, content = ?6 WHERE ino = ?1";
+	static const char del[] = "DELETE FROM chunks WHERE ino = ?1";
+	int64_t alloc;
+	int ret;
+
+	if (durable && fdatasync(f->fd) < 0)
+		return -errno;
+	if (!f->attr_dirty && !f->content_dirty)
+		return durable ? store_sync(t->st) : 0;
+	alloc = contents_allocated(f->fd);
+	if (alloc < 0)
+		alloc = f->size;
+	ret = durable ? store_begin_durable(t->st) : store_begin(t->st);
+	if (ret < 0)
+		return ret;
+	ret = store_run(t->st, upd, STORE_INT(f->ino), STORE_INT(f->size),
+			STORE_INT(alloc), STORE_INT(f->mtime_ns),
+			STORE_INT(f->ctime_ns), STORE_INT(f->content));
+	if (!ret && f->content_dirty)
+		ret = store_run(t->st, del, STORE_INT(f->ino));
+	if (ret < 0) {
+		store_rollback(t->st);
+		return ret;
+	}
+	ret = store_commit(t->st);
+	if (ret < 0)
+		return ret;
+	f->alloc = alloc;
+	f->stored_size = f->size;
+	f->attr_dirty = false;
+	f->content_dirty = false;
+	return 0;
+}
+
+int tree_read_fd(struct tree *t, uint64_t ino, int *fd, int64_t *size)
+{
+	struct open_file *f = open_find(t, ino);
+
+	if (!f)
+		return -EBADF;
+	if (f->fd < 0)
+		return 1;
+	*fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+	if (*fd < 0)
+		return -errno;
+	*size = f->size;
+	return 0;
+}
+
+void tree_set_reporter(struct tree *t, contents_report_fn fn, void *ctx)
+{
+	t->report = fn;
+	t->report_ctx = ctx;
+}
+
+int tree_check_contents(struct tree *t)
+{
+	return contents_check(t->contents, t->st, t->report, t->report_ctx);
+}
+
+int tree_sweep(struct tree *t)
+{
+	if (!sqlite3_get_autocommit(store_db(t->st)) ||
+	    !contents_sweep_due(t->st))
+		return 0;
+	return contents_sweep(t->contents, t->st);
+}
+
+void tree_set_inline_max(struct tree *t, int64_t bytes)
+{
+	t->inline_max = bytes;
+}
+
+void tree_shared(struct tree *t)
+{
+	t->share_epoch++;
+}
+
 /* Whether work may go outside the caller's lock now (tree_set_cutter):
  * not while the caller has a transaction open (a statement run then is
  * part of it). */
@@ -1081,6 +1381,8 @@ static int flush_file(struct tree *t, struct open_file *f, bool durable)
 	int64_t alloc = f->alloc;
 	int ret;
 
+	if (f->fd >= 0)
+		return flush_external(t, f, durable);
 	if (!f->nchunks && !f->attr_dirty)
 		return durable ? store_sync(t->st) : 0;
 	ret = durable ? store_begin_durable(t->st) : store_begin(t->st);
@@ -1106,13 +1408,24 @@ static int flush_file(struct tree *t, struct open_file *f, bool durable)
 static int open_first(struct tree *t, const struct tree_attr *a)
 {
 	struct open_file **slot = open_slot(t, a->ino), *f;
+	int fd = -1;
 
 	if (S_ISDIR(a->mode))
 		return -EISDIR;
+	if (a->content) {
+		fd = open_content(t, a->content, a->session, a->ino, false);
+		if (fd < 0)
+			return fd;
+	}
 	f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return -ENOMEM;
+	}
 	f->ino = a->ino;
+	f->content = a->content;
+	f->fd = fd;
 	f->handles = 1;
 	f->orphan = a->nlink == 0;
 	f->size = f->stored_size = a->size;
@@ -1171,7 +1484,8 @@ bool tree_flush_writes(struct tree *t, uint64_t ino, bool durable)
 	struct open_file *f = open_find(t, ino);
 
 	return durable ||
-	       (f && (f->nchunks || f->attr_dirty || f->spill_err));
+	       (f && (f->nchunks || f->attr_dirty || f->spill_err ||
+		      f->content_dirty));
 }
 
 bool tree_release_writes(struct tree *t, uint64_t ino)
@@ -1203,6 +1517,8 @@ int tree_release(struct tree *t, uint64_t ino)
 		ret = flush_file(t, f, false);
 	drop_chunks(t, f);
 	*slot = f->next;
+	if (f->fd >= 0)
+		close(f->fd);
 	free(f->chunks);
 	free(f);
 	return ret;
@@ -1318,6 +1634,13 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 	/* write(2) of nothing changes nothing, not even mtime */
 	if (!size)
 		return 0;
+	if (f->fd < 0 && off + (int64_t)size > t->inline_max) {
+		ret = externalize(t, f);
+		if (ret < 0)
+			return ret;
+	}
+	if (f->fd >= 0)
+		return write_external(t, f, buf, size, off);
 	while (done < size) {
 		int64_t pos = off + (int64_t)done;
 		int64_t idx = pos / TREE_CHUNK_SIZE;
@@ -1438,14 +1761,28 @@ static void overlay_chunk(const struct dirty_chunk *c, char *buf,
 		memset(buf + (from - off), 0, (size_t)(to - from));
 }
 
-/* tree_read() of a file whose size (open or not) the caller knows. */
-static int read_sized(struct tree *t, uint64_t ino, int64_t fsize, char *buf,
-		      size_t size, int64_t off, size_t *got)
+/* tree_read() of a file whose size (open or not) the caller knows, and
+ * its content when it is not open. */
+static int read_sized(struct tree *t, uint64_t ino, int64_t content,
+		      int64_t session, int64_t fsize, char *buf, size_t size,
+		      int64_t off, size_t *got)
 {
 	struct open_file *f = open_find(t, ino);
 	int64_t end;
 	int ret;
 
+	if (f && f->fd >= 0)
+		return read_fd(f->fd, fsize, buf, size, off, got);
+	if (!f && content) {
+		int fd = open_content(t, content, session, ino, true);
+
+		*got = 0;
+		if (fd < 0)
+			return fd;
+		ret = read_fd(fd, fsize, buf, size, off, got);
+		close(fd);
+		return ret;
+	}
 	ret = read_clamped(t->st, ino, fsize, buf, size, off, got);
 	if (ret < 0 || !*got)
 		return ret;
@@ -1470,9 +1807,10 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 
 	*got = 0;
 	if (f)
-		return read_sized(t, ino, f->size, buf, size, off, got);
+		return read_sized(t, ino, 0, 0, f->size, buf, size, off, got);
 	ret = tree_getattr(t, ino, &a);
-	return ret < 0 ? ret : read_sized(t, ino, a.size, buf, size, off, got);
+	return ret < 0 ? ret : read_sized(t, ino, a.content, a.session, a.size,
+					  buf, size, off, got);
 }
 
 int tree_read_plan(struct tree *t, uint64_t ino, int64_t *size)
@@ -1514,7 +1852,9 @@ static int read_clamped(struct store *st, uint64_t ino, int64_t fsize,
 int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
 		     char *buf, size_t size, int64_t off, size_t *got)
 {
-	static const char sql[] = "SELECT size FROM inodes WHERE ino = ?1";
+	/* a file that moved to a data file meanwhile: its chunks are gone */
+	static const char sql[] = "SELECT CASE WHEN content IS NULL"
+		" THEN size ELSE -1 END FROM inodes WHERE ino = ?1";
 	int64_t stored = 0;
 	int ret;
 
@@ -1523,7 +1863,9 @@ int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
 	if (ret < 0)
 		return ret;
 	ret = store_int(st, sql, &stored, STORE_INT(ino));
-	if (!ret)
+	if (!ret && stored < 0)
+		ret = 1;
+	else if (!ret)
 		ret = read_clamped(st, ino, stored < fsize ? stored : fsize,
 				   buf, size, off, got);
 	else if (ret == -ENOENT)
@@ -1640,8 +1982,8 @@ int tree_read_all(struct tree *t, const struct tree_attr *a,
 		return -EFBIG;
 	if (sbuf_grow(out, (size_t)a->size) < 0)
 		return -ENOMEM;
-	ret = read_sized(t, a->ino, a->size, out->buf + out->len,
-			 (size_t)a->size, 0, &got);
+	ret = read_sized(t, a->ino, a->content, a->session, a->size,
+			 out->buf + out->len, (size_t)a->size, 0, &got);
 	if (ret < 0)
 		return ret;
 	sbuf_setlen(out, out->len + got);
@@ -1654,9 +1996,38 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 {
 	static const char sql[] = "UPDATE inodes SET size = ?2,"
 		" mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1";
+	static const char ext_sql[] = "UPDATE inodes SET size = ?2,"
+		" mtime_ns = ?3, ctime_ns = ?3, content = nullif(?4, 0),"
+		" alloc = CASE WHEN ?4 = 0 THEN 0 ELSE alloc END WHERE ino = ?1";
 	struct open_file *f = open_find(t, ino);
 	int ret;
 
+	/*
+	 * A data file: to nothing, the row lets go of it (removed once no
+	 * row names it); else the content made its own, grown now (a cut of
+	 * what a crash left past the old size first), and cut only after
+	 * the commit (settle_after_cut(): never shorter than a committed
+	 * size).
+	 */
+	if (f && f->fd >= 0) {
+		int64_t content = size ? f->content : 0;
+
+		if (size) {
+			ret = own_content(t, f);
+			if (ret < 0)
+				return ret;
+			content = f->content;
+			if (size > f->size && (ftruncate(f->fd, f->size) < 0 ||
+					       ftruncate(f->fd, size) < 0))
+				return -errno;
+		}
+		ret = store_run(t->st, ext_sql, STORE_INT(ino), STORE_INT(size),
+				STORE_INT(now), STORE_INT(content));
+		if (!ret && f->content_dirty)
+			ret = store_run(t->st, "DELETE FROM chunks WHERE ino = ?1",
+					STORE_INT(ino));
+		return ret;
+	}
 	/*
 	 * Gathered writes first, so the cut applies to them too.  They stay
 	 * gathered until the caller's commit succeeds (a rollback must not
@@ -1687,6 +2058,23 @@ static int settle_after_cut(struct tree *t, struct open_file *f)
 	ret = read_row(t, f->ino, &row);
 	if (ret < 0)
 		return ret;
+	if (f->fd >= 0 && !row.content) {
+		int64_t refs = 1;
+
+		close(f->fd);
+		f->fd = -1;
+		/* a copy no commit ever named is no row's: gone now, not at
+		 * the next mount (one that was named, tree_sweep() removes) */
+		if (contents_refs(t->st, f->content, &refs) == 0 && !refs)
+			contents_remove(t->contents, f->content);
+		f->content = 0;
+		f->content_dirty = false;
+	} else if (f->fd >= 0) {
+		f->content_dirty = false;
+		/* the space back at once; failing, the tail is never read */
+		if (ftruncate(f->fd, row.size) < 0)
+			ret = 0;
+	}
 	f->size = f->stored_size = row.size;
 	f->alloc = row.alloc;
 	f->mtime_ns = row.mtime_ns;
@@ -1718,7 +2106,7 @@ static int cut_alone(struct tree *t, uint64_t ino, int64_t size)
 	struct tree_attr a;
 	int ret, settled;
 
-	if (!can_leave(t) || tree_getattr(t, ino, &a) < 0 ||
+	if (!can_leave(t) || tree_getattr(t, ino, &a) < 0 || a.content ||
 	    !S_ISREG(a.mode) || size < 0 || size >= a.size ||
 	    a.alloc - size < CUT_ALONE_BYTES)
 		return 0;
@@ -1751,8 +2139,30 @@ static int cut_alone(struct tree *t, uint64_t ino, int64_t size)
 	return ret < 0 ? ret : settled;
 }
 
+static int setattr_open(struct tree *t, uint64_t ino,
+			const struct tree_setattr *sa, struct tree_attr *out);
+
+/* A cut of a file with a data file goes through an open file (its fd,
+ * the copy of a shared content): opened for it when no one has it open. */
 int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 		 struct tree_attr *out)
+{
+	struct tree_attr a;
+	int ret, r;
+
+	if (!(sa->what & TREE_SET_SIZE) || open_find(t, ino) ||
+	    read_row(t, ino, &a) < 0 || !a.content || !S_ISREG(a.mode))
+		return setattr_open(t, ino, sa, out);
+	ret = tree_open(t, ino);
+	if (ret < 0)
+		return ret;
+	ret = setattr_open(t, ino, sa, out);
+	r = tree_release(t, ino);
+	return ret < 0 ? ret : r < 0 ? r : tree_getattr(t, ino, out);
+}
+
+static int setattr_open(struct tree *t, uint64_t ino,
+			const struct tree_setattr *sa, struct tree_attr *out)
 {
 	static const char sql[] = "UPDATE inodes SET mode = ?2, uid = ?3,"
 		" gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7"
@@ -1982,8 +2392,13 @@ int tree_new(struct tree **out, struct store *st)
 	if (!t)
 		return -ENOMEM;
 	t->st = st;
-	/* Files unlinked while open when the last daemon died. */
+	t->contents = store_contents(st);
+	t->inline_max = TREE_INLINE_MAX;
+	/* Files unlinked while open when the last daemon died; then the
+	 * data files no row names (contents.h) */
 	ret = store_exec(st, "DELETE FROM inodes WHERE nlink = 0");
+	if (!ret)
+		ret = contents_mount_sweep(t->contents, st, &t->next_content);
 	if (ret < 0) {
 		free(t);
 		return ret;
@@ -2006,6 +2421,8 @@ void tree_free(struct tree *t)
 			if (!f->orphan)
 				flush_file(t, f, true);
 			drop_chunks(t, f);
+			if (f->fd >= 0)
+				close(f->fd);
 			free(f->chunks);
 			free(f);
 		}
@@ -2016,7 +2433,68 @@ void tree_free(struct tree *t)
 		if (t->refs.slots[i].kept)
 			delete_if_unlinked(t, t->refs.slots[i].ino);
 	free(t->refs.slots);
+	tree_sweep(t);
 	while (t->npool)
 		free(t->pool[--t->npool]);
 	free(t);
+}
+
+/*
+ * A store of the last schema keeps large files in chunks: each moves to
+ * a data file in two steps a crash cannot break — the file written and
+ * synced (an orphan until named: swept at mount), then one durable
+ * commit that names it and deletes the chunks.  Interrupted, the next
+ * mount goes on where this one stopped.
+ */
+int tree_convert(struct tree *t, tree_progress_fn progress, void *ctx)
+{
+	static const char total_sql[] = "SELECT count(*), coalesce(sum(size), 0)"
+		" FROM inodes WHERE content IS NULL AND (mode & 61440) = 32768"
+		" AND size > ?1";
+	static const char next_sql[] = "SELECT ino FROM inodes"
+		" WHERE content IS NULL AND (mode & 61440) = 32768"
+		" AND size > ?1 AND ino > ?2 ORDER BY ino LIMIT 1";
+	sqlite3_stmt *q = store_stmt(t->st, total_sql);
+	int64_t files = 0, total = 0, done = 0, last = 0, ino;
+	int ret;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, TREE_INLINE_MAX);
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		files = sqlite3_column_int64(q, 0);
+		total = sqlite3_column_int64(q, 1);
+	}
+	store_done(q);
+	if (!files)
+		return 0;
+	while ((ret = store_int(t->st, next_sql, &ino,
+				STORE_INT(TREE_INLINE_MAX),
+				STORE_INT(last))) == 0) {
+		struct open_file *f;
+		bool opened = !open_find(t, (uint64_t)ino);
+
+		last = ino;
+		ret = tree_open(t, (uint64_t)ino);
+		if (ret < 0)
+			return ret;
+		f = open_find(t, (uint64_t)ino);
+		ret = f->fd < 0 ? externalize(t, f) : 0;
+		if (!ret)
+			ret = flush_file(t, f, true);
+		done += f->size;
+		if (opened || ret < 0) {
+			int r = tree_release(t, (uint64_t)ino);
+
+			ret = ret < 0 ? ret : r;
+		}
+		if (ret < 0)
+			return ret;
+		if (progress)
+			progress(ctx, done, total);
+	}
+	if (ret != -ENOENT)
+		return ret;
+	/* the chunks' pages back to the disk */
+	return store_exec(t->st, "PRAGMA incremental_vacuum");
 }

@@ -54,9 +54,17 @@
 #include <sys/types.h>
 
 #include "lib/sbuf.h"
+#include "store/contents.h"
 #include "store/store.h"
 
 #define TREE_CHUNK_SIZE (64 * 1024)
+/*
+ * A regular file is kept in chunk rows up to this size; a write past it
+ * moves it to a data file beside the database (contents.h), where it
+ * stays.  Measured: below it a file costs less in the database (one row,
+ * no file to make), above it the data file wins (README, "Durability").
+ */
+#define TREE_INLINE_MAX (64 * 1024)
 
 /* The tags of rows that are no session's folder (session.h tags those):
  * a session's root folder, and a trash folder at the mount's root, whose
@@ -77,6 +85,7 @@ struct tree_attr {
 	int64_t atime_ns, mtime_ns, ctime_ns;
 	bool session_root;	/* the root folder of its session */
 	unsigned tag;		/* what the row is to its session (session.h) */
+	int64_t content;	/* its data file (contents.h), 0: in chunks */
 };
 
 /* What tree_setattr() changes; a flag per field. */
@@ -273,6 +282,14 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 int tree_read_plan(struct tree *t, uint64_t ino, int64_t *size);
 int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
 		     char *buf, size_t size, int64_t off, size_t *got);
+/*
+ * A read of an open file whose bytes are in a data file, made without
+ * the tree (for a reader that lets go of its lock and splices): 0 with a
+ * duplicate of its fd (the caller closes it) and its size now, 1 when
+ * its bytes are in chunks (tree_read_plan() then), -EBADF when it is not
+ * open.  tree_read_stored() answers 1 for such a file.
+ */
+int tree_read_fd(struct tree *t, uint64_t ino, int *fd, int64_t *size);
 int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 	       int64_t off);
 int tree_flush(struct tree *t, uint64_t ino, bool durable);
@@ -314,5 +331,30 @@ int tree_read_all(struct tree *t, const struct tree_attr *a,
  * transaction then deletes the session, which takes every other row.
  */
 int tree_forget_session(struct tree *t, int64_t session);
+
+/* ---- data files (contents.h) ---- */
+
+/* Where damage found is told (a data file missing, short): the store
+ * never fixes it, and the file reads short or answers EIO. */
+void tree_set_reporter(struct tree *t, contents_report_fn fn, void *ctx);
+/* contents_check() with the reporter: the number found wrong, or -errno. */
+int tree_check_contents(struct tree *t);
+/* After the caller's commits: the data files no row names any more go
+ * (nothing when a transaction is open).  0, or -errno. */
+int tree_sweep(struct tree *t);
+/* Another threshold than TREE_INLINE_MAX (tests that make chunk rows of
+ * large files, as a store of the last schema holds them). */
+void tree_set_inline_max(struct tree *t, int64_t bytes);
+/* Something may have made a content shared that was not (a snapshot, a
+ * fork, a copy): every open file asks again before its next write. */
+void tree_shared(struct tree *t);
+/*
+ * Move the chunks of every regular file past TREE_INLINE_MAX (a store of
+ * the last schema) to data files, one file at a time, each in steps a
+ * crash cannot break (tree.c); `progress` after each, with the bytes
+ * done of the total.  0, or -errno (what was moved stays moved).
+ */
+typedef void (*tree_progress_fn)(void *ctx, int64_t done, int64_t total);
+int tree_convert(struct tree *t, tree_progress_fn progress, void *ctx);
 
 #endif

@@ -66,6 +66,9 @@ static void open_all(struct fixture *fx)
 	if (store_open(&fx->st, fx->path, &err) < 0)
 		fail_msg("store_open: %s", err.message);
 	assert_int_equal(tree_new(&fx->t, fx->st), 0);
+	/* most tests here are of the chunk rows: large files stay in them
+	 * (the data files' tests set TREE_INLINE_MAX back) */
+	tree_set_inline_max(fx->t, TREE_MAX_SIZE);
 }
 
 static void close_all(struct fixture *fx)

@@ -59,8 +59,17 @@ void unit_db_close(const char *dir, struct store *st, struct tree *t);
  */
 void unit_db_reopen_after(const char *path, const char *undo,
 			  struct store **st, struct tree **t);
-/* What version 10 added, undone (to test migrations from before it). */
-#define UNIT_UNDO_V10 \
+/* What versions 11 and 10 added, undone (to test migrations from before
+ * them). */
+#define UNIT_UNDO_V11 \
+	"DROP TRIGGER content_taken;" \
+	"DROP TRIGGER content_dropped;" \
+	"DROP TRIGGER content_changed;" \
+	"DROP INDEX inodes_by_content;" \
+	"DROP TABLE contents;" \
+	"ALTER TABLE inodes DROP COLUMN content;"
+
+#define UNIT_UNDO_V10 UNIT_UNDO_V11 \
 	"DROP TABLE graph_jobs;" \
 	"DROP TABLE graph_runs;" \
 	"DELETE FROM inodes WHERE ino IN (SELECT jobs_ino FROM sessions);" \
