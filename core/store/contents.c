@@ -336,6 +336,103 @@ int contents_check(struct contents *c, struct store *st,
 	return rc == SQLITE_DONE ? found : store_errno(rc);
 }
 
+/* Each row of `sql` (an id, a text), reported: how many. */
+static int report_rows(struct store *st, const char *sql, const char *fmt,
+		       contents_report_fn report, void *ctx)
+{
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, n = 0;
+
+	if (!q)
+		return -EIO;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		char line[512];
+		const char *text = (const char *)sqlite3_column_text(q, 1);
+
+		snprintf(line, sizeof(line), fmt,
+			 (long long)sqlite3_column_int64(q, 0), text ? text : "");
+		if (report)
+			report(ctx, 0, line);
+		n++;
+	}
+	store_done(q);
+	return rc == SQLITE_DONE ? n : store_errno(rc);
+}
+
+int contents_verify(struct contents *c, struct store *st,
+		    contents_report_fn report, void *ctx)
+{
+	static const char integrity[] = "SELECT 0, quick_check"
+		" FROM pragma_quick_check WHERE quick_check <> 'ok'";
+	static const char counts[] = "SELECT id, 'counted ' || refs ||"
+		" ' times, named by ' || n || ' rows' FROM (SELECT id, refs,"
+		" (SELECT count(*) FROM inodes WHERE content = contents.id) AS n"
+		" FROM contents) WHERE refs > 0 AND refs <> n";
+	static const char unknown[] = "SELECT content, 'inode ' ||"
+		" group_concat(ino, ', ') FROM inodes WHERE content IS NOT NULL"
+		" AND content NOT IN (SELECT id FROM contents) GROUP BY content";
+	static const char both[] = "SELECT ino, '' FROM inodes i"
+		" WHERE content IS NOT NULL"
+		" AND EXISTS (SELECT 1 FROM chunks WHERE ino = i.ino)";
+	int n, total = 0;
+
+	n = report_rows(st, integrity, "the database: %lld%s", report, ctx);
+	if (n < 0)
+		return n;
+	total += n;
+	n = report_rows(st, counts, "content %lld is miscounted: %s",
+			report, ctx);
+	if (n < 0)
+		return n;
+	total += n;
+	n = report_rows(st, unknown, "content %lld is named (%s) but not"
+			" counted", report, ctx);
+	if (n < 0)
+		return n;
+	total += n;
+	n = report_rows(st, both, "inode %lld has both a data file and"
+			" chunk rows%s", report, ctx);
+	if (n < 0)
+		return n;
+	total += n;
+	n = contents_check(c, st, report, ctx);
+	return n < 0 ? n : total + n;
+}
+
+int contents_orphans(struct contents *c, struct store *st,
+		     contents_report_fn report, void *ctx)
+{
+	int fd = dup(c->dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int n = 0, ret = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while (!ret && (e = readdir(d))) {
+		int64_t id = id_of(e->d_name);
+		char line[PATH_MAX + 96];
+		bool has;
+
+		if (id < 0)
+			continue;
+		ret = has_row(st, id, &has);
+		if (ret < 0 || has)
+			continue;
+		snprintf(line, sizeof(line), "%s/%s is no content's (left by a"
+			 " crash: the next mount removes it)", c->dir,
+			 e->d_name);
+		if (report)
+			report(ctx, 0, line);
+		n++;
+	}
+	closedir(d);
+	return ret < 0 ? ret : n;
+}
+
 int contents_mount_sweep(struct contents *c, struct store *st,
 			 int64_t *next_id)
 {

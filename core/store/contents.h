@@ -103,6 +103,19 @@ typedef void (*contents_report_fn)(void *ctx, int64_t session,
 int contents_check(struct contents *c, struct store *st,
 		   contents_report_fn report, void *ctx);
 
+/*
+ * All that --check verifies: SQLite's quick_check, every count against
+ * the rows naming the content, no row naming an uncounted content, no
+ * file both in a data file and in chunks, and contents_check().  The
+ * number of problems reported, or -errno.
+ */
+int contents_verify(struct contents *c, struct store *st,
+		    contents_report_fn report, void *ctx);
+/* The data files no row names (a crash's, which the next mount
+ * removes): reported, how many. */
+int contents_orphans(struct contents *c, struct store *st,
+		     contents_report_fn report, void *ctx);
+
 /* After a commit: remove the files of contents no row names any more,
  * then their rows (one transaction).  0, or -errno. */
 int contents_sweep(struct contents *c, struct store *st);

@@ -1172,14 +1172,22 @@ static int open_content(struct tree *t, int64_t id, int64_t session,
 static int own_content(struct tree *t, struct open_file *f)
 {
 	int64_t refs = 0, id;
+	struct stat sb;
+	bool linked;
 	int fd, ret;
 
-	if (f->content_dirty || (f->owned && f->owned_epoch == t->share_epoch))
+	/* another link to the file: a backup's (backup.h), which must never
+	 * change; an fstat() per write costs nothing next to the write */
+	linked = fstat(f->fd, &sb) == 0 && sb.st_nlink > 1;
+	if (!linked && (f->content_dirty ||
+			(f->owned && f->owned_epoch == t->share_epoch)))
 		return 0;
-	ret = contents_refs(t->st, f->content, &refs);
-	if (ret < 0)
-		return ret;
-	if (refs > 1) {
+	if (!linked) {
+		ret = contents_refs(t->st, f->content, &refs);
+		if (ret < 0)
+			return ret;
+	}
+	if (linked || refs > 1) {
 		id = t->next_content;
 		fd = contents_copy(t->contents, f->fd, f->size, id);
 		if (fd < 0)
