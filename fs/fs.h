@@ -290,6 +290,15 @@ void fs_log_drop(struct flowfs *fs);
 bool fs_holds_write(struct flowfs *fs);
 bool fs_holds_lock(struct flowfs *fs);
 
+/*
+ * The disk's reserve (contents.h): a removal that failed with ENOSPC
+ * spends it and tries again (true: there was one to spend); a write that
+ * grows the store first makes it again (-ENOSPC when there is no room
+ * for it: the disk is full).
+ */
+bool fs_spend_reserve(struct flowfs *fs);
+int fs_room_to_grow(struct flowfs *fs);
+
 /* After the loop: release what the kernel never released (see above). */
 void fs_release_open_handles(struct flowfs *fs);
 

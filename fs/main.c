@@ -1555,6 +1555,10 @@ static int start_serving(struct daemon *d)
 		fs_log(fs, 0, "", d->db, d->exposed.message);
 	/* a data file missing or short: said, never fixed (contents.h) */
 	tree_check_contents(fs->tree);
+	if (contents_reserve(store_contents(fs->st)) < 0)
+		fs_log(fs, 0, "", ".flowfs", "the disk holding the database has"
+		       " less than 8 MiB free: writes fail with ENOSPC until"
+		       " removals make room (removals still work)");
 	if (fs->run_opt.allow_exec)
 		log_cgroups(fs, &d->cgroup_why);
 

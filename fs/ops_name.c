@@ -198,14 +198,14 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	fuse_reply_err(req, EPERM);
 }
 
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* unlink(2) of `name` in `parent`, the write lock held. */
+static int unlink_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
+		     const char *name)
 {
-	struct flowfs *fs = fs_of(req);
 	struct node p;
 	char id[256];
 	int row, coll, ret;
 
-	fs_lock_write(fs);
 	ret = fs_resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : fs_session_row(fs, &p, name);
 	if (row >= 0) {
@@ -239,6 +239,19 @@ out:
 	if (!ret)
 		fs_changed(fs, fs_session_of(&p));
 reply:
+	return ret;
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct flowfs *fs = fs_of(req);
+	int ret;
+
+	fs_lock_write(fs);
+	ret = unlink_in(fs, req, parent, name);
+	/* on a full disk the reserve lets it write the log (contents.h) */
+	if (ret == -ENOSPC && fs_spend_reserve(fs))
+		ret = unlink_in(fs, req, parent, name);
 	fs_unlock(fs);
 	fuse_reply_err(req, -ret);
 }
@@ -266,14 +279,14 @@ static int remove_session(struct flowfs *fs, const struct session_info *s)
 	return ret;
 }
 
-void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* rmdir(2) of `name` in `parent`, the write lock held. */
+static int rmdir_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
+		    const char *name)
 {
-	struct flowfs *fs = fs_of(req);
 	struct session_info s;
 	struct node p, n;
 	int row, ret;
 
-	fs_lock_write(fs);
 	ret = fs_resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : fs_session_row(fs, &p, name);
 	if (row >= 0) {
@@ -304,6 +317,18 @@ out:
 	if (!ret)
 		fs_changed(fs, fs_session_of(&p));
 reply:
+	return ret;
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct flowfs *fs = fs_of(req);
+	int ret;
+
+	fs_lock_write(fs);
+	ret = rmdir_in(fs, req, parent, name);
+	if (ret == -ENOSPC && fs_spend_reserve(fs))
+		ret = rmdir_in(fs, req, parent, name);
 	fs_unlock(fs);
 	fuse_reply_err(req, -ret);
 }

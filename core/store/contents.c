@@ -19,7 +19,10 @@ static int int_of(struct store *st, const char *sql, int64_t *out);
 struct contents {
 	int dirfd;
 	char *dir;
+	bool reserved;		/* RESERVE_NAME holds CONTENTS_RESERVE */
 };
+
+#define RESERVE_NAME "reserve"
 
 int contents_open(struct contents **out, const char *db_path,
 		  struct ferr *err)
@@ -80,6 +83,40 @@ const char *contents_dir(const struct contents *c)
 static void name_of(int64_t id, char name[24])
 {
 	snprintf(name, 24, "%lld", (long long)id);
+}
+
+int contents_reserve(struct contents *c)
+{
+	int fd, ret = 0;
+
+	if (c->reserved)
+		return 0;
+	fd = openat(c->dirfd, RESERVE_NAME, O_RDWR | O_CREAT | O_CLOEXEC |
+		    O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	/* blocks of its own, not a hole: what it holds is held */
+	if (fallocate(fd, 0, 0, CONTENTS_RESERVE) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret < 0)
+		unlinkat(c->dirfd, RESERVE_NAME, 0);
+	else
+		c->reserved = true;
+	return ret;
+}
+
+bool contents_unreserve(struct contents *c)
+{
+	if (!c->reserved)
+		return false;
+	c->reserved = false;
+	return unlinkat(c->dirfd, RESERVE_NAME, 0) == 0;
+}
+
+bool contents_reserved(const struct contents *c)
+{
+	return c->reserved;
 }
 
 int contents_create(struct contents *c, int64_t id)

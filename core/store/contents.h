@@ -66,6 +66,20 @@ int contents_open(struct contents **out, const char *db_path,
 void contents_close(struct contents *c);
 const char *contents_dir(const struct contents *c);
 
+/*
+ * The reserve: CONTENTS_RESERVE bytes of the disk held in DIR/reserve (as
+ * ZFS keeps slop space), so that when the disk is full a removal can
+ * still write the database's log: the removal that fails with ENOSPC
+ * lets go of it (contents_unreserve()) and tries again, and the writes
+ * that grow the store wait until it is made again (contents_reserve(),
+ * once the removals gave room back).  contents_reserve(): 0 when held,
+ * -ENOSPC when the disk has not that much room.
+ */
+#define CONTENTS_RESERVE (8 * 1024 * 1024)
+int contents_reserve(struct contents *c);
+bool contents_unreserve(struct contents *c);
+bool contents_reserved(const struct contents *c);
+
 /* Make content `id`'s file (it must not exist): an fd open O_RDWR. */
 int contents_create(struct contents *c, int64_t id);
 /* Open content `id`'s file (O_RDWR, or O_RDONLY when `ro`). */

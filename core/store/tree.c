@@ -1527,6 +1527,14 @@ int tree_release(struct tree *t, uint64_t ino)
 	*slot = f->next;
 	if (f->fd >= 0)
 		close(f->fd);
+	/* a data file no commit named (that flush failed: a full disk) is
+	 * no one's: its room back now, not at the next mount */
+	if (f->fd >= 0 && f->content_dirty) {
+		int64_t refs = 1;
+
+		if (contents_refs(t->st, f->content, &refs) == 0 && !refs)
+			contents_remove(t->contents, f->content);
+	}
 	free(f->chunks);
 	free(f);
 	return ret;

@@ -286,3 +286,79 @@ def test_check_names_what_is_wrong(make_flowfs):
     assert f"holds 10 bytes of {MiB}" in r.stdout, r.stdout
     assert "2 problems found" in r.stdout, r.stdout
     fs.start()
+
+
+@pytest.mark.root      # a small file system of its own: a tmpfs mount
+def test_full_disk_never_locks_the_store(make_flowfs, tmp_path):
+    """On a full disk a write gets ENOSPC (nothing closed is lost), and
+    rm of a file, `: > file`, truncate and rm -rf of a session still work
+    (they spend the reserve, made again once they gave room back); df says
+    what can really be written."""
+    import errno
+    import shutil
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs",
+                    str(disk)], check=True)
+    try:
+        fs = make_flowfs(db=disk / "flowfs.db")
+        s1, s2 = fs.mnt / "s1", fs.mnt / "s2"
+        os.mkdir(s1)
+        os.mkdir(s2)
+        kept = os.urandom(2 * MiB)
+        write_bytes(s1 / "uploads" / "kept", kept)
+        for i in range(200):
+            write_bytes(s2 / "uploads" / f"small{i}", b"x" * 1000)
+        write_bytes(s2 / "uploads" / "mid", os.urandom(3 * MiB))
+        write_bytes(s1 / "uploads" / "cut", os.urandom(MiB))
+
+        def fill(name):
+            chunk = os.urandom(MiB)
+            fd = os.open(s1 / "uploads" / name, os.O_WRONLY | os.O_CREAT)
+            try:
+                with pytest.raises(OSError) as e:
+                    for _ in range(100):
+                        os.write(fd, chunk)
+                assert e.value.errno == errno.ENOSPC
+            finally:
+                try:
+                    os.close(fd)
+                except OSError as e:
+                    assert e.errno == errno.ENOSPC
+            st = os.statvfs(fs.mnt)
+            assert st.f_bavail * st.f_frsize < MiB, "df says it is full"
+
+        fill("fill")
+        assert read_bytes(s1 / "uploads" / "kept") == kept
+        # a remount starts the database's log anew: every removal then
+        # needs room of its own (it failed, and kept failing)
+        fs.remount()
+        os.unlink(s1 / "uploads" / "fill")
+        fill("fill2")
+        fs.remount()
+        with open(s1 / "uploads" / "cut", "w"):
+            pass
+        assert os.stat(s1 / "uploads" / "cut").st_size == 0
+        fill("fill3")
+        fs.remount()
+        shutil.rmtree(s2)
+        assert not os.path.exists(s2)
+        fill("fill4")
+        os.truncate(s1 / "uploads" / "fill4", 0)
+        assert read_bytes(s1 / "uploads" / "kept") == kept
+        for name in ("fill2", "fill3", "fill4"):
+            os.unlink(s1 / "uploads" / name)
+        # room again: writes go on, df says so
+        wait_until(lambda: os.statvfs(fs.mnt).f_bavail *
+                   os.statvfs(fs.mnt).f_frsize > 16 * MiB, "room again")
+        write_bytes(s1 / "uploads" / "after", b"fine")
+        fs.remount()
+        assert read_bytes(s1 / "uploads" / "kept") == kept
+        fs.stop()
+        r = subprocess.run([str(fs.bin), f"--db={fs.db}", "--check"],
+                           capture_output=True, text=True, env=daemon_env())
+        assert r.returncode == 0, r.stdout + r.stderr
+        fs.start()
+        fs.stop()
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
