@@ -463,13 +463,67 @@ static int command_cancel(struct flowfs *fs, const struct session_info *s,
 	return 0;
 }
 
+/*
+ * fork NEW: a new session NEW with everything this one holds but its
+ * runs and jobs (session_fork(): its large files shared, copied on the
+ * first write to either side).
+ */
+static int command_fork(struct flowfs *fs, const struct session_info *s,
+			const char *name, struct ferr *err)
+{
+	struct session_info made;
+	char line[sizeof(s->name) + 64];
+	int ret;
+
+	if (s->trashed)
+		return ferr_set(err, -EROFS, "a session in the trash cannot be"
+				" forked (restore it first)");
+	ret = session_fork(fs->st, fs->tree, s, name, &made, err);
+	if (ret < 0)
+		return ret;
+	snprintf(line, sizeof(line), "forked to %s", name);
+	fs_log(fs, s->id, s->name, "ctl", line);
+	snprintf(line, sizeof(line), "forked from %s", s->name);
+	fs_log(fs, made.id, made.name, "ctl", line);
+	/* a lookup of the name may have left the kernel an absence */
+	fs_notify_entry(fs->notifier, FS_ROOT_INO, name);
+	return 0;
+}
+
 const struct fs_command fs_commands[] = {
-	{ "infer-edges", run_infer_edges },
-	{ "run", command_run },
-	{ "cancel", command_cancel },
-	{ "submit", command_submit },
-	{ NULL, NULL },
+	{ "infer-edges", run_infer_edges, NULL },
+	{ "run", command_run, NULL },
+	{ "cancel", command_cancel, NULL },
+	{ "submit", command_submit, NULL },
+	{ "fork", NULL, command_fork },
+	{ NULL, NULL, NULL },
 };
+
+/* `line` (of `len` bytes) is `c`'s name and its argument: run it. */
+static int run_with_arg(struct flowfs *fs, const struct session_info *s,
+			const struct fs_command *c, const char *line,
+			size_t len, struct ferr *err)
+{
+	char arg[FS_COMMAND_ARG_MAX + 1];
+	size_t n = strlen(c->name);
+
+	line += n;
+	len -= n;
+	while (len && (*line == ' ' || *line == '\t')) {
+		line++;
+		len--;
+	}
+	if (!len)
+		return ferr_set(err, -EINVAL, "%s takes a name: \"%s NAME\"",
+				c->name, c->name);
+	if (len > FS_COMMAND_ARG_MAX || memchr(line, '\0', len))
+		return ferr_set(err, -EINVAL, "%s: the name is longer than %d"
+				" bytes or holds a NUL", c->name,
+				FS_COMMAND_ARG_MAX);
+	memcpy(arg, line, len);
+	arg[len] = '\0';
+	return c->run_arg(fs, s, arg, err);
+}
 
 int fs_run_command(struct flowfs *fs, const struct session_info *s,
 		   const char *line, size_t len, struct ferr *err)
@@ -486,9 +540,17 @@ int fs_run_command(struct flowfs *fs, const struct session_info *s,
 	}
 	if (!len)
 		return 0;	/* an empty line asks for nothing */
-	for (const struct fs_command *c = fs_commands; c->name; c++)
-		if (strlen(c->name) == len && !memcmp(c->name, line, len))
+	for (const struct fs_command *c = fs_commands; c->name; c++) {
+		size_t n = strlen(c->name);
+
+		if (len < n || memcmp(c->name, line, n))
+			continue;
+		if (c->run_arg && (len == n || line[n] == ' ' ||
+				   line[n] == '\t'))
+			return run_with_arg(fs, s, c, line, len, err);
+		if (c->run && len == n)
 			return c->run(fs, s, err);
+	}
 	for (const struct fs_command *c = fs_commands; c->name; c++)
 		sbuf_addf(&names, "%s%s", c == fs_commands ? "" : ", ", c->name);
 	ret = ferr_set(err, -EINVAL, "unknown command \"%.*s\" (ctl takes: %s)",

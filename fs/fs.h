@@ -441,7 +441,13 @@ struct fs_command {
 	const char *name;
 	int (*run)(struct flowfs *fs, const struct session_info *s,
 		   struct ferr *err);
+	/* a command with a name after it ("fork NEW"): the name, at most
+	 * FS_COMMAND_ARG_MAX bytes, spaces around it dropped */
+	int (*run_arg)(struct flowfs *fs, const struct session_info *s,
+		       const char *arg, struct ferr *err);
 };
+
+#define FS_COMMAND_ARG_MAX 255
 
 extern const struct fs_command fs_commands[];
 

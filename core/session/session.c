@@ -359,6 +359,168 @@ int session_delete(struct store *st, struct tree *t, int64_t id)
 	return store_commit(st);
 }
 
+/* ---- forks ------------------------------------------------------------- */
+
+/* The columns of `table` but `skip` (NULL-ended), as "a, b, c". */
+static int columns_but(struct store *st, const char *table,
+		       const char *const *skip, struct sbuf *out)
+{
+	static const char sql[] = "SELECT name FROM pragma_table_info(?1)"
+		" ORDER BY cid";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(q, 0);
+		bool skipped = false;
+
+		for (size_t i = 0; skip[i] && !skipped; i++)
+			skipped = !strcmp(skip[i], name);
+		if (!skipped)
+			ret = sbuf_addf(out, "%s\"%s\"", out->len ? ", " : "",
+					name);
+	}
+	store_done(q);
+	return ret ? ret : rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+/* Run `fmt` (with the columns for %1$s), binding ?1 `from`, ?2 `to`. */
+static int copy_rows(struct store *st, const char *table,
+		     const char *const *skip, const char *fmt, int64_t from,
+		     int64_t to)
+{
+	struct sbuf cols = SBUF_INIT, sql = SBUF_INIT;
+	sqlite3_stmt *q = NULL;
+	int rc, ret = columns_but(st, table, skip, &cols);
+
+	if (!ret)
+		ret = sbuf_addf(&sql, fmt, cols.buf, cols.buf);
+	if (!ret) {
+		rc = sqlite3_prepare_v2(store_db(st), sql.buf, -1, &q, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_int64(q, 1, from);
+			sqlite3_bind_int64(q, 2, to);
+			rc = sqlite3_step(q);
+		}
+		ret = rc == SQLITE_DONE ? 0 : store_errno(rc) ? store_errno(rc)
+							       : -EIO;
+		sqlite3_finalize(q);
+	}
+	sbuf_release(&cols);
+	sbuf_release(&sql);
+	return ret;
+}
+
+/*
+ * What a fork copies besides the tree: the session's row (its documents,
+ * title, binding, context; not its name, times of birth, template id,
+ * folders, nor its run), its graph and its rounds.  New columns are
+ * copied without a change here (the lists name what is not copied).
+ */
+static int copy_session_rows(struct store *st, int64_t from, int64_t to)
+{
+	static const char *const row_skip[] = { "id", "name", "created_ns",
+		"template_uuid", "root_ino", "uploads_ino", "output_ino",
+		"nodes_ino", "edges_ino", "rounds_ino", "jobs_ino", "run_state",
+		"run_message", "run_ns", NULL };
+	static const char *const seq_skip[] = { "seq", "session", NULL };
+	static const char *const id_skip[] = { "id", "session", NULL };
+	static const char upd[] = "UPDATE sessions SET (%s) = (SELECT %s FROM"
+		" sessions WHERE id = ?1) WHERE id = ?2";
+	int ret;
+
+	ret = copy_rows(st, "sessions", row_skip, upd, from, to);
+	if (!ret)
+		ret = copy_rows(st, "graph_nodes", seq_skip,
+				"INSERT INTO graph_nodes(session, %s) SELECT ?2,"
+				" %s FROM graph_nodes WHERE session = ?1"
+				" ORDER BY seq", from, to);
+	if (!ret)
+		ret = copy_rows(st, "graph_edges", seq_skip,
+				"INSERT INTO graph_edges(session, %s) SELECT ?2,"
+				" %s FROM graph_edges WHERE session = ?1"
+				" ORDER BY seq", from, to);
+	if (!ret)
+		ret = copy_rows(st, "rounds", id_skip,
+				"INSERT INTO rounds(session, %s) SELECT ?2, %s"
+				" FROM rounds WHERE session = ?1 ORDER BY id",
+				from, to);
+	return ret;
+}
+
+/* The new session's folders: the copies of `src`'s. */
+static int set_copied_folders(struct store *st, struct tree *t,
+			      const struct session_info *src, int64_t id,
+			      uint64_t root)
+{
+	int ret = set_ino(st, set_root_sql, id, root);
+
+	for (enum session_folder f = SESSION_UPLOADS; !ret && f <= SESSION_JOBS;
+	     f++) {
+		uint64_t made = 0;
+
+		ret = tree_copied(t, session_folder_ino(src, f), &made);
+		if (!ret)
+			ret = set_folder(st, id, f, made);
+	}
+	return ret;
+}
+
+int session_fork(struct store *st, struct tree *t,
+		 const struct session_info *src, const char *name,
+		 struct session_info *out, struct ferr *err)
+{
+	static const char sql[] = "INSERT INTO sessions(name, created_ns,"
+		" doc_mtime_ns, template_uuid) VALUES (?1, ?2, ?2, "
+		STORE_SQL_UUID4 ")";
+	int64_t id;
+	uint64_t root = 0;
+	int ret;
+
+	ret = fname_check_session(name, err);
+	if (ret < 0)
+		return ret;
+	/* a name written to ctl, not given by the kernel: no '/' checked */
+	if (strchr(name, '/'))
+		return ferr_set(err, -EINVAL, "session names cannot hold '/'");
+	/* what open files gathered is part of what is copied */
+	ret = tree_flush_all(t);
+	if (!ret)
+		ret = store_begin(st);
+	if (ret < 0)
+		return ferr_set(err, ret, "cannot store the open files first:"
+				" %s", strerror(-ret));
+	ret = store_run(st, sql, STORE_TEXT(name), STORE_INT(fclock_now_ns()));
+	if (ret == -EEXIST) {
+		ferr_set(err, ret, "a session named \"%s\" exists", name);
+		goto out;
+	}
+	if (ret < 0)
+		goto out;
+	id = sqlite3_last_insert_rowid(store_db(st));
+	ret = copy_session_rows(st, src->id, id);
+	if (!ret)
+		ret = tree_copy(t, src->root_ino, src->jobs_ino, id, &root);
+	if (!ret)
+		ret = set_copied_folders(st, t, src, id, root);
+	if (ret < 0)
+		goto out;
+	ret = store_commit(st);
+	if (ret < 0)
+		return ferr_set(err, ret, "cannot store the fork: %s",
+				strerror(-ret));
+	return session_get(st, id, out);
+out:
+	if (!err || !err->message[0])
+		ferr_set(err, ret, "cannot fork %s: %s", src->name,
+			 strerror(-ret));
+	store_rollback(st);
+	return ret;
+}
+
 /* Into folder `parent` of a trash: its name is free at the root. */
 static int move_to_trash(struct store *st, struct tree *t,
 			 const struct session_info *src, uint64_t parent,

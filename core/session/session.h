@@ -123,6 +123,19 @@ int session_move(struct store *st, struct tree *t,
 /* Delete the session and everything in it. */
 int session_delete(struct store *st, struct tree *t, int64_t id);
 
+/*
+ * A new session `name` holding everything `src` holds — its documents
+ * (request, context, title, binding), its folders and files, its graph
+ * and rounds — and none of its runs or jobs (jobs/ is empty).  Files are
+ * copied as rows; the data files of large ones are shared, counted and
+ * copied on the first write to either side, so a fork costs the rows,
+ * not the bytes.  -EEXIST when the name is taken, -EINVAL for a bad
+ * name, with the reason in `err`.
+ */
+int session_fork(struct store *st, struct tree *t,
+		 const struct session_info *src, const char *name,
+		 struct session_info *out, struct ferr *err);
+
 /* Whether the session holds user data: anything in uploads/, scratch
  * files, nodes or edges of its graph. */
 int session_has_data(struct store *st, struct tree *t,

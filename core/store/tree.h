@@ -349,6 +349,23 @@ void tree_set_inline_max(struct tree *t, int64_t bytes);
  * fork, a copy): every open file asks again before its next write. */
 void tree_shared(struct tree *t);
 /*
+ * Copies that share contents (a fork, a snapshot, a restore).
+ * tree_flush_all() stores what every open file gathered (a copy takes
+ * what the store holds).  tree_copy(), inside the caller's transaction,
+ * copies folder `root` and all below it (named rows only; below
+ * `skip_below`, copied empty, nothing) as rows of `session` (0: none),
+ * the copy of `root` in no folder: chunk rows are copied, data files
+ * are shared (counted; the first write to either side copies it), so a
+ * copy costs its rows, never its bytes.  The copy of `root` in
+ * *new_root; tree_copied() gives the copy of any row copied, until the
+ * next tree_copy() (-ENOENT for one not copied).
+ */
+int tree_flush_all(struct tree *t);
+int tree_copy(struct tree *t, uint64_t root, uint64_t skip_below,
+	      int64_t session, uint64_t *new_root);
+int tree_copied(struct tree *t, uint64_t old, uint64_t *made);
+
+/*
  * Move the chunks of every regular file past TREE_INLINE_MAX (a store of
  * the last schema) to data files, one file at a time, each in steps a
  * crash cannot break (tree.c); `progress` after each, with the bytes
