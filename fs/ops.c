@@ -391,6 +391,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.flush = op_flush,
 	.release = op_release,
 	.fsync = op_fsync,
+	.copy_file_range = op_copy_file_range,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,

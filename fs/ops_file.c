@@ -618,6 +618,46 @@ void op_release(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, 0);
 }
 
+/*
+ * copy_file_range(2) inside the mount (cp, cp --reflink): the whole of a
+ * large file into an empty one shares its data file — nothing is copied
+ * until either side is written.  Anything else is EOPNOTSUPP, and the
+ * caller (coreutils, the kernel) copies the bytes itself.
+ */
+void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			off_t off_out, struct fuse_file_info *fi_out,
+			size_t len, int flags)
+{
+	struct flowfs *fs = fs_of(req);
+	struct handle *in = fs_handle_of(fi_in), *out = fs_handle_of(fi_out);
+	struct tree_attr a;
+	int64_t shared = 0;
+	int ret = -EOPNOTSUPP;
+
+	if (flags || in->kind != H_FILE || out->kind != H_FILE) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	fs_lock_write(fs);
+	ret = tree_getattr(fs->tree, ino_in, &a);
+	/* the call after a whole file was shared: its end */
+	if (!ret && off_in && off_in >= a.size)
+		ret = 1;
+	else if (!ret)
+		ret = off_in || off_out || (int64_t)len < a.size ? -EOPNOTSUPP
+			: tree_share(fs->tree, ino_in, ino_out, &shared);
+	if (!ret) {
+		out->dirty = true;
+		fs_changed(fs, out->session);
+	}
+	fs_unlock(fs);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_write(req, (size_t)shared);
+}
+
 void fs_release_open_handles(struct flowfs *fs)
 {
 	while (fs->open_handles) {

@@ -294,6 +294,10 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi);
 void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi);
+void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			off_t off_out, struct fuse_file_info *fi_out,
+			size_t len, int flags);
 void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi);
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -2508,6 +2508,56 @@ int tree_copy(struct tree *t, uint64_t root, uint64_t skip_below,
 	return ret;
 }
 
+int tree_share(struct tree *t, uint64_t src, uint64_t dst, int64_t *shared)
+{
+	static const char sql[] = "UPDATE inodes SET content = ?2, size = ?3,"
+		" alloc = ?4, mtime_ns = ?5, ctime_ns = ?5 WHERE ino = ?1";
+	struct open_file *from = open_find(t, src), *to = open_find(t, dst);
+	int64_t now = fclock_now_ns();
+	int fd, ret;
+
+	*shared = 0;
+	if (!from || !to)
+		return -EBADF;
+	if (from == to || from->fd < 0 || to->fd >= 0 || to->size ||
+	    to->nchunks)
+		return -EOPNOTSUPP;
+	/* what the source's row names is what is shared */
+	ret = flush_file(t, from, false);
+	if (ret < 0)
+		return ret;
+	fd = open_content(t, from->content, 0, from->ino, false);
+	if (fd < 0)
+		return fd;
+	ret = store_begin(t->st);
+	if (!ret)
+		ret = store_run(t->st, sql, STORE_INT(dst),
+				STORE_INT(from->content), STORE_INT(from->size),
+				STORE_INT(from->alloc), STORE_INT(now));
+	if (!ret)
+		ret = store_run(t->st, "DELETE FROM chunks WHERE ino = ?1",
+				STORE_INT(dst));
+	if (ret < 0)
+		store_rollback(t->st);
+	else
+		ret = store_commit(t->st);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	to->fd = fd;
+	to->content = from->content;
+	to->size = to->stored_size = from->size;
+	to->alloc = from->alloc;
+	to->mtime_ns = to->ctime_ns = now;
+	to->attr_dirty = to->content_dirty = to->owned = false;
+	/* the source asks again before its next write */
+	tree_shared(t);
+	t->changes++;
+	*shared = to->size;
+	return 0;
+}
+
 int tree_copied(struct tree *t, uint64_t old, uint64_t *made)
 {
 	int64_t v = 0;

@@ -364,6 +364,14 @@ int tree_flush_all(struct tree *t);
 int tree_copy(struct tree *t, uint64_t root, uint64_t skip_below,
 	      int64_t session, uint64_t *new_root);
 int tree_copied(struct tree *t, uint64_t old, uint64_t *made);
+/*
+ * copy_file_range() of the whole of open file `src` into open file `dst`,
+ * which is empty: `dst` names `src`'s data file from now on (shared,
+ * copied on the first write to either).  *shared: the bytes.
+ * -EOPNOTSUPP when it cannot share (`src`'s bytes are in chunks, `dst`
+ * is not empty): the caller copies them.
+ */
+int tree_share(struct tree *t, uint64_t src, uint64_t dst, int64_t *shared);
 
 /*
  * Move the chunks of every regular file past TREE_INLINE_MAX (a store of

@@ -126,3 +126,54 @@ def test_kill9_during_a_fork_loses_nothing(flowfs):
             sorted(os.listdir(s / "uploads"))
         assert read_bytes(f / "uploads" / "big") == big
     check_clean(flowfs)
+
+
+def test_cp_inside_the_mount_shares_the_data(flowfs):
+    """coreutils' cp of a big upload inside the mount goes through
+    copy_file_range, which shares the data file: nothing is copied until
+    either side is written.  A small file is copied as bytes."""
+    s = flowfs.mnt / "S"
+    os.mkdir(s)
+    up = s / "uploads"
+    big = os.urandom(8 * MiB + 1)
+    write_bytes(up / "big", big)
+    write_bytes(up / "small", b"small")
+    files = data_files(flowfs)
+    subprocess.run(["cp", up / "big", up / "copy"], check=True)
+    subprocess.run(["cp", up / "small", up / "small2"], check=True)
+    assert data_files(flowfs) == files
+    assert read_bytes(up / "copy") == big
+    assert read_bytes(up / "small2") == b"small"
+    assert os.stat(up / "copy").st_size == len(big)
+    # a copy made by copy_file_range(2) itself, too
+    fi = os.open(up / "big", os.O_RDONLY)
+    fo = os.open(up / "copy2", os.O_WRONLY | os.O_CREAT, 0o644)
+    assert os.copy_file_range(fi, fo, len(big)) == len(big)
+    os.close(fi)
+    os.close(fo)
+    assert data_files(flowfs) == files
+    with open(up / "copy", "r+b") as f:
+        f.seek(MiB)
+        f.write(b"mine")
+    assert read_bytes(up / "big") == big
+    assert read_bytes(up / "copy2") == big
+    assert read_bytes(up / "copy")[MiB:MiB + 4] == b"mine"
+    assert len(data_files(flowfs)) == len(files) + 1
+
+
+def test_trash_keeps_sharing(flowfs):
+    """Moving a file or a session to the trash copies nothing."""
+    s = flowfs.mnt / "S"
+    os.mkdir(s)
+    big = os.urandom(4 * MiB)
+    write_bytes(s / "uploads" / "big", big)
+    files = data_files(flowfs)
+    trash = flowfs.mnt / f".Trash-{os.getuid()}"
+    os.makedirs(trash / "files", exist_ok=True)
+    os.rename(s / "uploads" / "big", trash / "files" / "big")
+    assert data_files(flowfs) == files
+    assert read_bytes(trash / "files" / "big") == big
+    os.rename(trash / "files" / "big", s / "uploads" / "big")
+    os.rename(s, trash / "files" / "S")
+    assert data_files(flowfs) == files
+    assert read_bytes(trash / "files" / "S" / "uploads" / "big") == big
