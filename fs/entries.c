@@ -490,12 +490,92 @@ static int command_fork(struct flowfs *fs, const struct session_info *s,
 	return 0;
 }
 
+/* Whether a run or a job of the session goes on: -EBUSY with why. */
+static int check_quiet(struct flowfs *fs, const struct session_info *s,
+		       const char *what, struct ferr *err)
+{
+	bool running = false;
+	int ret = session_running(fs->st, s->id, &running);
+
+	if (!ret && running)
+		return ferr_set(err, -EBUSY, "%s: a run goes on (echo cancel >"
+				" ctl stops it)", what);
+	if (!ret)
+		ret = jobs_node_busy(fs->st, s->id, NULL, err);
+	if (ret == -EBUSY)
+		ferr_set(err, ret, "%s: a job of the graph goes on (echo"
+			 " cancel > ctl stops it)", what);
+	return ret;
+}
+
+/* snapshot LABEL: the session as it is now, read-only, at
+ * .snapshots/LABEL/ (session_snapshot()). */
+static int command_snapshot(struct flowfs *fs, const struct session_info *s,
+			    const char *label, struct ferr *err)
+{
+	char line[FS_COMMAND_ARG_MAX + 64];
+	int ret = session_snapshot(fs->st, fs->tree, s, label, err);
+
+	if (ret < 0)
+		return ret;
+	snprintf(line, sizeof(line), "snapshot %s kept (.snapshots/%s)",
+		 label, label);
+	fs_log(fs, s->id, s->name, "ctl", line);
+	return 0;
+}
+
+/* A command that changed names behind the kernel's back (a restore)
+ * asks its caller to wait until the kernel was told, before it answers
+ * (fs_command_settle()): one per request thread. */
+static _Thread_local bool settle_wanted;
+
+bool fs_command_settle(void)
+{
+	bool wanted = settle_wanted;
+
+	settle_wanted = false;
+	return wanted;
+}
+
+/* restore LABEL: the session becomes what the snapshot holds; what it
+ * held is kept as a snapshot, named in the log. */
+static int command_restore(struct flowfs *fs, const struct session_info *s,
+			   const char *label, struct ferr *err)
+{
+	char kept[96], line[FS_COMMAND_ARG_MAX + 256];
+	const char *leaf = strrchr(s->name, '/');
+	struct session_info now;
+	uint64_t parent = 0;
+	int ret = check_quiet(fs, s, "cannot restore", err);
+
+	if (!ret)
+		ret = session_restore(fs->st, fs->tree, s, label, kept,
+				      sizeof(kept), err);
+	if (ret < 0)
+		return ret;
+	snprintf(line, sizeof(line), "restored snapshot %s; what it replaced"
+		 " is kept as snapshot %s (.snapshots/%s)", label, kept, kept);
+	fs_log(fs, s->id, s->name, "ctl", line);
+	fs_cache_forget(&fs->cache, s->id);
+	/* its folder is a new row: the kernel looks the name up again,
+	 * and all below it, before the write that asked returns */
+	settle_wanted = true;
+	if (!s->trashed)
+		fs_notify_entry(fs->notifier, FS_ROOT_INO, s->name);
+	else if (leaf && session_get(fs->st, s->id, &now) == 0 &&
+		 tree_parent(fs->tree, now.root_ino, &parent) == 0)
+		fs_notify_entry(fs->notifier, parent, leaf + 1);
+	return 0;
+}
+
 const struct fs_command fs_commands[] = {
 	{ "infer-edges", run_infer_edges, NULL },
 	{ "run", command_run, NULL },
 	{ "cancel", command_cancel, NULL },
 	{ "submit", command_submit, NULL },
 	{ "fork", NULL, command_fork },
+	{ "snapshot", NULL, command_snapshot },
+	{ "restore", NULL, command_restore },
 	{ NULL, NULL, NULL },
 };
 
@@ -730,6 +810,9 @@ const struct entry fs_entries[] = {
 	FOLDER("jobs", SESSION_JOBS),
 	EXPORT("workflow.argo.yaml", render_argo, render_argo_alone),
 	EXPORT("submit.slurm.sh", render_submit_slurm, render_slurm_alone),
+	/* a session's snapshots (like ZFS's .zfs: hidden, reached by name) */
+	{ .name = ".snapshots", .scope = SCOPE_SESSION,
+	  .kind = ENTRY_SNAPSHOTS, .mode = S_IFDIR | 0555, .hidden = true },
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

@@ -333,6 +333,7 @@ enum entry_kind {
 	ENTRY_CATALOG,		/* every known skill, read-only */
 	ENTRY_CONTROL,		/* each line written is a command; reads empty */
 	ENTRY_LINK,		/* a symlink: render gives its target */
+	ENTRY_SNAPSHOTS,	/* a session's snapshots, by label (session.h) */
 };
 
 struct entry {
@@ -377,6 +378,9 @@ struct entry {
 	/* Kept in the render cache however small: costly to render again
 	 * (status; content under FS_RENDERED_MIN is otherwise not kept) */
 	bool keep_small;
+	/* found by its name, never listed: a copy of the folder (cp -a,
+	 * rsync, tar, a file manager) does not go into it */
+	bool hidden;
 };
 
 /*
@@ -450,6 +454,10 @@ struct fs_command {
 #define FS_COMMAND_ARG_MAX 255
 
 extern const struct fs_command fs_commands[];
+
+/* Whether the last commands run by this thread want the kernel told of
+ * what they changed before the write returns (fs_notify_settle()). */
+bool fs_command_settle(void);
 
 /* Run one line written to ctl; -EINVAL + err for an unknown command. */
 int fs_run_command(struct flowfs *fs, const struct session_info *s,

@@ -154,7 +154,15 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
 		sa.mtime_ns = fs_ns_from_ts(&attr->st_mtim);
 	}
 	fs_lock_write(fs);
-	ret = tree_setattr(fs->tree, ino, &sa, &a);
+	{
+		struct node n;
+
+		ret = fs_resolve(fs, ino, &n);
+		if (!ret && fs_frozen(fs, &n))
+			ret = -EROFS;
+	}
+	if (!ret)
+		ret = tree_setattr(fs->tree, ino, &sa, &a);
 	/* a cut on a full disk: the reserve lets it write its log */
 	if (ret == -ENOSPC && (sa.what & TREE_SET_SIZE) &&
 	    fs_spend_reserve(fs))
@@ -202,7 +210,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	ret = fs_resolve(fs, ino, &n);
 	if (ret < 0)
 		goto out;
-	if (fs_read_only_tree(&n) || n.type == N_ROOT) {
+	if (fs_read_only_tree(&n) || n.type == N_ROOT || fs_frozen(fs, &n)) {
 		ret = (to_set & ~times) ? -EROFS
 					: fs_node_stat_snap(fs, &n, &st, &generated,
 							 snap);

@@ -32,6 +32,9 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	*out = NULL;
 	if (n->type == N_ROOT)
 		return -EISDIR;
+	/* a snapshot takes no write */
+	if (writing && fs_frozen(fs, n))
+		return -EROFS;
 	h = fs_handle_new(fs, H_FILE);
 	if (!h)
 		return -ENOMEM;
@@ -202,6 +205,8 @@ static int create_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
 	ret = fs_resolve(fs, parent, &p);
 	if (ret < 0)
 		return ret;
+	if (fs_frozen(fs, &p))
+		return -EROFS;
 	/* nothing to read in what is made anew (a document's draft) */
 	flags |= O_TRUNC;
 	coll = fs_item_name(&p, name, id, sizeof(id));
@@ -394,6 +399,15 @@ static int run_control(struct flowfs *fs, struct handle *h, const char *buf,
 		fs_log_refusal(fs, &s, "ctl", &err);
 	fs_changed_if(fs, h->session, ret);
 	fs_unlock(fs);
+	/*
+	 * A restore replaced the session's rows: the kernel must forget the
+	 * old ones before the writer goes on.  Waited for here, in a
+	 * request (notify.h advises against it): the lock is let go, the
+	 * writer holds no folder's lock (only ctl's), and the other request
+	 * threads answer whatever the kernel needs meanwhile.
+	 */
+	if (fs_command_settle())
+		fs_notify_settle(fs->notifier);
 	return ret;
 }
 

@@ -157,6 +157,8 @@ void fs_item_node(struct node *n, unsigned coll,
 		      const struct session_info *s);
 int fs_resolve(struct flowfs *fs, uint64_t ino, struct node *n);
 bool fs_is_session_root(const struct node *n);
+/* In a snapshot (read-only but for removals: session.h). */
+bool fs_frozen(struct flowfs *fs, const struct node *n);
 int64_t fs_session_of(const struct node *n);
 void fs_changed(struct flowfs *fs, int64_t session);
 int fs_changed_if(struct flowfs *fs, int64_t session, int ret);

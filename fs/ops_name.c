@@ -98,6 +98,9 @@ int fs_make(struct flowfs *fs, fuse_req_t req, const struct node *p,
 	struct tree_attr a;
 	int row, ret;
 
+	/* a snapshot takes nothing new */
+	if (fs_frozen(fs, p))
+		return -EROFS;
 	row = fs_session_row(fs, p, name);
 	if (row >= 0) {
 		ret = fs_make_reserved(fs, req, p, name, row, mode & S_IFMT,
@@ -266,7 +269,9 @@ static int remove_session(struct flowfs *fs, const struct session_info *s)
 	if (!ret && has)
 		ret = refuse_at_root(fs, -ENOTEMPTY, s->name, "the session"
 				     " holds files, a job graph, a context or"
-				     " rounds (rm -rf removes it all)");
+				     " rounds (rm -rf removes it all), or"
+				     " snapshots (rm -rf S/.snapshots/*"
+				     " removes them)");
 	/* before the rows that know the jobs go with the session */
 	if (!ret && fs->jobs)
 		jobs_cancel(fs->jobs, s->id);
@@ -301,6 +306,14 @@ static int rmdir_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
 			ret = remove_session(fs, &s);
 		else
 			ret = tree_trash_remove(fs->tree, name);
+		goto out;
+	}
+	/* a snapshot goes whole (like ZFS's rmdir in .zfs/snapshot) */
+	if (!ret && p.type == N_ENTRY &&
+	    fs_entries[p.row].kind == ENTRY_SNAPSHOTS) {
+		ret = session_find_snapshot(fs->st, p.s.id, name, &s);
+		if (!ret)
+			ret = session_delete(fs->st, fs->tree, s.id);
 		goto out;
 	}
 	if (!ret && (p.type == N_ENTRY || p.type == N_VIEW))
@@ -607,6 +620,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = fs_resolve(fs, newparent, &np);
 	if (ret < 0)
 		goto out;
+	if (fs_frozen(fs, &p) || fs_frozen(fs, &np)) {
+		ret = -EROFS;
+		goto out;
+	}
 	if (p.type == N_ROOT || np.type == N_ROOT) {
 		ret = rename_at_root(fs, &p, name, &np, newname, noreplace);
 		goto out;

@@ -435,7 +435,8 @@ static const char schema_v10[] =
  * (a session's cascading delete fires them too).  A count of 0 waits for
  * its file's removal after the commit (contents_sweep()).  The data of
  * the large files of an older store moves out after this, in steps
- * (tree_convert()).
+ * (tree_convert()).  Snapshots of sessions (session.h) are sessions too,
+ * hidden, each naming the session it keeps and its label.
  */
 static const char schema_v11[] =
 	"ALTER TABLE inodes ADD COLUMN content INTEGER;"
@@ -455,6 +456,15 @@ static const char schema_v11[] =
 	"  WHEN old.content IS NOT NULL BEGIN"
 	"  UPDATE contents SET refs = refs - 1 WHERE id = old.content;"
 	"END;"
+	/* a snapshot is a session of its own, hidden (named '/' || id),
+	 * known by its session and label (session.h) */
+	"ALTER TABLE sessions ADD COLUMN snapshot_of INTEGER;"
+	"ALTER TABLE sessions ADD COLUMN snapshot_label TEXT;"
+	/* a fork: the name its session had when it was made */
+	"ALTER TABLE sessions ADD COLUMN forked_from TEXT;"
+	"CREATE UNIQUE INDEX sessions_snapshots"
+	"  ON sessions(snapshot_of, snapshot_label)"
+	"  WHERE snapshot_of IS NOT NULL;"
 	"CREATE TRIGGER content_changed AFTER UPDATE OF content ON inodes"
 	"  WHEN new.content IS NOT old.content BEGIN"
 	"  UPDATE contents SET refs = refs - 1 WHERE id = old.content;"

@@ -2558,6 +2558,16 @@ int tree_share(struct tree *t, uint64_t src, uint64_t dst, int64_t *shared)
 	return 0;
 }
 
+int tree_parent(struct tree *t, uint64_t ino, uint64_t *parent)
+{
+	int64_t v = 0;
+	int ret = store_int(t->st, "SELECT coalesce(parent, 0) FROM inodes"
+			    " WHERE ino = ?1", &v, STORE_INT(ino));
+
+	*parent = (uint64_t)v;
+	return ret;
+}
+
 int tree_copied(struct tree *t, uint64_t old, uint64_t *made)
 {
 	int64_t v = 0;

@@ -364,6 +364,8 @@ int tree_flush_all(struct tree *t);
 int tree_copy(struct tree *t, uint64_t root, uint64_t skip_below,
 	      int64_t session, uint64_t *new_root);
 int tree_copied(struct tree *t, uint64_t old, uint64_t *made);
+/* The folder row `ino` is in (0: none, a session's root at the top). */
+int tree_parent(struct tree *t, uint64_t ino, uint64_t *parent);
 /*
  * copy_file_range() of the whole of open file `src` into open file `dst`,
  * which is empty: `dst` names `src`'s data file from now on (shared,

@@ -60,7 +60,8 @@ def test_rmdir_says_why_it_keeps_a_session(mnt):
     expect(errno.ENOTEMPTY, os.rmdir, s)
     assert root_log(mnt)[-1][1:] == (
         "kept", "the session holds files, a job graph, a context or rounds"
-        " (rm -rf removes it all)")
+        " (rm -rf removes it all), or snapshots (rm -rf S/.snapshots/*"
+        " removes them)")
 
 
 @pytest.mark.root      # another user on the mount: allow_other

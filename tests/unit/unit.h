@@ -62,6 +62,10 @@ void unit_db_reopen_after(const char *path, const char *undo,
 /* What versions 11 and 10 added, undone (to test migrations from before
  * them). */
 #define UNIT_UNDO_V11 \
+	"DROP INDEX sessions_snapshots;" \
+	"ALTER TABLE sessions DROP COLUMN snapshot_of;" \
+	"ALTER TABLE sessions DROP COLUMN snapshot_label;" \
+	"ALTER TABLE sessions DROP COLUMN forked_from;" \
 	"DROP TRIGGER content_taken;" \
 	"DROP TRIGGER content_dropped;" \
 	"DROP TRIGGER content_changed;" \
