@@ -61,18 +61,23 @@
 /*
  * A regular file is kept in chunk rows up to this size; a write past it
  * moves it to a data file beside the database (contents.h), where it
- * stays.  Measured: below it a file costs less in the database (one row,
- * no file to make), above it the data file wins (README, "Durability").
+ * stays.  Measured (2,000 files each through the mount, the database on
+ * tmpfs, release build): at 96 and 128 KiB the database wrote 7-8 % and
+ * read 16-33 % faster; at 256 KiB the data file wrote 1.4x and read 3x
+ * faster, at 1 MiB 3.5x and 1.1x.  SQLite's own figures put the crossover
+ * between 50 and 100 KB.
  */
-#define TREE_INLINE_MAX (64 * 1024)
+#define TREE_INLINE_MAX (128 * 1024)
 
 /* The tags of rows that are no session's folder (session.h tags those):
  * a session's root folder, and a trash folder at the mount's root, whose
  * rows belong to no session (tree_attr.session 0). */
 #define TREE_TAG_SESSION_ROOT 64
 #define TREE_TAG_TRASH 65
-/* Largest file size accepted (sparse files may go this far). */
-#define TREE_MAX_SIZE ((int64_t)1 << 50)
+/* Largest file size accepted (sparse files may go this far): what a
+ * data file may be on ext4 with 4 KiB blocks (2^32 - 1 blocks), the
+ * smallest limit of Linux's usual file systems. */
+#define TREE_MAX_SIZE (((int64_t)1 << 44) - 4096)
 
 struct tree_attr {
 	uint64_t ino;

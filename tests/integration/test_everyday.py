@@ -200,12 +200,13 @@ def test_status_json_for_programs(make_flowfs, skill_folder, isolated_config):
     # README's order of keys
     assert read_bytes(s / "status.json").decode() == json.dumps(
         {"ready": True, "problems": [], "notes": [], "run": None,
-         "fetches": [], "graph": None}, indent=2)
+         "fetches": [], "graph": None, "snapshots": [], "fork_of": None},
+        indent=2)
     assert put_json(s / "session.json", {"skill": "needs"}) == 0
     assert read_bytes(s / "status.json").decode() == json.dumps(
         {"ready": False, "problems": ["missing required input files: data"],
-         "notes": [], "run": None, "fetches": [], "graph": None},
-        indent=2)
+         "notes": [], "run": None, "fetches": [], "graph": None,
+         "snapshots": [], "fork_of": None}, indent=2)
     assert read_bytes(s / "status") == b"missing required input files: data\n"
     write_bytes(s / "uploads" / "data", b"x")
     assert status_json(s)["ready"] is True

@@ -13,7 +13,7 @@ from conftest import daemon_env, read_bytes, root_log, wait_until, write_bytes
 
 MiB = 1024 * 1024
 KiB = 1024
-INLINE_MAX = 64 * KiB  # TREE_INLINE_MAX
+INLINE_MAX = 128 * KiB  # TREE_INLINE_MAX
 
 
 def data_dir(fs):
@@ -198,6 +198,10 @@ def make_last_schema_store(fs, files):
         con.executescript(
             "DROP TRIGGER content_taken; DROP TRIGGER content_dropped;"
             "DROP TRIGGER content_changed; DROP INDEX inodes_by_content;"
+            "DROP INDEX sessions_snapshots;"
+            "ALTER TABLE sessions DROP COLUMN snapshot_of;"
+            "ALTER TABLE sessions DROP COLUMN snapshot_label;"
+            "ALTER TABLE sessions DROP COLUMN forked_from;"
             "DROP TABLE contents; ALTER TABLE inodes DROP COLUMN content;"
             "PRAGMA user_version = 10;")
         con.commit()
