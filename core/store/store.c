@@ -35,6 +35,17 @@ struct stmt_entry {
 #define WAL_FRAMES_LIMIT 8192
 #define CKPT_TRUNCATE_FRAMES 4096
 #define CKPT_TRUNCATE_TRIES 5
+/*
+ * The thread copies the log back once it holds CKPT_EVERY_FRAMES frames
+ * (4 MiB in 16 KiB pages), or CKPT_AFTER_MS after the first commit it has
+ * not copied.  Waking it for every commit cost two fdatasync()s, a dozen
+ * fcntl() locks and a truncate of the log per commit: creating 2,000 small
+ * files made 7,386 fdatasync() and 95,186 fcntl() calls (strace -c), and
+ * the daemon 3.5x fuse-overlayfs's CPU.  Since the bytes of large files
+ * no longer pass through the log (contents.h), it grows slowly.
+ */
+#define CKPT_EVERY_FRAMES 256
+#define CKPT_AFTER_MS 1000
 
 struct checkpointer {
 	sqlite3 *db;		/* its own connection */
@@ -43,6 +54,8 @@ struct checkpointer {
 	pthread_cond_t wake;
 	pthread_mutex_t copying;	/* held through every checkpoint */
 	bool pending, stop, running;
+	bool dirty;		/* commits not copied since the last copy */
+	uint64_t commits;	/* how many, for quiet_for() */
 	int frames;		/* in the log at the last commit */
 	bool truncate_due;	/* the log is to be emptied (vacuum_steps()) */
 };
@@ -1116,13 +1129,15 @@ fail:
 static bool quiet_for(struct checkpointer *c, long ms)
 {
 	struct timespec until = fclock_mono_after(ms);
+	uint64_t seen;
 	bool quiet;
 
 	pthread_mutex_lock(&c->lock);
-	while (!c->pending && !c->stop &&
+	seen = c->commits;
+	while (c->commits == seen && !c->pending && !c->stop &&
 	       pthread_cond_timedwait(&c->wake, &c->lock, &until) == 0)
 		;
-	quiet = !c->pending && !c->stop;
+	quiet = c->commits == seen && !c->pending && !c->stop;
 	pthread_mutex_unlock(&c->lock);
 	return quiet;
 }
@@ -1195,9 +1210,17 @@ static void *checkpoint_loop(void *arg)
 
 	pthread_mutex_lock(&c->lock);
 	while (!c->stop) {
-		while (!c->pending && !c->stop)
-			pthread_cond_wait(&c->wake, &c->lock);
+		while (!c->pending && !c->stop) {
+			struct timespec until = fclock_mono_after(CKPT_AFTER_MS);
+
+			if (!c->dirty)
+				pthread_cond_wait(&c->wake, &c->lock);
+			else if (pthread_cond_timedwait(&c->wake, &c->lock,
+							&until) == ETIMEDOUT)
+				c->pending = true;
+		}
 		c->pending = false;
+		c->dirty = false;
 		frames = c->frames;
 		pthread_mutex_unlock(&c->lock);
 		pthread_mutex_lock(&c->copying);
@@ -1236,8 +1259,14 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	}
 	pthread_mutex_lock(&c->lock);
 	c->frames = frames;
-	c->pending = true;
-	pthread_cond_signal(&c->wake);
+	c->commits++;
+	/* the first commit starts the thread's clock; a long log, its copy */
+	if (frames >= CKPT_EVERY_FRAMES)
+		c->pending = true;
+	if (c->pending || !c->dirty) {
+		c->dirty = true;
+		pthread_cond_signal(&c->wake);
+	}
 	pthread_mutex_unlock(&c->lock);
 	return SQLITE_OK;
 }

@@ -134,6 +134,10 @@ struct tree {
 	contents_report_fn report;
 	void *report_ctx;
 	int64_t inline_max;	/* tree_set_inline_max() */
+	/* a row was deleted or let go of its content since the last
+	 * tree_sweep(): only then it looks (a query per request cost 12
+	 * fcntl() locks per small file created) */
+	bool sweep_maybe;
 };
 
 static char *chunk_alloc(struct tree *t)
@@ -509,6 +513,7 @@ static int delete_inode(struct tree *t, uint64_t ino)
 {
 	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1";
 
+	t->sweep_maybe = true;
 	return store_run(t->st, sql, STORE_INT(ino));
 }
 
@@ -519,6 +524,7 @@ static int delete_if_unlinked(struct tree *t, uint64_t ino)
 	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1"
 		" AND nlink = 0";
 
+	t->sweep_maybe = true;
 	return store_run(t->st, sql, STORE_INT(ino));
 }
 
@@ -1319,6 +1325,9 @@ static int flush_external(struct tree *t, struct open_file *f, bool durable)
 	ret = store_commit(t->st);
 	if (ret < 0)
 		return ret;
+	/* a copy on write left the shared content to the others */
+	if (f->content_dirty)
+		t->sweep_maybe = true;
 	f->alloc = alloc;
 	f->stored_size = f->size;
 	f->attr_dirty = false;
@@ -1354,10 +1363,17 @@ int tree_check_contents(struct tree *t)
 
 int tree_sweep(struct tree *t)
 {
-	if (!sqlite3_get_autocommit(store_db(t->st)) ||
-	    !contents_sweep_due(t->st))
+	if (!t->sweep_maybe || !sqlite3_get_autocommit(store_db(t->st)))
+		return 0;
+	t->sweep_maybe = false;
+	if (!contents_sweep_due(t->st))
 		return 0;
 	return contents_sweep(t->contents, t->st);
+}
+
+void tree_may_sweep(struct tree *t)
+{
+	t->sweep_maybe = true;
 }
 
 void tree_set_inline_max(struct tree *t, int64_t bytes)
@@ -2028,6 +2044,7 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 	if (f && f->fd >= 0) {
 		int64_t content = size ? f->content : 0;
 
+		t->sweep_maybe = true;
 		if (size) {
 			ret = own_content(t, f);
 			if (ret < 0)
@@ -2377,6 +2394,8 @@ int tree_forget_session(struct tree *t, int64_t session)
 	 * Which session a file is in is asked of the store, never
 	 * remembered: a move that rolled back must not leave it wrong.
 	 */
+	/* the session's rows go in the caller's transaction */
+	t->sweep_maybe = true;
 	for (int b = 0; b < OPEN_BUCKETS; b++) {
 		for (struct open_file *f = t->open[b]; f; f = f->next) {
 			int ret = store_run(t->st, sql, STORE_INT(f->ino),

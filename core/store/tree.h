@@ -345,8 +345,12 @@ void tree_set_reporter(struct tree *t, contents_report_fn fn, void *ctx);
 /* contents_check() with the reporter: the number found wrong, or -errno. */
 int tree_check_contents(struct tree *t);
 /* After the caller's commits: the data files no row names any more go
- * (nothing when a transaction is open).  0, or -errno. */
+ * (nothing when a transaction is open).  It looks only when the tree
+ * deleted a row or let go of a content since (or tree_may_sweep() says
+ * that something else may have: rows deleted by SQL of the caller's).
+ * 0, or -errno. */
 int tree_sweep(struct tree *t);
+void tree_may_sweep(struct tree *t);
 /* Another threshold than TREE_INLINE_MAX (tests that make chunk rows of
  * large files, as a store of the last schema holds them). */
 void tree_set_inline_max(struct tree *t, int64_t bytes);
