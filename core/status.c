@@ -38,8 +38,8 @@ static int add_lines(json_t *array, const struct sbuf *text)
 
 		sbuf_reset(&line);
 		if (!raw || fname_escape(&line, raw, SIZE_MAX) < 0 ||
-		    json_array_append_new(array, json_stringn(line.buf,
-							      line.len)) < 0)
+		    json_array_append_new(array, fjson_text(line.buf,
+							     line.len)) < 0)
 			ret = -ENOMEM;
 		free(raw);
 		at = end + 1;
@@ -162,7 +162,7 @@ int status_text(const json_t *doc, struct sbuf *out)
 	json_array_foreach(json_object_get(doc, "problems"), i, p)
 		if (!ret)
 			ret = sbuf_addf(out, "%s\n", json_string_value(p));
-	if (!ret && state_is(run, "running"))
+	if (!ret && (state_is(run, "running") || state_is(run, "queued")))
 		ret = state_line(out, "run", NULL, run);
 	if (!ret && state_is(json_object_get(doc, "graph"), "running"))
 		ret = sbuf_addf(out, "graph: running: %" JSON_INTEGER_FORMAT

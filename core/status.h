@@ -16,7 +16,7 @@
  * `status` is that document for people and for scripts that wait: exactly
  * "ready\n" when there is no problem, else the problems, one line each;
  * then one line for a run, a job graph ("graph: running: 3 of 5 done")
- * or a fetch going on, and for a fetch queued
+ * or a fetch going on, and for a run or a fetch queued
  * (run.h's struct run_queue).  A run's end is history
  * (the session's log has it), so `status` never shows it and a script can
  * wait for "ready".

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "flowfs-config.h"
+#include "graph/jobspec.h"
 #include "lib/fclock.h"
 #include "lib/fname.h"
 #include "fs.h"
@@ -56,6 +57,7 @@ struct options {
 	long fetch_timeout_s;
 	char *fetch_low_speed;
 	long fetch_jobs;
+	long runs;
 	int fetch_allow_private;
 	char *fetch_allow;
 	int allow_exec;
@@ -105,6 +107,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "--fetch-timeout=", -1U, KEY_NUMBER },
 	{ "--fetch-low-speed=%s", offsetof(struct options, fetch_low_speed), 0 },
 	{ "--fetch-jobs=", -1U, KEY_NUMBER },
+	{ "--runs=", -1U, KEY_NUMBER },
 	OPT("--fetch-allow-private", fetch_allow_private),
 	{ "--fetch-allow=%s", offsetof(struct options, fetch_allow), 0 },
 	OPT("--help", help),
@@ -136,6 +139,7 @@ static const struct numeric_opt {
 	{ "--fetch-timeout", offsetof(struct options, fetch_timeout_s),
 	  1, 7 * 86400 },
 	{ "--fetch-jobs", offsetof(struct options, fetch_jobs), 1, 64 },
+	{ "--runs", offsetof(struct options, runs), 1, RUNS_GOING_MAX },
 	{ "--jobs", offsetof(struct options, job_slots), 1, 4096 },
 };
 
@@ -268,6 +272,8 @@ static void usage(const char *prog)
 	       "  --fetch-low-speed=BYTES:S  a fetch slower than BYTES a second\n"
 	       "              for S seconds fails (1K:30; 0: no such limit)\n"
 	       "  --fetch-jobs=N  fetches going on at once, the rest wait (4; 1 to 64)\n"
+	       "  --runs=N    engine runs (and their experiments) going on at once,\n"
+	       "              all sessions together; the rest wait (4; 1 to 64)\n"
 	       "  --fetch-allow-private  fetch from loopback, private, link-local\n"
 	       "              and this machine's addresses too (refused by default)\n"
 	       "  --fetch-allow=ADDR[/BITS],...  fetch from these addresses and\n"
@@ -279,8 +285,9 @@ static void usage(const char *prog)
 	       "              $XDG_STATE_HOME/flowfs/jobs, ~/.local/state/flowfs/jobs)\n"
 	       "  --jobs=N    local jobs running at once (the CPUs; 1 to 4096)\n"
 	       "  --container=CMD  run a node that has an image as CMD + its command,\n"
-	       "              CMD's words templates seeing {{ image }} and\n"
-	       "              {{ job_dir }} (e.g. \"apptainer exec docker://{{ image }}\")\n"
+	       "              CMD's words (split at blanks outside {{ }}) templates\n"
+	       "              seeing {{ image }} and {{ job_dir }}\n"
+	       "              (e.g. \"apptainer exec docker://{{ image }}\")\n"
 	       "  -f          stay in the foreground and print log lines on stderr\n"
 	       "              (else they go to syslog)\n"
 	       "  -d          debug: print every request (implies -f)\n"
@@ -558,6 +565,12 @@ bad:
 	return -EINVAL;
 }
 
+/* A run ended: a queued one may start (runs.h). */
+static void host_ended(void *ctx, const struct run *r)
+{
+	runs_next(&((struct flowfs *)ctx)->runs, r);
+}
+
 static bool host_generated(void *ctx, const char *name)
 {
 	return fs_entry_find(ctx, NULL, SCOPE_OUTPUT, name) >= 0;
@@ -671,29 +684,6 @@ static char *default_work_dir(void)
 	return strdup("/tmp/flowfs-jobs");
 }
 
-/* --container's words, each a template (checked when a job is made). */
-static int split_words(const char *text, char ***out)
-{
-	char **words = NULL, **grown, *copy = strdup(text), *save = NULL;
-	size_t n = 0;
-
-	*out = NULL;
-	if (!copy)
-		return -ENOMEM;
-	for (char *w = strtok_r(copy, " \t", &save); w;
-	     w = strtok_r(NULL, " \t", &save)) {
-		grown = realloc(words, (n + 2) * sizeof(*grown));
-		if (!grown)
-			break;
-		words = grown;
-		words[n++] = strdup(w);
-		words[n] = NULL;
-	}
-	free(copy);
-	*out = words;
-	return words ? 0 : -EINVAL;
-}
-
 /* `path` with its longest existing ancestor resolved (realpath) and the
  * rest as it is: where making it would put it, NULL when unknown. */
 static char *resolve_existing(const char *path)
@@ -778,10 +768,20 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 	}
 	o->work_dir = real;
 	o->slots = (unsigned)(opts->job_slots > 0 ? opts->job_slots : 0);
-	if (opts->container &&
-	    split_words(opts->container, &fs->container) < 0) {
-		fprintf(stderr, "flowfs: --container needs a command\n");
-		return -EINVAL;
+	/* split at blanks outside {{ }}: "-v {{ job_dir }}:{{ job_dir }}"
+	 * is two words, not six; each checked now, not at the first submit */
+	if (opts->container) {
+		struct ferr err = FERR_INIT;
+
+		ret = jobspec_runner_words(opts->container, &fs->container,
+					   &err);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret < 0) {
+			fprintf(stderr, "flowfs: --container: %s\n",
+				err.message);
+			return -EINVAL;
+		}
 	}
 	o->container = (const char *const *)fs->container;
 	return 0;
@@ -870,7 +870,9 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 					  .settle = host_settle,
 					  .log = host_log,
 					  .fetches = &fs->fetch_queue,
-					  .generated = host_generated };
+					  .generated = host_generated,
+					  .ended = host_ended };
+	fs->runs.going_max = (unsigned)opts->runs;
 	return 0;
 }
 
@@ -1668,9 +1670,7 @@ static void release(struct daemon *d)
 	free(d->db);
 	free(d->cmd.mountpoint);
 	free((char *)fs->jobs_opt.work_dir);
-	for (size_t i = 0; fs->container && fs->container[i]; i++)
-		free(fs->container[i]);
-	free(fs->container);
+	jobspec_runner_free(fs->container);
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);
 	free(opts->db);

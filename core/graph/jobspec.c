@@ -7,13 +7,22 @@
 #include <string.h>
 
 #include "graph/jobspec.h"
+#include "graph/jobspec_i.h"
 #include "lib/template.h"
+#include "lib/utf8.h"
 
 #define FOLDER_NAME_MAX 200
 #define JOB_NAME_MAX 128
 
 static const char *const tool_fields[] = {
-	"image", "machine_type", "command", "outputs", "resources", NULL
+	"image", "images", "machine_type", "command", "options", "outputs",
+	"resources", NULL
+};
+
+/* The names a template sees that are flowfs's, not a node's parameters
+ * (they shadow an input of the same name). */
+static const char *const own_names[] = {
+	"inputs", "job_dir", "node", "session", NULL
 };
 
 struct resource_rule {
@@ -176,6 +185,82 @@ static int check_resources(const char *label, const json_t *res,
 	return 0;
 }
 
+/* `s` cut to a length a message holds, at a character, "..." after. */
+static const char *shown(const char *s, char *buf, size_t size)
+{
+	size_t n = strlen(s), cut = n < size ? n : utf8_cut(s, n, size - 4);
+
+	snprintf(buf, size, "%.*s%s", (int)cut, s, cut < n ? "..." : "");
+	return buf;
+}
+
+static int check_image(const char *label, const char *field,
+		       const json_t *v, struct ferr *err)
+{
+	const char *why;
+	char show[96];
+
+	if (!plain_string(v))
+		return ferr_set(err, -EINVAL, "\"%s\": %s must be a string",
+				label, field);
+	/* "": none, as a node without an image */
+	if (!*json_string_value(v) && !strcmp(field, "image"))
+		return 0;
+	if (jobspec_image_check(json_string_value(v), &why) < 0)
+		return ferr_set(err, -EINVAL, "\"%s\": %s: \"%s\" is not an "
+				"image reference (registry/name:tag@digest): %s",
+				label, field, shown(json_string_value(v), show,
+						    sizeof(show)), why);
+	return 0;
+}
+
+static int check_images(const char *label, const json_t *list,
+			struct ferr *err)
+{
+	char field[32];
+	size_t i;
+	json_t *v;
+	int ret;
+
+	if (!json_is_array(list) || json_array_size(list) > JOBSPEC_IMAGES_MAX)
+		return ferr_set(err, -EINVAL, "\"%s\": images must be a list of "
+				"at most %d image references", label,
+				JOBSPEC_IMAGES_MAX);
+	json_array_foreach(list, i, v) {
+		snprintf(field, sizeof(field), "images[%zu]", i);
+		ret = check_image(label, field, v, err);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int check_options(const char *label, const json_t *list,
+			 struct ferr *err)
+{
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(list) || json_array_size(list) > JOBSPEC_ARGV_MAX)
+		return ferr_set(err, -EINVAL, "\"%s\": options must be a list of "
+				"at most %d input parameter names (those whose "
+				"value may begin an argument with \"-\")", label,
+				JOBSPEC_ARGV_MAX);
+	json_array_foreach(list, i, v) {
+		if (!plain_string(v) || !*json_string_value(v))
+			return ferr_set(err, -EINVAL, "\"%s\": options[%zu] must "
+					"be the name of an input parameter", label,
+					i);
+		if (listed(own_names, json_string_value(v)))
+			return ferr_set(err, -EINVAL, "\"%s\": options[%zu]: "
+					"\"%s\" is flowfs's, no input parameter "
+					"(inputs, job_dir, node and session "
+					"cannot begin an argument with \"-\")",
+					label, i, json_string_value(v));
+	}
+	return 0;
+}
+
 int jobspec_check_tool(const char *label, const json_t *entry,
 		       struct ferr *err)
 {
@@ -189,15 +274,21 @@ int jobspec_check_tool(const char *label, const json_t *entry,
 	json_object_foreach((json_t *)entry, k, v) {
 		if (!listed(tool_fields, k))
 			return ferr_set(err, -EINVAL, "\"%s\": unknown field "
-					"\"%s\" (a tool has image, "
-					"machine_type, command, outputs, "
-					"resources)", label, k);
+					"\"%s\" (a tool has image, images, "
+					"machine_type, command, options, "
+					"outputs, resources)", label, k);
 		if (!strcmp(k, "command"))
 			ret = check_command(label, v, err);
 		else if (!strcmp(k, "outputs"))
 			ret = check_outputs(label, v, err);
 		else if (!strcmp(k, "resources"))
 			ret = check_resources(label, v, err);
+		else if (!strcmp(k, "images"))
+			ret = check_images(label, v, err);
+		else if (!strcmp(k, "options"))
+			ret = check_options(label, v, err);
+		else if (!strcmp(k, "image") && plain_string(v))
+			ret = check_image(label, "image", v, err);
 		else
 			ret = plain_string(v) ? 0
 			      : ferr_set(err, -EINVAL, "\"%s.%s\" must be a "
@@ -268,6 +359,52 @@ static bool machine_resources(const char *mt, unsigned *cpus,
 		*gpus = n >= 1 && n <= 64 ? (unsigned)n : 1;
 	}
 	return true;
+}
+
+/*
+ * The node's image (jobspec.h, "Images"): none, or an image reference
+ * the map allows for its label.  The runner and the Argo export take it
+ * as it is, so a node's words must not become the runner's options
+ * ("--privileged") or an image the map author never chose.
+ */
+static int check_node_image(const struct pnode *p, struct ferr *err)
+{
+	const json_t *own = json_object_get(p->tool, "image");
+	const json_t *list = json_object_get(p->tool, "images");
+	struct sbuf allows = SBUF_INIT;
+	const char *why;
+	char show[96];
+	size_t i;
+	json_t *v;
+	int ret;
+
+	if (!*p->image)
+		return 0;
+	if (jobspec_image_check(p->image, &why) < 0)
+		return ferr_set(err, -EINVAL, "node \"%s\": system_values.image "
+				"\"%s\" is not an image reference "
+				"(registry/name:tag@digest): %s", p->id,
+				shown(p->image, show, sizeof(show)), why);
+	if (plain_string(own) && !strcmp(json_string_value(own), p->image))
+		return 0;
+	json_array_foreach(list, i, v)
+		if (!strcmp(json_string_value(v), p->image))
+			return 0;
+	/* what it allows, for the message (a short list only shortens it) */
+	if (plain_string(own) && *json_string_value(own))
+		sbuf_addstr(&allows, json_string_value(own));
+	json_array_foreach(list, i, v) {
+		if (allows.len)
+			sbuf_addstr(&allows, ", ");
+		sbuf_addstr(&allows, json_string_value(v));
+	}
+	ret = ferr_set(err, -EINVAL, "node \"%s\": system_values.image \"%s\" "
+		       "is not an image the tool map allows for \"%s\" (%s%s)",
+		       p->id, shown(p->image, show, sizeof(show)), p->label,
+		       allows.len ? "it allows: " : "it names no \"image\" or "
+		       "\"images\" for it", allows.buf);
+	sbuf_release(&allows);
+	return ret;
 }
 
 static int read_graph(struct pgraph *g, struct ferr *err)
@@ -347,6 +484,9 @@ static int read_graph(struct pgraph *g, struct ferr *err)
 			return ret == -ENOMEM ? ret
 			       : ferr_set(err, ret, "%s: %s", path, why);
 		}
+		ret = check_node_image(&g->nodes[i], err);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }
@@ -737,10 +877,38 @@ static int push_arg(struct jobspec_job *job, const char *text, size_t len)
 	return 0;
 }
 
-/* Render each template of `items` into job->argv; `what` names them. */
+/* Argument `i` of the command (jobspec.h, "Options"): not an option a
+ * node's value begins, unless the map lets that parameter. */
+static int check_option(const struct jobspec_job *job, const json_t *tool,
+			const char *item, size_t i, const json_t *context,
+			const struct sbuf *arg, struct ferr *err)
+{
+	char expr[200], show[96];
+	int ret = jobspec_arg_origin(item, context, arg->buf, arg->len,
+				     json_object_get(tool, "options"), expr,
+				     sizeof(expr));
+
+	if (ret <= 0)
+		return ret;
+	shown(arg->buf, show, sizeof(show));
+	if (!*expr)
+		return ferr_set(err, -EINVAL, "node \"%s\": command[%zu] \"%s\" "
+				"begins with \"-\", and where from could not be "
+				"told: a program would read it as an option",
+				job->node_id, i, show);
+	return ferr_set(err, -EINVAL, "node \"%s\": command[%zu] \"%s\" "
+			"begins with \"-\" from the node's value %s: a program "
+			"would read it as an option; only input parameters the "
+			"tool map lists in \"options\" for \"%s\" may do that",
+			job->node_id, i, show, expr, job->label);
+}
+
+/* Render each template of `items` into job->argv; `what` names them.
+ * `tool`: the command's (its arguments are checked for options), NULL for
+ * the runner's words (the daemon owner's, filled with checked values). */
 static int render_items(struct jobspec_job *job, const char *const *items,
 			size_t nitems, const json_t *context, const char *what,
-			size_t *total, struct ferr *err)
+			const json_t *tool, size_t *total, struct ferr *err)
 {
 	struct sbuf out = SBUF_INIT;
 	int ret = 0;
@@ -767,6 +935,12 @@ static int render_items(struct jobspec_job *job, const char *const *items,
 				       "argument can hold", job->node_id,
 				       what, i);
 			goto out;
+		}
+		if (tool) {
+			ret = check_option(job, tool, items[i], i, context,
+					   &out, err);
+			if (ret < 0)
+				goto out;
 		}
 		*total += out.len + 1;
 		if (*total > JOBSPEC_COMMAND_MAX) {
@@ -810,14 +984,14 @@ static int render_argv(struct jobspec_job *job, const json_t *tool,
 		while (opt->container[n])
 			n++;
 		ret = render_items(job, opt->container, n, runner_ctx,
-				   "the container runner", &total, err);
+				   "the container runner", NULL, &total, err);
 		if (ret < 0)
 			goto out;
 	}
 	for (size_t i = 0; i < json_array_size(cmd); i++)
 		items[i] = json_string_value(json_array_get(cmd, i));
 	ret = render_items(job, items, json_array_size(cmd), ctx, "command",
-			   &total, err);
+			   tool, &total, err);
 out:
 	free(items);
 	json_decref(ctx);

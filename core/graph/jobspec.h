@@ -10,9 +10,11 @@
  *
  *	{"abacus_relax": {
  *	   "image": "registry.example/abacus:3.8",
+ *	   "images": ["registry.example/abacus:3.9"],
  *	   "machine_type": "c2_m8_cpu",
  *	   "command": ["abacus-relax", "--in", "{{ structure_file }}",
- *	               "--out", "{{ job_dir }}/relaxed.cif"],
+ *	               "--out", "{{ job_dir }}/relaxed.cif", "{{ flags }}"],
+ *	   "options": ["flags"],
  *	   "outputs": {"relaxed_structure": "relaxed.cif"},
  *	   "resources": {"cpus": 4, "memory_mib": 16384,
  *	                 "time_minutes": 120, "partition": "compute"}}}
@@ -20,7 +22,8 @@
  * every field optional.  `command` is an argv list (1..JOBSPEC_ARGV_MAX
  * items, each a template of template.h's Jinja subset, at most
  * JOBSPEC_ITEM_MAX bytes): no shell ever reads it, so a value a node
- * carries (an LLM's) is one argument and never code.  A template sees
+ * carries (an LLM's) is one argument and never code — nor an option
+ * (below, "Options").  A template sees
  * the node's input parameters by name (an edge's replaced by the path
  * its source hands on, below), `inputs` (the same as a dict), `job_dir`
  * (the job's folder, absolute), `node` ({"id", "label"}) and `session`
@@ -38,6 +41,78 @@
  * 8 GiB; "c8_m32_1 * NVIDIA V100" one GPU); another machine type gives
  * 1 CPU and nothing else.
  *
+ * ---- Images ----
+ * A node's image (its system_values.image, else the map's
+ * `image` for its label) goes to the container runner (`--container`) and
+ * into the Argo export, so a node (its writer may be an LLM) names only an
+ * image the map allows for its label: the map's `image`, or one listed in
+ * `images` (a list of up to JOBSPEC_IMAGES_MAX references, compared byte
+ * for byte), and every one of them is an image reference in the grammar of
+ * OCI / Docker's distribution (github.com/distribution/reference):
+ *
+ *	reference  := name [ ":" tag ] [ "@" digest ]
+ *	name       := [ domain "/" ] path          (at most 255 bytes)
+ *	domain     := host [ ":" port ]
+ *	host       := domain-component *( "." domain-component )
+ *	            | "[" 1*( hex-digit | ":" ) "]"   (IPv6)
+ *	domain-component := [A-Za-z0-9] | [A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]
+ *	port       := 1*[0-9]
+ *	path       := path-component *( "/" path-component )
+ *	path-component := [a-z0-9]+ *( separator [a-z0-9]+ )
+ *	separator  := "." | "_" | "__" | 1*"-"
+ *	tag        := [A-Za-z0-9_] 0*127[A-Za-z0-9_.-]
+ *	digest     := algorithm ":" 32*128 hex-digit
+ *	algorithm  := component *( [+._-] component ),
+ *	              component := [A-Za-z][A-Za-z0-9]*
+ *
+ * ("registry.example:5000/abacus/relax:3.8@sha256:<64 hex>", "ubuntu",
+ * "[::1]:5000/x"): a name is one when it reads as a path, or its first
+ * part as a domain and the rest as a path.  So an image never begins
+ * with "-", holds no blank, quote or control byte, and is one word of the
+ * runner's command line, never an option of it.  128 hex digits (sha512's) is flowfs's bound, the grammar
+ * has none.  An empty image is none: the command runs without the runner.
+ * A map's `image` or `images` item outside the grammar is refused with the
+ * map ("\"relax\": images[1]: \"reg/X\" is not an image reference
+ * (registry/name:tag@digest): its name is not [domain/]path, ..."); a
+ * node's, at submit and in the exports:
+ *	"node \"n1\": system_values.image \"--privileged\" is not an image
+ *	 reference (registry/name:tag@digest): it begins with \"-\""
+ *	"node \"n1\": system_values.image \"evil/x:1\" is not an image the
+ *	 tool map allows for \"relax\" (it allows: reg/a:1, reg/a:2)"
+ *
+ * ---- Options ----
+ * A program reads an argument that begins with "-" as an option
+ * (tar's --checkpoint-action=exec=CMD runs CMD), so a node's value may not
+ * begin one.  An argument (a rendered command item) reads as an option
+ * when it begins with "-" and is not a number (jobspec_is_option()).  Its
+ * first byte is the map author's when it comes from the item's own text
+ * ("--in={{ x }}", "-{{ x }}", "{% if v %}-v{% endif %}") or from a
+ * `{{ }}` that reads no name ("{{ '-v' }}"): such an argument is the
+ * author's and stands.  Otherwise a `{{ }}` printed it — a node's value,
+ * whole ("{{ x }}") or beginning the argument ("{{ x }}.txt") — and the
+ * plan is refused unless every name that `{{ }}` reads is an input
+ * parameter the map lists in the label's `options` (a list of up to
+ * JOBSPEC_ARGV_MAX names; inputs, job_dir, node and session cannot be
+ * listed), a name a loop binds counting as the names its `{% for %}`
+ * iterates too:
+ *	"node \"n1\": command[2] \"--checkpoint-action=exec=id\" begins
+ *	 with \"-\" from the node's value {{ archive }}: a program would read
+ *	 it as an option; only input parameters the tool map lists in
+ *	 \"options\" for \"untar\" may do that"
+ * `options: ["flags"]` lets {{ flags }} (and {{ flags|default('-v') }})
+ * begin an argument with "-"; what such a value says is then the
+ * program's business, as an option the map author chose to hand on.
+ * The node's id ({{ node.id }}) and the session's name are values too;
+ * edges hand on absolute paths, which begin with "/".  Where an argument
+ * begins is found by rendering the item again with a mark around each
+ * {{ }}'s output (jobspec_i.h); when that cannot tell (the value holds
+ * nearly every control byte a mark could be), the argument is refused:
+ *	"node \"n1\": command[2] \"-...\" begins with \"-\", and where
+ *	 from could not be told: a program would read it as an option"
+ * The runner's words are not held to this: they are the daemon owner's,
+ * and what a node fills in them cannot begin with "-" (an image) or is an
+ * absolute path (job_dir).
+ *
  * ---- Checking an entry ----
  * jobspec_check_tool() validates one entry of the map (tools.c calls it
  * when it reads the map); the message names the label and the field:
@@ -50,10 +125,12 @@
  * this order, naming the node or edge:
  *	"node \"n2\": its label \"relax\" has no command in the tool map
  *	 (~/.config/flowfs/tools.json)"
+ *	"node \"n2\": system_values.image ..." (Images, above)
  *	"edge \"e1\": node \"n1\" (relax) has no output
  *	 \"energy\" (it has: out_relax, relaxed_structure)"
  *	"node \"n2\": command[3]: 'structure_file' ..." (a template that does
  *	 not render)
+ *	"node \"n2\": command[3] \"-x\" begins with \"-\" ..." (Options)
  *	"the graph has a cycle: n1 -> n2 -> n1" (a cycle too long for
  *	 the message is cut in its middle: "n1 -> n2 -> ... -> n1")
  *	"the graph has no nodes"
@@ -102,6 +179,7 @@
 #define JOBSPEC_ITEM_MAX 4096
 #define JOBSPEC_COMMAND_MAX (256 * 1024)
 #define JOBSPEC_NODES_MAX 10000
+#define JOBSPEC_IMAGES_MAX 256
 
 /* The files a job's script writes into its folder. */
 #define JOBSPEC_STARTED ".flowfs-started"
@@ -115,8 +193,11 @@ struct jobspec_options {
 	const char *run_dir;	/* absolute; job folders go in it (above) */
 	/* argv templates put before the command when the node has an image
 	 * (each item sees only `image` and `job_dir`), e.g. {"apptainer",
-	 * "exec", "docker://{{ image }}", NULL}; NULL: the command runs
-	 * directly, the image unused */
+	 * "exec", "docker://{{ image }}", NULL} (jobspec_runner_words()
+	 * makes them of --container's text); NULL: the command runs
+	 * directly, the image unused.  The words are the daemon owner's; a
+	 * node fills only the image (checked above) and its job folder (an
+	 * absolute path), each inside the one word that names it. */
 	const char *const *container;
 	const char *tools_path;	/* named in messages */
 };
@@ -192,5 +273,31 @@ void jobspec_safe_name(const char *id, char *out, size_t size);
  * when it is made only of [A-Za-z0-9_./=:,@%+-] and not empty),
  * appended to `out`. */
 int jobspec_shell_quote(struct sbuf *out, const char *s);
+
+/* 0 when `ref` is an image reference (the grammar above), else -EINVAL
+ * and *why (static text) says what breaks it: "it begins with \"-\"",
+ * "its tag ...". */
+int jobspec_image_check(const char *ref, const char **why);
+
+/* Whether the argument `arg` reads as an option: it begins with "-" and
+ * is not a number ("-" then [0-9]+ ["." [0-9]*] or "." [0-9]+, then an
+ * optional [eE][+-]?[0-9]+, and nothing else).  "-1", "-0.5", "-2e-3" are
+ * numbers; "-", "--", "-x", "-1x", "-inf", "- 1" read as options. */
+bool jobspec_is_option(const char *arg);
+
+/*
+ * --container's text made the runner's words (jobspec_options.container):
+ * split at blanks (spaces, tabs, newlines) outside the tags {{ }}, {% %}
+ * and {# #}, so "podman run -v {{ job_dir }}:{{ job_dir }} {{ image }}"
+ * is five words.  No shell reads them: a quote or a backslash outside a
+ * tag is refused rather than taken as a character of a word.  Each word
+ * must parse as a template and read no name but `image` and `job_dir`,
+ * at most JOBSPEC_ARGV_MAX words of at most JOBSPEC_ITEM_MAX bytes.
+ * *words is NULL-terminated (jobspec_runner_free() it).  0, -ENOMEM, or
+ * -EINVAL with err: "word 3 \"{{ img }}\" reads \"img\": the runner
+ * sees only image and job_dir", "it has no words".
+ */
+int jobspec_runner_words(const char *text, char ***words, struct ferr *err);
+void jobspec_runner_free(char **words);
 
 #endif

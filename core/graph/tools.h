@@ -2,11 +2,14 @@
  * tools: the tool map ($XDG_CONFIG_HOME/flowfs/tools.json), which says
  * how each node label runs:
  *
- *   {"<label>": {"image": "...", "machine_type": "...", "command": [...],
- *                "outputs": {...}, "resources": {...}}}
+ *   {"<label>": {"image": "...", "images": [...], "machine_type": "...",
+ *                "command": [...], "options": [...], "outputs": {...},
+ *                "resources": {...}}}
  *
  * every field optional; each entry is checked by jobspec_check_tool()
- * (jobspec.h says what each field means).  A node takes its label's image
+ * (jobspec.h says what each field means: `images` the other images a
+ * node may name, `options` the parameters whose value may begin an
+ * argument with "-").  A node takes its label's image
  * and machine type when it names none (graph.h); a submit and the exports
  * take the commands (jobspec.h).
  */

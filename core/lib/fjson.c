@@ -615,3 +615,20 @@ int fjson_parse(json_t **out, const char *text, size_t len, struct ferr *err)
 			   "unexpected NUL byte (inside a string, write it "
 			   "as \\u0000)");
 }
+
+json_t *fjson_text(const char *s, size_t n)
+{
+	struct sbuf fixed = SBUF_INIT;
+	json_t *j;
+
+	if (!s)
+		return json_string("");
+	j = json_stringn(s, n);
+	if (j)
+		return j;
+	if (utf8_repair(&fixed, s, n) < 0)
+		return NULL;
+	j = json_stringn(fixed.buf, fixed.len);
+	sbuf_release(&fixed);
+	return j;
+}

@@ -87,4 +87,12 @@ size_t fjson_format_real(char buf[FJSON_REAL_SIZE], double d);
  */
 int fjson_parse(json_t **out, const char *text, size_t len, struct ferr *err);
 
+/*
+ * A JSON string of `n` bytes of text that may not be UTF-8 (a server's, a
+ * command's, a database row written by an older flowfs): invalid bytes
+ * become U+FFFD (utf8_repair()), so it is never refused.  A new
+ * reference, or NULL when out of memory.  `s` NULL: "".
+ */
+json_t *fjson_text(const char *s, size_t n);
+
 #endif

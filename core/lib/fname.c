@@ -50,13 +50,36 @@ int fname_check_session(const char *name, struct ferr *err)
 	return 0;
 }
 
+/*
+ * The code points no line shows as they are: C1 controls and Unicode
+ * 14.0's categories Cf (format), Zl and Zp (line, paragraph separators),
+ * as Python 3.11's unicodedata has them (test_fname.c compares the two).
+ */
+static const struct { uint32_t first, last; } unshown[] = {
+	{ 0x80, 0x9f }, { 0xad, 0xad }, { 0x600, 0x605 }, { 0x61c, 0x61c },
+	{ 0x6dd, 0x6dd }, { 0x70f, 0x70f }, { 0x890, 0x891 }, { 0x8e2, 0x8e2 },
+	{ 0x180e, 0x180e }, { 0x200b, 0x200f }, { 0x2028, 0x202e },
+	{ 0x2060, 0x2064 }, { 0x2066, 0x206f }, { 0xfeff, 0xfeff },
+	{ 0xfff9, 0xfffb }, { 0x110bd, 0x110bd }, { 0x110cd, 0x110cd },
+	{ 0x13430, 0x13438 }, { 0x1bca0, 0x1bca3 }, { 0x1d173, 0x1d17a },
+	{ 0xe0001, 0xe0001 }, { 0xe0020, 0xe007f },
+};
+
+bool fname_unshown(uint32_t cp)
+{
+	for (size_t i = 0; i < sizeof(unshown) / sizeof(unshown[0]); i++)
+		if (cp >= unshown[i].first && cp <= unshown[i].last)
+			return true;
+	return false;
+}
+
 int fname_escape(struct sbuf *out, const char *s, size_t max)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t used = 0, left = strlen(s);
 
 	while (left) {
-		char esc[8];
+		char esc[16];
 		const char *piece = esc;
 		uint32_t cp;
 		size_t take = 1, plen;
@@ -78,12 +101,13 @@ int fname_escape(struct sbuf *out, const char *s, size_t max)
 			take = 1;
 			piece = "\xef\xbf\xbd";
 			plen = 3;
-		} else if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x200e ||
-			   cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-			   (cp >= 0x2066 && cp <= 0x2069)) {
-			/* C1 controls, and the marks that reorder a line's
-			 * text ("Trojan Source") */
-			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
+		} else if (fname_unshown(cp)) {
+			/* C1 controls, line and paragraph separators, and
+			 * the format controls: marks that reorder a line's
+			 * text ("Trojan Source") or break it in two for a
+			 * reader (Python's splitlines() splits at U+2028) */
+			snprintf(esc, sizeof(esc), cp > 0xffff ? "\\U%08x"
+				 : "\\u%04x", (unsigned)cp);
 			plen = strlen(esc);
 		} else {
 			piece = (const char *)p;

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "lib/ferr.h"
@@ -40,14 +41,22 @@ bool fname_valid_utf8(const char *s, size_t len);
 /*
  * How a name (or any text a caller, an archive or a model chose) is shown
  * in `status` and the logs: control characters become JSON escapes
- * (\n, \r, \t, \b, \f, else \u001b and the like, DEL \u007f), so
- * it never makes a line of its own nor reaches a terminal as an escape;
- * every other byte stays as it is.  fname_escape() appends at most `max`
+ * (\n, \r, \t, \b, \f, else \u001b and the like, DEL \u007f, C1
+ * \u0085), and so do the line and paragraph separators and the format
+ * controls (fname_unshown(): U+2028, U+2029, U+061C, U+200B..U+200F, the
+ * bidi marks U+202A..U+202E and U+2066..U+2069, U+FEFF, ...), so it never
+ * makes a line of its own (for a reader either: Python's splitlines()
+ * splits at U+2028), never reorders a line, nor reaches a terminal as an
+ * escape; a byte that starts no UTF-8 character becomes U+FFFD; every
+ * other character stays as it is.  fname_escape() appends at most `max`
  * bytes to `out` (SIZE_MAX: all), never cutting an escape or a UTF-8
  * character (0 or -ENOMEM); fname_shown() gives the same text, malloc'd
  * (NULL: no memory).
  */
 int fname_escape(struct sbuf *out, const char *s, size_t max);
+/* Whether code point `cp` is one fname_escape() writes as \uXXXX (or
+ * \U00XXXXXX past U+FFFF) rather than as it is, above U+007F. */
+bool fname_unshown(uint32_t cp);
 char *fname_shown(const char *s, size_t max);
 /* One line of `status` (a problem, a note): the text printf() makes of
  * `fmt`, escaped as above, then '\n'.  0 or -ENOMEM. */

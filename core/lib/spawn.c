@@ -153,6 +153,81 @@ bool spawn_drain(int fd, struct sbuf *into, size_t max)
 	return true;
 }
 
+/* Keep `n` bytes past the head in the ring of the last `keep`. */
+static int ring_add(struct spawn_output *o, const char *buf, size_t n)
+{
+	if (!o->ring) {
+		o->ring = malloc(o->keep);
+		if (!o->ring)
+			return -ENOMEM;
+	}
+	if (n >= o->keep) {
+		memcpy(o->ring, buf + n - o->keep, o->keep);
+		o->ring_len = o->keep;
+		o->ring_at = 0;
+		return 0;
+	}
+	for (size_t done = 0; done < n;) {
+		size_t room = o->keep - o->ring_at;
+		size_t take = n - done < room ? n - done : room;
+
+		memcpy(o->ring + o->ring_at, buf + done, take);
+		o->ring_at = (o->ring_at + take) % o->keep;
+		done += take;
+	}
+	o->ring_len = o->ring_len + n > o->keep ? o->keep : o->ring_len + n;
+	return 0;
+}
+
+bool spawn_drain_ends(int fd, struct spawn_output *o)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	size_t to_head = 0;
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	o->total += (uint64_t)n;
+	if (o->head.len < o->keep) {
+		to_head = o->keep - o->head.len < (size_t)n
+				  ? o->keep - o->head.len : (size_t)n;
+		sbuf_add(&o->head, buf, to_head);
+	}
+	if ((size_t)n > to_head && o->keep)
+		ring_add(o, buf + to_head, (size_t)n - to_head);
+	return true;
+}
+
+int spawn_output_text(const struct spawn_output *o, struct sbuf *out)
+{
+	uint64_t dropped = o->total - o->head.len - o->ring_len;
+	/* the oldest byte of a full ring is where the next would go */
+	size_t start = o->ring_len == o->keep ? o->ring_at : 0;
+	int ret = sbuf_add(out, o->head.buf, o->head.len);
+
+	if (!ret && dropped)
+		ret = sbuf_addf(out, "%s[... %llu bytes not kept ...]\n",
+				out->len && out->buf[out->len - 1] != '\n'
+					? "\n" : "",
+				(unsigned long long)dropped);
+	if (!ret && o->ring_len)
+		ret = sbuf_add(out, o->ring + start, o->ring_len - start);
+	if (!ret && start)
+		ret = sbuf_add(out, o->ring, start);
+	return ret;
+}
+
+void spawn_output_release(struct spawn_output *o)
+{
+	sbuf_release(&o->head);
+	free(o->ring);
+	o->ring = NULL;
+	o->ring_len = o->ring_at = 0;
+	o->total = 0;
+}
+
 int spawn_capture(char *const argv[], int64_t timeout_ms, size_t max,
 		  struct sbuf *out, struct sbuf *err)
 {

@@ -90,4 +90,24 @@ void spawn_reset_child(const int *keep, size_t n);
  */
 bool spawn_drain(int fd, struct sbuf *into, size_t max);
 
+/*
+ * What a program printed, kept to its first and its last `keep` bytes
+ * whatever it prints (so a flood costs the daemon at most 2 * keep per
+ * stream): the owner zero-fills it and sets `keep`; spawn_drain_ends()
+ * is spawn_drain() into it; spawn_output_text() appends the text, with a
+ * line "[... N bytes not kept ...]" where the middle went; then
+ * spawn_output_release().
+ */
+struct spawn_output {
+	size_t keep;
+	struct sbuf head;
+	char *ring;		/* the last `keep` bytes past the head */
+	size_t ring_len, ring_at;
+	uint64_t total;
+};
+
+bool spawn_drain_ends(int fd, struct spawn_output *o);
+int spawn_output_text(const struct spawn_output *o, struct sbuf *out);
+void spawn_output_release(struct spawn_output *o);
+
 #endif

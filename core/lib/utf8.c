@@ -114,3 +114,27 @@ int utf8_hexval(char c)
 		return c - 'A' + 10;
 	return -1;
 }
+
+int utf8_repair(struct sbuf *out, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t start = 0, i = 0;
+	int ret = 0;
+
+	while (!ret && i < n) {
+		uint32_t cp;
+		size_t k = utf8_decode(p + i, n - i, &cp);
+
+		if (k) {
+			i += k;
+			continue;
+		}
+		ret = sbuf_add(out, s + start, i - start);
+		if (!ret)
+			ret = sbuf_add(out, "\xef\xbf\xbd", 3);
+		start = ++i;
+	}
+	if (!ret)
+		ret = sbuf_add(out, s + start, n - start);
+	return ret;
+}

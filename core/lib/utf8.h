@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/sbuf.h"
+
 /* The length (1-4) of the valid sequence at s (n bytes left, n > 0) and
  * its code point in *cp; 0 when the bytes there are not one. */
 size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
@@ -32,6 +34,15 @@ size_t utf8_cut(const char *s, size_t n, size_t max);
 /* The columns code point `c` takes in a terminal: 2 for East Asian Wide
  * and Fullwidth characters (as Python's unicodedata has them), else 1. */
 int utf8_width(uint32_t c);
+
+/*
+ * Append the n bytes of `s` to `out` as valid UTF-8: each byte that
+ * starts no character (of a cut or foreign sequence) becomes U+FFFD, one
+ * for each such byte.  For text from outside
+ * (a server's reply, a command's complaint) before it is stored or shown.
+ * 0, or -ENOMEM.
+ */
+int utf8_repair(struct sbuf *out, const char *s, size_t n);
 
 /* The value of hex digit `c` (either case), or -1: for \u escapes and
  * %XX in the texts that carry them. */

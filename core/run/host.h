@@ -15,6 +15,7 @@
 struct store;
 struct tree;
 struct skill_registry;
+struct run;
 struct run_queue;	/* run.h */
 
 struct run_host {
@@ -41,6 +42,10 @@ struct run_host {
 	 * (.manifest.json, summary.json, ...): one written there would be
 	 * hidden behind it.  NULL: none is. */
 	bool (*generated)(void *ctx, const char *name);
+	/* An engine run has stored its last state and its thread is about to
+	 * end (`r` is still counted as going): the host may start a queued
+	 * one (runs.h).  Called with the lock held.  NULL: nothing to do. */
+	void (*ended)(void *ctx, const struct run *r);
 	struct store *st;
 	struct tree *tree;
 	struct skill_registry *skills;

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "lib/fclock.h"
+#include "lib/fjson.h"
+#include "lib/utf8.h"
 #include "session/binding.h"
 #include "session/roundstore.h"
 
@@ -36,14 +38,20 @@ void run_settle(const struct run *r)
 		r->host->settle(r->host->ctx);
 }
 
+/* A run's state and its message (an engine's or a server's words,
+ * perhaps cut mid-character: stored as valid UTF-8). */
 static int set_state(struct store *st, int64_t session, const char *state,
 		     const char *message)
 {
 	static const char sql[] = "UPDATE sessions SET run_state = ?2,"
 		" run_message = ?3, run_ns = ?4 WHERE id = ?1";
-	int ret = store_run(st, sql, STORE_INT(session), STORE_TEXT(state),
-			    STORE_TEXT(message), STORE_INT(fclock_now_ns()));
+	struct sbuf text = SBUF_INIT;
+	int ret = utf8_repair(&text, message, strlen(message));
 
+	if (!ret)
+		ret = store_run(st, sql, STORE_INT(session), STORE_TEXT(state),
+				STORE_TEXT(text.buf), STORE_INT(fclock_now_ns()));
+	sbuf_release(&text);
 	return !ret && !store_changes(st) ? -ESTALE : ret;
 }
 
@@ -104,14 +112,17 @@ static json_t *state_object(sqlite3_stmt *q, int64_t *mtime_ns)
 	if (t > *mtime_ns)
 		*mtime_ns = t;
 	o = json_object();
+	/* what an older flowfs stored unchecked never fails status */
 	if (o && sqlite3_column_count(q) > 3 &&
 	    json_object_set_new(o, "path", json_sprintf("uploads/%s",
 			(const char *)sqlite3_column_text(q, 3))) < 0)
 		goto fail;
-	if (o && (json_object_set_new(o, "state", json_string(
-			(const char *)sqlite3_column_text(q, 0))) < 0 ||
-		  json_object_set_new(o, "message", json_string(
-			(const char *)sqlite3_column_text(q, 1))) < 0 ||
+	if (o && (json_object_set_new(o, "state", fjson_text(
+			(const char *)sqlite3_column_text(q, 0),
+			(size_t)sqlite3_column_bytes(q, 0))) < 0 ||
+		  json_object_set_new(o, "message", fjson_text(
+			(const char *)sqlite3_column_text(q, 1),
+			(size_t)sqlite3_column_bytes(q, 1))) < 0 ||
 		  json_object_set_new(o, "time", json_string(
 			session_format_time(t, when, sizeof(when)))) < 0))
 		goto fail;
@@ -169,11 +180,31 @@ fail:
 	return ret;
 }
 
+int run_mark(const struct run_host *host, int64_t session,
+	     const char *state, const char *message)
+{
+	int ret = set_state(host->st, session, state, message);
+
+	if (!ret && host->log) {
+		struct sbuf line = SBUF_INIT;
+
+		if (sbuf_addf(&line, "%s%s%s", state, *message ? ": " : "",
+			      message) == 0)
+			host->log(host->ctx, session, "run", line.buf);
+		sbuf_release(&line);
+	}
+	return ret;
+}
+
 int run_recover(struct store *st)
 {
 	return store_exec(st, "UPDATE sessions SET run_state = 'failed',"
 			  " run_message = 'flowfs stopped during the run'"
 			  " WHERE run_state = 'running';"
+			  "UPDATE sessions SET run_state = 'failed',"
+			  " run_message = 'flowfs stopped before the run"
+			  " started'"
+			  " WHERE run_state = 'queued';"
 			  "UPDATE fetches SET state = 'failed',"
 			  " message = 'flowfs stopped during the fetch'"
 			  " WHERE state IN ('fetching', 'queued')");
@@ -425,6 +456,8 @@ void *run_thread(void *arg)
 		set_state(r->host->st, r->session, "done", "");
 		run_log(r, "run", "done");
 	}
+	if (r->host->ended)
+		r->host->ended(r->host->ctx, r);
 	run_unlock(r);
 	atomic_store(&r->finished, true);
 	return NULL;

@@ -154,7 +154,14 @@ int run_report(struct store *st, int64_t session, json_t **run,
 int run_render_log(struct store *st, int64_t session, struct sbuf *out,
 		   int64_t *mtime_ns);
 
-/* At mount: runs that were going on when the daemon stopped failed. */
+/* A run's state (the lock held) that no thread of it stores: "queued"
+ * while it waits for a free place (runs.h), "failed" or "cancelled"
+ * before it started; logged as "<state>: <message>". */
+int run_mark(const struct run_host *host, int64_t session,
+	     const char *state, const char *message);
+
+/* At mount: runs that were going on, or queued, when the daemon stopped
+ * failed. */
 int run_recover(struct store *st);
 
 /* Seed 004's tags in a reply: the text inside <Tag>...</Tag> (trimmed),

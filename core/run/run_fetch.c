@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lib/fclock.h"
+#include "lib/utf8.h"
 #include "session/inputs.h"
 
 /* ---- URL inputs ------------------------------------------------------------- */
@@ -24,10 +25,16 @@ static int fetch_state(struct run *r, const char *state, const char *message)
 	static const char sql[] = "UPDATE fetches SET state = ?2, message = ?3,"
 		" time_ns = ?4 WHERE session = ?1 AND key = ?5 AND url = ?6";
 	struct store *st = r->host->st;
-	int ret = store_run(st, sql, STORE_INT(r->session), STORE_TEXT(state),
-			    STORE_TEXT(message), STORE_INT(fclock_now_ns()),
-			    STORE_TEXT(r->key), STORE_TEXT(r->url));
+	struct sbuf text = SBUF_INIT;
+	/* a server's words (an HTTP reason), perhaps cut mid-character */
+	int ret = utf8_repair(&text, message, strlen(message));
 
+	if (!ret)
+		ret = store_run(st, sql, STORE_INT(r->session),
+				STORE_TEXT(state), STORE_TEXT(text.buf),
+				STORE_INT(fclock_now_ns()), STORE_TEXT(r->key),
+				STORE_TEXT(r->url));
+	sbuf_release(&text);
 	return !ret && !store_changes(st) ? -ESTALE : ret;
 }
 

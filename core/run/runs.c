@@ -1,6 +1,8 @@
 /* runs: the runs and fetches of a mount, until they end; see runs.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "run/runs.h"
 #include "session/skill.h"
@@ -53,21 +55,93 @@ static int keep(void *ctx, struct run *r)
 	return ret;
 }
 
-int runs_start(struct runs *rs, const struct session_info *s,
-	       struct ferr *err)
+static unsigned going_max(const struct runs *rs)
+{
+	return rs->going_max ? rs->going_max : RUNS_GOING_DEFAULT;
+}
+
+/* Engine runs going on (fetches are bounded on their own), but `not`. */
+static unsigned going(const struct runs *rs, const struct run *not)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < rs->n; i++)
+		n += rs->list[i] != not && !run_finished(rs->list[i]) &&
+		     !run_is_fetch(rs->list[i]);
+	return n;
+}
+
+/* Where session `session` waits, or -1. */
+static long waiting_at(const struct runs *rs, int64_t session)
+{
+	for (size_t i = 0; i < rs->nwaiting; i++)
+		if (rs->waiting[i] == session)
+			return (long)i;
+	return -1;
+}
+
+static void unwait(struct runs *rs, size_t at)
+{
+	memmove(rs->waiting + at, rs->waiting + at + 1,
+		(rs->nwaiting - at - 1) * sizeof(*rs->waiting));
+	rs->nwaiting--;
+}
+
+/* Start session `s`'s run now. */
+static int start_now(struct runs *rs, const struct session_info *s,
+		     struct ferr *err)
 {
 	struct run *r;
-	int ret;
+	int ret = reserve(rs);
 
-	if (reap(rs, s->id))
-		return ferr_set(err, -EINVAL, "a run is going on (echo cancel >"
-				" ctl stops it)");
-	ret = reserve(rs);
 	if (!ret)
 		ret = run_start(rs->host, rs->opt, s, &r, err);
 	if (!ret)
 		rs->list[rs->n++] = r;
 	return ret;
+}
+
+int runs_start(struct runs *rs, const struct session_info *s,
+	       struct ferr *err)
+{
+	int64_t *grown;
+	char why[128];
+
+	if (reap(rs, s->id))
+		return ferr_set(err, -EINVAL, "a run is going on (echo cancel >"
+				" ctl stops it)");
+	if (waiting_at(rs, s->id) >= 0)
+		return ferr_set(err, -EINVAL, "a run is queued (echo cancel >"
+				" ctl takes it back)");
+	if (going(rs, NULL) < going_max(rs))
+		return start_now(rs, s, err);
+	grown = realloc(rs->waiting, (rs->nwaiting + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	rs->waiting = grown;
+	rs->waiting[rs->nwaiting++] = s->id;
+	snprintf(why, sizeof(why), "waiting for one of the %u runs going on"
+		 " (--runs)", going_max(rs));
+	return run_mark(rs->host, s->id, "queued", why);
+}
+
+void runs_next(struct runs *rs, const struct run *ended)
+{
+	while (rs->nwaiting && going(rs, ended) < going_max(rs)) {
+		struct ferr err = FERR_INIT;
+		struct session_info s;
+		int64_t id = rs->waiting[0];
+		int ret;
+
+		unwait(rs, 0);
+		/* removed meanwhile: nothing to run, nothing to tell */
+		if (session_get(rs->host->st, id, &s) < 0)
+			continue;
+		ret = start_now(rs, &s, &err);
+		if (ret < 0)
+			run_mark(rs->host, id, "failed", err.message[0]
+				 ? err.message : strerror(-ret));
+	}
 }
 
 int runs_fetch(struct runs *rs, const struct session_info *s,
@@ -84,8 +158,16 @@ int runs_fetch(struct runs *rs, const struct session_info *s,
 
 size_t runs_cancel(struct runs *rs, int64_t session)
 {
+	long at = waiting_at(rs, session);
 	size_t cancelled = 0;
 
+	/* a queued run never starts (a removed session's row is gone:
+	 * nothing to mark) */
+	if (at >= 0) {
+		unwait(rs, (size_t)at);
+		run_mark(rs->host, session, "cancelled", "");
+		cancelled++;
+	}
 	reap(rs, session);
 	for (size_t i = 0; i < rs->n; i++)
 		if (run_session(rs->list[i]) == session) {
@@ -108,4 +190,8 @@ void runs_stop(struct runs *rs)
 	free(rs->list);
 	rs->list = NULL;
 	rs->n = 0;
+	/* the queued ones read "failed" after the next mount (run_recover()) */
+	free(rs->waiting);
+	rs->waiting = NULL;
+	rs->nwaiting = 0;
 }

@@ -22,15 +22,22 @@
 #include "run/run.h"
 #include "session/session.h"
 
+#define RUNS_GOING_DEFAULT 4
+#define RUNS_GOING_MAX 64
+
 struct runs {
 	const struct run_host *host;
 	const struct run_options *opt;
+	unsigned going_max;	/* 0: RUNS_GOING_DEFAULT */
 	struct run **list;
 	size_t n;
+	int64_t *waiting;	/* sessions whose runs are queued, first first */
+	size_t nwaiting;
 };
 
-/* `echo run > ctl`: an engine run of session `s`; -EINVAL with err when
- * one goes on already or the session cannot run (run_start()). */
+/* `echo run > ctl`: an engine run of session `s`, now or queued; -EINVAL
+ * with err when one goes on or waits already, or the session cannot run
+ * (run_start()). */
 int runs_start(struct runs *rs, const struct session_info *s,
 	       struct ferr *err);
 
@@ -42,6 +49,10 @@ int runs_fetch(struct runs *rs, const struct session_info *s,
 /* Cancel session `session`'s run and fetches (they end on their own, a
  * queued fetch at once); how many there were. */
 size_t runs_cancel(struct runs *rs, int64_t session);
+
+/* A run has ended (`ended` is still counted): start queued ones while
+ * there is room.  The host's ended hook calls it. */
+void runs_next(struct runs *rs, const struct run *ended);
 
 /* At unmount: cancel everything (under the host's lock), then wait for
  * each (without it: a run's thread may need the lock to end). */

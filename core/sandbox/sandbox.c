@@ -37,7 +37,10 @@
 #include "lib/spawn.h"
 #include "lib/utf8.h"
 
-#define CAPTURE_MAX (64u << 20)
+/* What is kept of an experiment's stdout and of its stderr: the first
+ * and the last this many bytes (the observation shows at most 16,000
+ * characters of them; a flood costs the daemon no more than this). */
+#define OUTPUT_KEEP ((size_t)256 << 10)
 /* how long bwrap may take to say its init's pid, and how long the
  * sandbox's processes may take to be gone once it ended */
 #define SANDBOX_SAY_MS 10000
@@ -726,6 +729,11 @@ static enum sandbox_over measure(const char *dir, const struct scratch_use *max,
 
 /* ---- running it --------------------------------------------------------------- */
 
+/* The environment bwrap runs in: PATH only to find what it runs. */
+static char *const bwrap_environment[] = {
+	"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", NULL
+};
+
 /* In the child (only async-signal-safe calls: the daemon has threads):
  * never returns.  `report` is close-on-exec: it closes without a byte
  * when bwrap starts, or carries "E<errno>" when the child cannot get
@@ -763,7 +771,10 @@ static void child(char *const argv[], const struct sandbox_limits *lim,
 	 * experiment's (`timeout` must be able to stop what it runs);
 	 * `report` closes itself at exec */
 	spawn_reset_child(keep, 3);
-	execvp(argv[0], argv);
+	/* bwrap's own environment is what /proc/1/environ shows inside
+	 * (its init is bwrap): none of the daemon's variables go in, the
+	 * program's are set by --clearenv and --setenv (bwrap_argv()) */
+	execvpe(argv[0], argv, bwrap_environment);
 fail:
 	dprintf(report, "E%d", errno);
 	_exit(127);
@@ -856,6 +867,8 @@ int sandbox_run_python(const char *dir, const char *file,
 	const char *name = strrchr(dir, '/');
 	int64_t measured;
 	struct sandbox_args args = { 0 };
+	struct spawn_output out_ends = { .keep = OUTPUT_KEEP };
+	struct spawn_output err_ends = { .keep = OUTPUT_KEEP };
 	char report[32] = "", status[1024] = "";
 	size_t said = 0;
 	ssize_t got;
@@ -940,9 +953,9 @@ int sandbox_run_python(const char *dir, const char *file,
 		if (poll(p, 2, 100) < 0 && errno != EINTR)
 			break;
 		if (open_out && p[0].revents)
-			open_out = spawn_drain(outp[0], &res->out, CAPTURE_MAX);
+			open_out = spawn_drain_ends(outp[0], &out_ends);
 		if (open_err && p[1].revents)
-			open_err = spawn_drain(errp[0], &res->err, CAPTURE_MAX);
+			open_err = spawn_drain_ends(errp[0], &err_ends);
 		if (cancelled && cancelled(ctx)) {
 			cancel = true;
 			break;
@@ -958,6 +971,9 @@ int sandbox_run_python(const char *dir, const char *file,
 				break;
 		}
 	}
+	if (spawn_output_text(&out_ends, &res->out) < 0 ||
+	    spawn_output_text(&err_ends, &res->err) < 0)
+		ret = -ENOMEM;
 	/* The program closed its output: bwrap follows it out with its
 	 * exit status, its PID namespace emptied (its init's end kills what
 	 * is left).  Else, or when it does not, bwrap is killed, and with
@@ -1031,6 +1047,8 @@ out:
 	if (cg.version)
 		cgroup_remove(&cg);
 	sandbox_args_release(&args);
+	spawn_output_release(&out_ends);
+	spawn_output_release(&err_ends);
 	if (ret < 0)
 		sandbox_result_release(res);
 	return ret;

@@ -99,7 +99,9 @@ struct sandbox_result {
 	int status;		/* as waitpid() gives it */
 	bool timed_out;
 	enum sandbox_over over;
-	struct sbuf out, err;	/* what it printed (each kept to 64 MiB) */
+	/* what it printed: each its first and last 256 KiB, with a line
+	 * "[... N bytes not kept ...]" between when it printed more */
+	struct sbuf out, err;
 };
 
 void sandbox_result_release(struct sandbox_result *r);

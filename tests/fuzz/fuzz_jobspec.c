@@ -16,7 +16,14 @@
  * <label> first among the outputs, every output inside the job folder;
  * resources within the bounds; and the script's command line, read back
  * as bash would read the quoting it uses, is argv exactly, its first
- * word quoted.
+ * word quoted.  Hostile values (issue 25): a job's image is none or an
+ * image reference its map entry names (`image` or `images`); a command
+ * argument of a tool without `options` reads as an option only when its
+ * item's own text holds a "-"; and for every command item of an accepted
+ * entry rendered with a node's inputs, where its argument begins is told
+ * (jobspec_arg_origin() agrees with the template's lexer) unless the
+ * argument holds nearly every byte the telling uses, and an argument said
+ * to be the map's own comes from an item that holds a "-".
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -26,7 +33,9 @@
 #include <string.h>
 
 #include "lib/fjson.h"
+#include "lib/template.h"
 #include "graph/jobspec.h"
+#include "graph/jobspec_i.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -243,8 +252,109 @@ static void check_script(const struct jobspec_plan *p, size_t i,
 	sbuf_release(&q);
 }
 
+/* The job's image: none, or a reference its tool's entry names. */
+static void check_image(const struct jobspec_job *j, const json_t *tool)
+{
+	const json_t *list = json_object_get(tool, "images"), *v;
+	const char *why;
+	bool named = !strcmp(j->image, json_string_value(json_object_get(
+		tool, "image")) ? json_string_value(json_object_get(tool,
+		"image")) : "");
+	size_t i;
+
+	if (!*j->image)
+		return;
+	if (jobspec_image_check(j->image, &why) < 0)
+		die("a job's image is no image reference", j->image);
+	json_array_foreach(list, i, v)
+		named = named || !strcmp(json_string_value(v), j->image);
+	if (!named)
+		die("a job's image is none its map entry names", j->image);
+}
+
+/* A tool without options: an argument reads as an option only when its
+ * item's text holds a "-" (the map's own, or a number's). */
+static void check_options(const struct jobspec_job *j, const json_t *tool)
+{
+	const json_t *cmd = json_object_get(tool, "command");
+	size_t n = json_array_size(cmd), first = j->argc - n;
+
+	if (json_object_get(tool, "options") || n > j->argc)
+		return;
+	for (size_t a = 0; a < n; a++)
+		if (jobspec_is_option(j->argv[first + a]) &&
+		    !strchr(json_string_value(json_array_get(cmd, a)), '-'))
+			die("a node's value begins an option", j->argv[first + a]);
+}
+
+static size_t marks_held(const char *s, size_t len)
+{
+	static const char marks[] = "\x01\x02\x03\x04\x05\x06\x07\x08\x0e"
+		"\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x7f";
+	size_t n = 0;
+
+	for (const char *m = marks; *m; m++)
+		n += memchr(s, *m, len) != NULL;
+	return n;
+}
+
+/* Each command item of each accepted entry a node uses, rendered with
+ * that node's inputs: where an option it makes begins is told. */
+static void check_origins(const json_t *graph, const json_t *good)
+{
+	const json_t *node;
+	size_t i;
+
+	json_array_foreach(json_object_get(graph, "nodes"), i, node) {
+		const json_t *tool = json_object_get(good, json_string_value(
+			json_object_get(node, "label")));
+		const json_t *item, *par;
+		json_t *ctx = json_object();
+		size_t k;
+
+		if (!ctx)
+			die("out of memory", NULL);
+		json_array_foreach(json_object_get(node, "input_parameters"), k,
+				   par)
+			if (json_is_string(json_object_get(par, "name")))
+				json_object_set(ctx, json_string_value(
+					json_object_get(par, "name")),
+					json_object_get(par, "value") ?
+					json_object_get(par, "value") :
+					json_null());
+		json_array_foreach(json_object_get(tool, "command"), k, item) {
+			const char *text = json_string_value(item);
+			struct tmpl *t = NULL;
+			struct sbuf out = SBUF_INIT;
+			char expr[200];
+			int ret;
+
+			if (tmpl_parse(&t, text, strlen(text), NULL) < 0 ||
+			    tmpl_render(t, ctx, &out, NULL) < 0 ||
+			    memchr(out.buf, '\0', out.len) ||
+			    !jobspec_is_option(out.buf)) {
+				tmpl_free(t);
+				sbuf_release(&out);
+				continue;
+			}
+			ret = jobspec_arg_origin(text, ctx, out.buf, out.len,
+						 NULL, expr, sizeof(expr));
+			if (ret == 1 && !*expr && marks_held(out.buf,
+							     out.len) < 21)
+				die("where an argument begins was not told",
+				    text);
+			if (ret == 0 && !strchr(text, '-'))
+				die("an argument without the map's \"-\" is "
+				    "called the map's", text);
+			tmpl_free(t);
+			sbuf_release(&out);
+		}
+		json_decref(ctx);
+	}
+}
+
 static void check_plan(const json_t *graph, const struct jobspec_plan *p,
-		       const struct jobspec_options *opt)
+		       const struct jobspec_options *opt, const json_t *tools)
 {
 	const json_t *nodes = json_object_get(graph, "nodes");
 
@@ -293,6 +403,8 @@ static void check_plan(const json_t *graph, const struct jobspec_plan *p,
 		}
 		if (!json_is_object(j->inputs) || !j->image || !j->machine_type)
 			die("a job lacks a field", j->node_id);
+		check_image(j, json_object_get(tools, j->label));
+		check_options(j, json_object_get(tools, j->label));
 		check_script(p, i, opt);
 	}
 	if (p->n <= NAIVE_MAX && json_array_size(json_object_get(graph,
@@ -414,8 +526,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (getenv("FUZZ_JOBSPEC_VERBOSE"))
 			fprintf(stderr, "plan: %d %s (%zu jobs)\n", ret,
 				err.message, ret ? 0 : p.n);
+		check_origins(graph, good);
 		if (!ret) {
-			check_plan(graph, &p, &opt);
+			check_plan(graph, &p, &opt, good);
 			jobspec_plan_release(&p);
 		} else {
 			if (ret != -EINVAL && ret != -E2BIG && ret != -ENOMEM)

@@ -99,7 +99,8 @@ class FakeEngine:
                     kind, value = "json", value
                 if kind == "status":
                     code, text, headers = value
-                    return self._send(code, text.encode(), headers=headers)
+                    body = text if isinstance(text, bytes) else text.encode()
+                    return self._send(code, body, headers=headers)
                 if kind == "drop":
                     # the connection closes with no answer at all
                     self.close_connection = True

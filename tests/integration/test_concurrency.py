@@ -110,7 +110,9 @@ def export_commands(text):
 
 def test_renders_race_writes_in_many_sessions(make_flowfs, isolated_config):
     # two tool maps in turn: each export is rendered with one, whole
-    maps = [{"abacus_calculation": {"command": [word, "{{ k }}"]}}
+    # (each allows the nodes' image, as a map must: issue 25)
+    maps = [{"abacus_calculation": {"image": "img:1",
+                                    "command": [word, "{{ k }}"]}}
             for word in ("echo", "printf")]
     tools = isolated_config / "flowfs" / "tools.json"
     tools.parent.mkdir(parents=True, exist_ok=True)
@@ -354,7 +356,8 @@ def test_a_reader_goes_on_while_an_export_renders(make_flowfs,
     cfg = isolated_config / "flowfs"
     cfg.mkdir(parents=True, exist_ok=True)
     (cfg / "tools.json").write_text(json.dumps(
-        {"abacus_calculation": {"command": ["echo", "{{ k }}"]}}))
+        {"abacus_calculation": {"image": "img:1",
+                                "command": ["echo", "{{ k }}"]}}))
     fs = make_flowfs()
     a, b = fs.mnt / "a", fs.mnt / "b"
     os.mkdir(a)

@@ -218,6 +218,12 @@ static void test_escape(void **state)
 		{ "a\xc2\x9b[2Jb\xe2\x80\xae" "c\xe2\x81\xa6" "d\xe2\x80\x8f" "e\x9b",
 		  SIZE_MAX,
 		  "a\\u009b[2Jb\\u202ec\\u2066d\\u200fe\xef\xbf\xbd" },
+		/* issue 25: line and paragraph separators, the Arabic letter
+		 * mark, a zero-width space, a tag character past U+FFFF */
+		{ "a\xe2\x80\xa8ready\xe2\x80\xa9" "b\xd8\x9c" "c\xe2\x80\x8b"
+		  "d\xf3\xa0\x80\x81" "e",
+		  SIZE_MAX,
+		  "a\\u2028ready\\u2029b\\u061cc\\u200bd\\U000e0001e" },
 		{ "", SIZE_MAX, "" },
 		{ "ab\ncd", 3, "ab" },
 		{ "a\xc3\xa9", 2, "a" },
@@ -238,6 +244,34 @@ static void test_escape(void **state)
 	assert_int_equal(fname_line(&out, "uploads/%s: %d", "x\nready", 3), 0);
 	assert_string_equal(out.buf, "uploads/x\\nready: 3\n");
 	sbuf_release(&out);
+}
+
+/* Every code point Python 3.11 calls a format control or a line or
+ * paragraph separator (and every C1 control) is escaped, and no other. */
+static void test_unshown_is_pythons(void **state)
+{
+	FILE *p = popen("/usr/bin/python3 -c 'import unicodedata as u\n"
+			"for c in range(0x80, 0x110000):\n"
+			"  k = u.category(chr(c))\n"
+			"  print(1 if k in (\"Cf\", \"Zl\", \"Zp\", \"Cc\") else 0,"
+			" end=\"\")'", "r");
+	uint32_t cp = 0x80, bad = 0, first_bad = 0;
+	int c;
+
+	(void)state;
+	if (!p)
+		skip();
+	while ((c = fgetc(p)) != EOF) {
+		if ((c == '1') != fname_unshown(cp) && !bad++)
+			first_bad = cp;
+		cp++;
+	}
+	if (pclose(p) != 0 || cp == 0x80)
+		skip();	/* no /usr/bin/python3 */
+	assert_int_equal(cp, 0x110000);
+	if (bad)
+		fail_msg("%u code points differ, the first U+%04X", bad,
+			 first_bad);
 }
 
 /* mkdir -p: the parents only, or the path too; a file in the way. */
@@ -279,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_valid_utf8_table),
 		cmocka_unit_test(test_valid_utf8_exhaustive),
 		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_unshown_is_pythons),
 		cmocka_unit_test(test_make_dirs),
 	};
 

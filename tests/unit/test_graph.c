@@ -2130,7 +2130,8 @@ static void test_tools(void **state)
 		{ "{\"t\": {\"image\": 1}}", "\"t.image\" must be a string" },
 		{ "{\"t\": {\"imgae\": \"x\"}}",
 		  "\"t\": unknown field \"imgae\" (a tool has image, "
-		  "machine_type, command, outputs, resources)" },
+		  "images, machine_type, command, options, outputs, "
+		  "resources)" },
 		{ "{\"t\": {\"command\": \"run x\"}}",
 		  "tools.json: \"t\": command must be a list of 1 to 256 "
 		  "strings" },

@@ -103,10 +103,12 @@ static void test_check_fields(void **state)
 	check_refused("'x'", "\"relax\" must be an object");
 	check_refused("{'cmd': ['x']}",
 		      "\"relax\": unknown field \"cmd\" (a tool has image, "
-		      "machine_type, command, outputs, resources)");
+		      "images, machine_type, command, options, outputs, "
+		      "resources)");
 	check_refused("{'command': ['x'], 'Image': 'a'}",
 		      "\"relax\": unknown field \"Image\" (a tool has image, "
-		      "machine_type, command, outputs, resources)");
+		      "images, machine_type, command, options, outputs, "
+		      "resources)");
 	check_refused("{'image': 3}", "\"relax.image\" must be a string");
 	check_refused("{'image': null}", "\"relax.image\" must be a string");
 	check_refused("{'machine_type': ['c2_m8_cpu']}",
@@ -681,7 +683,8 @@ static void test_plan_container(void **state)
 		"  'system_values': {'image': 'mine/x:2', 'machine_type': ''}},"
 		" {'id': 'blank', 'label': 'plain',"
 		"  'system_values': {'image': '', 'docker_image': 'ignored'}}]}",
-		"{'withimage': {'image': 'reg/a:1', 'command': ['run', '{{ image }}']},"
+		"{'withimage': {'image': 'reg/a:1', 'images': ['mine/x:2'],"
+		"  'command': ['run', '{{ image }}']},"
 		" 'plain': {'command': ['plain']}}", &o, &p);
 	argv_is(job(&p, "img"), "apptainer", "exec", "--bind", RUN "/img",
 		"docker://reg/a:1", "run", "", NULL);
@@ -1750,6 +1753,643 @@ static void test_shell_quote_bash(void **state)
 	unit_rmtree(dir);
 }
 
+/* ---- images (jobspec.h, "Images") --------------------------------------- */
+
+static void image_ok(const char *ref)
+{
+	const char *why = "?";
+
+	if (jobspec_image_check(ref, &why) != 0)
+		fail_msg("refused %s: %s", ref, why);
+}
+
+static void image_bad(const char *ref, const char *want)
+{
+	const char *why = NULL;
+
+	if (jobspec_image_check(ref, &why) != -EINVAL)
+		fail_msg("took %s", ref);
+	if (!why || !strstr(why, want))
+		fail_msg("%s: why \"%s\", wants \"%s\"", ref, why ? why : "",
+			 want);
+}
+
+#define HEX32 "0123456789abcdef0123456789ABCDEF"
+#define NAME_WHY "its name is not [domain/]path"
+#define TAG_WHY "its tag is not"
+#define DIGEST_WHY "its digest is not"
+
+/* A string of `n` times `c` after `head`, then `tail` (static buffer). */
+static const char *rep(const char *head, char c, size_t n, const char *tail)
+{
+	static char buf[1024];
+	size_t h = strlen(head);
+
+	assert_true(h + n + strlen(tail) < sizeof(buf));
+	memcpy(buf, head, h);
+	memset(buf + h, c, n);
+	strcpy(buf + h + n, tail);
+	return buf;
+}
+
+static void test_image_grammar(void **state)
+{
+	(void)state;
+	/* names: one part, several, separators at their edges */
+	image_ok("a");
+	image_ok("0");
+	image_ok("ubuntu");
+	image_ok("library/ubuntu");
+	image_ok("a.b");
+	image_ok("a_b");
+	image_ok("a__b");
+	image_ok("a-b");
+	image_ok("a---b");
+	image_ok("a-b.c_d__e/f0");
+	image_bad("a___b", NAME_WHY);
+	image_bad("a._b", NAME_WHY);
+	image_bad("a..b", NAME_WHY);
+	image_bad("a_", NAME_WHY);
+	image_bad("_a", NAME_WHY);
+	image_bad("a.", NAME_WHY);
+	image_bad(".a", NAME_WHY);
+	image_bad("a-", NAME_WHY);
+	image_bad("a//b", NAME_WHY);
+	image_bad("a/", NAME_WHY);
+	image_bad("/a", NAME_WHY);
+	image_bad("Ubuntu", NAME_WHY);	/* a path is lower case */
+	image_bad("a/B", NAME_WHY);
+	image_bad("a/-b", NAME_WHY);
+	/* domains: a first part with another after it */
+	image_ok("registry.example/abacus:3.8");
+	image_ok("Registry.Example/abacus");
+	image_ok("localhost:5000/x");
+	image_ok("a:5000/x");	/* docker reads it so too */
+	image_ok("reg-1.example:443/a/b/c:t");
+	image_ok("[::1]:5000/x");
+	image_ok("[fe80::1]/a/b");
+	image_bad("[]/x", NAME_WHY);
+	image_bad("[::1/x", NAME_WHY);
+	image_bad("[::g]/x", NAME_WHY);
+	image_bad("host-/x", NAME_WHY);
+	image_bad("-host/x", "it begins with \"-\"");
+	image_bad("h..x/y", NAME_WHY);
+	image_bad("h:/x", NAME_WHY);
+	image_bad("h:50a/x", NAME_WHY);
+	image_ok("h:5000");	/* no "/": the name h, the tag 5000 */
+	image_bad("x:a/b", NAME_WHY);
+	/* the name's 255 bytes */
+	image_ok(rep("", 'a', 255, ""));
+	image_ok(rep("", 'a', 255, ":t"));
+	image_bad(rep("", 'a', 256, ""), "longer than 255 bytes");
+	image_ok(rep("r.example/", 'a', 245, ""));
+	image_bad(rep("r.example/", 'a', 246, ""), "longer than 255 bytes");
+	/* tags: 1 to 128, not beginning with . or - */
+	image_ok("x:_");
+	image_ok("x:A.b-c_9");
+	image_ok(rep("x:", 'a', 128, ""));
+	image_bad(rep("x:", 'a', 129, ""), TAG_WHY);
+	image_bad("x:", TAG_WHY);
+	image_bad("x:-1", TAG_WHY);
+	image_bad("x:.a", TAG_WHY);
+	image_bad("x:a+b", TAG_WHY);
+	image_bad("x:a:b", TAG_WHY);
+	/* digests: algorithm, 32 to 128 hex digits */
+	image_ok("x@sha256:" HEX32 HEX32);
+	image_ok("x:1@sha256:" HEX32 HEX32);
+	image_ok("r.example:5000/x:1@sha512:" HEX32 HEX32 HEX32 HEX32);
+	image_ok("x@sha256:" HEX32);
+	image_ok("x@a+b.c_d-e9:" HEX32);
+	image_bad("x@sha256:" "0123456789abcdef0123456789abcde", DIGEST_WHY);
+	image_bad("x@sha256:" HEX32 HEX32 HEX32 HEX32 "0", DIGEST_WHY);
+	image_bad("x@sha256:" HEX32 "g", DIGEST_WHY);
+	image_bad("x@sha256", DIGEST_WHY);
+	image_bad("x@:" HEX32, DIGEST_WHY);
+	image_bad("x@1a:" HEX32, DIGEST_WHY);
+	image_bad("x@a+:" HEX32, DIGEST_WHY);
+	image_bad("x@a++b:" HEX32, DIGEST_WHY);
+	image_bad("x@sha256:" HEX32 "@sha256:" HEX32, DIGEST_WHY);
+	image_bad("@sha256:" HEX32, NAME_WHY);
+	/* what the runner must never get: an option, a second word */
+	image_bad("", "it is empty");
+	image_bad("-x", "it begins with \"-\"");
+	image_bad("--privileged", "it begins with \"-\"");
+	image_bad("--volume=/:/host", "it begins with \"-\"");
+	image_bad("a b", "a blank or a control character");
+	image_bad("a\tb", "a blank or a control character");
+	image_bad("a\nb", "a blank or a control character");
+	image_bad("a\x7f", "a blank or a control character");
+	image_bad("a\x01", "a blank or a control character");
+	image_bad("caf\xc3\xa9", "outside ASCII");
+	image_bad("a'b", NAME_WHY);
+	image_bad("a$(id)", NAME_WHY);
+	image_bad("docker://ubuntu", NAME_WHY);
+}
+
+static void test_check_images_options(void **state)
+{
+	char big[8 * 300 + 64];
+	size_t at;
+
+	(void)state;
+	check_ok("{'image': 'reg/a:1', 'images': ['reg/a:2', 'other/b'],"
+		 " 'options': ['flags', 'extra'], 'command': ['x']}");
+	check_ok("{'images': [], 'options': []}");
+	check_refused("{'image': '--privileged'}",
+		      "\"relax\": image: \"--privileged\" is not an image "
+		      "reference (registry/name:tag@digest): it begins with "
+		      "\"-\"");
+	check_refused("{'image': 'reg/X'}",
+		      "\"relax\": image: \"reg/X\" is not an image reference "
+		      "(registry/name:tag@digest): its name is not "
+		      "[domain/]path, a path being parts of lower-case letters "
+		      "and digits joined by \".\", \"_\", \"__\" or \"-\", "
+		      "between \"/\"");
+	check_refused("{'images': 'reg/a:1'}", "\"relax\": images must be a "
+		      "list of at most 256 image references");
+	check_refused("{'images': ['reg/a:1', 'a b']}",
+		      "\"relax\": images[1]: \"a b\" is not an image reference "
+		      "(registry/name:tag@digest): it holds a blank or a "
+		      "control character");
+	check_refused("{'images': ['']}",
+		      "\"relax\": images[0]: \"\" is not an image reference "
+		      "(registry/name:tag@digest): it is empty");
+	check_refused("{'images': [3]}",
+		      "\"relax\": images[0] must be a string");
+	/* 256 images, and one more */
+	at = (size_t)snprintf(big, sizeof(big), "{'images': [");
+	for (int i = 0; i < 256; i++)
+		at += (size_t)snprintf(big + at, sizeof(big) - at, "%s'i%d'",
+				       i ? ", " : "", i);
+	snprintf(big + at, sizeof(big) - at, "]}");
+	check_ok(big);
+	snprintf(big + at, sizeof(big) - at, ", 'x']}");
+	check_refused(big, "\"relax\": images must be a list of at most 256 "
+		      "image references");
+	check_refused("{'options': 'flags'}", "\"relax\": options must be a "
+		      "list of at most 256 input parameter names (those whose "
+		      "value may begin an argument with \"-\")");
+	check_refused("{'options': ['']}", "\"relax\": options[0] must be the "
+		      "name of an input parameter");
+	check_refused("{'options': ['a', null]}", "\"relax\": options[1] must "
+		      "be the name of an input parameter");
+	check_refused("{'options': ['inputs']}", "\"relax\": options[0]: "
+		      "\"inputs\" is flowfs's, no input parameter (inputs, "
+		      "job_dir, node and session cannot begin an argument with "
+		      "\"-\")");
+	check_refused("{'options': ['a', 'node']}", "\"relax\": options[1]: "
+		      "\"node\" is flowfs's, no input parameter (inputs, "
+		      "job_dir, node and session cannot begin an argument with "
+		      "\"-\")");
+}
+
+/* A node's image: a reference, and one the map allows for its label;
+ * with a runner or without (the exports take the image too). */
+static void test_plan_images(void **state)
+{
+	static const char *const runner[] = {
+		"podman", "run", "--rm", "{{ image }}", NULL
+	};
+	const struct jobspec_options o = {
+		.session = "s", .run_dir = RUN, .container = runner,
+		.tools_path = TOOLS_PATH,
+	};
+	static const char tools[] =
+		"{'relax': {'image': 'reg/a:1', 'images': ['reg/a:2',"
+		" 'reg/b@sha256:" HEX32 "'], 'command': ['relax']},"
+		" 'bare': {'command': ['bare']},"
+		" 'listed': {'images': ['reg/c:1'], 'command': ['c']}}";
+	struct jobspec_plan p;
+	char graph[1600], want[1600];	/* room for rep()'s 1023 */
+
+	(void)state;
+	/* the map's image, one of its list, none */
+	plan_ok("{'nodes': [{'id': 'a', 'label': 'relax'},"
+		" {'id': 'b', 'label': 'relax', 'system_values':"
+		"  {'image': 'reg/a:2'}},"
+		" {'id': 'c', 'label': 'relax', 'system_values':"
+		"  {'image': 'reg/b@sha256:" HEX32 "'}},"
+		" {'id': 'd', 'label': 'bare'},"
+		" {'id': 'e', 'label': 'listed', 'system_values':"
+		"  {'image': 'reg/c:1'}},"
+		" {'id': 'f', 'label': 'listed'}]}", tools, &o, &p);
+	argv_is(job(&p, "a"), "podman", "run", "--rm", "reg/a:1", "relax",
+		NULL);
+	argv_is(job(&p, "b"), "podman", "run", "--rm", "reg/a:2", "relax",
+		NULL);
+	argv_is(job(&p, "c"), "podman", "run", "--rm",
+		"reg/b@sha256:" HEX32, "relax", NULL);
+	argv_is(job(&p, "d"), "bare", NULL);
+	argv_is(job(&p, "e"), "podman", "run", "--rm", "reg/c:1", "c", NULL);
+	argv_is(job(&p, "f"), "c", NULL);
+	jobspec_plan_release(&p);
+	/* the attack: the image a runner's option */
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax',"
+		     " 'system_values': {'image': '--privileged'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image "
+		     "\"--privileged\" is not an image reference "
+		     "(registry/name:tag@digest): it begins with \"-\"");
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax',"
+		     " 'system_values': {'image': 'reg/a:1 --privileged'}}]}",
+		     tools, -EINVAL, "node \"n1\": system_values.image "
+		     "\"reg/a:1 --privileged\" is not an image reference "
+		     "(registry/name:tag@digest): it holds a blank or a "
+		     "control character");
+	/* a valid image the map did not choose */
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax',"
+		     " 'system_values': {'image': 'evil/x:1'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image \"evil/x:1\" is "
+		     "not an image the tool map allows for \"relax\" (it "
+		     "allows: reg/a:1, reg/a:2, reg/b@sha256:" HEX32 ")");
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'relax',"
+		     " 'system_values': {'image': 'reg/a'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image \"reg/a\" is "
+		     "not an image the tool map allows for \"relax\" (it "
+		     "allows: reg/a:1, reg/a:2, reg/b@sha256:" HEX32 ")");
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'bare',"
+		     " 'system_values': {'image': 'ubuntu'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image \"ubuntu\" is "
+		     "not an image the tool map allows for \"bare\" (it names "
+		     "no \"image\" or \"images\" for it)");
+	plan_refused("{'nodes': [{'id': 'n1', 'label': 'listed',"
+		     " 'system_values': {'image': 'reg/c:2'}}]}", tools,
+		     -EINVAL, "node \"n1\": system_values.image \"reg/c:2\" is "
+		     "not an image the tool map allows for \"listed\" (it "
+		     "allows: reg/c:1)");
+	/* a long image is cut in the message: 92 bytes and "..." */
+	snprintf(graph, sizeof(graph), "{'nodes': [{'id': 'n1', 'label':"
+		 " 'bare', 'system_values': {'image': '%s'}}]}",
+		 rep("", 'a', 200, ""));
+	snprintf(want, sizeof(want), "node \"n1\": system_values.image \"%s\" "
+		 "is not an image the tool map allows for \"bare\" (it names "
+		 "no \"image\" or \"images\" for it)", rep("", 'a', 92, "..."));
+	plan_refused(graph, tools, -EINVAL, want);
+}
+
+/* ---- options (jobspec.h, "Options") ------------------------------------- */
+
+static void test_is_option(void **state)
+{
+	static const char *const options[] = {
+		"-", "--", "-x", "--x", "-1x", "-inf", "-nan", "- 1", "-1 ",
+		"-1e", "-1e+", "-1e5x", "-.", "-e5", "-0x10", "--1", "-1.2.3",
+		"--checkpoint-action=exec=id", NULL
+	};
+	static const char *const not_options[] = {
+		"", "x", "1", "a-b", "/-x", " -x", "-1", "-0", "-0.5", "-.5",
+		"-1.", "-2e-3", "-2E+10", "-12345678901234567890", "-1e5", NULL
+	};
+
+	(void)state;
+	for (int i = 0; options[i]; i++)
+		if (!jobspec_is_option(options[i]))
+			fail_msg("\"%s\" reads as an option", options[i]);
+	for (int i = 0; not_options[i]; i++)
+		if (jobspec_is_option(not_options[i]))
+			fail_msg("\"%s\" does not read as an option",
+				 not_options[i]);
+}
+
+/*
+ * The plan of node "n1" (label "t", inputs `inputs`, a JSON object of
+ * name -> value in unit_json's quoting) whose command is ["prog", item]
+ * under options `options` (a JSON list, or NULL): 0 and argv[1] in
+ * `arg`, or the refusal's code and message in `msg`.
+ */
+static int one_arg(const char *item, const char *inputs, const char *options,
+		   char *out, size_t size)
+{
+	json_t *in = unit_json(inputs), *params = json_array(), *v;
+	json_t *graph, *tools, *cmd = json_pack("[ss]", "prog", item);
+	struct jobspec_plan p;
+	struct ferr err = FERR_INIT;
+	const char *name;
+	int ret;
+
+	assert_non_null(in);
+	json_object_foreach(in, name, v)
+		json_array_append_new(params, json_pack("{sssO}", "name", name,
+							"value", v));
+	graph = json_pack("{s[{sssssO}]}", "nodes", "id", "n1", "label", "t",
+			  "input_parameters", params);
+	tools = json_pack("{s{sO}}", "t", "command", cmd);
+	if (options)
+		json_object_set_new(json_object_get(tools, "t"), "options",
+				    unit_json(options));
+	assert_non_null(graph);
+	assert_non_null(tools);
+	ret = jobspec_plan(graph, tools, &opt_plain, &p, &err);
+	if (!ret) {
+		snprintf(out, size, "%s", p.jobs[0].argv[1]);
+		jobspec_plan_release(&p);
+	} else {
+		snprintf(out, size, "%s", err.message);
+		assert_null(p.jobs);
+	}
+	json_decref(in);
+	json_decref(params);
+	json_decref(cmd);
+	json_decref(graph);
+	json_decref(tools);
+	return ret;
+}
+
+static void arg_stands(const char *item, const char *inputs,
+		       const char *options, const char *want)
+{
+	char out[FERR_MESSAGE_MAX];
+	int ret = one_arg(item, inputs, options, out, sizeof(out));
+
+	if (ret)
+		fail_msg("%s with %s: refused: %s", item, inputs, out);
+	if (strcmp(out, want))
+		fail_msg("%s with %s: \"%s\", not \"%s\"", item, inputs, out,
+			 want);
+}
+
+/* Refused: the message is the common one, naming the argument `arg` and
+ * the {{ }} `expr` ("" for "could not be told"). */
+static void arg_refused(const char *item, const char *inputs,
+			const char *options, const char *arg, const char *expr)
+{
+	char out[FERR_MESSAGE_MAX], want[FERR_MESSAGE_MAX];
+	int ret = one_arg(item, inputs, options, out, sizeof(out));
+
+	if (*expr)
+		snprintf(want, sizeof(want), "node \"n1\": command[1] \"%s\" "
+			 "begins with \"-\" from the node's value %s: a program "
+			 "would read it as an option; only input parameters the "
+			 "tool map lists in \"options\" for \"t\" may do that",
+			 arg, expr);
+	else
+		snprintf(want, sizeof(want), "node \"n1\": command[1] \"%s\" "
+			 "begins with \"-\", and where from could not be told: "
+			 "a program would read it as an option", arg);
+	if (ret != -EINVAL)
+		fail_msg("%s with %s: %d (%s), not refused", item, inputs, ret,
+			 out);
+	if (strcmp(out, want))
+		fail_msg("%s with %s:\n  got  %s\n  want %s", item, inputs, out,
+			 want);
+}
+
+static void test_plan_options(void **state)
+{
+	(void)state;
+	/* the attack: tar -xf {{ archive }} */
+	arg_refused("{{ archive }}",
+		    "{'archive': '--checkpoint-action=exec=id'}", NULL,
+		    "--checkpoint-action=exec=id", "{{ archive }}");
+	/* a whole argument: an option, "-", a number */
+	arg_refused("{{ x }}", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_refused("{{ x }}", "{'x': '-'}", NULL, "-", "{{ x }}");
+	arg_refused("{{ x }}", "{'x': '--'}", NULL, "--", "{{ x }}");
+	arg_stands("{{ x }}", "{'x': '-5'}", NULL, "-5");
+	arg_stands("{{ x }}", "{'x': '-0.25e-3'}", NULL, "-0.25e-3");
+	arg_stands("{{ x }}", "{'x': -3}", NULL, "-3");
+	arg_stands("{{ x }}", "{'x': -1.5}", NULL, "-1.5");
+	arg_stands("{{ x }}", "{'x': ['-rf']}", NULL, "['-rf']");
+	arg_stands("{{ x }}", "{'x': 'a-b'}", NULL, "a-b");
+	arg_stands("{{ x }}", "{'x': ' -rf'}", NULL, " -rf");
+	/* a value that begins an argument */
+	arg_refused("{{ x }}.txt", "{'x': '-rf'}", NULL, "-rf.txt",
+		    "{{ x }}");
+	arg_refused("{{ a }}{{ x }}", "{'a': '', 'x': '-rf'}", NULL, "-rf",
+		    "{{ x }}");
+	arg_stands("{{ a }}{{ x }}", "{'a': 'ok', 'x': '-rf'}", NULL,
+		   "ok-rf");
+	arg_refused("{{ x|upper }}", "{'x': '-rf'}", NULL, "-RF",
+		    "{{ x|upper }}");
+	arg_refused("{{ x|join(',') }}", "{'x': ['-a', 'b']}", NULL,
+		    "-a,b", "{{ x|join(',') }}");
+	/* whitespace control strips the map's blanks before it */
+	arg_refused("  {{- x }}", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_refused("{{ x -}}  ", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_refused("{# c #}{{ x }}", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_refused("{{ x }}\n", "{'x': '-rf'}", NULL, "-rf", "{{ x }}");
+	arg_stands(" {{ x }}", "{'x': '-rf'}", NULL, " -rf");
+	/* the map's text begins it: its own */
+	arg_stands("--in={{ x }}", "{'x': '-rf'}", NULL, "--in=-rf");
+	arg_stands("-{{ x }}", "{'x': '-checkpoint-action=exec=id'}", NULL,
+		   "--checkpoint-action=exec=id");
+	arg_stands("{% if v %}-v{% endif %}{{ x }}", "{'v': true, 'x': 'q'}",
+		   NULL, "-vq");
+	arg_refused("{% if v %}-v{% endif %}{{ x }}",
+		    "{'v': false, 'x': '-q'}", NULL, "-q", "{{ x }}");
+	arg_stands("{{ '-v' }}", "{}", NULL, "-v");
+	arg_stands("{{- '-v' }}{{ x }}", "{'x': 'q'}", NULL, "-vq");
+	/* names a {{ }} reads that are no value of the node's own */
+	arg_refused("{{ x|default('-q') }}", "{}", NULL, "-q",
+		    "{{ x|default('-q') }}");
+	arg_stands("{{ x|default('-q') }}", "{}", "['x']", "-q");
+	/* options: the parameters the map lists */
+	arg_stands("{{ flags }}", "{'flags': '-v'}", "['flags']", "-v");
+	arg_stands("{{flags}}", "{'flags': '--x=1'}", "['other', 'flags']",
+		   "--x=1");
+	arg_refused("{{ flags }}{{ x }}", "{'flags': '', 'x': '-x'}",
+		    "['flags']", "-x", "{{ x }}");
+	arg_stands("{{ flags }}{{ x }}", "{'flags': '-v', 'x': '-x'}",
+		   "['flags']", "-v-x");
+	arg_refused("{{ flags or x }}", "{'flags': '', 'x': '-x'}",
+		    "['flags']", "-x", "{{ flags or x }}");
+	arg_refused("{{ flags|default(x) }}", "{'x': '-x'}", "['flags']",
+		    "-x", "{{ flags|default(x) }}");
+	arg_refused("{{ inputs.flags }}", "{'flags': '-v'}", "['flags']",
+		    "-v", "{{ inputs.flags }}");
+	arg_refused("{{ x[flags] }}", "{'flags': 'k', 'x': {'k': '-v'}}",
+		    "['flags']", "-v", "{{ x[flags] }}");
+	arg_stands("{{ flags['k'] }}", "{'flags': {'k': '-v'}}",
+		   "['flags']", "-v");
+	arg_stands("{{ flags is defined and flags }}", "{'flags': '-v'}",
+		   "['flags']", "-v");
+	arg_stands("{{ flags is not undefined and flags }}", "{'flags': '-v'}",
+		   "['flags']", "-v");
+	arg_refused("{{ flags is defined and x }}", "{'flags': 1, 'x': '-v'}",
+		    "['flags']", "-v", "{{ flags is defined and x }}");
+	/* a loop's name stands for what it iterates, and for itself */
+	arg_refused("{% for f in flags %}{{ f }}{% endfor %}",
+		    "{'flags': ['-v']}", "['flags']", "-v", "{{ f }}");
+	arg_stands("{% for f in flags %}{{ f }}{% endfor %}",
+		   "{'flags': ['-v']}", "['flags', 'f']", "-v");
+	arg_refused("{% for flags in x %}{{ flags }}{% endfor %}",
+		    "{'flags': 'a', 'x': ['-v']}", "['flags']", "-v",
+		    "{{ flags }}");
+	arg_refused("{% for k, v in flags.items() %}{{ v }}{% endfor %}",
+		    "{'flags': {'a': '-v'}}", "['flags', 'k']", "-v",
+		    "{{ v }}");
+	arg_stands("{% for k, v in flags.items() %}{{ v }}{% endfor %}",
+		   "{'flags': {'a': '-v'}}", "['flags', 'v']", "-v");
+	arg_stands("{{ loop }}{% for f in flags %}{{ loop.index }}"
+		   "{% endfor %}", "{'flags': ['a', 'b']}", NULL, "12");
+	/* a value holding the marks: told apart while one is free */
+	arg_refused("{{ x }}", "{'x': '-a\\u0001\\u0002\\u0003'}", NULL,
+		    "-a\x01\x02\x03", "{{ x }}");
+	arg_stands("{{ x }}", "{'x': '-a\\u0001\\u0002\\u0003'}", "['x']",
+		   "-a\x01\x02\x03");
+	arg_refused("{{ x }}", "{'x': '-\\u0001\\u0002\\u0003\\u0004\\u0005"
+		    "\\u0006\\u0007\\b\\u000e\\u000f\\u0010\\u0011\\u0012\\u0013"
+		    "\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001a\\u001b"
+		    "\\u007f'}", "['x']", "-\x01\x02\x03\x04\x05\x06\x07\b\x0e"
+		    "\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x7f",
+		    "");
+	/* the argument shown is cut to 92 bytes and "..." */
+	{
+		char inputs[1100], arg[1100];	/* room for rep()'s 1023 */
+
+		snprintf(inputs, sizeof(inputs), "{'x': '%s'}",
+			 rep("-", 'a', 200, ""));
+		snprintf(arg, sizeof(arg), "%s", rep("-", 'a', 91, "..."));
+		arg_refused("{{ x }}", inputs, NULL, arg, "{{ x }}");
+	}
+}
+
+/* node.id, session: values of the node's too; an edge's path is not. */
+static void test_plan_options_names(void **state)
+{
+	const struct jobspec_options dash = {
+		.session = "-s", .run_dir = RUN, .tools_path = TOOLS_PATH,
+	};
+	struct jobspec_plan p;
+	struct ferr err = FERR_INIT;
+	json_t *g, *t;
+
+	(void)state;
+	plan_refused("{'nodes': [{'id': '--x', 'label': 't'}]}",
+		     "{'t': {'command': ['prog', '{{ node.id }}']}}", -EINVAL,
+		     "node \"--x\": command[1] \"--x\" begins with \"-\" from "
+		     "the node's value {{ node.id }}: a program would read it "
+		     "as an option; only input parameters the tool map lists "
+		     "in \"options\" for \"t\" may do that");
+	g = unit_json("{'nodes': [{'id': 'n1', 'label': 't'}]}");
+	t = unit_json("{'t': {'command': ['prog', '{{ session }}']}}");
+	assert_int_equal(jobspec_plan(g, t, &dash, &p, &err), -EINVAL);
+	assert_string_equal(err.message, "node \"n1\": command[1] \"-s\" "
+			    "begins with \"-\" from the node's value "
+			    "{{ session }}: a program would read it as an "
+			    "option; only input parameters the tool map lists "
+			    "in \"options\" for \"t\" may do that");
+	json_decref(g);
+	json_decref(t);
+	/* an edge hands on an absolute path */
+	plan_ok("{'nodes': [{'id': '-a', 'label': 't'}, {'id': 'b', 'label':"
+		" 'u', 'input_parameters': [{'name': 'src', 'value': '-x'}]}],"
+		" 'edges': [{'id': 'e', 'source_node_id': '-a',"
+		" 'target_node_id': 'b', 'target_parameter_name': 'src'}]}",
+		"{'t': {'command': ['t']}, 'u': {'command': ['u', '{{ src }}']}}",
+		&opt_plain, &p);
+	argv_is(job(&p, "b"), "u", RUN "/-a", NULL);
+	jobspec_plan_release(&p);
+	/* the runner's words are not checked: the image cannot be one */
+	{
+		static const char *const runner[] = { "run", "-{{ image }}",
+						      NULL };
+		const struct jobspec_options o = {
+			.session = "s", .run_dir = RUN, .container = runner,
+		};
+
+		plan_ok("{'nodes': [{'id': 'n1', 'label': 't'}]}",
+			"{'t': {'image': 'i', 'command': ['t']}}", &o, &p);
+		argv_is(&p.jobs[0], "run", "-i", "t", NULL);
+		jobspec_plan_release(&p);
+	}
+}
+
+/* ---- the container runner's words --------------------------------------- */
+
+static void words_are(const char *text, ...)
+{
+	struct ferr err = FERR_INIT;
+	char **w = NULL;
+	const char *want;
+	size_t n = 0;
+	va_list ap;
+
+	if (jobspec_runner_words(text, &w, &err) != 0)
+		fail_msg("%s: refused: %s", text, err.message);
+	va_start(ap, text);
+	while ((want = va_arg(ap, const char *))) {
+		if (!w[n] || strcmp(w[n], want))
+			fail_msg("%s: word %zu is \"%s\", not \"%s\"", text, n,
+				 w[n] ? w[n] : "(none)", want);
+		n++;
+	}
+	va_end(ap);
+	if (w[n])
+		fail_msg("%s: a word more: %s", text, w[n]);
+	jobspec_runner_free(w);
+}
+
+static void words_refused(const char *text, const char *want)
+{
+	struct ferr err = FERR_INIT;
+	char **w = (char **)1;
+
+	assert_int_equal(jobspec_runner_words(text, &w, &err), -EINVAL);
+	assert_null(w);
+	if (strcmp(err.message, want))
+		fail_msg("%s:\n  got  %s\n  want %s", text, err.message, want);
+}
+
+static void test_runner_words(void **state)
+{
+	char big[4 * 300];
+	size_t at = 0;
+
+	(void)state;
+	/* the README's examples, and --help's */
+	words_are("apptainer exec docker://{{ image }}", "apptainer", "exec",
+		  "docker://{{ image }}", NULL);
+	words_are("podman run --rm -v {{ job_dir }}:{{ job_dir }} -w "
+		  "{{ job_dir }} {{ image }}", "podman", "run", "--rm", "-v",
+		  "{{ job_dir }}:{{ job_dir }}", "-w", "{{ job_dir }}",
+		  "{{ image }}", NULL);
+	/* blanks: several, tabs, newlines, at the ends */
+	words_are("  a\t\tb \n c  ", "a", "b", "c", NULL);
+	/* every tag holds its blanks; strings in it hold "}}" */
+	words_are("x{{ image|default( 'a }} b' ) }}y {%- if image %}i{% endif"
+		  " %} {# a comment #}", "x{{ image|default( 'a }} b' ) }}y",
+		  "{%- if image %}i{% endif %}", "{# a comment #}", NULL);
+	words_are("{% for c in image %}{{ c }}{{ loop.index }}{% endfor %}",
+		  "{% for c in image %}{{ c }}{{ loop.index }}{% endfor %}",
+		  NULL);
+	/* a blank between tags is between words */
+	words_refused("{% for c in image %}{{ c }} {% endfor %}", "word 1 "
+		      "\"{% for c in image %}{{ c }}\": line 1, column 28: "
+		      "'else' or 'endfor' expected, found end of template");
+	words_refused("", "it has no words");
+	words_refused(" \t ", "it has no words");
+	words_refused("podman run {{ img }}", "word 3 \"{{ img }}\" reads "
+		      "\"img\": the runner sees only image and job_dir");
+	words_refused("run {{ node.id }}", "word 2 \"{{ node.id }}\" reads "
+		      "\"node\": the runner sees only image and job_dir");
+	words_refused("run {% if x %}{% endif %}", "word 2 \"{% if x %}"
+		      "{% endif %}\" reads \"x\": the runner sees only image "
+		      "and job_dir");
+	words_refused("run {{ image", "word 2 \"{{ image\": line 1, column "
+		      "9: unexpected end of template inside '{{ }}'");
+	words_refused("run {{", "word 2 \"{{\": line 1, column 3: unexpected "
+		      "end of template inside '{{ }}'");
+	words_refused("sh -c 'a b'", "word 3 holds a quote or a backslash: "
+		      "no shell reads the runner, its words are split at "
+		      "blanks");
+	words_refused("a\\ b", "word 1 holds a quote or a backslash: no shell "
+		      "reads the runner, its words are split at blanks");
+	/* 256 words, and one more */
+	for (int i = 0; i < 256; i++)
+		at += (size_t)snprintf(big + at, sizeof(big) - at, "w ");
+	{
+		struct ferr err = FERR_INIT;
+		char **w = NULL;
+
+		assert_int_equal(jobspec_runner_words(big, &w, &err), 0);
+		assert_non_null(w[255]);
+		assert_null(w[256]);
+		jobspec_runner_free(w);
+	}
+	snprintf(big + at, sizeof(big) - at, "w");
+	words_refused(big, "more than 256 words");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1775,6 +2415,13 @@ int main(void)
 		cmocka_unit_test(test_plan_cost),
 		cmocka_unit_test(test_plan_folders),
 		cmocka_unit_test(test_plan_long_label),
+		cmocka_unit_test(test_image_grammar),
+		cmocka_unit_test(test_check_images_options),
+		cmocka_unit_test(test_plan_images),
+		cmocka_unit_test(test_is_option),
+		cmocka_unit_test(test_plan_options),
+		cmocka_unit_test(test_plan_options_names),
+		cmocka_unit_test(test_runner_words),
 		cmocka_unit_test_setup_teardown(test_script_hostile_argument,
 						run_setup, run_teardown),
 		cmocka_unit_test_setup_teardown(test_script_first_word,

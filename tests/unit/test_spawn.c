@@ -257,6 +257,61 @@ static void test_reset_child(void **state)
 	close(17);
 }
 
+/* Feed `text` through a pipe into `o`, in pieces of `piece` bytes. */
+static void feed(struct spawn_output *o, const char *text, size_t piece)
+{
+	size_t len = strlen(text);
+
+	for (size_t at = 0; at < len; at += piece) {
+		int p[2];
+		size_t n = len - at < piece ? len - at : piece;
+
+		assert_int_equal(pipe(p), 0);
+		assert_int_equal(write(p[1], text + at, n), (ssize_t)n);
+		close(p[1]);
+		assert_true(spawn_drain_ends(p[0], o));
+		assert_false(spawn_drain_ends(p[0], o));
+		close(p[0]);
+	}
+}
+
+static char *ends_of(const char *text, size_t keep, size_t piece)
+{
+	struct spawn_output o = { .keep = keep };
+	struct sbuf out = SBUF_INIT;
+
+	feed(&o, text, piece);
+	assert_int_equal(spawn_output_text(&o, &out), 0);
+	spawn_output_release(&o);
+	return sbuf_detach(&out, NULL);
+}
+
+/* A flood keeps its first and last `keep` bytes, the middle counted. */
+static void test_output_ends(void **state)
+{
+	static const size_t pieces[] = { 1, 3, 7, 100 };
+	char *got;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pieces) / sizeof(*pieces); i++) {
+		got = ends_of("short", 8, pieces[i]);
+		assert_string_equal(got, "short");
+		free(got);
+		got = ends_of("0123456789abcdef", 8, pieces[i]);
+		assert_string_equal(got, "0123456789abcdef");
+		free(got);
+		got = ends_of("0123456789abcdefXYZ", 8, pieces[i]);
+		assert_string_equal(got, "01234567\n[... 3 bytes not kept ...]\n"
+				    "bcdefXYZ");
+		free(got);
+		got = ends_of("head\nmiddle middle middle\ntail end\n", 5,
+			      pieces[i]);
+		assert_string_equal(got, "head\n[... 25 bytes not kept ...]\n"
+				    " end\n");
+		free(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_detached),
 		cmocka_unit_test(test_detached_not_found),
 		cmocka_unit_test(test_reset_child),
+		cmocka_unit_test(test_output_ends),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
