@@ -286,6 +286,12 @@ static int read_file(struct flowfs *fs, fuse_ino_t ino, char *buf,
 	fs_unlock(fs);
 	ret = tree_read_stored(reader, ino, fsize, buf, size, off, got);
 	fs_reader_put(fs, reader);
+	/* it moved to a data file since the plan: its chunks are gone */
+	if (ret == 1) {
+		fs_lock_read(fs);
+		ret = tree_read(fs->tree, ino, buf, size, off, got);
+		fs_unlock(fs);
+	}
 	return ret;
 }
 

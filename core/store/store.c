@@ -987,7 +987,10 @@ static const char connection_setup[] =
 	"PRAGMA journal_mode=WAL;"
 	"PRAGMA synchronous=NORMAL;"
 	"PRAGMA foreign_keys=ON;"
-	"PRAGMA cache_size=-8192;"
+	/* metadata and small files: the bytes of large ones are not pages
+	 * (contents.h); 8 MiB per connection was most of the daemon's
+	 * resident memory */
+	"PRAGMA cache_size=-2048;"
 	/* a large write leaves a long WAL: cut it back once checkpointed,
 	 * not to hold twice the space */
 	"PRAGMA journal_size_limit=67108864;"

@@ -79,9 +79,11 @@ struct gathered {
 	int64_t size, alloc, mtime_ns, ctime_ns;
 };
 
-/* Chunk buffers kept for reuse, at most FILE_DIRTY_LIMIT worth: freeing
- * them lets malloc trim the heap, and every spill faulted pages anew. */
-#define POOL_MAX (FILE_DIRTY_LIMIT / TREE_CHUNK_SIZE)
+/* Chunk buffers kept for reuse, a small file's worth: freeing them lets
+ * malloc trim the heap, and each write faulted pages anew.  (8 MiB of
+ * them, as when every file's bytes were chunks, was a third of the
+ * daemon's resident memory once large files went to data files.) */
+#define POOL_MAX (2 * TREE_INLINE_MAX / TREE_CHUNK_SIZE)
 
 /* The tags as SQL text, so statements and tree.h cannot disagree. */
 #define SQL_TEXT_(x) #x

@@ -1857,6 +1857,19 @@ static void test_data_file_moves_out_and_back(void **state)
 	assert_int_equal(sql_count(fx, "SELECT count(*) FROM chunks"), 0);
 	assert_int_equal(sql_count(fx, "SELECT refs FROM contents"), 1);
 	check_file(fx, f, model, n);
+	/* a reader on a connection of its own is sent back (it read zeros
+	 * of chunks that were gone, or nothing) */
+	{
+		struct store *other;
+		char buf[16];
+		size_t got = 5;
+
+		assert_int_equal(store_open_beside(fx->st, &other, NULL), 0);
+		assert_int_equal(tree_read_stored(other, f, (int64_t)n, buf,
+						  sizeof(buf), 0, &got), 1);
+		assert_int_equal(got, 0);
+		store_close(other);
+	}
 	/* a rewrite in the middle, reopened */
 	assert_int_equal(tree_open(fx->t, f), 0);
 	memcpy(model + 1000, "middle", 6);
