@@ -1301,13 +1301,19 @@ static int lock_store(struct daemon *d)
 		fprintf(stderr, "flowfs: %s: name too long\n", d->db);
 		return 1;
 	}
+	/* a read-only file system: store_open() says why in its words (no
+	 * one can mount it, so there is nothing to lock) */
 	if (make_parent_dirs(d->db) < 0 ||
 	    (mkdir(dir, 0700) < 0 && errno != EEXIST)) {
+		if (errno == EROFS)
+			return GO_ON;
 		fprintf(stderr, "flowfs: cannot make %s: %s\n", dir,
 			strerror(errno));
 		return 1;
 	}
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == EROFS)
+		return GO_ON;
 	if (fd < 0) {
 		fprintf(stderr, "flowfs: cannot open %s: %s\n", path,
 			strerror(errno));
