@@ -810,9 +810,11 @@ const struct entry fs_entries[] = {
 	FOLDER("jobs", SESSION_JOBS),
 	EXPORT("workflow.argo.yaml", render_argo, render_argo_alone),
 	EXPORT("submit.slurm.sh", render_submit_slurm, render_slurm_alone),
-	/* a session's snapshots (like ZFS's .zfs: hidden, reached by name) */
+	/* a session's snapshots (like ZFS's .zfs: hidden, reached by name);
+	 * writable by the owner, for the kernel lets rmdir remove one only
+	 * then (nothing is made in it: EROFS) */
 	{ .name = ".snapshots", .scope = SCOPE_SESSION,
-	  .kind = ENTRY_SNAPSHOTS, .mode = S_IFDIR | 0555, .hidden = true },
+	  .kind = ENTRY_SNAPSHOTS, .mode = S_IFDIR | 0755, .hidden = true },
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

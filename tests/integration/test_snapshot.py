@@ -165,6 +165,10 @@ def test_removing_snapshots(flowfs):
     write_bytes(s / "uploads" / "big", os.urandom(2 * MiB))
     for label in ("a", "b"):
         assert ctl(s, f"snapshot {label}") == 0
+    # nothing is made in .snapshots
+    assert errno_of(os.mkdir, s / ".snapshots" / "new") == errno.EROFS
+    assert errno_of(write_bytes, s / ".snapshots" / "f", b"x") == \
+        errno.EROFS
     os.rmdir(s / ".snapshots" / "a")
     assert os.listdir(s / ".snapshots") == ["b"]
     r = subprocess.run(["rm", "-rf", str(s)], capture_output=True, text=True)
