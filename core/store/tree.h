@@ -1,8 +1,8 @@
 /*
  * tree: the real files of a session — its root folder, uploads/ and all
  * below it, and scratch files — as rows of the store, with their data in
- * fixed-size chunks.  The files and folders in the database; nothing of
- * skills, graphs or runs.
+ * fixed-size chunks or, for large files, in data files beside it.  The
+ * files and folders in the database; nothing of skills, graphs or runs.
  *
  * ---- Inodes and names ----
  * Every object is addressed by its inode number (a row id, never reused).
@@ -16,12 +16,20 @@
  * folders (.Trash, .Trash-<uid>): rows of no session, found by name at
  * the root, holding what was moved there (files, folders, sessions).
  *
+ * ---- Data files ----
+ * A regular file's bytes are chunk rows (TREE_CHUNK_SIZE each) while it
+ * is at most TREE_INLINE_MAX bytes; past it they are a data file beside
+ * the database (contents.h), which writes go to at once and which may be
+ * shared with other rows (tree_copy(), tree_share()): the first write to
+ * a shared one copies it.  The order of writes is contents.h's.
+ *
  * ---- Open files ----
  * tree_open() / tree_release() count the open handles of an
- * inode.  While a file is open, writes are gathered in memory, chunk by
- * chunk, and written to the store in one transaction by tree_flush() (the
- * close/fsync path), by tree_release(), or when the gathered bytes pass a
- * limit (so a large copy never holds more than a few MiB).  Reads and
+ * inode.  While a file in chunks is open, writes are gathered in memory,
+ * chunk by chunk, and written to the store in one transaction by
+ * tree_flush() (the close/fsync path), by tree_release(), or when the
+ * gathered bytes pass a limit; a file in a data file commits its size and
+ * times there.  Reads and
  * getattr see gathered bytes at once.  A file unlinked while open keeps
  * its row (without a name) until the last release, so its data stays
  * readable through the open descriptors; rows left so by a crash are
