@@ -773,6 +773,7 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 		return -EINVAL;
 	}
 	o->work_dir = real;
+	o->work_dir_given = opts->work_dir != NULL;
 	o->slots = (unsigned)(opts->job_slots > 0 ? opts->job_slots : 0);
 	/* split at blanks outside {{ }}: "-v {{ job_dir }}:{{ job_dir }}"
 	 * is two words, not six; each checked now, not at the first submit */
@@ -1485,8 +1486,8 @@ static int mount_and_detach(struct daemon *d)
 	fs->foreground = d->cmd.foreground;
 	if (!fs->foreground)
 		openlog("flowfs", LOG_PID, LOG_USER);
-	if (fs->run_opt.allow_exec)
-		find_cgroups(fs, &d->cgroup_why);
+	/* experiments are bounded by one, and local jobs held by one */
+	find_cgroups(fs, &d->cgroup_why);
 	return GO_ON;
 }
 
@@ -1575,6 +1576,10 @@ static int start_serving(struct daemon *d)
 		       " removals make room (removals still work)");
 	if (fs->run_opt.allow_exec)
 		log_cgroups(fs, &d->cgroup_why);
+	/* each local job in a cgroup of its own where one can be had; else
+	 * its supervisor alone holds its processes (run/supervise.h) */
+	if (fs->cgroups.version)
+		fs->jobs_opt.cgroups = &fs->cgroups;
 
 	/* from here on, threads: every commit by the writer, big cuts of
 	 * files outside the lock */

@@ -21,8 +21,9 @@
  *   outside a quoted text, the first item named; a line ends after a comma
  *   or with the closing `$` (so no value is split across cards), nothing
  *   after it; a value is a REAL (optional r* repeat, optional sign, digits
- *   with a `.`, optional upper-case exponent: no bare integer, no lower
- *   `e`, no decimal comma), .TRUE./.FALSE., or 'text' without ' and $;
+ *   with a `.`, optional upper-case exponent other than 0: no bare
+ *   integer, no lower `e`, no `E0` (rvalue.f), no decimal comma),
+ *   .TRUE./.FALSE., or 'text' without ' and $;
  *   every namelist closed; the deck ends with NEXT CASE.
  *
  * RULES_DATCOM adds what datcom_render() alone writes: one case (nothing
@@ -83,10 +84,14 @@ static inline bool rules_upper(char c)
 	return c >= 'A' && c <= 'Z';
 }
 
-/* A REAL: [sign] (d+.d* | .d+) [E [+-] d+]; datcom: no `+`. */
+/*
+ * A REAL: [sign] (d+.d* | .d+) [E [+-] d+]; datcom: no `+`.  The
+ * exponent is not 0: DATCOM's input check (RVALUE in rvalue.f: "IF(EXP
+ * .AND. POWR .EQ. 0) NF = NF+1") marks `1.5E0` a syntax error.
+ */
 static inline bool rules_real(const char *s, size_t n, bool datcom)
 {
-	size_t i = 0, d = 0, e = 0;
+	size_t i = 0, d = 0, e = 0, nonzero = 0;
 
 	if (i < n && (s[i] == '-' || (!datcom && s[i] == '+')))
 		i++;
@@ -104,8 +109,8 @@ static inline bool rules_real(const char *s, size_t n, bool datcom)
 		if (i < n && (s[i] == '-' || s[i] == '+'))
 			i++;
 		while (i < n && rules_digit(s[i]))
-			i++, e++;
-		if (!e)
+			nonzero += s[i] != '0', i++, e++;
+		if (!e || !nonzero)
 			return false;
 	}
 	return i == n;

@@ -132,11 +132,19 @@ static const struct dparam params_table[NPARAMS] = { PARAMS(X_TABLE) };
 #define NELEM(a) (sizeof(a) / sizeof(*(a)))
 
 #define DATCOM_REAL_MAX 3.4e38
-/* DATCOM hangs at Mach 0.001; 0.005 ran (issue 15's runs) */
-#define DATCOM_MACH_MIN 0.005
-/* FLTCON STMACH's default: at and above it, no coefficients in its
- * tables (issue 15's runs: 1,044 of 1,044) */
+/* DATCOM's section method (SLOPE) iterates to a zero-lift angle that
+ * single precision cannot find at very low Mach numbers: it ran without
+ * end at 0.001 (issue 15) and on some sections at 0.005 to 0.009; from
+ * 0.01 on it finished on every one of 2,500 sections (issue 28) */
+#define DATCOM_MACH_MIN 0.01
+/* As fast as anything flies in the atmosphere (re-entry).  DATCOM
+ * finished every deck of issue 28's runs up to Mach 100 once the Mach
+ * numbers were in order: the limit is the flight, not the program. */
+#define DATCOM_MACH_MAX 25.0
+/* FLTCON STMACH's and TSMACH's defaults: between them DATCOM's methods
+ * are transonic, above TSMACH supersonic */
 #define DATCOM_STMACH 0.6
+#define DATCOM_TSMACH 1.4
 
 /* Longest NACA designation kept; a card holds at most 80 columns anyway. */
 #define NACA_MAX 80
@@ -674,12 +682,51 @@ static bool naca_parse(const char *in, size_t len, struct dval *out)
 	return true;
 }
 
+/*
+ * Why DATCOM computes nothing for a section naca_parse() took, or NULL.
+ * Found by running it (issue 28): SLOPE, its section method, fails on a
+ * section without thickness (64-000, 63-000, 16-000 at Mach 0.55:
+ * COMPUTATIONS IN SUBROUTINE SLOPE HAVE FAILED, and the run stops), and
+ * a 4-digit mean line divides by the camber's position, so camber at 0
+ * gives NaN (6015, 8013, 9012 at every Mach tried).
+ */
+static const char *naca_degenerate(const struct dval *v)
+{
+	const char *d = v->text, *end = strchr(d, ' ');
+	size_t len = end ? (size_t)(end - d) : strlen(d);
+	const char *t;
+
+	switch (v->series) {
+	case '4':
+		if (d[0] != '0' && d[1] == '0')
+			return "has camber but no camber position (its second "
+			       "digit is 0): the mean line divides by it, and "
+			       "DATCOM's coefficients come out NaN";
+		t = d + 2;
+		break;
+	case '5':
+		t = d + 3;
+		break;
+	case '6':
+	case '1':
+		t = d + len - 2;
+		break;
+	default:
+		return NULL;
+	}
+	if (t[0] == '0' && t[1] == '0')
+		return "has no thickness (its last two digits are 00): "
+		       "DATCOM's section method fails on it (COMPUTATIONS IN "
+		       "SUBROUTINE SLOPE HAVE FAILED) and the run stops";
+	return NULL;
+}
+
 static int get_value(struct ferr *err, int pi, const json_t *j,
 		     struct dval *out)
 {
 	const struct dparam *p = &params_table[pi];
 	char lbl[LABEL_MAX], q[40];
-	const char *s;
+	const char *s, *why;
 	size_t len;
 
 	switch (p->kind) {
@@ -756,6 +803,13 @@ static int get_value(struct ferr *err, int pi, const json_t *j,
 				    "1-series 16-212, supersonic "
 				    "S-1-40.0-9.0)", label(lbl, pi), q);
 		}
+		why = naca_degenerate(out);
+		if (why) {
+			quote(q, sizeof(q), json_string_value(j),
+			      json_string_length(j));
+			return fail(err, pi, "%s: \"%s\" %s", label(lbl, pi),
+				    q, why);
+		}
 		/* the card is NACA-<surface>-<series>-<designation> */
 		if (strlen(out->text) > DECK_COLUMNS - NACA_PREFIX)
 			return fail(err, pi, "%s is too long: its card "
@@ -795,9 +849,10 @@ static int check_count(struct ferr *err, const struct dcase *c, int count,
 	return 0;
 }
 
-/* Each value above the one before (strict) or not below it. */
+/* Each value above the one before (strict) or not below it; `why`
+ * follows the message (may be ""). */
 static int check_order(struct ferr *err, const struct dcase *c, int pi,
-		       bool strict, const char *what)
+		       bool strict, const char *what, const char *why)
 {
 	const struct dval *l = &c->v[pi];
 	char a[FJSON_REAL_SIZE], b[FJSON_REAL_SIZE];
@@ -809,11 +864,11 @@ static int check_order(struct ferr *err, const struct dcase *c, int pi,
 		    l->list[i] >= l->list[i - 1])
 			continue;
 		return fail(err, pi, "%s (%s) must be %sascending: value %zu "
-			    "(%s) %s value %zu (%s)", what,
+			    "(%s) %s value %zu (%s)%s", what,
 			    params_table[pi].var, strict ? "strictly " : "",
 			    i + 1, show(a, l->list[i]),
 			    strict ? "does not exceed" : "is less than", i,
-			    show(b, l->list[i - 1]));
+			    show(b, l->list[i - 1]), why);
 	}
 	return 0;
 }
@@ -836,11 +891,19 @@ static int check_computable(const struct dcase *c, struct ferr *err)
 	     i < DATCOM_MAX_LIST; i++)
 		if (v[P_MACH].list[i] < DATCOM_MACH_MIN)
 			return fail(err, P_MACH, "%s is %s: DATCOM does not "
-				    "finish below Mach %g (at 0.001 it ran for "
-				    "minutes without an answer)",
+				    "always finish below Mach %g (its section "
+				    "method ran without end at 0.001, and on "
+				    "some sections at 0.005 to 0.009)",
 				    item_label(lbl, P_MACH, i),
 				    show(a, v[P_MACH].list[i]),
 				    DATCOM_MACH_MIN);
+		else if (v[P_MACH].list[i] > DATCOM_MACH_MAX)
+			return fail(err, P_MACH, "%s is %s: above Mach %g, "
+				    "faster than anything flies in the "
+				    "atmosphere, DATCOM's methods have nothing "
+				    "to say", item_label(lbl, P_MACH, i),
+				    show(a, v[P_MACH].list[i]),
+				    DATCOM_MACH_MAX);
 	for (size_t i = 0; v[P_ALSCHD].set && i < v[P_ALSCHD].n &&
 	     i < DATCOM_MAX_LIST; i++)
 		if (fabs(v[P_ALSCHD].list[i]) >= 90)
@@ -885,62 +948,204 @@ static int check_computable(const struct dcase *c, struct ferr *err)
 static int load(const json_t *params, struct dcase *c, struct ferr *err);
 static int check_rules(const struct dcase *c, struct ferr *err);
 
-int datcom_warnings(const json_t *params, struct sbuf *out)
+static bool surface_given(const struct dcase *c, const json_t *params,
+			  int s);
+
+/* Whether the case a deck carries through (may be NULL) gives `var` in a
+ * namelist `nl`. */
+static bool rest_gives(const struct deck_case *rest, const char *nl,
+		       const char *var)
+{
+	const struct deck_namelist *n;
+	size_t pos = 0;
+
+	while (rest && (n = deck_find_namelist(rest, nl, &pos)))
+		if (deck_find_var(n, var))
+			return true;
+	return false;
+}
+
+/*
+ * Append the Mach numbers of a speed range, ", "-separated: with
+ * transonic, above STMACH `st` and below TSMACH `ts`, else at or above
+ * `ts` (supersonic).  Compared in single precision, as DATCOM does
+ * (main00.f: SUBSON at or below STMACH, SUPERS at or above TSMACH).
+ * How many, or -ENOMEM.
+ */
+static int machs_in(const struct dcase *c, bool transonic, double st,
+		    double ts, struct sbuf *out)
+{
+	char num[FJSON_REAL_SIZE];
+	int n = 0;
+
+	for (size_t i = 0; i < c->v[P_MACH].n && i < DATCOM_MAX_LIST; i++) {
+		double m = c->v[P_MACH].list[i];
+		bool in = transonic ? (float)m > (float)st && (float)m < (float)ts
+				    : (float)m >= (float)ts;
+
+		if (!in)
+			continue;
+		if ((n++ && sbuf_addstr(out, ", ") < 0) ||
+		    sbuf_addstr(out, show(num, m)) < 0)
+			return -ENOMEM;
+	}
+	return n;
+}
+
+/*
+ * The lines of datcom_warnings_with() for a set load() and check_rules()
+ * passed.  Each is what DATCOM printed for such decks in issue 28's runs.
+ */
+static int warnings(const struct dcase *c, const struct deck_case *rest,
+		    struct sbuf *out)
+{
+	const struct dval *v = c->v;
+	struct sbuf list = SBUF_INIT;
+	char a[FJSON_REAL_SIZE], b[FJSON_REAL_SIZE];
+	double st = v[P_STMACH].set ? v[P_STMACH].num : DATCOM_STMACH;
+	double ts = v[P_TSMACH].set ? v[P_TSMACH].num : DATCOM_TSMACH;
+	int loop = v[P_LOOP].set ? (int)v[P_LOOP].num : 1;
+	bool wing = surface_given(c, NULL, 0);
+	int n, r = 0;
+
+	/* A public deck (pydatcom's SenecaII) that DATCOM runs has NMACH 1,
+	 * NALT 3 with LOOP 1: a deck DATCOM runs must import, so this is
+	 * said, not refused (DATCOM itself sets both to the smaller). */
+	if (v[P_NALT].set && v[P_NMACH].set && loop == 1 &&
+	    v[P_NALT].num != v[P_NMACH].num)
+		r = sbuf_addf(out, "NALT (%d) differs from NMACH (%d) while "
+			      "LOOP is 1 (Mach number and altitude vary "
+			      "together, in pairs): DATCOM says so and takes "
+			      "the first %d of each (loop 2 or 3 computes every "
+			      "combination)\n", (int)v[P_NALT].num,
+			      (int)v[P_NMACH].num,
+			      (int)(v[P_NALT].num < v[P_NMACH].num ?
+				    v[P_NALT].num : v[P_NMACH].num));
+	if (!r && loop != 1 && !v[P_ALT].set)
+		r = sbuf_addf(out, "LOOP %d (loop) varies the altitude, but "
+			      "only Reynolds numbers (rnnub) are given: DATCOM "
+			      "says ATMOSPHERIC DATA ARE NOT DEFINED and runs "
+			      "LOOP 1 instead\n", loop);
+	if (!r && v[P_MACH].set) {
+		n = machs_in(c, true, st, ts, &list);
+		if (n > 0)
+			r = sbuf_addf(out, "MACH %s %s above STMACH %s and "
+				      "below TSMACH %s (transonic), where DATCOM has "
+				      "few methods: its tables there print NDM "
+				      "(no method) for most coefficients, CD "
+				      "alone at best (stmach, up to 0.99, and "
+				      "tsmach, 1.01 to 1.4, move the limits)\n",
+				      list.buf, n == 1 ? "is" : "are",
+				      show(a, st), show(b, ts));
+		else
+			r = n;
+	}
+	sbuf_release(&list);
+	/* with them (sprob.in's bodies, issue 28's runs) the supersonic
+	 * tables have numbers */
+	if (!r && v[P_MACH].set && !(rest_gives(rest, "BODY", "BLN") &&
+				      rest_gives(rest, "BODY", "BLA"))) {
+		n = machs_in(c, false, st, ts, &list);
+		if (n > 0)
+			r = sbuf_addf(out, "MACH %s %s at or above TSMACH %s "
+				      "(supersonic): there DATCOM's body method "
+				      "needs the nose and afterbody lengths BLN "
+				      "and BLA, which only a deck's $BODY carries "
+				      "through, and without them CD and CL print "
+				      "NaN or NDM wherever the body is\n",
+				      list.buf,
+				      n == 1 ? "is" : "are", show(a, ts));
+		else
+			r = n;
+	}
+	sbuf_release(&list);
+	if (!r && wing && v[P_W_TYPE].num != 1 &&
+	    (surface_given(c, NULL, 1) || surface_given(c, NULL, 2)))
+		r = sbuf_addf(out, "The wing's planform is TYPE %d (%s): with a "
+			      "tail, DATCOM computes the configurations up to "
+			      "wing-body, and those with a tail print NDM (no "
+			      "method)\n", (int)v[P_W_TYPE].num,
+			      v[P_W_TYPE].num == 2 ? "double delta" : "cranked");
+	if (!r && !wing && (!v[P_CBARR].set || !v[P_BLREF].set))
+		r = sbuf_addf(out, "Without a wing DATCOM has no reference "
+			      "lengths of its own: without %s%s%s its %s%s%s "
+			      "print ****, Inf or values near 1E28\n",
+			      v[P_CBARR].set ? "" : "cbarr",
+			      !v[P_CBARR].set && !v[P_BLREF].set ? " and " : "",
+			      v[P_BLREF].set ? "" : "blref",
+			      v[P_CBARR].set ? "" : "CM, XCP and CMA",
+			      !v[P_CBARR].set && !v[P_BLREF].set ? " and " : "",
+			      v[P_BLREF].set ? "" : "CNB and CLB");
+	return r < 0 ? -ENOMEM : 0;
+}
+
+/* The first case of a deck carried through, or NULL. */
+static const struct deck_case *first_case(const struct deck *rest)
+{
+	return rest && rest->nr ? rest->cases[0] : NULL;
+}
+
+int datcom_warnings_with(const json_t *params, const struct deck *rest,
+			 struct sbuf *out)
 {
 	struct dcase *c = malloc(sizeof(*c));
 	struct ferr err = FERR_INIT;
-	struct sbuf above = SBUF_INIT;
-	char num[FJSON_REAL_SIZE];
-	double stmach;
-	size_t n = 0;
 	int ret = 0;
 
 	if (!c)
 		return -ENOMEM;
-	if (load(params, c, &err) < 0 || check_rules(c, &err) < 0)
-		goto out;
-	/* A public deck (pydatcom's SenecaII) that DATCOM runs has NMACH 1,
-	 * NALT 3 with LOOP 1: a deck DATCOM runs must import, so this is
-	 * said, not refused. */
-	if (c->v[P_NALT].set && c->v[P_NMACH].set &&
-	    (!c->v[P_LOOP].set || c->v[P_LOOP].num == 1) &&
-	    c->v[P_NALT].num != c->v[P_NMACH].num &&
-	    sbuf_addf(out, "NALT (%d) differs from NMACH (%d) while LOOP is "
-		      "1 (Mach number and altitude vary together, in pairs): "
-		      "not every value makes a flight condition of its own "
-		      "(loop 2 or 3 computes every combination)\n",
-		      (int)c->v[P_NALT].num, (int)c->v[P_NMACH].num) < 0) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	if (!c->v[P_MACH].set)
-		goto out;
-	stmach = c->v[P_STMACH].set ? c->v[P_STMACH].num : DATCOM_STMACH;
-	for (size_t i = 0; i < c->v[P_MACH].n && i < DATCOM_MAX_LIST; i++) {
-		if (c->v[P_MACH].list[i] < stmach)
-			continue;
-		if ((n++ && sbuf_addstr(&above, ", ") < 0) ||
-		    sbuf_addstr(&above, show(num, c->v[P_MACH].list[i])) < 0) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-	if (n && !c->v[P_STMACH].set &&
-	    sbuf_addf(out, "MACH %s %s at or above %g, DATCOM's default "
-		      "STMACH (where subsonic ends): its tables show no "
-		      "coefficients there (stmach moves it, up to 0.99)\n",
-		      above.buf, n == 1 ? "is" : "are", DATCOM_STMACH) < 0)
-		ret = -ENOMEM;
-	else if (n && c->v[P_STMACH].set &&
-		 sbuf_addf(out, "MACH %s %s at or above STMACH %s (where "
-			   "subsonic ends): DATCOM's tables show no "
-			   "coefficients there\n", above.buf,
-			   n == 1 ? "is" : "are", show(num, stmach)) < 0)
-		ret = -ENOMEM;
-out:
-	sbuf_release(&above);
+	if (load(params, c, &err) == 0)
+		ret = warnings(c, first_case(rest), out);
 	free(c);
 	return ret;
+}
+
+int datcom_warnings(const json_t *params, struct sbuf *out)
+{
+	return datcom_warnings_with(params, NULL, out);
+}
+
+/*
+ * What a complete set leaves out that DATCOM cannot do without, given
+ * what the deck carries through (may be NULL).  Only a complete set can
+ * be judged so: a request alone may leave these to a deck.
+ */
+static int check_complete(const struct dcase *c,
+			  const struct deck_case *rest, struct ferr *err)
+{
+	const struct dval *v = c->v;
+	bool r = v[P_RC].set, s = rest_gives(rest, "BODY", "S");
+	bool p = rest_gives(rest, "BODY", "P");
+	int loop = v[P_LOOP].set ? (int)v[P_LOOP].num : 1;
+
+	/* inputb.f: R alone, S alone, or R, S and P; else GONOGO is false
+	 * and the case is not computed */
+	if (!r && !s && !p)
+		return fail(err, P_RC, "The body is given by its stations X "
+			    "alone: DATCOM needs its radii R (r_coords), or "
+			    "its areas S in a $BODY of a deck, and without "
+			    "either prints THE BODY IS NOT ADEQUATELY DEFINED "
+			    "and computes nothing");
+	if (!((r && !s && !p) || (s && !r && !p) || (r && s && p)))
+		return fail(err, P_RC, "The body gives %s%s%s%s%s: DATCOM takes "
+			    "R (r_coords) alone, S alone, or R, S and P "
+			    "together, and otherwise prints THE BODY IS NOT "
+			    "ADEQUATELY DEFINED and computes nothing",
+			    r ? "R" : "", r && (s || p) ? " and " : "",
+			    s ? "S" : "", s && p ? " and " : "",
+			    p ? "P" : "");
+	/* datcom.f: LOOP 2 and 3 run DO K=1,NALT */
+	if (loop != 1 && v[P_ALT].set && !v[P_NALT].set)
+		return fail(err, P_NALT, "NALT (nalt) is needed with LOOP %d "
+			    "(loop): DATCOM loops over NALT altitudes, and "
+			    "without it over none (no flight condition, "
+			    "nothing computed)", loop);
+	if (!v[P_SREF].set && !surface_given(c, NULL, 0))
+		return fail(err, P_SREF, "SREF (sref) is needed without a wing: "
+			    "DATCOM takes the reference area from the wing, "
+			    "and without one its coefficients print NDM, **** "
+			    "or NaN");
+	return 0;
 }
 
 static int check_rules(const struct dcase *c, struct ferr *err)
@@ -970,9 +1175,18 @@ static int check_rules(const struct dcase *c, struct ferr *err)
 		return fail(err, P_RNNUB, "The number of Reynolds numbers in "
 			    "rnnub (%zu) must match the number of Mach "
 			    "numbers (%zu)", v[P_RNNUB].n, v[P_MACH].n);
+	/* DATCOM interpolates its tables over the Mach numbers in their
+	 * order: lists going down stopped it with a runtime error in TBFUNX
+	 * (issue 28: every such crash; none once the same lists were
+	 * sorted, equal neighbours included) */
 	if ((r = check_order(err, c, P_ALSCHD, true,
-			     "The angles of attack")) < 0 ||
-	    (r = check_order(err, c, P_XC, false, "The body stations")) < 0)
+			     "The angles of attack", "")) < 0 ||
+	    (r = check_order(err, c, P_MACH, false, "The Mach numbers",
+			     " (DATCOM interpolates over them in order: a "
+			     "list that goes down stops it with a runtime "
+			     "error; with LOOP 1, reorder ALT with them)")) < 0 ||
+	    (r = check_order(err, c, P_XC, false, "The body stations",
+			     "")) < 0)
 		return r;
 	for (size_t s = 0; s < sizeof(surfaces) / sizeof(*surfaces); s++) {
 		const struct surface *sf = &surfaces[s];
@@ -1025,6 +1239,21 @@ int datcom_check(const json_t *params, struct ferr *err)
 	if (!c)
 		return -ENOMEM;
 	r = load(params, c, err);
+	free(c);
+	return r;
+}
+
+int datcom_check_with(const json_t *params, const struct deck *rest,
+		      struct ferr *err)
+{
+	struct dcase *c = malloc(sizeof(*c));
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	r = load(params, c, err);
+	if (!r)
+		r = check_complete(c, first_case(rest), err);
 	free(c);
 	return r;
 }
@@ -1383,6 +1612,9 @@ static int build(const json_t *params, const struct deck_case *rest,
 			     lacking.buf);
 		goto out;
 	}
+	r = check_complete(c, rest, err);
+	if (r < 0)
+		goto out;
 	d = deck_new();
 	if (!d) {
 		r = -ENOMEM;

@@ -37,9 +37,9 @@
  *     any case (written upper case).  The card is NACA-<W|H|V>-<series>-
  *     <designation>.
  *
- * Every value is printed as it is (deck_format_number(): the seed's form
- * where that is exact, else an exponent form that reads back as the
- * value), so what DATCOM reads is what was checked.
+ * Every value is printed as it is (deck_format_number(): the shortest
+ * decimal that reads back as the value), so what DATCOM reads is what
+ * was checked.
  *
  * ---- Errors and threads ----
  * Functions return 0, -ENOMEM, or -EINVAL with err->message saying what
@@ -96,6 +96,17 @@ struct deck;
  *   *_sspne <= *_sspn
  *	"The wing's exposed semi-span SSPNE (wing_sspne = 20.0) must not
  *	exceed its semi-span SSPN (wing_sspn = 16.7)"
+ *   mach ascending (DATCOM interpolates over the list in order: lists
+ *   going down stopped it with a runtime error)
+ *	"The Mach numbers (MACH) must be ascending: value 2 (0.3) is less
+ *	than value 1 (0.5) (...)"
+ *   what DATCOM takes but computes nothing for, found by running it:
+ *   NX of 1; a Mach number below 0.01 (it may not finish) or above 25;
+ *   an angle of attack at or beyond +-90; a section without thickness
+ *   ("64-000") or a 4-digit one with camber but no camber position
+ *   ("6015"); a TYPE 2 or 3 planform without its break point
+ *	"MACH(1) (mach) is 0.005: DATCOM does not always finish below
+ *	Mach 0.01 (...)"
  *
  * The first problem found is reported: each parameter in schema order,
  * then the rules between parameters.
@@ -103,17 +114,46 @@ struct deck;
 int datcom_check(const json_t *params, struct ferr *err);
 
 /*
- * Lines (each ended by '\n') about parameters DATCOM takes but answers
- * with nothing useful, for status without stopping the deck: Mach numbers
- * at or above STMACH, 0.6 unless given ("MACH 0.7, 0.8 are at or above
- * 0.6, DATCOM's default STMACH (where subsonic ends): its tables show no
- * coefficients there (stmach moves it, up to 0.99)"; with stmach: "MACH
- * 0.85 is at or above STMACH 0.8 (where subsonic ends): DATCOM's tables
- * show no coefficients there"); NALT other than NMACH with LOOP 1 ("NALT
- * (3) differs from NMACH (1) while LOOP is 1 (...)").  Nothing for
- * parameters datcom_check()
- * refuses.  0 or -ENOMEM.
+ * The rules about what a complete set leaves out (status and the deck
+ * apply them; a request.json write, which may leave these to a deck, does
+ * not), after datcom_check()'s, with `rest` what a deck carries through
+ * (NULL: nothing).  Each is a case DATCOM computes nothing for (issue 28,
+ * found by running it):
+ *	"The body is given by its stations X alone: DATCOM needs its radii
+ *	R (r_coords), or its areas S in a $BODY of a deck, ..." (also R
+ *	and S without P: R alone, S alone, or R, S and P)
+ *	"NALT (nalt) is needed with LOOP 2 (loop): ..." (alt given)
+ *	"SREF (sref) is needed without a wing: ..."
+ * Returns as datcom_check().
  */
+int datcom_check_with(const json_t *params, const struct deck *rest,
+		      struct ferr *err);
+
+/*
+ * Lines (each ended by '\n') about a set DATCOM takes but answers in part
+ * only, for status without stopping the deck; `rest` as for
+ * datcom_check_with().  Each says what DATCOM printed for such decks:
+ *   - NALT other than NMACH while LOOP is 1 ("NALT (3) differs from
+ *     NMACH (1) while LOOP is 1 (...): DATCOM says so and takes the first
+ *     1 of each ...");
+ *   - LOOP 2 or 3 with Reynolds numbers and no altitudes (DATCOM runs
+ *     LOOP 1);
+ *   - Mach numbers above STMACH (0.6 unless stmach) and below TSMACH
+ *     (1.4 unless tsmach), compared as DATCOM does in single precision:
+ *     "MACH 0.7, 0.8 are above STMACH 0.6 and below TSMACH 1.4
+ *     (transonic), where DATCOM has few methods: its tables there print
+ *     NDM (no method) for most coefficients, CD alone at best (...)";
+ *   - Mach numbers at or above TSMACH without BLN and BLA in a $BODY
+ *     carried through: CD and CL print NaN or NDM with the body;
+ *   - a TYPE 2 or 3 wing with a tail: the configurations with a tail
+ *     print NDM;
+ *   - no wing, and cbarr or blref not given: the moments they scale
+ *     print ****.
+ * Nothing for a set datcom_check() refuses.  0 or -ENOMEM.
+ */
+int datcom_warnings_with(const json_t *params, const struct deck *rest,
+			 struct sbuf *out);
+/* datcom_warnings_with() of nothing carried through. */
 int datcom_warnings(const json_t *params, struct sbuf *out);
 
 /*
@@ -134,8 +174,9 @@ int datcom_missing_with(const json_t *params, const struct deck *rest,
 			struct sbuf *out);
 
 /*
- * The deck for `params` (checked as datcom_check() does; every required
- * parameter must be present: "missing required parameters: a, b"):
+ * The deck for `params` (checked as datcom_check_with() does; every
+ * required parameter must be present: "missing required parameters: a,
+ * b"):
  * CASEID, DIM, $FLTCON, $OPTINS (when sref, cbarr or blref is given),
  * $SYNTHS, $BODY, $WGPLNF + NACA-W, $HTPLNF + NACA-H, $VTPLNF + NACA-V,
  * DERIV/DAMP/BUILD when asked for, NEXT CASE.  Free with deck_free().

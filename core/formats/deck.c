@@ -161,36 +161,66 @@ static bool name_ok(const char *s)
 	return true;
 }
 
+/*
+ * DATCOM reads a number (TODEC in todec.f) by adding up the digits before
+ * its point, and those after it, each in a 32-bit INTEGER: a part above
+ * 2147483647 overflows into another number (issue 28: 0.8327717748460195
+ * read so, and a TBFUNX crash after it).  Nine digits always fit.
+ */
+#define DECK_PART_DIGITS 9
+#define DECK_PART_MAX 2147483647ULL
+
 static bool printable(char c)
 {
 	return c >= 0x20 && c <= 0x7e;
 }
 
-/* A legal DATCOM REAL spelling: [+-](d+.d*|.d+)(E[+-]d+)? */
+/* Whether DATCOM's reader adds up the digits s[0..n) of one part of a
+ * number without overflowing (DECK_PART_MAX). */
+static bool part_fits(const char *s, size_t n)
+{
+	unsigned long long v = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		v = v * 10 + (unsigned)(s[i] - '0');
+		if (v > DECK_PART_MAX)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A DATCOM REAL spelling its input check (CONERR's RVALUE) passes and its
+ * reader (TODEC) reads: [+-](d+.d*|.d+)(E[+-]d+)?, the exponent not 0,
+ * neither part of the mantissa above DECK_PART_MAX.
+ */
 static bool number_spelling_ok(const char *s)
 {
-	size_t i = 0, mant = 0;
+	size_t i = 0, mant = 0, ip;
 
 	if (s[i] == '+' || s[i] == '-')
 		i++;
+	ip = i;
 	while (isdigit((unsigned char)s[i]))
 		i++, mant++;
-	if (s[i] != '.')
+	if (s[i] != '.' || !part_fits(s + ip, i - ip))
 		return false;
-	i++;
+	ip = ++i;
 	while (isdigit((unsigned char)s[i]))
 		i++, mant++;
-	if (!mant)
+	if (!mant || !part_fits(s + ip, i - ip))
 		return false;
 	if (s[i] == 'E') {
 		size_t e = 0;
+		bool nonzero = false;
 
 		i++;
 		if (s[i] == '+' || s[i] == '-')
 			i++;
 		while (isdigit((unsigned char)s[i]))
-			i++, e++;
-		if (!e)
+			nonzero |= s[i] != '0', i++, e++;
+		/* DATCOM's input check marks an exponent of 0 an error */
+		if (!e || !nonzero)
 			return false;
 	}
 	return s[i] == '\0';
@@ -285,29 +315,6 @@ static bool is_next_case(const char *s, size_t len)
 
 /* ------------------------------------------------------------ numbers */
 
-/*
- * printf's output for a finite number is [-]digits<point>digits[E...],
- * where <point> is whatever the locale says; take the digits around it.
- */
-static void split_printf(const char *t, bool *neg, const char **ip,
-			 size_t *il, const char **fp, size_t *fl,
-			 const char **rest)
-{
-	*neg = *t == '-';
-	if (*neg)
-		t++;
-	*ip = t;
-	while (isdigit((unsigned char)*t))
-		t++;
-	*il = (size_t)(t - *ip);
-	while (*t && !isdigit((unsigned char)*t))
-		t++;
-	*fp = t;
-	while (isdigit((unsigned char)*t))
-		t++;
-	*fl = (size_t)(t - *fp);
-	*rest = t;
-}
 
 int deck_number_check(double v)
 {
@@ -315,60 +322,109 @@ int deck_number_check(double v)
 }
 
 /*
- * v in exponent form with the fewest significant digits that read back
- * as v: a mantissa with a `.` and at least one decimal, an upper-case
- * `E`, the exponent without sign or zeros it does not need ("1.753E-4",
- * "1.0E9").
+ * The fewest significant digits that read back as |v| (v finite, not
+ * 0): into digits (NUL-terminated, no sign or point, no zeros at the
+ * end), their count returned, and *exp10 the power of ten of the first
+ * (|v| = d.ddd... * 10^exp10).  printf and strtod agree on the decimal
+ * point whatever the locale, and only the digits are taken from it.
  */
-static int exponent_form(double v, char *res, size_t size)
+static int shortest_digits(double v, char digits[20], int *exp10)
 {
-	char tmp[64], *e;
-	const char *frac;
-	size_t fl;
-	int digits;
+	char tmp[64];
+	const char *t;
+	int p, n = 0;
 
-	for (digits = 1; digits < 17; digits++) {
-		snprintf(tmp, sizeof(tmp), "%.*E", digits, v);
+	v = fabs(v);
+	for (p = 0; p < 16; p++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", p, v);
 		if (strtod(tmp, NULL) == v)
 			break;
 	}
-	/* tmp is [-]d.ddddE[+-]dd: the decimals' zeros at the end go */
-	e = strchr(tmp, 'E');
-	frac = strchr(tmp, '.') + 1;
-	fl = (size_t)(e - frac);
-	while (fl > 1 && frac[fl - 1] == '0')
-		fl--;
-	return snprintf(res, size, "%.*s%.*sE%d", (int)(frac - tmp), tmp,
-			(int)fl, frac, atoi(e + 1));
+	snprintf(tmp, sizeof(tmp), "%.*e", p, v);
+	for (t = tmp; *t && *t != 'e'; t++)
+		if (isdigit((unsigned char)*t))
+			digits[n++] = *t;
+	while (n > 1 && digits[n - 1] == '0')
+		n--;
+	digits[n] = 0;
+	*exp10 = atoi(t + 1);
+	return n;
+}
+
+/*
+ * Whether the digits of v (shortest_digits(): nd of them, the first at
+ * 10^e) written plain take at most DECK_PART_DIGITS before the point and
+ * as many after it from the first that is not 0 (DATCOM's reader adds
+ * each part up in a 32-bit INTEGER), and DECK_VALUE_MAX characters.
+ */
+static bool plain_fits(const char *digits, int nd, int e, bool neg)
+{
+	int frac = 0, len;
+
+	if (e >= 0) {
+		int i = e + 1;
+
+		while (i < nd && digits[i] == '0')
+			i++;
+		frac = i < nd ? nd - i : 0;
+		len = (e + 3 > nd + 1 ? e + 3 : nd + 1) + neg;
+	} else {
+		frac = nd;
+		len = 1 - e + nd + neg;
+	}
+	return e < DECK_PART_DIGITS && frac <= DECK_PART_DIGITS &&
+	       len <= DECK_VALUE_MAX;
 }
 
 int deck_format_number(double v, char *buf, size_t size)
 {
-	char tmp[64], res[64];
-	const char *ip, *fp, *rest;
-	size_t il, fl;
-	bool neg;
-	int n = deck_number_check(v);
+	char digits[20], res[DECK_NUMBER_SIZE + 40];
+	int n = deck_number_check(v), nd, e, o = 0, k;
 
 	if (n < 0)
 		return n;
-	if (v == 0.0)
-		v = 0.0;	/* -0.0 prints as 0.0 */
-	n = -1;
-	if (fabs(v) < 1e9) {
-		/* the seed's form, where it is the value itself */
-		snprintf(tmp, sizeof(tmp), "%.4f", v);
-		split_printf(tmp, &neg, &ip, &il, &fp, &fl, &rest);
-		while (fl > 1 && fp[fl - 1] == '0')
-			fl--;
-		n = snprintf(res, sizeof(res), "%s%.*s.%.*s", neg ? "-" : "",
-			     (int)il, ip, (int)fl, fp);
-		if (strtod(res, NULL) != v)
-			n = -1;
+	if (v == 0.0) {
+		/* -0.0 too */
+		n = snprintf(res, sizeof(res), "0.0");
+		goto out;
 	}
-	if (n < 0)
-		n = exponent_form(v, res, sizeof(res));
-	if (n < 0 || (size_t)n >= sizeof(res))
+	nd = shortest_digits(v, digits, &e);
+	if (v < 0)
+		res[o++] = '-';
+	/* plain: the digits around a point, zeros filling up to it */
+	if (plain_fits(digits, nd, e, v < 0)) {
+		if (e >= 0) {
+			for (int i = 0; i <= e; i++)
+				res[o++] = i < nd ? digits[i] : '0';
+			res[o++] = '.';
+			if (nd > e + 1)
+				for (int i = e + 1; i < nd; i++)
+					res[o++] = digits[i];
+			else
+				res[o++] = '0';
+		} else {
+			res[o++] = '0';
+			res[o++] = '.';
+			for (int i = 0; i < -e - 1; i++)
+				res[o++] = '0';
+			for (int i = 0; i < nd; i++)
+				res[o++] = digits[i];
+		}
+		res[o] = 0;
+		n = o;
+		goto out;
+	}
+	/*
+	 * mantissa E exponent: one digit before the point, or as many as
+	 * leave DECK_PART_DIGITS after it (8327717.748460195E-7).  DATCOM's
+	 * input check wants the point before the E and an exponent other
+	 * than 0 (rvalue.f): plain would have fitted where it is 0.
+	 */
+	k = nd > DECK_PART_DIGITS + 1 ? nd - DECK_PART_DIGITS : 1;
+	n = o + snprintf(res + o, sizeof(res) - (size_t)o, "%.*s.%sE%d", k,
+			 digits, nd > k ? digits + k : "0", e - k + 1);
+out:
+	if (n < 0 || n > DECK_VALUE_MAX)
 		return -ERANGE;
 	if ((size_t)n >= size)
 		return -ENOSPC;
@@ -1042,13 +1098,22 @@ static bool value_end(struct parser *p, size_t i)
 }
 
 /* A number (with optional `r*`) at i; returns the index after it. */
+/* Whether the exponent digits s[0..n) are all zeros. */
+static bool zero_exponent(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != '0')
+			return false;
+	return true;
+}
+
 static int parse_number(struct parser *p, size_t i)
 {
 	struct deck_value val = { DECK_NUMBER, 0.0, false, 1, NULL };
 	char norm[DECK_VALUE_MAX + 8];
 	size_t start = i, k, mant = 0, ip, il, fp = 0, fl = 0;
 	size_t ep = 0, el = 0;
-	bool dot = false, has_exp = false;
+	bool dot = false, has_exp = false, misread;
 	char sign = 0, esign = 0, elet = 0;
 	int ret, n;
 
@@ -1140,6 +1205,35 @@ static int parse_number(struct parser *p, size_t i)
 		if (ret < 0)
 			return ret;
 	}
+	if (has_exp && (!dot || zero_exponent(p->s + ep, el))) {
+		ret = problem(p, DECK_P_EXPONENT, DECK_ERROR, p->line,
+			      (unsigned)start + 1,
+			      !dot ? "no `.` before the exponent in `%.*s`: "
+			      "DATCOM reads it but marks the card ** ERROR ** "
+			      "(write a REAL such as `1.5E3`)"
+			      : "exponent 0 in `%.*s`: DATCOM reads it but marks "
+			      "the card ** ERROR ** (write it without the "
+			      "exponent)", (int)(k - start), p->s + start);
+		if (ret < 0)
+			return ret;
+	}
+	/* an exponent of 0 goes: DATCOM's input check refuses it */
+	if (has_exp && zero_exponent(p->s + ep, el))
+		has_exp = false, esign = 0, el = 0;
+	/* digits DATCOM's reader overflows on: the value is kept, written
+	 * again in a form it reads (text NULL: deck_format_number()) */
+	misread = !part_fits(p->s + ip, il) || !part_fits(p->s + fp, fl);
+	if (misread) {
+		ret = problem(p, DECK_P_DIGITS, DECK_ERROR, p->line,
+			      (unsigned)start + 1,
+			      "`%.*s` has more digits %s its point than DATCOM's "
+			      "reader adds up (it overflows a 32-bit integer, "
+			      "above 2147483647, and reads another number)",
+			      (int)(k - start), p->s + start,
+			      !part_fits(p->s + ip, il) ? "before" : "after");
+		if (ret < 0)
+			return ret;
+	}
 	/* Respell legally: a `.` always, `E` exponent. */
 	n = snprintf(norm, sizeof(norm), "%s%.*s.%.*s%s%s%s%.*s",
 		     sign == '-' ? "-" : sign == '+' ? "+" : "",
@@ -1164,9 +1258,14 @@ static int parse_number(struct parser *p, size_t i)
 		if (ret < 0)
 			return ret;
 	}
-	val.text = strdup(norm);
-	if (!val.text)
-		return -ENOMEM;
+	if (!misread) {
+		val.text = strdup(norm);
+		if (!val.text)
+			return -ENOMEM;
+	} else if (deck_number_check(val.number) < 0) {
+		/* beyond a double: DECK_P_RANGE said so; its largest */
+		val.number = val.number > 0 ? DBL_MAX : -DBL_MAX;
+	}
 	ret = push_value(p, &val);
 	return ret < 0 ? ret : (int)k;
 }

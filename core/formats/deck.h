@@ -99,9 +99,11 @@ struct deck_value {
 	unsigned repeat;	/* r of `r*value`; 1 when written without */
 	/*
 	 * DECK_NUMBER: the spelling to write (always a legal DATCOM REAL:
-	 * sign, digits with a `.`, optional upper-case exponent), or NULL to
-	 * write deck_format_number(number).  The parser sets it; numbers added
-	 * through the API have NULL.
+	 * sign, digits with a `.`, optional upper-case exponent other than
+	 * 0, at most 2147483647 in the digits on either side of the point),
+	 * or NULL to write deck_format_number(number).  The parser sets it
+	 * but where DATCOM would misread the spelling (DECK_P_DIGITS);
+	 * numbers added through the API have NULL.
 	 * DECK_TEXT: the characters between the apostrophes.
 	 */
 	char *text;
@@ -230,19 +232,28 @@ int deck_get_numbers(const struct deck_case *c, const char *nl,
 
 /*
  * Format a number the flowfs way, independent of the locale, so that it
- * reads back as the same value (DATCOM reads `1.753E-4`, `5580.0E-3` and
- * `3.343E+01` alike):
- *  - as the seed writes numbers, where that is the value itself: with at
- *    most 4 decimals, trailing zeros stripped (`6.0`, `-3.0`, `10000.0`,
- *    `0.5489`, `-1.25`, `0.0001`; -0.0 is `0.0`);
- *  - any other value, and |v| >= 1e9, in exponent form with the fewest
- *    significant digits that read back as it: an upper-case `E`, a
- *    mantissa with at least one decimal (`1.753E-4`, `2.418852E-1`,
- *    `1.00001E0`, `1.0E9`, `-2.3456789E12`);
+ * reads back as the same value, DATCOM's input check (CONERR: RVALUE in
+ * rvalue.f) passes it and DATCOM's reader (TODEC in todec.f) reads it:
+ *  - the fewest significant digits that read back as v (the shortest
+ *    decimal: `0.5489`, `1.00001`, `0.2418852`, `0.0001753`), with a `.`
+ *    and at least one digit after it (`6.0`, `10000.0`, `-3.0`; -0.0 is
+ *    `0.0`);
+ *  - in plain form when that has at most 9 digits before the point and
+ *    9 after it from the first that is not 0 (TODEC adds each part up
+ *    in a 32-bit INTEGER, which more can overflow), and at most
+ *    DECK_VALUE_MAX characters: `999999999.0`, `0.00001`,
+ *    `0.000000000123`;
+ *  - else in exponent form: one digit before the point, or as many as
+ *    leave 9 after it, the others (or `0`) after it, an upper-case `E`
+ *    and the exponent without zeros it does not need (`1.0E9`,
+ *    `-1.5E10`, `8327717.748460195E-7`, `4.9E-324`).  CONERR marks an
+ *    exponent of 0 (`1.5E0`) and an `E` without a `.` before it (`15E-1`)
+ *    as errors; neither is ever written;
  *  - -EDOM for NaN and infinities.
- * Writes a NUL-terminated string into buf (32 bytes always suffice) and
- * returns its length, or -ENOSPC when size is too small.
+ * Writes a NUL-terminated string into buf (DECK_NUMBER_SIZE bytes always
+ * suffice) and returns its length, or -ENOSPC when size is too small.
  */
+#define DECK_NUMBER_SIZE (DECK_VALUE_MAX + 1)
 int deck_format_number(double v, char *buf, size_t size);
 
 /*
@@ -290,6 +301,13 @@ enum deck_problem_kind {
 	DECK_P_NAME,		/* lower-case letters in a name */
 	DECK_P_LOGICAL,		/* `.T.`, `T`, `.true.`...: not .TRUE./.FALSE. */
 	DECK_P_RANGE,		/* number beyond a Fortran REAL */
+	DECK_P_EXPONENT,	/* `15E-1` (no `.` before the E) or an
+				 * exponent of 0 (`1.5E0`): DATCOM reads the
+				 * value but marks the card ** ERROR ** */
+	DECK_P_DIGITS,		/* more digits before or after the point
+				 * than DATCOM's reader adds up (a part
+				 * above 2147483647): it reads another
+				 * number */
 };
 
 struct deck_problem {
@@ -325,9 +343,10 @@ size_t deck_problems_count(const struct deck_problems *p,
  * and TAB-only lines are skipped, TABs read as blanks, unknown control
  * cards dropped, `$NAME` in column 1 read as a namelist, a namelist
  * interrupted by a control card, a new namelist or the end of the file is
- * closed there, bare integers and lower-case exponents read as the REAL
+ * closed there, bare integers, lower-case exponents, exponents of 0 and
+ * numbers with more digits than DATCOM's reader adds up read as the REAL
  * they mean (and re-spelt legally, so deck_write() of the result follows
- * every rule).  Then 0 with *out set.
+ * every rule and DATCOM reads it as that REAL).  Then 0 with *out set.
  *
  * Fatal syntax (a value without a variable, `=` missing, an unclosed
  * quote, an empty value between commas, a malformed number, a name longer

@@ -66,12 +66,13 @@ static int import_deck(const char *text, size_t len, json_t **params,
 	}
 	if (ret < 0)
 		goto out;
-	/* lines DATCOM would reject: flowfs writes them cleanly, but say so */
+	/* lines DATCOM would reject or misread: flowfs writes them cleanly,
+	 * but says so */
 	rejected = deck_problems_count(&problems, DECK_ERROR);
 	for (size_t i = 0; rejected && i < problems.nr; i++)
 		if (problems.v[i].severity >= DECK_ERROR) {
 			ret = fname_line(&im->notes,
-					 "%zu line%s DATCOM would reject (line %u: %s); the deck flowfs generates from it leaves them out",
+					 "%zu line%s DATCOM would reject or misread (line %u: %s); the deck flowfs generates from it leaves them out or writes them so DATCOM reads them",
 					 rejected, rejected == 1 ? "" : "s",
 					 problems.v[i].line, problems.v[i].message);
 			break;
@@ -158,8 +159,13 @@ static const struct artifact {
 		      const struct imported *im, struct sbuf *out);
 	int (*exists)(const struct binding_ctx *c);
 	int (*check)(const json_t *params, struct ferr *err);
+	/* status's check of a complete set, when set instead of `check`:
+	 * also what it leaves out, given the rest of an imported file */
+	int (*check_complete)(const json_t *params, const struct deck *rest,
+			      struct ferr *err);
 	/* lines for status that do not stop the file, when set */
-	int (*warn)(const json_t *params, struct sbuf *out);
+	int (*warn)(const json_t *params, const struct deck *rest,
+		    struct sbuf *out);
 	/* what is required beyond the schema's list (a surface begun), when
 	 * set: their names, comma-separated, and how many */
 	int (*missing)(const json_t *params, const struct deck *rest,
@@ -170,13 +176,13 @@ static const struct artifact {
 	int64_t import_max;	/* the largest upload read for it */
 } artifacts[] = {
 	{ "datcom", "for005.dat", render_for005, NULL, datcom_check,
-	  datcom_warnings, datcom_missing_with, "deck", import_deck,
-	  DECK_MAX_SIZE },
+	  datcom_check_with, datcom_warnings_with, datcom_missing_with,
+	  "deck", import_deck, DECK_MAX_SIZE },
 	{ "scientific-workflow", "summary.json", render_summary,
-	  transcript_exists, NULL, NULL, NULL, NULL, NULL, 0 },
+	  transcript_exists, NULL, NULL, NULL, NULL, NULL, NULL, 0 },
 	{ "scientific-workflow", "summary_readable.txt",
 	  render_summary_readable, transcript_exists, NULL, NULL, NULL, NULL,
-	  NULL, 0 },
+	  NULL, NULL, 0 },
 };
 
 #define ARTIFACT_COUNT (sizeof(artifacts) / sizeof(artifacts[0]))
@@ -360,8 +366,16 @@ static int import_file(const struct binding_ctx *c, const struct artifact *a,
 	if (ret == -EFBIG)
 		ret = fname_line(problems, "uploads/%s: too large to read",
 				 name);
-	if (ret < 0 || text.len == 0)
+	if (ret < 0)
 		goto out;
+	/* bound, and nothing in it: no parameters come from it, which a
+	 * person who copied a deck there did not mean */
+	if (text.len == 0) {
+		ret = fname_line(problems, "uploads/%s: the file is empty (0 "
+				 "bytes): no %s to read", name,
+				 a->import_input);
+		goto out;
+	}
 	if (c->leave)
 		c->leave(c->lock_ctx);
 	ret = a->import(text.buf, text.len, base, im, &err);
@@ -678,7 +692,9 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 	for_each_checked_artifact(a, sk->id) {
 		struct ferr err = FERR_INIT;
 
-		if (a->check(in->parameter, &err) == 0)
+		if ((a->check_complete ?
+		     a->check_complete(in->parameter, imported_rest(im), &err) :
+		     a->check(in->parameter, &err)) == 0)
 			continue;
 		if (err.path[0])
 			ret = fname_line(out, "output/%s: %s: %s", a->name,
@@ -695,7 +711,8 @@ static int artifact_problems(const struct skill *sk, const struct inputs *in,
 /* The warnings of a complete, accepted set of parameters: no problem
  * (`problems` bytes of them) before. */
 static int artifact_warnings(const struct skill *sk, const struct inputs *in,
-			     size_t problems, struct sbuf *notes)
+			     const struct imported *im, size_t problems,
+			     struct sbuf *notes)
 {
 	int ret = 0;
 
@@ -703,7 +720,8 @@ static int artifact_warnings(const struct skill *sk, const struct inputs *in,
 		return 0;
 	for (size_t i = 0; !ret && i < ARTIFACT_COUNT; i++)
 		if (!strcmp(artifacts[i].skill, sk->id) && artifacts[i].warn)
-			ret = artifacts[i].warn(in->parameter, notes);
+			ret = artifacts[i].warn(in->parameter,
+						imported_rest(im), notes);
 	return ret;
 }
 
@@ -733,7 +751,7 @@ static int solve(const struct binding_ctx *c, struct sbuf *out,
 	if (!ret && sk)
 		ret = artifact_problems(sk, &in, im, out);
 	if (!ret && sk)
-		ret = artifact_warnings(sk, &in, out->len, notes);
+		ret = artifact_warnings(sk, &in, im, out->len, notes);
 	/* a template that does not render is a problem of the session */
 	if (!ret && sk) {
 		ret = binding_prompt_from(c, sk, &in, &prompt, &err);

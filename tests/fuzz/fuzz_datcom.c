@@ -2,8 +2,9 @@
  * Fuzz target for core/datcom: the bytes are a JSON text used as the
  * parameters, twice: as they are, and merged over a complete valid set
  * (a PC-9), so that small inputs reach the deck builder too.
- * datcom_check/datcom_missing/datcom_render must never crash or leak; a
- * render that succeeds must have passed datcom_check, and the deck it
+ * datcom_check/datcom_check_with/datcom_missing/datcom_warnings/
+ * datcom_render must never crash or leak; a render that succeeds must
+ * have passed datcom_check and datcom_check_with, and the deck it
  * produces must obey every card rule of CARDS.md as the independent
  * checker tests/deck_rules.h sees them (abort otherwise).  The bytes are
  * also read as a deck (as_deck()): import, render with the rest over the
@@ -47,14 +48,17 @@ static void one(const json_t *params)
 	struct ferr err = FERR_INIT;
 	struct rules_deck *rd;
 	int checked = datcom_check(params, &err);
+	int complete = datcom_check_with(params, NULL, &err);
 	int nmissing = datcom_missing(params, &missing);
 	int r = datcom_render(params, &out, &err);
 
+	if (datcom_warnings(params, &missing) < 0)
+		abort();
 	if (r == 0) {
 		const char *why;
 		int line;
 
-		if (checked < 0 || nmissing != 0) {
+		if (checked < 0 || complete < 0 || nmissing != 0) {
 			fprintf(stderr, "rendered what check refused\n");
 			abort();
 		}
@@ -106,6 +110,11 @@ static void as_deck(const uint8_t *data, size_t size)
 		goto out;
 	if (datcom_render_with(base, rest, &d1, &err) < 0)
 		goto out;	/* e.g. a NACA card too long with the base */
+	if (datcom_check_with(base, rest, &err) < 0 ||
+	    datcom_warnings_with(base, rest, &notes) < 0) {
+		fprintf(stderr, "rendered what check_with refused\n");
+		abort();
+	}
 	rd = malloc(sizeof(*rd));
 	if (!rd)
 		abort();

@@ -240,13 +240,20 @@ def ls(path):
 
 
 def group_alive(pgid):
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether a process of group `pgid` runs: a zombie does not (the
+    process that takes up an orphan, a container's init, may be slow to
+    reap it)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        state, _ppid, pgrp = text[text.rindex(")") + 2:].split()[:3]
+        if int(pgrp) == pgid and state != "Z":
+            return True
+    return False
 
 
 def squeue_ids(cluster, ids):
@@ -459,10 +466,24 @@ def test_cancel_stops_every_job(mount_jobs, executor, request):
                 int(p), int(ids["b"]))), "b's sleep started")
     assert "graph: running: 0 of 3 done" in settled(s / "status").decode()
     assert ctl(s, "cancel") == 0
+    if executor == "local":
+        # a local job is "cancelled" once nothing of it is left: b
+        # ignores SIGTERM, and says it is stopping until the SIGKILL
+        # 5 s later
+        state, keys, _ = job_state(s, "b")
+        assert (state, keys["message"]) == ("running",
+                                            "stopping: cancelled"), keys
+        assert ("jobs/b", "running: stopping: cancelled") in log_of(s)
+        assert word(s, "c") == "cancelled"
+        for nid in "ab":
+            wait_job(s, nid, "cancelled", timeout=15)
+            # nothing of it is left when it says so
+            assert not group_alive(int(ids[nid])), nid
     for nid in "abc":
         state, keys, _ = job_state(s, nid)
         assert state == "cancelled", (nid, state)
         assert ISO.match(keys["ended"]), keys
+        assert "message" not in keys, keys
     g = graph_report(s)
     assert {k: g[k] for k in ("state", "jobs", "cancelled", "done",
                               "running")} == \

@@ -145,7 +145,7 @@ static char *assert_fixed_point(const struct deck *d)
 
 static void fmt_is(double v, const char *want)
 {
-	char buf[32];
+	char buf[DECK_NUMBER_SIZE];
 	int n = deck_format_number(v, buf, sizeof(buf));
 
 	if (n < 0)
@@ -156,7 +156,7 @@ static void fmt_is(double v, const char *want)
 
 static void fmt_err(double v, int want)
 {
-	char buf[32];
+	char buf[DECK_NUMBER_SIZE];
 
 	assert_int_equal(deck_format_number(v, buf, sizeof(buf)), want);
 }
@@ -181,25 +181,55 @@ static void test_number_format(void **state)
 	fmt_is(20120887.0, "20120887.0");
 	fmt_is(999999999.0, "999999999.0");
 	/* what four decimals would change: the fewest digits that read
-	 * back as the value, in exponent form (issue 15's cases) */
-	fmt_is(0.0001753, "1.753E-4");		/* SREF: was 0.0002 */
-	fmt_is(0.00025, "2.5E-4");		/* R: was 0.0003 */
-	fmt_is(0.2418852, "2.418852E-1");	/* Mach: was 0.2419 */
-	fmt_is(1.00001, "1.00001E0");		/* was 1.0, as 1.00002 */
-	fmt_is(1.00002, "1.00002E0");
-	fmt_is(0.00004, "4.0E-5");		/* was refused */
-	fmt_is(-0.00004, "-4.0E-5");
-	fmt_is(1e-5, "1.0E-5");
-	fmt_is(0.00005, "5.0E-5");
-	fmt_is(1.23456, "1.23456E0");
-	fmt_is(2.00001, "2.00001E0");
-	fmt_is(0.30000000000000004, "3.0000000000000004E-1");
-	fmt_is(5e-324, "4.9E-324");
-	fmt_is(-1.7976931348623157e308, "-1.7976931348623157E308");
+	 * back as the value (issue 15's cases), in plain form where DATCOM
+	 * reads it so (issue 28: its input check marks `1.00001E0`) */
+	fmt_is(0.0001753, "0.0001753");		/* SREF: was 0.0002 */
+	fmt_is(0.00025, "0.00025");		/* R: was 0.0003 */
+	fmt_is(0.2418852, "0.2418852");		/* Mach: was 0.2419 */
+	fmt_is(1.00001, "1.00001");		/* was 1.00001E0 */
+	fmt_is(1.00002, "1.00002");
+	fmt_is(3.991737, "3.991737");		/* ALIH: was 3.991737E0 */
+	fmt_is(0.00004, "0.00004");		/* was refused */
+	fmt_is(-0.00004, "-0.00004");
+	fmt_is(1e-5, "0.00001");
+	fmt_is(0.00005, "0.00005");
+	fmt_is(1.23456, "1.23456");
+	fmt_is(2.00001, "2.00001");
+	fmt_is(1.5e-7, "0.00000015");
+	/* DATCOM's reader (todec.f) adds up the digits before the point,
+	 * and those after it, in 32-bit integers: nine on each side are
+	 * plain, one more is the exponent form */
+	fmt_is(999999999.0, "999999999.0");
 	fmt_is(1e9, "1.0E9");
+	fmt_is(1234567891.0, "1.234567891E9");
 	fmt_is(-1.5e10, "-1.5E10");
-	fmt_is(2.3456789e12, "2.3456789E12");	/* was 2.345679E12 */
+	fmt_is(2.3456789e12, "2.3456789E12");
+	fmt_is(0.123456789, "0.123456789");
+	fmt_is(0.1234567891, "1.234567891E-1");
+	fmt_is(12.123456789, "12.123456789");
+	fmt_is(12.1234567891, "121.234567891E-1");
+	fmt_is(0.000000000123456789, "0.000000000123456789");
+	fmt_is(5.0000000000123, "5.0000000000123");
+	/* more digits than nine: as many before the point as leave nine
+	 * after it */
+	fmt_is(0.30000000000000004, "30000000.000000004E-8");
+	fmt_is(0.8327717748460195, "8327717.748460195E-7");
 	fmt_is(1e30, "1.0E30");
+	/* the ends of a DATCOM REAL */
+	fmt_is(3.4e38, "3.4E38");
+	fmt_is(1.1754943508222875e-38, "11754943.508222875E-45");
+	fmt_is(1e-38, "0.00000000000000000000000000000000000001");
+	/* a card's 64 columns (DECK_VALUE_MAX): at them plain, one past
+	 * them the exponent form */
+	fmt_is(1e-62, "0.000000000000000000000000000000000000000000000000000000"
+	       "00000001");
+	fmt_is(1e-63, "1.0E-63");
+	fmt_is(-1e-61, "-0.00000000000000000000000000000000000000000000000000000"
+	       "00000001");
+	fmt_is(-1e-62, "-1.0E-62");
+	fmt_is(1.5e-63, "1.5E-63");
+	fmt_is(5e-324, "5.0E-324");	/* the shortest: 5e-324 reads back */
+	fmt_is(-1.7976931348623157e308, "-17976931.348623157E301");
 	fmt_err(NAN, -EDOM);
 	fmt_err(INFINITY, -EDOM);
 	fmt_err(-INFINITY, -EDOM);
@@ -224,6 +254,7 @@ static void test_number_locale(void **state)
 			break;
 	fmt_is(0.5489, "0.5489");
 	fmt_is(-1.5e10, "-1.5E10");
+	fmt_is(2.5e-70, "2.5E-70");
 	d = parse_ok(" $FLTCON MACH(1)=0.5489$\nNEXT CASE\n", &pr);
 	assert_int_equal(deck_get_numbers(d->cases[0], "FLTCON", "MACH", v, 1,
 					  NULL), 0);
@@ -280,8 +311,74 @@ static double rnd_number(void)
 	return strtod(text, NULL);
 }
 
-/* Every number prints in DATCOM's form and reads back as itself, and its
- * printing is a fixed point. */
+/* The significant digits of a printed number: from its first digit
+ * other than 0 to its last ("0.0" has one). */
+static int significant(const char *a)
+{
+	int first = -1, last = -1, k = 0;
+
+	for (; *a && *a != 'E'; a++) {
+		if (*a < '0' || *a > '9')
+			continue;
+		if (*a != '0') {
+			if (first < 0)
+				first = k;
+			last = k;
+		}
+		k++;
+	}
+	return first < 0 ? 1 : last - first + 1;
+}
+
+/*
+ * Whether the digits of a printed number, laid out plain, have at most 9
+ * before the point and 9 after it from the first that is not 0 (what
+ * DATCOM's reader adds up in 32-bit integers, todec.f) and 64
+ * characters: from the text alone, whichever form it is in.
+ */
+static bool plain_would_fit(const char *a)
+{
+	char digits[DECK_NUMBER_SIZE];
+	const char *e = strchr(a, 'E'), *t;
+	int nd = 0, point = 0, x = e ? atoi(e + 1) : 0, first = -1;
+	int before, after, len;
+
+	for (t = a; *t && *t != 'E'; t++) {
+		if (*t == '.')
+			point = nd;
+		else if (*t >= '0' && *t <= '9')
+			digits[nd++] = *t;
+	}
+	/* the point moved by the exponent: digits[0..before) before it */
+	before = point + x;
+	while (nd > 0 && digits[nd - 1] == '0' && nd > before)
+		nd--;
+	for (int i = 0; i < nd; i++)
+		if (digits[i] != '0') {
+			first = i;
+			break;
+		}
+	if (first < 0)
+		return true;	/* 0.0 */
+	/* integer digits from the first non-zero one; after: from the first
+	 * non-zero one after the point */
+	{
+		int lead = first < before ? before - first : 0;
+		int from = before > 0 ? before : 0;
+
+		while (from < nd && digits[from] == '0')
+			from++;
+		after = nd > from ? nd - from : 0;
+		len = (lead ? lead : 1) + 1 + (nd > before ? nd - before +
+			(before < 0 ? -before : 0) : 1) + (a[0] == '-');
+		return lead <= 9 && after <= 9 && len <= DECK_VALUE_MAX;
+	}
+}
+
+/* Every number prints in a form DATCOM's input check passes (rvalue.f:
+ * a `.`, an `E` only after it, an exponent other than 0), reads back as
+ * itself, has the fewest significant digits that do, is plain when that
+ * fits a card, and its printing is a fixed point. */
 static void test_number_property(void **state)
 {
 	regex_t re;
@@ -289,12 +386,15 @@ static void test_number_property(void **state)
 
 	(void)state;
 	rng_state = 0x9e3779b97f4a7c15ULL;
-	assert_int_equal(regcomp(&re, "^-?[0-9]+\\.[0-9]+(E-?[0-9]+)?$",
+	assert_int_equal(regcomp(&re, "^-?[0-9]+\\.[0-9]+(E-?[1-9][0-9]*)?$",
 				 REG_EXTENDED | REG_NOSUB), 0);
 	for (i = 0; i < 20000; i++) {
-		double x = rnd_number(), y;
-		char a[32], b[32];
-		int n = deck_format_number(x, a, sizeof(a));
+		/* beyond a REAL too, where the exponent form begins */
+		double x = rnd_number() *
+			   (i % 4 == 3 ? pow(10.0, (double)(rnd() % 61) - 30.0)
+				       : 1.0), y;
+		char a[DECK_NUMBER_SIZE], b[DECK_NUMBER_SIZE], fewer[64];
+		int n = deck_format_number(x, a, sizeof(a)), d;
 
 		assert_true(n > 0);
 		if (regexec(&re, a, 0, NULL, 0))
@@ -302,15 +402,29 @@ static void test_number_property(void **state)
 		y = strtod(a, NULL);
 		if (y != x && !(x == 0 && y == 0))
 			fail_msg("%.17g -> %s reads back as %.17g", x, a, y);
+		/* one digit less does not read back (printf rounds right) */
+		d = significant(a);
+		if (x != 0 && d > 1) {
+			snprintf(fewer, sizeof(fewer), "%.*e", d - 2, x);
+			if (strtod(fewer, NULL) == x)
+				fail_msg("%.17g -> %s, but %s is shorter", x, a,
+					 fewer);
+		}
 		if (!strchr(a, 'E') && strchr(a, '.')[2] != '\0')
 			assert_true(a[strlen(a) - 1] != '0');
-		/* the seed's form wherever it is exact */
-		if (fabs(x) < 1e9) {
-			char seed[64];
+		/* plain exactly when that is what DATCOM reads as it is */
+		if (plain_would_fit(a) != !strchr(a, 'E'))
+			fail_msg("%.17g -> %s", x, a);
+		/* and an exponent form that it reads too: nine digits at
+		 * most on either side of the point, one before it unless
+		 * nine follow */
+		if (strchr(a, 'E')) {
+			const char *pt = strchr(a, '.'), *e = strchr(a, 'E');
+			int lead = (int)(pt - a) - (a[0] == '-');
 
-			snprintf(seed, sizeof(seed), "%.4f", x);
-			if (strtod(seed, NULL) == x && strchr(a, 'E'))
-				fail_msg("%.17g -> %s, not %s", x, a, seed);
+			if (lead > 9 || e - pt - 1 > 9 ||
+			    (lead > 1 && e - pt - 1 != 9))
+				fail_msg("%.17g -> %s", x, a);
 		}
 		assert_true(deck_format_number(y, b, sizeof(b)) > 0);
 		assert_string_equal(a, b);
@@ -322,7 +436,7 @@ static void test_number_property(void **state)
  * format gives reads back as v. */
 static void check_agrees(double v)
 {
-	char buf[32];
+	char buf[DECK_NUMBER_SIZE];
 	int want = isfinite(v) ? 0 : -EDOM;
 	int f = deck_format_number(v, buf, sizeof(buf));
 
@@ -433,7 +547,7 @@ static void test_api(void **state)
 	assert_true(!strncmp(w, "CASEID PC-9 trainer\nCASEID XXX", 30));
 	assert_non_null(strstr(w, "XXX\nDIM FT\nNACA-W-6-63-415\n"));
 	assert_non_null(strstr(w, " $FLTCON NALPHA=3.0,ALSCHD(1)=0.0,2.0,4.0,"
-				  "WT=4.0E-5,HYPERS=.TRUE.$\n"
+				  "WT=0.00004,HYPERS=.TRUE.$\n"
 				  " $FLTCON ALSCHD(3)=8.0$\n"));
 	free(w);
 
@@ -481,6 +595,20 @@ static void test_write_refuses(void **state)
 	nl->vars[0]->values[0].text = strdup("1.0e4");
 	sbuf_reset(&sb);
 	assert_int_equal(deck_write(d, &sb), -EINVAL);
+	/* spellings DATCOM's input check marks: never written */
+	for (size_t k = 0; k < 4; k++) {
+		static const char *const bad[] = { "1.0E0", "1.0E-00", "1E4",
+						   "0.8327717748460195" };
+
+		free(nl->vars[0]->values[0].text);
+		nl->vars[0]->values[0].text = strdup(bad[k]);
+		sbuf_reset(&sb);
+		assert_int_equal(deck_write(d, &sb), -EINVAL);
+	}
+	free(nl->vars[0]->values[0].text);
+	nl->vars[0]->values[0].text = strdup("1.0E-01");
+	sbuf_reset(&sb);
+	assert_int_equal(deck_write(d, &sb), 0);
 	deck_free(d);
 	sbuf_release(&sb);
 }
@@ -790,6 +918,58 @@ static void test_parse_problems(void **state)
 
 			assert_int_equal(pr.nr, 0);
 			deck_free(d);
+		}
+	}
+	/* What DATCOM's input check (RVALUE) marks ** ERROR ** though it
+	 * reads the value: an exponent of 0, an E without a point before
+	 * it.  Each is one problem, and the deck written from it has a
+	 * spelling the check passes (issue 28). */
+	expect_one(" $A X=1.5E0$\nNEXT CASE\n", DECK_P_EXPONENT, 1, 7);
+	expect_one(" $A X=2.0,\n  Y=15E-1$\nNEXT CASE\n", DECK_P_EXPONENT, 2,
+		   5);
+	{
+		static const char *const in[][2] = {
+			{ " $A X=1.5E0$\nNEXT CASE\n", " $A X=1.5$\n" },
+			{ " $A X=-1.5E-00$\nNEXT CASE\n", " $A X=-1.5$\n" },
+			{ " $A X=2*3.E+0$\nNEXT CASE\n", " $A X=2*3.$\n" },
+			{ " $A X=15E-1$\nNEXT CASE\n", " $A X=15.0E-1$\n" },
+			{ " $A X=7E0$\nNEXT CASE\n", " $A X=7.0$\n" },
+			{ " $A X=1.5E10$\nNEXT CASE\n", " $A X=1.5E10$\n" },
+			/* what DATCOM's reader overflows on (todec.f):
+			 * the value, in a form it reads */
+			{ " $A X=0.8327717748460195$\nNEXT CASE\n",
+			  " $A X=8327717.748460195E-7$\n" },
+			{ " $A X=15000000000.0$\nNEXT CASE\n",
+			  " $A X=1.5E10$\n" },
+			{ " $A X=2147483648.0$\nNEXT CASE\n",
+			  " $A X=2.147483648E9$\n" },
+			{ " $A X=0.2147483648E2$\nNEXT CASE\n",
+			  " $A X=21.47483648$\n" },
+			/* at the limit, and leading zeros after the point,
+			 * add nothing: as they are */
+			{ " $A X=2147483647.0$\nNEXT CASE\n",
+			  " $A X=2147483647.0$\n" },
+			{ " $A X=-1.2147483647$\nNEXT CASE\n",
+			  " $A X=-1.2147483647$\n" },
+			{ " $A X=0.000000000000123$\nNEXT CASE\n",
+			  " $A X=0.000000000000123$\n" },
+		};
+		static const size_t problems[] = { 1, 1, 1, 1, 1, 0, 1, 1, 1,
+						   1, 0, 0, 0 };
+
+		for (size_t k = 0; k < sizeof(in) / sizeof(*in); k++) {
+			struct deck_problems pr = DECK_PROBLEMS_INIT;
+			struct deck *d = parse_ok(in[k][0], &pr);
+			char *w = assert_fixed_point(d);
+
+			if (strncmp(w, in[k][1], strlen(in[k][1])))
+				fail_msg("%s: wrote %s", in[k][0], w);
+			if (pr.nr != problems[k] ||
+			    (pr.nr && k >= 6 && pr.v[0].kind != DECK_P_DIGITS))
+				fail_msg("%s: %zu problems", in[k][0], pr.nr);
+			free(w);
+			deck_free(d);
+			deck_problems_release(&pr);
 		}
 	}
 	/* Missing NEXT CASE: a warning on the last card's line. */

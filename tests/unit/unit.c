@@ -20,6 +20,32 @@ int unit_tmpdir(char *dir, size_t size, const char *what)
 	return mkdtemp(dir) ? 0 : -1;
 }
 
+static void write_file(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f)
+		fail_msg("cannot write %s: %s", path, strerror(errno));
+	if (fwrite(data, 1, len, f) != len || fclose(f) != 0)
+		fail_msg("cannot write %s", path);
+}
+
+void unit_keep_deck(const char *what, const char *deck, size_t len,
+		    const char *notes)
+{
+	static unsigned counter;
+	const char *dir = getenv("FLOWFS_DECK_DUMP");
+	char path[4096];
+
+	if (!dir || !*dir)
+		return;
+	counter++;
+	snprintf(path, sizeof(path), "%s/%s-%u.dat", dir, what, counter);
+	write_file(path, deck, len);
+	snprintf(path, sizeof(path), "%s/%s-%u.notes", dir, what, counter);
+	write_file(path, notes ? notes : "", notes ? strlen(notes) : 0);
+}
+
 static int remove_one(const char *path, const struct stat *sb, int flag,
 		      struct FTW *ftw)
 {

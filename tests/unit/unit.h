@@ -26,6 +26,17 @@ json_t *unit_json(const char *text);
  * the running test when it cannot. */
 void unit_put(const char *base, const char *rel, const char *text);
 
+/*
+ * Keep a deck the test generated for the real DATCOM (issue 28): when
+ * FLOWFS_DECK_DUMP names a folder, write it there as <what>-<n>.dat,
+ * with `notes` (what status would note beside it, may be "") as
+ * <what>-<n>.notes; nothing otherwise.  tests/integration/
+ * test_datcom_real.py runs the unit programs so and every deck through
+ * DATCOM.  Fails the running test when it cannot write.
+ */
+void unit_keep_deck(const char *what, const char *deck, size_t len,
+		    const char *notes);
+
 /* Remove `dir` and everything below it (errors ignored: it is /tmp). */
 void unit_rmtree(const char *dir);
 
