@@ -129,7 +129,8 @@ int store_open_beside(struct store *first, struct store **out,
 sqlite3 *store_db(struct store *st);
 
 /* The data files beside the database (contents.h): opened, and made when
- * missing, by store_open(); shared by the connections beside it. */
+ * missing, by store_open(); shared by the connections beside it.  NULL
+ * for ":memory:" (whose files keep every byte in chunks). */
 struct contents;
 struct contents *store_contents(struct store *st);
 const char *store_path(const struct store *st);

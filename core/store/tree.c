@@ -1360,12 +1360,14 @@ void tree_set_reporter(struct tree *t, contents_report_fn fn, void *ctx)
 
 int tree_check_contents(struct tree *t)
 {
-	return contents_check(t->contents, t->st, t->report, t->report_ctx);
+	return t->contents ? contents_check(t->contents, t->st, t->report,
+					    t->report_ctx) : 0;
 }
 
 int tree_sweep(struct tree *t)
 {
-	if (!t->sweep_maybe || !sqlite3_get_autocommit(store_db(t->st)))
+	if (!t->contents || !t->sweep_maybe ||
+	    !sqlite3_get_autocommit(store_db(t->st)))
 		return 0;
 	t->sweep_maybe = false;
 	if (!contents_sweep_due(t->st))
@@ -1380,7 +1382,8 @@ void tree_may_sweep(struct tree *t)
 
 void tree_set_inline_max(struct tree *t, int64_t bytes)
 {
-	t->inline_max = bytes;
+	if (t->contents)
+		t->inline_max = bytes;
 }
 
 void tree_shared(struct tree *t)
@@ -2611,11 +2614,12 @@ int tree_new(struct tree **out, struct store *st)
 		return -ENOMEM;
 	t->st = st;
 	t->contents = store_contents(st);
-	t->inline_max = TREE_INLINE_MAX;
+	/* no folder (an in-memory store): every byte in chunks */
+	t->inline_max = t->contents ? TREE_INLINE_MAX : TREE_MAX_SIZE;
 	/* Files unlinked while open when the last daemon died; then the
 	 * data files no row names (contents.h) */
 	ret = store_exec(st, "DELETE FROM inodes WHERE nlink = 0");
-	if (!ret)
+	if (!ret && t->contents)
 		ret = contents_mount_sweep(t->contents, st, &t->next_content);
 	if (ret < 0) {
 		free(t);
