@@ -92,7 +92,7 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 {
 	struct sbuf problems = SBUF_INIT, notes = SBUF_INIT;
 	json_t *run = NULL, *fetches = NULL, *plist = NULL, *nlist = NULL;
-	json_t *graph = NULL;
+	json_t *graph = NULL, *snapshots = NULL, *fork_of = NULL;
 	int64_t when = 0, bound_ns = 0, graph_ns = 0;
 	int ret;
 
@@ -125,6 +125,9 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 		ret = run_report(c->st, c->s->id, &run, &fetches, &when);
 	if (!ret)
 		ret = jobs_report(c->st, c->s->id, &graph, &graph_ns);
+	if (!ret)
+		ret = session_copies_report(c->st, c->s->id, &snapshots,
+					    &fork_of);
 	/* the request names a URL that could not be had */
 	if (!ret)
 		ret = fetch_lines(&problems, fetches, "failed");
@@ -141,10 +144,13 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 		ret = add_lines(nlist, &notes);
 	if (ret < 0)
 		goto out;
-	*doc = json_pack("{sbsOsOsOsOso}", "ready", !problems.len,
+	*doc = json_pack("{sbsOsOsOsOsosOso}", "ready", !problems.len,
 			 "problems", plist, "notes", nlist, "run", run,
 			 "fetches", fetches, "graph",
-			 graph ? json_incref(graph) : json_null());
+			 graph ? json_incref(graph) : json_null(),
+			 "snapshots", snapshots,
+			 "fork_of", fork_of ? json_incref(fork_of)
+					    : json_null());
 	if (!*doc)
 		ret = -ENOMEM;
 out:
@@ -153,6 +159,8 @@ out:
 				later(c->s->graph_mtime_ns,
 				      c->s->rounds_mtime_ns)));
 	json_decref(graph);
+	json_decref(snapshots);
+	json_decref(fork_of);
 	json_decref(plist);
 	json_decref(nlist);
 	json_decref(run);

@@ -321,6 +321,15 @@ void fs_log_drop(struct flowfs *fs);
 bool fs_holds_write(struct flowfs *fs);
 bool fs_holds_lock(struct flowfs *fs);
 
+/*
+ * The disk's reserve (contents.h): a removal that failed with ENOSPC
+ * spends it and tries again (true: there was one to spend); a write that
+ * grows the store first makes it again (-ENOSPC when there is no room
+ * for it: the disk is full).
+ */
+bool fs_spend_reserve(struct flowfs *fs);
+int fs_room_to_grow(struct flowfs *fs);
+
 /* After the loop: release what the kernel never released (see above). */
 void fs_release_open_handles(struct flowfs *fs);
 
@@ -355,6 +364,7 @@ enum entry_kind {
 	ENTRY_CATALOG,		/* every known skill, read-only */
 	ENTRY_CONTROL,		/* each line written is a command; reads empty */
 	ENTRY_LINK,		/* a symlink: render gives its target */
+	ENTRY_SNAPSHOTS,	/* a session's snapshots, by label (session.h) */
 };
 
 struct entry {
@@ -399,6 +409,9 @@ struct entry {
 	/* Kept in the render cache however small: costly to render again
 	 * (status; content under FS_RENDERED_MIN is otherwise not kept) */
 	bool keep_small;
+	/* found by its name, never listed: a copy of the folder (cp -a,
+	 * rsync, tar, a file manager) does not go into it */
+	bool hidden;
 };
 
 /*
@@ -463,9 +476,19 @@ struct fs_command {
 	const char *name;
 	int (*run)(struct flowfs *fs, const struct session_info *s,
 		   struct ferr *err);
+	/* a command with a name after it ("fork NEW"): the name, at most
+	 * FS_COMMAND_ARG_MAX bytes, spaces around it dropped */
+	int (*run_arg)(struct flowfs *fs, const struct session_info *s,
+		       const char *arg, struct ferr *err);
 };
 
+#define FS_COMMAND_ARG_MAX 255
+
 extern const struct fs_command fs_commands[];
+
+/* Whether the last commands run by this thread want the kernel told of
+ * what they changed before the write returns (fs_notify_settle()). */
+bool fs_command_settle(void);
 
 /* Run one line written to ctl; -EINVAL + err for an unknown command. */
 int fs_run_command(struct flowfs *fs, const struct session_info *s,

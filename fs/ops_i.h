@@ -157,6 +157,8 @@ void fs_item_node(struct node *n, unsigned coll,
 		      const struct session_info *s);
 int fs_resolve(struct flowfs *fs, uint64_t ino, struct node *n);
 bool fs_is_session_root(const struct node *n);
+/* In a snapshot (read-only but for removals: session.h). */
+bool fs_frozen(struct flowfs *fs, const struct node *n);
 int64_t fs_session_of(const struct node *n);
 void fs_changed(struct flowfs *fs, int64_t session);
 int fs_changed_if(struct flowfs *fs, int64_t session, int ret);
@@ -297,6 +299,10 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi);
 void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi);
+void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			off_t off_out, struct fuse_file_info *fi_out,
+			size_t len, int flags);
 void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi);
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

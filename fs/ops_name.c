@@ -98,6 +98,9 @@ int fs_make(struct flowfs *fs, fuse_req_t req, const struct node *p,
 	struct tree_attr a;
 	int row, ret;
 
+	/* a snapshot takes nothing new */
+	if (fs_frozen(fs, p))
+		return -EROFS;
 	row = fs_session_row(fs, p, name);
 	if (row >= 0) {
 		ret = fs_make_reserved(fs, req, p, name, row, mode & S_IFMT,
@@ -198,14 +201,14 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	fuse_reply_err(req, EPERM);
 }
 
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* unlink(2) of `name` in `parent`, the write lock held. */
+static int unlink_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
+		     const char *name)
 {
-	struct flowfs *fs = fs_of(req);
 	struct node p;
 	char id[256];
 	int row, coll, ret;
 
-	fs_lock_write(fs);
 	ret = fs_resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : fs_session_row(fs, &p, name);
 	if (row >= 0) {
@@ -244,6 +247,19 @@ out:
 	if (!ret)
 		fs_changed(fs, fs_session_of(&p));
 reply:
+	return ret;
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct flowfs *fs = fs_of(req);
+	int ret;
+
+	fs_lock_write(fs);
+	ret = unlink_in(fs, req, parent, name);
+	/* on a full disk the reserve lets it write the log (contents.h) */
+	if (ret == -ENOSPC && fs_spend_reserve(fs))
+		ret = unlink_in(fs, req, parent, name);
 	fs_unlock(fs);
 	fuse_reply_err(req, -ret);
 }
@@ -258,7 +274,9 @@ static int remove_session(struct flowfs *fs, const struct session_info *s)
 	if (!ret && has)
 		ret = refuse_at_root(fs, -ENOTEMPTY, s->name, "the session"
 				     " holds files, a job graph, a context or"
-				     " rounds (rm -rf removes it all)");
+				     " rounds (rm -rf removes it all), or"
+				     " snapshots (rm -rf S/.snapshots/*"
+				     " removes them)");
 	/* before the rows that know the jobs go with the session */
 	if (!ret && fs->jobs)
 		jobs_cancel(fs->jobs, s->id);
@@ -271,14 +289,14 @@ static int remove_session(struct flowfs *fs, const struct session_info *s)
 	return ret;
 }
 
-void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* rmdir(2) of `name` in `parent`, the write lock held. */
+static int rmdir_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
+		    const char *name)
 {
-	struct flowfs *fs = fs_of(req);
 	struct session_info s;
 	struct node p, n;
 	int row, ret;
 
-	fs_lock_write(fs);
 	ret = fs_resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : fs_session_row(fs, &p, name);
 	if (row >= 0) {
@@ -295,6 +313,14 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 			ret = tree_trash_remove(fs->tree, name);
 		goto out;
 	}
+	/* a snapshot goes whole (like ZFS's rmdir in .zfs/snapshot) */
+	if (!ret && p.type == N_ENTRY &&
+	    fs_entries[p.row].kind == ENTRY_SNAPSHOTS) {
+		ret = session_find_snapshot(fs->st, p.s.id, name, &s);
+		if (!ret)
+			ret = session_delete(fs->st, fs->tree, s.id);
+		goto out;
+	}
 	if (!ret && (p.type == N_ENTRY || p.type == N_VIEW))
 		ret = -EROFS;
 	/* a session in a trash (emptying it) */
@@ -309,6 +335,18 @@ out:
 	if (!ret)
 		fs_changed(fs, fs_session_of(&p));
 reply:
+	return ret;
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct flowfs *fs = fs_of(req);
+	int ret;
+
+	fs_lock_write(fs);
+	ret = rmdir_in(fs, req, parent, name);
+	if (ret == -ENOSPC && fs_spend_reserve(fs))
+		ret = rmdir_in(fs, req, parent, name);
 	fs_unlock(fs);
 	fuse_reply_err(req, -ret);
 }
@@ -668,6 +706,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = fs_resolve(fs, newparent, &np);
 	if (ret < 0)
 		goto out;
+	if (fs_frozen(fs, &p) || fs_frozen(fs, &np)) {
+		ret = -EROFS;
+		goto out;
+	}
 	if (p.type == N_ROOT || np.type == N_ROOT) {
 		ret = rename_at_root(fs, &p, name, &np, newname, noreplace);
 		goto out;

@@ -60,7 +60,8 @@ def test_rmdir_says_why_it_keeps_a_session(mnt):
     expect(errno.ENOTEMPTY, os.rmdir, s)
     assert root_log(mnt)[-1][1:] == (
         "kept", "the session holds files, a job graph, a context or rounds"
-        " (rm -rf removes it all)")
+        " (rm -rf removes it all), or snapshots (rm -rf S/.snapshots/*"
+        " removes them)")
 
 
 @pytest.mark.root      # another user on the mount: allow_other
@@ -266,12 +267,13 @@ def test_status_json_for_programs(make_flowfs, skill_folder, isolated_config):
         {"ready": True, "problems": [], "notes": [
             "nothing to do yet: no skill is bound (session.json) and the job"
             " graph is empty (nodes/)"], "run": None,
-         "fetches": [], "graph": None}, indent=2)
+         "fetches": [], "graph": None, "snapshots": [], "fork_of": None},
+        indent=2)
     assert put_json(s / "session.json", {"skill": "needs"}) == 0
     assert read_bytes(s / "status.json").decode() == json.dumps(
         {"ready": False, "problems": ["missing required input files: data"],
-         "notes": [], "run": None, "fetches": [], "graph": None},
-        indent=2)
+         "notes": [], "run": None, "fetches": [], "graph": None,
+         "snapshots": [], "fork_of": None}, indent=2)
     assert read_bytes(s / "status") == b"missing required input files: data\n"
     write_bytes(s / "uploads" / "data", b"x")
     assert status_json(s)["ready"] is True

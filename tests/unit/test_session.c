@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,6 +620,23 @@ static void test_rename(void **state)
 	assert_int_equal(n, 1);
 }
 
+/* The files in the data folder beside the database. */
+static int count_data_files(struct fixture *fx)
+{
+	char dir[160];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s.d", fx->path);
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 static void test_delete_cascades(void **state)
 {
 	struct fixture *fx = *state;
@@ -642,9 +660,10 @@ static void test_delete_cascades(void **state)
 	assert_int_equal(tree_release(fx->t, a.ino), 0);
 	assert_int_equal(session_log(fx->st, s.id, "session.json", "no"), 0);
 	assert_int_equal(session_log(fx->st, k.id, "session.json", "yes"), 0);
-	assert_true(sql_int(fx, "SELECT count(*) FROM chunks WHERE ino IN"
-			    " (SELECT ino FROM inodes WHERE session = %lld)",
-			    (long long)s.id) >= 3);
+	/* the large file's bytes are a data file beside the database */
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM contents"
+				 " WHERE refs = 1"), 1);
+	assert_int_equal(count_data_files(fx), 1);
 	kept_chunks = sql_int(fx, "SELECT count(*) FROM chunks WHERE ino IN"
 			      " (SELECT ino FROM inodes WHERE session = %lld)",
 			      (long long)k.id);
@@ -656,6 +675,11 @@ static void test_delete_cascades(void **state)
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE ino"
 				 " NOT IN (SELECT ino FROM inodes)"), 0);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks"), kept_chunks);
+	/* its data file goes after the commit (and not before) */
+	assert_int_equal(count_data_files(fx), 1);
+	assert_int_equal(tree_sweep(fx->t), 0);
+	assert_int_equal(count_data_files(fx), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM contents"), 0);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM status_log WHERE"
 				 " session = %lld", (long long)s.id), 0);
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), -ENOENT);

@@ -131,7 +131,9 @@ static const char READY_JSON[] = "{\n"
 	"  \"notes\": [],\n"
 	"  \"run\": null,\n"
 	"  \"fetches\": [],\n"
-	"  \"graph\": null\n"
+	"  \"graph\": null,\n"
+	"  \"snapshots\": [],\n"
+	"  \"fork_of\": null\n"
 	"}";
 
 /* A session with nothing bound and no graph: ready, and a note says there
@@ -145,7 +147,9 @@ static const char EMPTY_JSON[] = "{\n"
 	"  ],\n"
 	"  \"run\": null,\n"
 	"  \"fetches\": [],\n"
-	"  \"graph\": null\n"
+	"  \"graph\": null,\n"
+	"  \"snapshots\": [],\n"
+	"  \"fork_of\": null\n"
 	"}";
 
 static void test_a_new_session_is_ready(void **state)
@@ -187,7 +191,9 @@ static void test_problems_of_every_part(void **state)
 	       "  \"notes\": [],\n"
 	       "  \"run\": null,\n"
 	       "  \"fetches\": [],\n"
-	       "  \"graph\": null\n"
+	       "  \"graph\": null,\n"
+	       "  \"snapshots\": [],\n"
+	       "  \"fork_of\": null\n"
 	       "}",
 	       "missing required parameters: n\n"
 	       "rounds/2.json is missing: rounds are numbered from 1 without"
