@@ -395,7 +395,7 @@ int tree_share(struct tree *t, uint64_t src, uint64_t dst, int64_t *shared);
 /*
  * Move the chunks of every regular file past TREE_INLINE_MAX (a store of
  * the last schema) to data files, one file at a time, each in steps a
- * crash cannot break (tree.c); `progress` after each, with the bytes
+ * crash cannot break (tree_convert.c); `progress` after each, with the bytes
  * done of the total.  0, or -errno (what was moved stays moved).
  */
 typedef void (*tree_progress_fn)(void *ctx, int64_t done, int64_t total);

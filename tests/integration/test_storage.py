@@ -203,6 +203,8 @@ def make_last_schema_store(fs, files):
             "ALTER TABLE sessions DROP COLUMN snapshot_label;"
             "ALTER TABLE sessions DROP COLUMN forked_from;"
             "DROP TABLE contents; ALTER TABLE inodes DROP COLUMN content;"
+            # issue 29's tables (schema 11 and 12) came before these
+            "DROP TABLE kept_edges; DROP TABLE refusals;"
             "PRAGMA user_version = 10;")
         con.commit()
     finally:
@@ -232,7 +234,7 @@ def test_last_schema_converted_at_first_mount(make_flowfs):
     assert db_rows(fs, "SELECT count(*) FROM chunks c JOIN inodes i"
                    " ON i.ino = c.ino WHERE i.name != CAST('tiny' AS BLOB)"
                    ) == [(0,)]
-    assert db_rows(fs, "PRAGMA user_version") == [(11,)]
+    assert db_rows(fs, "PRAGMA user_version") == [(13,)]
 
 
 def test_backup_while_mounted_is_consistent(make_flowfs, tmp_path):
