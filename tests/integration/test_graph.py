@@ -1172,10 +1172,10 @@ def test_ctl_mode_and_read(s):
 def test_ctl_unknown_command(s):
     assert ctl(s, "bogus\n") == errno.EINVAL
     assert last_refusal(s) == (
-        "ctl", 'unknown command "bogus" (ctl takes: infer-edges, run, cancel, submit)')
+        "ctl", 'unknown command "bogus" (ctl takes: infer-edges, run, cancel, submit, fork, snapshot, restore)')
     assert ctl(s, "infer-edges\nfrobnicate now\n") == errno.EINVAL
     assert last_refusal(s) == (
-        "ctl", 'unknown command "frobnicate now" (ctl takes: infer-edges, run, cancel, submit)')
+        "ctl", 'unknown command "frobnicate now" (ctl takes: infer-edges, run, cancel, submit, fork, snapshot, restore)')
     assert ctl(s, "\n") == 0
 
 
