@@ -1,0 +1,579 @@
+"""Issue 26: every limit a user can reach through the mount, tried exactly
+at it (accepted, and it works) and one past it (refused, with its
+message).  README's "Bounded work" lists each limit with the names of its
+two tests (tests/lint/test_limits_table.py checks that they exist); the
+limits no file operation reaches are tried in the unit tests.
+
+The tests far past a limit (test_limits.py and others) find a limit that
+is missing; these find one that moved by one: a `<` that became `<=`, a
+`+ 1` on a constant.  Big inputs are made in one piece (a string of the
+right length), so that each test takes seconds.
+"""
+
+import copy
+import errno
+import json
+import os
+import sqlite3
+import subprocess
+
+import pytest
+
+from conftest import (bind, dumps, flowfs_bin, log_entries, oserror, put,
+                      put_json, read_bytes, status_of, write_bytes)
+from limits import (CONTEXT_MAX, DECK_MAX_SIZE, DOC_MAX, DOC_MOUNT_BUDGET,
+                    DOC_SESSION_BUDGET, GRAPH_MAX_EDGES, GRAPH_MAX_NODES,
+                    GRAPH_PENDING_SIZE, MiB, ROUND_MAX, ROUNDS_TOTAL_MAX)
+from limits import (FILE_MAX, GRAPH_ID_MAX, NAME_MAX, ROUNDS_MAX,
+                    LOG_KEEP, URL_MAX)
+from test_context import context_doc, task
+from test_limits import (FIRST, NEXT, close_all, dag_edges, graph_doc,
+                         open_drafts, waiting_edge)
+
+
+def last_log(session):
+    return [(p, m) for _, p, m in log_entries(session / "log")][-1]
+
+
+def log_of(session, path):
+    return [m for _, p, m in log_entries(session / "log") if p == path]
+
+
+# -- names --------------------------------------------------------------------
+
+def test_session_name_at_255_bytes(mnt):
+    """A session name of 255 bytes (multibyte characters count as their
+    bytes) is made, listed and renamed."""
+    name = "\u20ac" * 84 + "abc"
+    assert len(name.encode()) == NAME_MAX
+    os.mkdir(mnt / name)
+    assert name in os.listdir(mnt)
+    assert json.loads(read_bytes(mnt / name / "session.json"))["id"] == name
+    other = "b" * NAME_MAX
+    os.rename(mnt / name, mnt / other)
+    assert os.listdir(mnt / other / "uploads") == []
+
+
+def test_session_name_past_255_bytes(mnt):
+    name = "\u20ac" * 84 + "abcd"
+    assert len(name.encode()) == NAME_MAX + 1
+    with pytest.raises(OSError) as e:
+        os.mkdir(mnt / name)
+    assert e.value.errno == errno.ENAMETOOLONG
+    os.mkdir(mnt / "s")
+    with pytest.raises(OSError) as e:
+        os.rename(mnt / "s", mnt / ("s" * (NAME_MAX + 1)))
+    assert e.value.errno == errno.ENAMETOOLONG
+    assert sorted(os.listdir(mnt)) == [".flowfs", "s"]
+
+
+def test_file_name_at_255_bytes(uploads):
+    name = "f" * NAME_MAX
+    write_bytes(uploads / name, b"kept")
+    assert os.listdir(uploads) == [name]
+    assert read_bytes(uploads / name) == b"kept"
+    os.rename(uploads / name, uploads / ("g" * NAME_MAX))
+    os.mkdir(uploads / ("d" * NAME_MAX))
+    assert sorted(os.listdir(uploads)) == ["d" * NAME_MAX, "g" * NAME_MAX]
+
+
+def test_file_name_past_255_bytes(uploads):
+    long = "f" * (NAME_MAX + 1)
+    for call in (lambda: write_bytes(uploads / long, b"x"),
+                 lambda: os.mkdir(uploads / long),
+                 lambda: os.stat(uploads / long)):
+        with pytest.raises(OSError) as e:
+            call()
+        assert e.value.errno == errno.ENAMETOOLONG
+    write_bytes(uploads / "f", b"x")
+    with pytest.raises(OSError) as e:
+        os.rename(uploads / "f", uploads / long)
+    assert e.value.errno == errno.ENAMETOOLONG
+    assert os.listdir(uploads) == ["f"]
+
+
+def test_node_id_at_250_bytes(session):
+    """A node id of 250 bytes: its file nodes/<id>.json is a name of 255
+    bytes; an edge to it and parameters.json carry it."""
+    nid = "n" * GRAPH_ID_MAX
+    assert put_json(session / "nodes" / f"{nid}.json",
+                    {"label": "relax", "input_parameters": [
+                        {"name": "x", "value": "v"}]}) == 0
+    assert put_json(session / "nodes" / "a.json", {"label": "relax"}) == 0
+    assert put_json(session / "edges" / "e.json", {
+        "source_node_id": "a", "target_node_id": nid,
+        "target_parameter_name": "x"}) == 0
+    doc = json.loads(read_bytes(session / "parameters.json"))
+    assert [n["id"] for n in doc["nodes"]] == [nid, "a"]
+    assert doc["edges"][0]["target_node_id"] == nid
+    # and as a whole document
+    doc = graph_doc(0)
+    doc["nodes"] = [{"id": "m" * GRAPH_ID_MAX, "label": "relax"}]
+    assert put_json(session / "parameters.json", doc) == 0
+    assert os.listdir(session / "nodes") == ["m" * GRAPH_ID_MAX + ".json"]
+
+
+def test_node_id_past_250_bytes(session):
+    nid = "n" * (GRAPH_ID_MAX + 1)
+    doc = graph_doc(0)
+    doc["nodes"] = [{"id": nid, "label": "relax"}]
+    assert put_json(session / "parameters.json", doc) == errno.EINVAL
+    assert last_log(session) == (
+        "parameters.json", f'nodes[0]: "id" "{nid[:40]}..." is longer than'
+        f" {GRAPH_ID_MAX} bytes")
+    # its file would be a name of 256 bytes
+    assert put_json(session / "nodes" / f"{nid}.json",
+                    {"label": "relax"}) == errno.ENAMETOOLONG
+    assert os.listdir(session / "nodes") == []
+
+
+# -- documents ----------------------------------------------------------------
+
+def padded_doc(title, size):
+    """session.json of exactly `size` bytes: blanks (JSON allows them;
+    what is stored and shown stays small), then {"title": title}."""
+    text = json.dumps({"title": title}).encode()
+    text = b"\n" * (size - len(text)) + text
+    assert len(text) == size
+    return text
+
+
+def test_document_at_16_mib(session):
+    """session.json of exactly 16 MiB is taken in; written again by
+    renaming a file of that size onto it (rsync's way), too."""
+    assert put(session / "session.json", padded_doc("one", DOC_MAX)) == 0
+    assert json.loads(read_bytes(session / "session.json"))["title"] == "one"
+    write_bytes(session / ".session.json.tmp", padded_doc("two", DOC_MAX))
+    os.rename(session / ".session.json.tmp", session / "session.json")
+    assert json.loads(read_bytes(session / "session.json"))["title"] == "two"
+    assert log_of(session, "session.json") == []
+
+
+def test_document_past_16_mib(session):
+    """One byte more: the write that reaches past 16 MiB fails (EFBIG), a
+    byte written at 16 MiB too, one just before it is held; what was
+    held is no document (EINVAL from close), and session.json is as it
+    was."""
+    text = padded_doc("one", DOC_MAX + 1)
+    fd = os.open(session / "session.json", os.O_WRONLY | os.O_TRUNC)
+    done, err = 0, 0
+    try:
+        while not err:
+            try:
+                done += os.write(fd, text[done:])
+            except OSError as e:
+                err = e.errno
+        # the kernel's piece that crosses the limit is refused whole
+        assert err == errno.EFBIG and DOC_MAX - MiB < done < DOC_MAX
+        assert oserror(os.pwrite, fd, b" ", DOC_MAX) == errno.EFBIG
+        assert os.pwrite(fd, b" ", DOC_MAX - 1) == 1
+    finally:
+        assert oserror(os.close, fd) == errno.EINVAL
+    assert json.loads(read_bytes(session / "session.json"))["title"] == ""
+
+
+def test_drafts_at_the_session_budget(session):
+    """Four drafts of 16 MiB: the session's 64 MiB exactly, all held."""
+    per = DOC_SESSION_BUDGET // DOC_MAX
+    fds, wrote, err = open_drafts(session, per)
+    close_all(fds)
+    assert (wrote, err) == (per, 0)
+    assert not [m for _, _, m in log_entries(session / "log")
+                if m.startswith("no room")]
+
+
+def test_drafts_at_the_mount_budget(flowfs):
+    """Sixteen drafts of 16 MiB in four sessions: the mount's 256 MiB
+    exactly, all held."""
+    per = DOC_SESSION_BUDGET // DOC_MAX
+    held = []
+    try:
+        for i in range(DOC_MOUNT_BUDGET // DOC_SESSION_BUDGET):
+            os.mkdir(flowfs.mnt / f"s{i}")
+            fds, wrote, err = open_drafts(flowfs.mnt / f"s{i}", per)
+            held += fds
+            assert (wrote, err) == (per, 0)
+    finally:
+        close_all(held)
+
+
+# -- the deck -----------------------------------------------------------------
+
+CARD = b" $FLTCON WT=4960.0$\n"
+
+
+@pytest.fixture
+def dsession(make_flowfs, isolated_config):
+    s = make_flowfs().mnt / "s"
+    os.mkdir(s)
+    assert bind(s, "datcom") == 0
+    return s
+
+
+def deck_problems(session):
+    return [p for p in status_of(session)[0]
+            if p.startswith("uploads/deck.dat: ")]
+
+
+def test_deck_at_1_mib(dsession):
+    """A deck of exactly 1 MiB is read (padded with blank lines, which a
+    deck may hold): no problem about its size, its parameters used."""
+    deck = CARD + b"NEXT CASE\n"
+    deck += b"\n" * (DECK_MAX_SIZE - len(deck))
+    assert len(deck) == DECK_MAX_SIZE
+    write_bytes(dsession / "uploads" / "deck.dat", deck)
+    assert not [p for p in deck_problems(dsession) if "are read" in p]
+    assert json.loads(read_bytes(dsession / "parameter.json"))["wt"] == 4960.0
+
+
+# -- the job graph ------------------------------------------------------------
+
+def test_graph_nodes_at_20000(session):
+    """19,999 nodes by parameters.json, the 20,000th by its own file:
+    taken; the graph holds them all."""
+    assert put_json(session / "parameters.json",
+                    graph_doc(GRAPH_MAX_NODES - 1)) == 0
+    assert put_json(session / "nodes" / "last.json", {"label": "relax"}) == 0
+    doc = json.loads(read_bytes(session / "parameters.json"))
+    assert len(doc["nodes"]) == GRAPH_MAX_NODES
+    assert doc["nodes"][-1]["id"] == "last"
+
+
+def test_graph_edges_at_20000(session):
+    """A parameters.json of exactly 20,000 edges is taken whole."""
+    nodes, edges = dag_edges(GRAPH_MAX_EDGES)
+    doc = {"nodes": [{"id": f"n{i}", "label": "relax", "input_parameters": [
+        {"name": "x", "value": "v"}]} for i in range(nodes)],
+        "edges": edges, "meta": {}}
+    assert put_json(session / "parameters.json", doc) == 0
+    assert len(os.listdir(session / "edges")) == GRAPH_MAX_EDGES
+
+
+def sized_waiting_edge(size):
+    """An edge whose nodes are not there, `size` bytes as its file (id
+    "w") shows it."""
+    edge = waiting_edge(0, param="")
+    pad = size - len(json.dumps(dict(edge, id="w"), indent=2))
+    edge["target_parameter_name"] = "p" * pad
+    assert len(json.dumps(dict(edge, id="w"), indent=2)) == size
+    return edge
+
+
+def test_waiting_edge_at_4096_bytes(session):
+    path = session / "edges" / "w.json"
+    assert put_json(path, sized_waiting_edge(GRAPH_PENDING_SIZE)) == 0
+    assert len(read_bytes(path)) == GRAPH_PENDING_SIZE
+    assert [p for p in status_of(session)[0] if p.startswith("edges/w.json")]
+
+
+def test_waiting_edge_past_4096_bytes(session):
+    path = session / "edges" / "w.json"
+    assert put_json(path, sized_waiting_edge(GRAPH_PENDING_SIZE + 1)) \
+        == errno.EINVAL
+    assert last_log(session) == (
+        "edges/w.json", f"too big to wait for its nodes:"
+        f" {GRAPH_PENDING_SIZE + 1} bytes as its file would show it (at most"
+        f" {GRAPH_PENDING_SIZE})")
+    assert not os.path.exists(path)
+
+
+# -- rounds ---------------------------------------------------------------------
+
+@pytest.fixture
+def sw(session):
+    assert bind(session, "scientific-workflow") == 0
+    return session
+
+
+def sized_round(base, size):
+    """Round `base` with its observation padded to `size` bytes as
+    stored (json.dumps(indent=2, ensure_ascii=False))."""
+    doc = dict(base, observation="")
+    pad = size - len(dumps(doc).encode())
+    doc["observation"] = "o" * pad
+    assert len(dumps(doc).encode()) == size
+    return doc
+
+
+def test_round_at_1_mib(sw):
+    assert put_json(sw / "rounds" / "1.json", sized_round(FIRST, ROUND_MAX)) \
+        == 0
+    assert len(read_bytes(sw / "rounds" / "1.json")) == ROUND_MAX
+
+
+def test_round_past_1_mib(sw):
+    doc = sized_round(FIRST, ROUND_MAX + 1)
+    assert put_json(sw / "rounds" / "1.json", doc) == errno.EINVAL
+    assert last_log(sw) == (
+        "rounds/1.json",
+        f"{ROUND_MAX + 1} bytes: a round holds at most {ROUND_MAX}")
+    assert os.listdir(sw / "rounds") == []
+
+
+def fill_rounds(session, last_size):
+    """Rounds 1..16 of 1 MiB each as stored but round 1, which leaves
+    room for a 17th round of `last_size` bytes to make exactly 16 MiB."""
+    small = len(dumps(dict(NEXT, observation="")).encode())
+    count = ROUNDS_TOTAL_MAX // ROUND_MAX
+    for n in range(1, count + 1):
+        size = ROUND_MAX - (small if n == 1 else 0)
+        doc = sized_round(FIRST if n == 1 else NEXT, size)
+        assert put_json(session / "rounds" / f"{n}.json", doc) == 0
+    return count + 1, sized_round(NEXT, small + last_size)
+
+
+def test_rounds_at_16_mib_together(sw):
+    n, doc = fill_rounds(sw, 0)
+    assert put_json(sw / "rounds" / f"{n}.json", doc) == 0
+    total = sum(len(read_bytes(sw / "rounds" / f"{i}.json"))
+                for i in range(1, n + 1))
+    assert total == ROUNDS_TOTAL_MAX
+
+
+def test_rounds_past_16_mib_together(sw):
+    n, doc = fill_rounds(sw, 1)
+    size = len(dumps(doc).encode())
+    assert put_json(sw / "rounds" / f"{n}.json", doc) == errno.EINVAL
+    assert last_log(sw) == (
+        f"rounds/{n}.json", f"{size} bytes after {ROUNDS_TOTAL_MAX - size + 1}"
+        " in the other rounds: a session's rounds hold at most"
+        f" {ROUNDS_TOTAL_MAX} together")
+    assert not os.path.exists(sw / "rounds" / f"{n}.json")
+
+
+def test_round_number_at_1000(sw):
+    """rounds/1000.json is a round (the rounds before it missing: a
+    gap, which status names)."""
+    assert put_json(sw / "rounds" / f"{ROUNDS_MAX}.json", NEXT) == 0
+    assert os.listdir(sw / "rounds") == [f"{ROUNDS_MAX}.json"]
+    assert "rounds/1.json is missing: rounds are numbered from 1 without" \
+        f" gaps (rounds/{ROUNDS_MAX}.json exists)" in status_of(sw)[0]
+    # a round is checked: a first round's tags are refused there
+    assert put_json(sw / "rounds" / f"{ROUNDS_MAX}.json", FIRST) \
+        == errno.EINVAL
+
+
+def test_round_number_past_1000(sw):
+    """rounds/1001.json is no round: a scratch file, kept as written and
+    not checked, and no gap in status."""
+    assert put(sw / "rounds" / f"{ROUNDS_MAX + 1}.json", b"not json") == 0
+    assert read_bytes(sw / "rounds" / f"{ROUNDS_MAX + 1}.json") \
+        == b"not json"
+    assert not [p for p in status_of(sw)[0] if p.startswith("rounds/")]
+
+
+# -- the context -----------------------------------------------------------------
+
+def sized_context(size, indent):
+    """context_doc() as text of `size` bytes, written indented (as it is
+    stored) or compact."""
+    doc = context_doc()
+
+    def text():
+        if indent:
+            return dumps(doc).encode()
+        return json.dumps(doc, ensure_ascii=False,
+                          separators=(",", ":")).encode()
+    doc["summary"] = ""
+    doc["summary"] = "s" * (size - len(text()))
+    assert len(text()) == size
+    return doc, text()
+
+
+def test_context_at_1_mib(session):
+    """1 MiB as written, and as stored: the same bytes, taken."""
+    doc, text = sized_context(CONTEXT_MAX, indent=True)
+    assert put(session / "context.json", text) == 0
+    assert read_bytes(session / "context.json") == text
+
+
+def test_context_past_1_mib_as_written(session):
+    _, text = sized_context(CONTEXT_MAX + 1, indent=True)
+    assert put(session / "context.json", text) == errno.EINVAL
+    assert last_log(session) == (
+        "context.json", f"{CONTEXT_MAX + 1} bytes: a context holds at most"
+        f" {CONTEXT_MAX}")
+    assert read_bytes(session / "context.json") == b"null"
+
+
+def test_context_past_1_mib_as_stored(session):
+    """Written compactly within 1 MiB, stored indented one byte past it."""
+    doc, _ = sized_context(CONTEXT_MAX + 1, indent=True)
+    text = json.dumps(doc, ensure_ascii=False).encode()
+    assert len(text) < CONTEXT_MAX
+    assert put(session / "context.json", text) == errno.EINVAL
+    assert last_log(session) == (
+        "context.json", f"{CONTEXT_MAX + 1} bytes as stored (indented): a"
+        f" context holds at most {CONTEXT_MAX}")
+
+
+def test_context_phases_at_3_tasks_at_8(session):
+    """Three phases, the last with 8 tasks over two rounds: taken."""
+    doc = context_doc()
+    third = copy.deepcopy(doc["phases"][1])
+    third["id"] = 3
+    third["rounds"] = [
+        {"round_id": 1, "plan": {"tasks": [task(i) for i in range(1, 6)]}},
+        {"round_id": 2, "plan": {"tasks": [task(i) for i in range(6, 9)]}}]
+    doc["phases"].append(third)
+    assert put(session / "context.json", json.dumps(doc)) == 0
+    assert json.loads(read_bytes(session / "context.json")) == doc
+    assert "Phases: 3 of at most 3" in \
+        read_bytes(session / "context.txt").decode()
+
+
+# -- uploads: the largest file ------------------------------------------------------
+
+def test_file_size_at_1_pib(uploads):
+    """truncate to exactly 2^50 bytes, and a write that ends there."""
+    f = uploads / "f"
+    write_bytes(f, b"data")
+    os.truncate(f, FILE_MAX)
+    assert os.stat(f).st_size == FILE_MAX
+    fd = os.open(f, os.O_RDWR)
+    try:
+        assert os.pwrite(fd, b"z", FILE_MAX - 1) == 1
+        assert os.pread(fd, 2, FILE_MAX - 2) == b"\0z"
+        assert os.fstat(fd).st_size == FILE_MAX
+    finally:
+        os.close(fd)
+    os.truncate(f, 4)
+    assert read_bytes(f) == b"data"
+
+
+def test_file_size_past_1_pib(uploads):
+    f = uploads / "f"
+    write_bytes(f, b"data")
+    assert oserror(os.truncate, f, FILE_MAX + 1) == errno.EFBIG
+    fd = os.open(f, os.O_RDWR)
+    try:
+        assert oserror(os.ftruncate, fd, FILE_MAX + 1) == errno.EFBIG
+        assert oserror(os.pwrite, fd, b"z", FILE_MAX) == errno.EFBIG
+        # one that reaches past it writes the bytes that fit
+        assert os.pwrite(fd, b"yz", FILE_MAX - 1) == 1
+        assert os.fstat(fd).st_size == FILE_MAX
+    finally:
+        os.close(fd)
+
+
+# -- the log --------------------------------------------------------------------------
+
+def refuse(session, i):
+    assert put(session / "session.json", f'{{"x{i}": 1}}') == errno.EINVAL
+
+
+def test_log_keeps_500_lines(session):
+    for i in range(LOG_KEEP):
+        refuse(session, i)
+    lines = log_entries(session / "log")
+    assert len(lines) == LOG_KEEP
+    assert lines[0][2].startswith('unknown field "x0"')
+
+
+def test_log_drops_the_501st_line_back(session):
+    for i in range(LOG_KEEP + 1):
+        refuse(session, i)
+    lines = log_entries(session / "log")
+    assert len(lines) == LOG_KEEP
+    assert lines[0][2].startswith('unknown field "x1"')
+    assert lines[-1][2].startswith(f'unknown field "x{LOG_KEEP}"')
+
+
+# -- the database's schema ----------------------------------------------------------
+
+def schema_db(make_flowfs):
+    """A database made by this flowfs (one session in it), unmounted: the
+    FlowFS and its schema version."""
+    fs = make_flowfs()
+    os.mkdir(fs.mnt / "keep")
+    version = json.loads(read_bytes(fs.mnt / ".flowfs" / "config"))[
+        "database_schema"]
+    fs.stop()
+    fs.check()
+    return fs, version
+
+
+def set_version(db, version):
+    con = sqlite3.connect(db)
+    con.execute(f"PRAGMA user_version = {version}")
+    con.commit()
+    con.close()
+
+
+def test_schema_at_this_flowfs(make_flowfs):
+    """A database of this flowfs's version mounts again, as it is."""
+    fs, version = schema_db(make_flowfs)
+    set_version(fs.db, version)
+    fs.start()
+    assert os.listdir(fs.mnt / "keep" / "uploads") == []
+    assert json.loads(read_bytes(fs.mnt / ".flowfs" / "config"))[
+        "database_schema"] == version
+
+
+def test_schema_one_newer_refused(make_flowfs):
+    """A database exactly one version newer: refused with one line, and
+    left byte for byte (no migration run backwards over it)."""
+    fs, version = schema_db(make_flowfs)
+    set_version(fs.db, version + 1)
+    before = fs.db.read_bytes()
+    r = subprocess.run([str(flowfs_bin()), f"--db={fs.db}", str(fs.mnt)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and not os.path.ismount(fs.mnt)
+    assert r.stderr == (
+        f"flowfs: {fs.db} has database schema {version + 1}, newer than this"
+        f" flowfs understands ({version}); use a newer flowfs\n")
+    assert fs.db.read_bytes() == before
+
+
+# -- the daemon's options -------------------------------------------------------------
+
+# README "Running the daemon yourself": (option, lowest, highest)
+RANGES = [
+    ("--engine-timeout", 1, 86400), ("--engine-retries", 0, 100),
+    ("--engine-backoff-ms", 1, 60000), ("--exec-timeout", 1, 86400),
+    ("--exec-disk", 1, 1048576), ("--exec-memory", 64, 1048576),
+    ("--fetch-timeout", 1, 604800), ("--fetch-jobs", 1, 64),
+    ("--runs", 1, 64), ("--jobs", 1, 4096),
+]
+
+
+@pytest.mark.parametrize("end", [1, 2], ids=["lowest", "highest"])
+def test_options_at_their_ends(make_flowfs, end):
+    """Every whole-number option at the end of its range at once, and
+    --fetch-low-speed at 1G:86400 and --fetch-allow with 32 addresses:
+    the daemon mounts (and says how many job slots it has)."""
+    args = [f"{r[0]}={r[end]}" for r in RANGES]
+    allow = ",".join(f"10.0.0.{i}" for i in range(1, 33))
+    args += ["--fetch-low-speed=1G:86400", f"--fetch-allow={allow}"]
+    fs = make_flowfs(extra_args=args)
+    config = json.loads(read_bytes(fs.mnt / ".flowfs" / "config"))
+    assert config["jobs"]["slots"] == RANGES[-1][end]
+
+
+@pytest.mark.parametrize("option,value,lo,hi", [
+    (name, v, lo, hi) for name, lo, hi in RANGES for v in (lo - 1, hi + 1)])
+def test_options_one_past_their_ends(tmp_path, option, value, lo, hi):
+    r = subprocess.run([str(flowfs_bin()), f"--db={tmp_path / 'x.db'}",
+                        f"{option}={value}", str(tmp_path)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and r.stderr == (
+        f'flowfs: {option} takes a whole number from {lo} to {hi}, not'
+        f' "{value}"\n'), r
+    assert not os.path.ismount(tmp_path)
+
+
+@pytest.mark.parametrize("value", [
+    "1073741825:30", "1G:86401", ",".join(f"10.0.0.{i}" for i in range(33))],
+    ids=["low-speed-bytes", "low-speed-seconds", "fetch-allow-33"])
+def test_fetch_options_one_past_their_ends(tmp_path, value):
+    option = "--fetch-allow" if "," in value else "--fetch-low-speed"
+    r = subprocess.run([str(flowfs_bin()), f"--db={tmp_path / 'x.db'}",
+                        f"{option}={value}", str(tmp_path)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r
+    assert r.stderr.startswith(
+        "flowfs: --fetch-allow takes addresses or ranges such as 192.168.1.10"
+        " or 10.1.0.0/16, comma-separated (at most 32), not "
+        if option == "--fetch-allow" else
+        "flowfs: --fetch-low-speed takes BYTES:SECONDS such as 1K:30 (at"
+        " most 1G and 86400), or 0"), r.stderr
