@@ -27,6 +27,10 @@ from limits import (CONTEXT_MAX, DECK_MAX_SIZE, DOC_MAX, DOC_MOUNT_BUDGET,
 from limits import (FILE_MAX, GRAPH_ID_MAX, NAME_MAX, ROUNDS_MAX,
                     LOG_KEEP, URL_MAX)
 from test_context import context_doc, task
+# engine, files and run_mount are fixtures: imported, pytest finds them
+from test_engine import engine, files, run_mount, wait_fetch  # noqa: F401
+from test_fetch_limits import fetch_into, fetch_mount
+from test_sandbox import exec_mount, experiment  # noqa: F401
 from test_limits import (FIRST, NEXT, close_all, dag_edges, graph_doc,
                          open_drafts, waiting_edge)
 
@@ -577,3 +581,256 @@ def test_fetch_options_one_past_their_ends(tmp_path, value):
         if option == "--fetch-allow" else
         "flowfs: --fetch-low-speed takes BYTES:SECONDS such as 1K:30 (at"
         " most 1G and 86400), or 0"), r.stderr
+
+
+# -- URL inputs -----------------------------------------------------------------------
+
+FETCHED = "fetch uploads/csv_file.csv: "
+
+
+@pytest.fixture
+def fetching(make_flowfs, skill_folder, isolated_config, files):
+    """factory: a mount fetching from the loopback file server (with
+    more options), and a session there whose csv_file is `url`."""
+    def start(url, *extra):
+        fs = fetch_mount(make_flowfs, skill_folder, "--fetch-allow-private",
+                         *extra)
+        return fetch_into(fs.mnt, "s", url)
+    return start
+
+
+def long_url(files, size):
+    """A URL of `size` bytes the file server answers (a.csv's bytes)."""
+    name = "a" * (size - len(f"{files.base}/file/.csv")) + ".csv"
+    files.files[name] = b"a,b\n1,2\n"
+    url = f"{files.base}/file/{name}"
+    assert len(url) == size
+    return url
+
+
+def test_url_at_8191_bytes(fetching, files):
+    s = fetching(long_url(files, URL_MAX))
+    assert wait_fetch(s) == FETCHED + "done: 0.0 MiB"
+    assert read_bytes(s / "uploads" / "csv_file.csv") == b"a,b\n1,2\n"
+
+
+def test_url_past_8191_bytes(make_flowfs, skill_folder, isolated_config,
+                             files):
+    fs = fetch_mount(make_flowfs, skill_folder, "--fetch-allow-private")
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    assert bind(s, "stats") == 0
+    url = long_url(files, URL_MAX + 1)
+    assert put_json(s / "request.json", {"input": {"csv_file": url}}) \
+        == errno.EINVAL
+    assert last_log(s) == ("request.json", f"key 'csv_file': a URL of"
+                           f" {URL_MAX + 1} bytes: a URL input is at most"
+                           f" {URL_MAX} bytes")
+    assert files.hits == {}
+
+
+@pytest.mark.parametrize("how", ["file", "chunked"])
+def test_fetch_at_max_fetch(fetching, files, how):
+    """A file of exactly --max-fetch bytes comes in, whether the server
+    says its length first or not."""
+    files.files["a.csv"] = b"x" * 1023 + b"\n"
+    s = fetching(f"{files.base}/{how}/a.csv", "--max-fetch=1K")
+    assert wait_fetch(s) == FETCHED + "done: 0.0 MiB"
+    assert len(read_bytes(s / "uploads" / "csv_file.csv")) == 1024
+
+
+@pytest.mark.parametrize("how", ["file", "chunked"])
+def test_fetch_past_max_fetch(fetching, files, how):
+    files.files["a.csv"] = b"x" * 1024 + b"\n"
+    s = fetching(f"{files.base}/{how}/a.csv", "--max-fetch=1K")
+    assert wait_fetch(s) == FETCHED + "failed: larger than the limit of" \
+        " 1024 bytes (--max-fetch)"
+    assert os.listdir(s / "uploads") == []
+
+
+def test_fetch_after_5_redirects(fetching, files):
+    files.files["a.csv"] = b"a,b\n"
+    s = fetching(f"{files.base}/redirect/5/a.csv")
+    assert wait_fetch(s) == FETCHED + "done: 0.0 MiB"
+    assert files.hits["/file/a.csv"] == 1
+
+
+def test_fetch_past_5_redirects(fetching, files):
+    files.files["a.csv"] = b"a,b\n"
+    s = fetching(f"{files.base}/redirect/6/a.csv")
+    assert wait_fetch(s) == FETCHED + "failed: more than 5 redirects"
+    assert "/file/a.csv" not in files.hits
+
+
+# -- experiments (--allow-exec) --------------------------------------------------------
+
+# the program's last act: wait for the daemon's next looks at its folder
+# (every 0.25 s), so that what it made is measured while it runs
+SETTLE = "import time\ntime.sleep(1)\nprint('made')\n"
+
+
+@pytest.fixture
+def shm_exec_mount(run_mount, monkeypatch):
+    """exec_mount with the scratch folders in memory (TMPDIR=/dev/shm):
+    ten thousand files on a busy disk take seconds."""
+    if os.access("/dev/shm", os.W_OK | os.X_OK):
+        monkeypatch.setenv("TMPDIR", "/dev/shm")
+    return run_mount("--allow-exec")
+
+
+def entries(count):
+    """A folder `d` and count - 1 files in it: `count` new entries."""
+    return ("import os\nos.mkdir('d')\n"
+            f"for i in range({count - 1}):\n    open(f'd/{{i}}', 'w').close()\n"
+            + SETTLE)
+
+
+def nested(depth):
+    return (f"import os\nfor i in range({depth}):\n"
+            "    os.mkdir('d')\n    os.chdir('d')\n" + SETTLE)
+
+
+def test_experiment_entries_at_10000(shm_exec_mount, engine):
+    _, line, obs = experiment(shm_exec_mount, engine, entries(10000))
+    assert (line, obs) == ("run: done", "made")
+
+
+def test_experiment_entries_past_10000(shm_exec_mount, engine):
+    _, line, obs = experiment(shm_exec_mount, engine, entries(10001))
+    assert (line, obs) == ("run: done", "(stopped: it made more than 10000"
+                           " files and folders in its folder)")
+
+
+def test_experiment_depth_at_64(exec_mount, engine):
+    _, line, obs = experiment(exec_mount, engine, nested(64))
+    assert (line, obs) == ("run: done", "made")
+
+
+def test_experiment_depth_past_64(exec_mount, engine):
+    _, line, obs = experiment(exec_mount, engine, nested(65))
+    assert (line, obs) == ("run: done",
+                           "(stopped: it nested folders more than 64 deep)")
+
+
+def output_left(session):
+    return [m for p, m in status_of(session)[1] if p == "output"]
+
+
+def test_experiment_files_kept_at_1000(shm_exec_mount, engine):
+    s, line, obs = experiment(shm_exec_mount, engine, (
+        "for i in range(1000):\n    open(f'f{i:04}', 'w').write(str(i))\n"
+        "print('made')\n"))
+    assert (line, obs) == ("run: done", "made")
+    assert len([n for n in os.listdir(s / "output") if n[0] == "f"]) == 1000
+    assert output_left(s) == []
+
+
+def test_experiment_file_at_64_mib(exec_mount, engine):
+    s, line, obs = experiment(exec_mount, engine, (
+        "with open('big', 'wb') as f:\n    f.truncate(64 << 20)\n"
+        "print('made')\n"))
+    assert (line, obs) == ("run: done", "made")
+    assert os.stat(s / "output" / "big").st_size == 64 * MiB
+    assert output_left(s) == []
+
+
+def test_experiment_file_past_64_mib(exec_mount, engine):
+    s, line, obs = experiment(exec_mount, engine, (
+        "with open('big', 'wb') as f:\n    f.truncate((64 << 20) + 1)\n"
+        "print('made')\n"))
+    assert (line, obs) == ("run: done", "made")
+    assert "big" not in os.listdir(s / "output")
+    assert output_left(s) == [
+        "1 file the experiments made left out (big): over 64 MiB, past 256"
+        " MiB or 1000 files kept from one run, or a name flowfs keeps"]
+
+
+# -- what nothing tested before issue 26 ------------------------------------------------
+
+# every control character, each escaped by json.dumps as \uXXXX or its
+# short form (\t, \n, ...); DEL and a C1 control it leaves as they are
+CONTROLS = "".join(chr(c) for c in range(0x20)) + "\x7f\x85"
+
+
+def test_graph_files_escape_controls_as_json_dumps(session):
+    """A raw U+001F (and every other control character) in a node's
+    texts comes out of nodes/, edges/, parameters.json and
+    parameters_output/ as json.dumps(indent=2, ensure_ascii=False) writes
+    it: escaped, never raw."""
+    text = "a" + CONTROLS + "z"
+    name = text.replace("\x00", "")     # a NUL ends no name: refused there
+    node = {"label": "relax" + name, "input_parameters": [
+        {"name": "x" + name, "value": text},
+        {"name": "y", "value": ["\x1f", {"k\x1f": "\x1f"}]}]}
+    assert put_json(session / "nodes" / "n.json", node) == 0, last_log(session)
+    assert put_json(session / "nodes" / "m.json", {"label": "l"}) == 0
+    assert put_json(session / "edges" / "e.json", {
+        "source_node_id": "m", "target_node_id": "n",
+        "source_parameter_name": "out" + name,
+        "target_parameter_name": "x" + name}) == 0, last_log(session)
+    out = os.listdir(session / "parameters_output")
+    for path in (session / "nodes" / "n.json", session / "edges" / "e.json",
+                 session / "parameters.json",
+                 session / "parameters_output" / out[0]):
+        raw = read_bytes(path)
+        assert raw == dumps(json.loads(raw)).encode(), path
+        assert b"\x1f" not in raw and b"\\u001f" in raw, path
+        assert b"\\t" in raw and b"\\n" in raw and b"\\b" in raw, path
+        assert (b"\\u0000" in raw) == (path.parent.name != "edges"), path
+        # what json.dumps leaves: DEL and U+0085 as they are
+        assert "\x7f\x85" in raw.decode(), path
+    shown = json.loads(read_bytes(session / "nodes" / "n.json"))
+    assert shown["label"] == "relax" + name
+    assert shown["input_parameters"][0]["name"] == "x" + name
+    assert shown["input_parameters"][0]["value"] == text
+    assert shown["input_parameters"][1]["value"] == ["\x1f", {"k\x1f": "\x1f"}]
+
+
+def test_the_deck_cache_sees_a_rewrite_of_the_same_size_and_mtime(dsession):
+    """A deck rewritten in place with the same size, its mtime then set
+    back to what it was (touch -d, rsync -t, tar x): status reads it
+    again (its change time moved), and shows the new deck's problem."""
+    good = b" $FLTCON WT=4960.0$\nNEXT CASE\n"
+    bad = b" $FLTCON WT=49.0,,$\nNEXT CASE\n"
+    assert len(bad) == len(good)
+    path = dsession / "uploads" / "deck.dat"
+    write_bytes(path, good)
+    assert deck_problems(dsession) == []
+    before = os.stat(path)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        assert os.pwrite(fd, bad, 0) == len(bad)
+    finally:
+        os.close(fd)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == \
+        (before.st_ino, before.st_size, before.st_mtime_ns)
+    problems = deck_problems(dsession)
+    assert len(problems) == 1 and problems[0].startswith(
+        "uploads/deck.dat: line 1, column "), problems
+    assert json.loads(read_bytes(dsession / "status.json"))["ready"] is False
+
+
+@pytest.mark.parametrize("doc", [
+    {"skill": "datcom\u0000"}, {"skill": "dat\u0000com"},
+    {"skill": "\u0000"}, {"skill": "datcom", "engine": "claude\u0000"},
+    {"skill": "datcom", "engine": "\u0000claude"}],
+    ids=["skill-end", "skill-middle", "skill-only", "engine-end",
+         "engine-start"])
+def test_a_nul_in_skill_or_engine_is_refused(make_flowfs, isolated_config,
+                                             doc):
+    """"datcom\\u0000" would bind datcom if the NUL cut the name short:
+    refused, nothing bound, the log says why."""
+    s = make_flowfs().mnt / "s"
+    os.mkdir(s)
+    assert put_json(s / "session.json", doc) == errno.EINVAL
+    key = "engine" if "engine" in doc else "skill"
+    assert last_log(s) == ("session.json",
+                           f'"{key}" must be a name (a string) or null')
+    shown = json.loads(read_bytes(s / "session.json"))
+    assert (shown["skill"], shown["engine"]) == (None, None)
+    assert "skill" not in os.listdir(s)
+    # the title may hold one: it is text, not a name
+    assert put_json(s / "session.json", {"title": "a\u0000b"}) == 0
+    assert json.loads(read_bytes(s / "session.json"))["title"] == "a\u0000b"
