@@ -31,6 +31,7 @@ from test_context import context_doc, task
 from test_engine import engine, files, run_mount, wait_fetch  # noqa: F401
 from test_fetch_limits import fetch_into, fetch_mount
 from test_sandbox import exec_mount, experiment  # noqa: F401
+from test_jobs import build_graph, ctl, small, wait_graph, write_tools
 from test_limits import (FIRST, NEXT, close_all, dag_edges, graph_doc,
                          open_drafts, waiting_edge)
 
@@ -834,3 +835,92 @@ def test_a_nul_in_skill_or_engine_is_refused(make_flowfs, isolated_config,
     # the title may hold one: it is text, not a name
     assert put_json(s / "session.json", {"title": "a\u0000b"}) == 0
     assert json.loads(read_bytes(s / "session.json"))["title"] == "a\u0000b"
+
+
+# -- the job graph's commands ------------------------------------------------------------
+
+PY = "/usr/bin/python3"
+# writes how many arguments it got and how many bytes they hold
+COUNT = ("import sys; a = sys.argv[1:]; open('n.txt', 'w').write("
+         "f'{len(a)} {sum(len(x.encode()) + 1 for x in a)}')")
+ARGV_MAX, ITEM_MAX, COMMAND_MAX = 256, 4096, 256 * 1024
+
+
+@pytest.fixture
+def jobs_mount(make_flowfs, isolated_config, tmp_path):
+    def mount(command):
+        write_tools(isolated_config, small({"count": {
+            "command": command, "outputs": {"n": "n.txt"}}}))
+        fs = make_flowfs(extra_args=["--executor=local", "--jobs=1",
+                                     f"--work-dir={tmp_path / 'work'}"])
+        s = fs.mnt / "s"
+        os.mkdir(s)
+        return s
+    return mount
+
+
+def counted(s, inputs=None):
+    """Submit node n (label count, with `inputs`): what its command got,
+    as (arguments, their bytes with a NUL each) after python -c CODE."""
+    build_graph(s, {"n": ("count", inputs or {})})
+    assert ctl(s, "submit") == 0, jobs_log(s)[-1:]
+    assert wait_graph(s)["state"] == "done"
+    n, size = read_bytes(s / "jobs" / "n" / "n.txt").split()
+    return int(n), int(size)
+
+
+def jobs_log(s):
+    return [(p, m) for _, p, m in log_entries(s / "log")]
+
+
+def test_job_command_at_256_items(jobs_mount):
+    s = jobs_mount([PY, "-c", COUNT] + ["a"] * (ARGV_MAX - 3))
+    assert counted(s) == (ARGV_MAX - 3, 2 * (ARGV_MAX - 3))
+
+
+def test_job_command_past_256_items(jobs_mount):
+    s = jobs_mount([PY, "-c", COUNT] + ["a"] * (ARGV_MAX - 2))
+    build_graph(s, {"n": ("count", {})})
+    assert ctl(s, "submit") == errno.EINVAL
+    assert jobs_log(s)[-1][1].endswith(
+        f'"count": command must be a list of 1 to {ARGV_MAX} strings (an'
+        ' argv; no shell reads it)'), jobs_log(s)[-1]
+    assert os.listdir(s / "jobs") == []
+
+
+def test_job_command_item_at_4096_bytes(jobs_mount):
+    s = jobs_mount([PY, "-c", COUNT, "i" * ITEM_MAX])
+    assert counted(s) == (1, ITEM_MAX + 1)
+
+
+def test_job_command_item_past_4096_bytes(jobs_mount):
+    s = jobs_mount([PY, "-c", COUNT, "i" * (ITEM_MAX + 1)])
+    build_graph(s, {"n": ("count", {})})
+    assert ctl(s, "submit") == errno.EINVAL
+    assert jobs_log(s)[-1][1].endswith(
+        f'"count": command[3] is {ITEM_MAX + 1} bytes; at most {ITEM_MAX}'), \
+        jobs_log(s)[-1]
+
+
+def big_command(jobs_mount, extra):
+    """A command rendering to COMMAND_MAX + extra bytes (each argument
+    with its NUL), the bulk from two values of the node (one argument
+    holds at most 128 KiB on Linux)."""
+    s = jobs_mount([PY, "-c", COUNT, "{{ x }}", "{{ y }}"])
+    fixed = len(PY) + 1 + len("-c") + 1 + len(COUNT) + 1 + 2
+    left = COMMAND_MAX + extra - fixed
+    return s, {"x": "x" * (left // 2), "y": "y" * (left - left // 2)}
+
+
+def test_job_command_at_256_kib(jobs_mount):
+    s, inputs = big_command(jobs_mount, 0)
+    assert counted(s, inputs) == (2, COMMAND_MAX - len(PY) - len(COUNT) - 5)
+
+
+def test_job_command_past_256_kib(jobs_mount):
+    s, inputs = big_command(jobs_mount, 1)
+    build_graph(s, {"n": ("count", inputs)})
+    assert ctl(s, "submit") == errno.E2BIG
+    assert jobs_log(s)[-1] == ("ctl", f'node "n": its command renders to'
+                               f" more than {COMMAND_MAX} bytes")
+    assert os.listdir(s / "jobs") == []
