@@ -28,7 +28,10 @@ from limits import (FILE_MAX, GRAPH_ID_MAX, NAME_MAX, ROUNDS_MAX,
                     LOG_KEEP, URL_MAX)
 from test_context import context_doc, task
 # engine, files and run_mount are fixtures: imported, pytest finds them
-from test_engine import engine, files, run_mount, wait_fetch  # noqa: F401
+from test_engine import (ROUND1, bind_with, engine, files,  # noqa: F401
+                         report_session, run_mount, science, wait_fetch,
+                         wait_run, write_line)
+from test_datcom import PC9
 from test_fetch_limits import fetch_into, fetch_mount
 from test_sandbox import exec_mount, experiment  # noqa: F401
 from test_jobs import build_graph, ctl, small, wait_graph, write_tools
@@ -924,3 +927,92 @@ def test_job_command_past_256_kib(jobs_mount):
     assert jobs_log(s)[-1] == ("ctl", f'node "n": its command renders to'
                                f" more than {COMMAND_MAX} bytes")
     assert os.listdir(s / "jobs") == []
+
+
+# -- runs: what an engine is asked again, and how often ----------------------------------
+
+def datcom_run(run_mount, engine, refusals):
+    """A datcom run whose engine sends `refusals` refused parameter sets,
+    then PC-9's: the run's last line."""
+    fs = run_mount()
+    s = fs.mnt / "pc9"
+    os.mkdir(s)
+    bind_with(s, "datcom", {"input": {"description": "The PC-9 trainer"}})
+    for _ in range(refusals):
+        engine.reply(content="", tool_calls=[("set_parameters", {"nalpha": 2})])
+    engine.reply(content="", tool_calls=[("set_parameters", PC9)])
+    assert write_line(s / "ctl", "run\n") == 0
+    return s, wait_run(s)
+
+
+def test_datcom_parameters_refused_3_times(run_mount, engine):
+    """Refused three times, the fourth set is taken."""
+    s, line = datcom_run(run_mount, engine, 3)
+    assert line == "run: done"
+    assert json.loads(read_bytes(s / "request.json"))["parameter"] == PC9
+    assert len(engine.requests) == 4
+
+
+def test_datcom_parameters_refused_4_times(run_mount, engine):
+    s, line = datcom_run(run_mount, engine, 4)
+    assert line.startswith("run: failed: the engine's parameters were"
+                           " refused 4 times; the last time: "), line
+    assert len(engine.requests) == 4
+
+
+def rounds_run(run_mount, engine, bad):
+    """A one-round scientific-workflow run whose engine first answers
+    `bad` times without the round's tags: the run's last line."""
+    fs = run_mount()
+    s = fs.mnt / "t"
+    os.mkdir(s)
+    science(s, 1)
+    for _ in range(bad):
+        engine.reply(content="I would rather chat.")
+    engine.reply(content=ROUND1)
+    assert write_line(s / "ctl", "run\n") == 0
+    return s, wait_run(s)
+
+
+def test_round_asked_again_3_times(run_mount, engine):
+    s, line = rounds_run(run_mount, engine, 3)
+    # without --allow-exec the run stops before the experiment: the
+    # round was taken
+    assert line.startswith("run: failed: round 1: experiments run only"), line
+    assert len(engine.requests) == 4
+    assert "phenomenon" in json.loads(read_bytes(s / "rounds" / "1.json"))
+
+
+def test_round_asked_again_4_times(run_mount, engine):
+    s, line = rounds_run(run_mount, engine, 4)
+    assert line == ('run: failed: round 1: rounds/1.json: the first round'
+                    ' needs "phenomenon"'), line
+    assert len(engine.requests) == 4
+    assert os.listdir(s / "rounds") == []
+
+
+def turns_run(run_mount, skill_folder, engine, calls):
+    """A report run whose engine calls write_artifact in `calls` turns,
+    then answers: the run's last line."""
+    fs, s = report_session(run_mount, skill_folder)
+    for i in range(calls):
+        engine.reply(content="", tool_calls=[(
+            "write_artifact", {"name": "report.md", "content": f"v{i}\n"})])
+    engine.reply(content='{"answer": 1}')
+    assert write_line(s / "ctl", "run\n") == 0
+    return s, wait_run(s)
+
+
+def test_engine_calls_tools_for_11_turns(run_mount, skill_folder, engine):
+    """Tools called in 11 turns, the answer in the 12th: the run ends."""
+    s, line = turns_run(run_mount, skill_folder, engine, 11)
+    assert line == "run: done"
+    assert read_bytes(s / "output" / "report.md") == b"v10\n"
+    assert len(engine.requests) == 12
+
+
+def test_engine_calls_tools_for_12_turns(run_mount, skill_folder, engine):
+    s, line = turns_run(run_mount, skill_folder, engine, 12)
+    assert line == "run: failed: the engine still called tools after 12" \
+        " turns", line
+    assert len(engine.requests) == 12
