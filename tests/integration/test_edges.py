@@ -21,7 +21,8 @@ import pytest
 
 from conftest import (bind, dumps, flowfs_bin, log_entries, oserror, put,
                       put_json, read_bytes, status_of, write_bytes)
-from limits import (CONTEXT_MAX, DECK_MAX_SIZE, DOC_MAX, DOC_MOUNT_BUDGET,
+from limits import (CONTEXT_MAX, DECK_MAX_CASES, DECK_MAX_NAMELISTS,
+                    DECK_MAX_SIZE, DOC_MAX, DOC_MOUNT_BUDGET,
                     DOC_SESSION_BUDGET, GRAPH_MAX_EDGES, GRAPH_MAX_NODES,
                     GRAPH_PENDING_SIZE, MiB, ROUND_MAX, ROUNDS_TOTAL_MAX)
 from limits import (FILE_MAX, GRAPH_ID_MAX, NAME_MAX, ROUNDS_MAX,
@@ -232,6 +233,21 @@ def test_deck_at_1_mib(dsession):
     write_bytes(dsession / "uploads" / "deck.dat", deck)
     assert not [p for p in deck_problems(dsession) if "are read" in p]
     assert json.loads(read_bytes(dsession / "parameter.json"))["wt"] == 4960.0
+
+
+def test_deck_at_3000_namelists(dsession):
+    deck = b" $FLTCON WT=1.0$\n" * DECK_MAX_NAMELISTS
+    write_bytes(dsession / "uploads" / "deck.dat", deck)
+    assert not [p for p in deck_problems(dsession) if "namelists" in p]
+
+
+def test_deck_at_300_cases(dsession):
+    deck = b" $FLTCON WT=1.0$\nNEXT CASE\n" * DECK_MAX_CASES
+    write_bytes(dsession / "uploads" / "deck.dat", deck)
+    assert not [p for p in deck_problems(dsession) if "cases" in p]
+    notes = json.loads(read_bytes(dsession / "status.json"))["notes"]
+    assert f"uploads/deck.dat: {DECK_MAX_CASES} cases; the first is used" \
+        in notes, notes
 
 
 # -- the job graph ------------------------------------------------------------
