@@ -1960,7 +1960,7 @@ static void test_plan_images(void **state)
 		" 'bare': {'command': ['bare']},"
 		" 'listed': {'images': ['reg/c:1'], 'command': ['c']}}";
 	struct jobspec_plan p;
-	char graph[512], want[FERR_MESSAGE_MAX];
+	char graph[1600], want[1600];	/* room for rep()'s 1023 */
 
 	(void)state;
 	/* the map's image, one of its list, none */
@@ -2234,7 +2234,7 @@ static void test_plan_options(void **state)
 		    "");
 	/* the argument shown is cut to 92 bytes and "..." */
 	{
-		char inputs[300], arg[100];
+		char inputs[1100], arg[1100];	/* room for rep()'s 1023 */
 
 		snprintf(inputs, sizeof(inputs), "{'x': '%s'}",
 			 rep("-", 'a', 200, ""));
