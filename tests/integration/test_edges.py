@@ -181,13 +181,22 @@ def test_document_past_16_mib(session):
     assert json.loads(read_bytes(session / "session.json"))["title"] == ""
 
 
-def test_drafts_at_the_session_budget(session):
-    """Four drafts of 16 MiB: the session's 64 MiB exactly, all held."""
+def test_drafts_at_the_session_budget(flowfs):
+    """Four drafts of 16 MiB: the session's 64 MiB exactly, all held
+    (with another session's draft open, so that the mount's total is past
+    a session's and each session's share is counted)."""
     per = DOC_SESSION_BUDGET // DOC_MAX
-    fds, wrote, err = open_drafts(session, per)
-    close_all(fds)
-    assert (wrote, err) == (per, 0)
-    assert not [m for _, _, m in log_entries(session / "log")
+    os.mkdir(flowfs.mnt / "other")
+    os.mkdir(flowfs.mnt / "s")
+    held, wrote, err = open_drafts(flowfs.mnt / "other", 1)
+    try:
+        assert (wrote, err) == (1, 0)
+        fds, wrote, err = open_drafts(flowfs.mnt / "s", per)
+        held += fds
+        assert (wrote, err) == (per, 0)
+    finally:
+        close_all(held)
+    assert not [m for _, _, m in log_entries(flowfs.mnt / "s" / "log")
                 if m.startswith("no room")]
 
 

@@ -323,6 +323,47 @@ static void test_long_values(void **state)
 	sbuf_release(&inst);
 }
 
+/* The message of an enum refusal for string `len` bytes long. */
+static void enum_message(size_t len, struct ferr *err)
+{
+	struct sbuf inst = SBUF_INIT;
+
+	sbuf_addch(&inst, '"');
+	for (size_t i = 0; i < len; i++)
+		sbuf_addch(&inst, 'v');
+	sbuf_addch(&inst, '"');
+	assert_int_equal(run("{\"enum\": [\"x\"]}", inst.buf, "", 0, err),
+			 -EINVAL);
+	sbuf_release(&inst);
+}
+
+/* A value of 80 bytes as a message shows it (quotes included) is shown
+ * whole ... */
+static void test_value_shown_at_80_bytes(void **state)
+{
+	struct ferr err = FERR_INIT;
+	char want[128];
+
+	(void)state;
+	enum_message(78, &err);
+	snprintf(want, sizeof(want), "\"%.78s\" is not one of \"x\"",
+		 "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+	assert_string_equal(err.message, want);
+}
+
+/* ... one byte more: its first 77 bytes and "...". */
+static void test_value_shown_past_80_bytes(void **state)
+{
+	struct ferr err = FERR_INIT;
+	char want[128];
+
+	(void)state;
+	enum_message(79, &err);
+	snprintf(want, sizeof(want), "\"%.76s... is not one of \"x\"",
+		 "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+	assert_string_equal(err.message, want);
+}
+
 static void test_logic(void **state)
 {
 	static const char *ite =
@@ -862,6 +903,8 @@ int main(void)
 		cmocka_unit_test(test_long_chains),
 		cmocka_unit_test(test_chain_at_256),
 		cmocka_unit_test(test_chain_past_256),
+		cmocka_unit_test(test_value_shown_at_80_bytes),
+		cmocka_unit_test(test_value_shown_past_80_bytes),
 		cmocka_unit_test(test_deep_instances),
 		cmocka_unit_test(test_exponential),
 		cmocka_unit_test(test_defaults),
