@@ -464,6 +464,29 @@ static void test_output_past_64_mib(void **state)
 	sbuf_release(&out);
 }
 
+/* tojson's indent goes only into a container that holds something:
+ * json.dumps([], indent=10**8) is "[]", an indent past the output limit
+ * on an empty one is no error. */
+static void test_tojson_indent_of_nothing(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+	struct tmpl *t = NULL;
+	json_t *ctx = parse_ctx("{\"l\": [], \"d\": {}}");
+	static const char text[] = "{{ l|tojson(indent=100000000) }}"
+				   "{{ d|tojson(indent=100000000) }}";
+
+	(void)state;
+	if (tmpl_parse(&t, text, strlen(text), &err) < 0)
+		fail_msg("%s", err.message);
+	if (tmpl_render(t, ctx, &out, &err) < 0)
+		fail_msg("%s", err.message);
+	assert_string_equal(out.buf, "[]{}");
+	tmpl_free(t);
+	json_decref(ctx);
+	sbuf_release(&out);
+}
+
 /* {{ x }} with x `arrays` lists nested in one another. */
 static int render_nested(int arrays, struct sbuf *out, struct ferr *err)
 {
@@ -527,6 +550,7 @@ int main(void)
 		cmocka_unit_test(test_output_past_64_mib),
 		cmocka_unit_test(test_value_at_100_levels),
 		cmocka_unit_test(test_value_past_100_levels),
+		cmocka_unit_test(test_tojson_indent_of_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
