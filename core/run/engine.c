@@ -284,9 +284,8 @@ static int curl_errno(CURLcode rc)
 	}
 }
 
-/* The wait before attempt `attempt` + 2: `first` doubled `attempt` times,
- * at most ENGINE_BACKOFF_MAX_MS (no shift past a long's width). */
-static long backoff_after(long first, int attempt)
+/* No shift past a long's width: the doubling stops at the cap. */
+long engine_backoff_ms(long first, int attempt)
 {
 	long wait = first < ENGINE_BACKOFF_MAX_MS ? first : ENGINE_BACKOFF_MAX_MS;
 
@@ -387,7 +386,7 @@ int engine_chat(const struct engine_config *cfg,
 		if (!ret || !again || attempt >= retries || ret == -ECANCELED)
 			break;
 		{
-			long wait = backoff_after(backoff, attempt);
+			long wait = engine_backoff_ms(backoff, attempt);
 
 			if (t.retry_after_s >= 0 && t.retry_after_s < 30)
 				wait = t.retry_after_s * 1000;

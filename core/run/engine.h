@@ -42,6 +42,10 @@
 /* No wait between two attempts is longer (a doubled backoff stops here). */
 #define ENGINE_BACKOFF_MAX_MS 60000L
 
+/* The wait before attempt `attempt` + 2 (attempt 0: the first retry):
+ * `first` ms doubled `attempt` times, at most ENGINE_BACKOFF_MAX_MS. */
+long engine_backoff_ms(long first, int attempt);
+
 struct engine_config {
 	const char *url;	/* the base, e.g. http://127.0.0.1:8080/v1 */
 	const char *model;

@@ -607,11 +607,6 @@ int sandbox_open_made(int dirfd, const char *name, struct stat *st)
 
 /* ---- measuring it while it runs --------------------------------------------- */
 
-struct scratch_use {
-	int64_t bytes;		/* allocated, st_blocks * 512 */
-	long entries;		/* files, folders, links, ... */
-};
-
 /*
  * Folder `name` of `parent`, which the daemon may not list (an
  * experiment's chmod 000 or 100, its uid being the daemon's): opened
@@ -661,8 +656,8 @@ static void shut_close(int path, mode_t mode)
  * daemon may not list is opened to it while it is walked: unmeasured,
  * it would hide what it holds.
  */
-static enum sandbox_over scratch_walk(int fd, int depth, const struct scratch_use *max,
-				   struct scratch_use *use)
+static enum sandbox_over scratch_walk(int fd, int depth, const struct sandbox_use *max,
+				   struct sandbox_use *use)
 {
 	enum sandbox_over over = SANDBOX_OVER_NONE;
 	DIR *d = fdopendir(fd);
@@ -705,9 +700,9 @@ static enum sandbox_over scratch_walk(int fd, int depth, const struct scratch_us
 	return over;
 }
 
-/* What `dir` holds (*use), and whether it is past `max`. */
-static enum sandbox_over scratch_measure(const char *dir, const struct scratch_use *max,
-				      struct scratch_use *use)
+enum sandbox_over sandbox_scratch_over(const char *dir,
+				       const struct sandbox_use *max,
+				       struct sandbox_use *use)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
@@ -715,16 +710,29 @@ static enum sandbox_over scratch_measure(const char *dir, const struct scratch_u
 	return fd < 0 ? SANDBOX_OVER_NONE : scratch_walk(fd, 0, max, use);
 }
 
+void sandbox_scratch_max(const char *dir, const struct sandbox_limits *limits,
+			 struct sandbox_use *max)
+{
+	static const struct sandbox_use none = { INT64_MAX, LONG_MAX };
+	struct sandbox_use use;
+
+	/* what the rounds before left is theirs: the limits are on what
+	 * this program adds */
+	sandbox_scratch_over(dir, &none, &use);
+	max->bytes = use.bytes + ((int64_t)or_default(limits->disk_mib, 1024) << 20);
+	max->entries = use.entries + or_default(limits->files, 10000);
+}
+
 /* What the program is past, if anything: its folder's limits, its
  * cgroup's memory. */
-static enum sandbox_over measure(const char *dir, const struct scratch_use *max,
+static enum sandbox_over measure(const char *dir, const struct sandbox_use *max,
 			      const struct cgroup *cg)
 {
-	struct scratch_use use;
+	struct sandbox_use use;
 
 	if (cgroup_oom(cg))
 		return SANDBOX_OVER_MEMORY;
-	return scratch_measure(dir, max, &use);
+	return sandbox_scratch_over(dir, max, &use);
 }
 
 /* ---- running it --------------------------------------------------------------- */
@@ -862,7 +870,7 @@ int sandbox_run_python(const char *dir, const char *file,
 	int64_t deadline = fclock_mono_ms() + 1000 * or_default(limits->wall_s, 120);
 	bool open_out = true, open_err = true, cancel = false, reaped = false;
 	bool ended;
-	struct scratch_use max = { INT64_MAX, LONG_MAX }, use;
+	struct sandbox_use max;
 	struct cgroup cg = { .procs = { -1, -1 } };
 	const char *name = strrchr(dir, '/');
 	int64_t measured;
@@ -895,11 +903,7 @@ int sandbox_run_python(const char *dir, const char *file,
 	ret = bwrap_argv(dir, file, limits, statp[1], filter, &args);
 	if (ret < 0)
 		goto out;
-	/* what the rounds before left is theirs: the limits are on what
-	 * this program adds */
-	scratch_measure(dir, &max, &use);
-	max.bytes = use.bytes + ((int64_t)or_default(limits->disk_mib, 1024) << 20);
-	max.entries = use.entries + or_default(limits->files, 10000);
+	sandbox_scratch_max(dir, limits, &max);
 	if (limits->cgroups && limits->cgroups->version) {
 		char cgname[NAME_MAX + 1];
 

@@ -204,6 +204,33 @@ void sandbox_remove_tree(const char *dir);
  */
 int sandbox_open_made(int dirfd, const char *name, struct stat *st);
 
+/*
+ * What a scratch folder holds, as the daemon measures it while a program
+ * runs in it (walked by descriptor, no link followed, at most
+ * SANDBOX_SCRATCH_DEPTH folders deep, a folder the program made
+ * unlistable opened for the walk): its entries (files, folders, links,
+ * ...) and their allocated blocks.
+ */
+struct sandbox_use {
+	int64_t bytes;		/* st_blocks * 512 */
+	long entries;
+};
+
+/* What `dir` may hold while a program runs in it: what it holds now,
+ * plus limits->disk_mib MiB and limits->files entries. */
+void sandbox_scratch_max(const char *dir, const struct sandbox_limits *limits,
+			 struct sandbox_use *max);
+
+/*
+ * What `dir` holds (*use, counted up to the first limit passed), and
+ * which limit of `max` it is past: SANDBOX_OVER_FILES, _DISK, or _DEPTH
+ * for a folder nested deeper than SANDBOX_SCRATCH_DEPTH; else
+ * SANDBOX_OVER_NONE (a folder that cannot be opened holds nothing).
+ */
+enum sandbox_over sandbox_scratch_over(const char *dir,
+				       const struct sandbox_use *max,
+				       struct sandbox_use *use);
+
 /* The observation for `res` (see above), appended to `out`. */
 int sandbox_observation(const struct sandbox_result *res, const struct sandbox_limits *limits,
 		     struct sbuf *out);

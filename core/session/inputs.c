@@ -79,6 +79,16 @@ static int check_inputs(const struct skill *sk, const json_t *input,
 		if (!prop)
 			return ferr_set(err, -EINVAL, "unknown input key '%s'",
 					key);
+		if (!is_inline(prop) && !inputs_is_url(value) &&
+		    json_is_string(value) &&
+		    json_string_length(value) > INPUTS_URL_MAX &&
+		    (!strncasecmp(json_string_value(value), "http://", 7) ||
+		     !strncasecmp(json_string_value(value), "https://", 8)))
+			return ferr_set(err, -EINVAL,
+					"key '%s': a URL of %zu bytes: a URL"
+					" input is at most %d bytes", key,
+					json_string_length(value),
+					INPUTS_URL_MAX);
 		if (!is_inline(prop) && !inputs_is_url(value))
 			return ferr_set(err, -EINVAL,
 					"key '%s' is file-sourced; write it to"
@@ -148,7 +158,7 @@ bool inputs_is_url(const json_t *value)
 
 	return s && (!strncasecmp(s, "http://", 7) ||
 		     !strncasecmp(s, "https://", 8)) &&
-	       !strpbrk(s, " \t\r\n") && strlen(s) < 8192;
+	       !strpbrk(s, " \t\r\n") && strlen(s) <= INPUTS_URL_MAX;
 }
 
 /*

@@ -95,7 +95,11 @@ int inputs_prompt(const struct skill *sk, const char *engine,
 		  const struct inputs *in, const char *run_dir,
 		  const char *skill_dir, struct sbuf *out, struct ferr *err);
 
-/* Whether an input value is a URL flowfs fetches (http:// or https://). */
+/* The longest URL input, in bytes (a longer one is refused). */
+#define INPUTS_URL_MAX 8191
+
+/* Whether an input value is a URL flowfs fetches: http:// or https://,
+ * no blanks, at most INPUTS_URL_MAX bytes. */
 bool inputs_is_url(const json_t *value);
 
 /*

@@ -17,3 +17,13 @@ CONTEXT_MAX = MiB
 DOC_MAX = 16 * MiB
 DOC_SESSION_BUDGET = 64 * MiB
 DOC_MOUNT_BUDGET = 256 * MiB
+
+# The limits of names and files (README "The tree", "The job graph",
+# "Scientific rounds"; core/lib/fname.h, core/graph/graph_check.c,
+# core/store/tree.h, core/session/roundstore.h, session.h, inputs.c)
+NAME_MAX = 255
+GRAPH_ID_MAX = 250
+FILE_MAX = 2 ** 50
+ROUNDS_MAX = 1000
+LOG_KEEP = 500
+URL_MAX = 8191

@@ -405,6 +405,265 @@ static void test_deck_too_big(void **state)
 	sbuf_release(&got);
 }
 
+/* A deck of exactly DECK_MAX_SIZE bytes is read (a card, then blank
+ * lines). */
+static void test_deck_at_max_size(void **state)
+{
+	static const char card[] = " $FLTCON WT=4960.0$\nNEXT CASE\n";
+	struct fixture *fx = *state;
+	size_t len = DECK_MAX_SIZE;
+	char *text = malloc(len);
+	struct sbuf got = SBUF_INIT;
+
+	assert_non_null(text);
+	memset(text, '\n', len);
+	memcpy(text, card, strlen(card));
+	bind(fx, "{\"skill\": \"datcom\"}");
+	put_deck(fx, text, len);
+	problems_with(fx, NULL, &got);
+	assert_null(strstr(got.buf, "are read"));
+	/* read: its parameters are used */
+	sbuf_reset(&got);
+	{
+		struct binding_ctx c = ctx(fx);
+
+		assert_int_equal(binding_render_parameter(&c, &got), 0);
+	}
+	assert_non_null(strstr(got.buf, "\"wt\": 4960.0"));
+	free(text);
+	sbuf_release(&got);
+}
+
+static const char good_deck[] = " $FLTCON WT=4960.0$\nNEXT CASE\n";
+static const char bad_deck[] = " $FLTCON WT=49.0,,$\nNEXT CASE\n";
+
+static void deck_attr(struct fixture *fx, struct tree_attr *a)
+{
+	assert_int_equal(tree_lookup(fx->t, fx->s.uploads_ino, "deck.dat", a),
+			 0);
+}
+
+/* Write `text` over the deck in place, then set its times as `sa` says
+ * (what=0: leave them as the write made them). */
+static void rewrite_deck(struct fixture *fx, const char *text,
+			 struct tree_setattr *sa)
+{
+	struct tree_attr a;
+
+	deck_attr(fx, &a);
+	assert_int_equal(tree_open(fx->t, a.ino), 0);
+	assert_int_equal(tree_write(fx->t, a.ino, text, strlen(text), 0), 0);
+	if (sa->what)
+		assert_int_equal(tree_setattr(fx->t, a.ino, sa, &a), 0);
+	assert_int_equal(tree_release(fx->t, a.ino), 0);
+}
+
+static bool deck_refused(struct fixture *fx, struct binding_cache *cache)
+{
+	struct sbuf got = SBUF_INIT;
+	bool refused;
+
+	problems_with(fx, cache, &got);
+	refused = strstr(got.buf, "uploads/deck.dat: line 1, column") != NULL;
+	sbuf_release(&got);
+	return refused;
+}
+
+/* Issue 26: a deck rewritten in place, the same size, its mtime set back
+ * to what it was (touch -d, rsync -t): its change time moved, and that
+ * is enough to read it again. */
+static void test_deck_cache_same_size_and_mtime(void **state)
+{
+	struct fixture *fx = *state;
+	struct binding_cache cache;
+	struct tree_attr before, after;
+	struct tree_setattr sa = { .what = TREE_SET_MTIME };
+
+	memset(&cache, 0, sizeof(cache));
+	bind(fx, "{\"skill\": \"datcom\"}");
+	put_deck(fx, good_deck, strlen(good_deck));
+	assert_false(deck_refused(fx, &cache));
+	deck_attr(fx, &before);
+	sa.mtime_ns = before.mtime_ns;
+	rewrite_deck(fx, bad_deck, &sa);
+	deck_attr(fx, &after);
+	assert_int_equal(after.ino, before.ino);
+	assert_int_equal(after.size, before.size);
+	assert_int_equal(after.mtime_ns, before.mtime_ns);
+	assert_true(after.ctime_ns != before.ctime_ns);
+	assert_true(deck_refused(fx, &cache));
+	assert_int_equal(cache.misses, 2);
+	binding_cache_release(&cache);
+}
+
+/* Each part of the stamp alone tells a new version: the mtime (its
+ * ctime set back), the size (both times set back), the inode (another
+ * file renamed over it, with the same size and times). */
+static void test_deck_cache_stamp(void **state)
+{
+	static const char longer[] = " $FLTCON WT=49.0,,$\nNEXT CASE\n\n";
+	struct fixture *fx = *state;
+	struct binding_cache cache;
+	struct tree_attr a, b;
+	struct tree_setattr sa;
+
+	memset(&cache, 0, sizeof(cache));
+	bind(fx, "{\"skill\": \"datcom\"}");
+	put_deck(fx, good_deck, strlen(good_deck));
+	assert_false(deck_refused(fx, &cache));
+	deck_attr(fx, &a);
+	/* the mtime */
+	sa = (struct tree_setattr){ .what = TREE_SET_CTIME,
+				    .ctime_ns = a.ctime_ns };
+	rewrite_deck(fx, bad_deck, &sa);
+	deck_attr(fx, &b);
+	assert_int_equal(b.ctime_ns, a.ctime_ns);
+	assert_true(b.mtime_ns != a.mtime_ns);
+	assert_true(deck_refused(fx, &cache));
+	/* the size */
+	put_deck(fx, good_deck, strlen(good_deck));
+	assert_false(deck_refused(fx, &cache));
+	deck_attr(fx, &a);
+	sa = (struct tree_setattr){ .what = TREE_SET_MTIME | TREE_SET_CTIME,
+				    .mtime_ns = a.mtime_ns,
+				    .ctime_ns = a.ctime_ns };
+	rewrite_deck(fx, longer, &sa);
+	deck_attr(fx, &b);
+	assert_true(b.size != a.size);
+	assert_int_equal(b.mtime_ns, a.mtime_ns);
+	assert_int_equal(b.ctime_ns, a.ctime_ns);
+	assert_true(deck_refused(fx, &cache));
+	/* the inode */
+	put_deck(fx, good_deck, strlen(good_deck));
+	assert_false(deck_refused(fx, &cache));
+	deck_attr(fx, &a);
+	assert_int_equal(tree_put_file(fx->t, fx->s.uploads_ino, "new.dat",
+				       bad_deck, strlen(bad_deck), &b), 0);
+	sa = (struct tree_setattr){ .what = TREE_SET_MTIME | TREE_SET_CTIME,
+				    .mtime_ns = a.mtime_ns,
+				    .ctime_ns = a.ctime_ns };
+	assert_int_equal(tree_setattr(fx->t, b.ino, &sa, &b), 0);
+	assert_int_equal(tree_rename(fx->t, fx->s.uploads_ino, "new.dat",
+				     fx->s.uploads_ino, "deck.dat", false), 0);
+	deck_attr(fx, &b);
+	assert_true(b.ino != a.ino);
+	assert_int_equal(b.size, a.size);
+	assert_int_equal(b.mtime_ns, a.mtime_ns);
+	assert_true(deck_refused(fx, &cache));
+	assert_int_equal(cache.misses, 6);
+	binding_cache_release(&cache);
+}
+
+/* Four decks are kept (BINDING_CACHE_SLOTS), the least recently used
+ * out: four sessions' decks read twice parse four times; a fifth
+ * session's deck pushes the first out. */
+static void test_deck_cache_slots(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s[BINDING_CACHE_SLOTS + 1];
+	struct binding_cache cache;
+	struct ferr err = FERR_INIT;
+	struct sbuf got = SBUF_INIT;
+
+	memset(&cache, 0, sizeof(cache));
+	for (int i = 0; i <= BINDING_CACHE_SLOTS; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "d%d", i);
+		assert_int_equal(session_create(fx->st, fx->t, name, 0755, 1000,
+						1000, &s[i], &err), 0);
+		fx->s = s[i];
+		bind(fx, "{\"skill\": \"datcom\"}");
+		s[i] = fx->s;
+		put_deck(fx, good_deck, strlen(good_deck));
+	}
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < BINDING_CACHE_SLOTS; i++) {
+			struct binding_ctx c = ctx(fx);
+			struct inputs in;
+			const struct skill *sk;
+
+			c.s = &s[i];
+			c.cache = &cache;
+			assert_int_equal(binding_resolve(&c, &sk, &in), 0);
+			inputs_release(&in);
+		}
+	assert_int_equal(cache.misses, BINDING_CACHE_SLOTS);
+	assert_int_equal(cache.hits, BINDING_CACHE_SLOTS);
+	/* the fifth takes the slot of the first (the least recently used) */
+	fx->s = s[BINDING_CACHE_SLOTS];
+	problems_with(fx, &cache, &got);
+	assert_int_equal(cache.misses, BINDING_CACHE_SLOTS + 1);
+	fx->s = s[1];
+	problems_with(fx, &cache, &got);
+	assert_int_equal(cache.misses, BINDING_CACHE_SLOTS + 1);
+	fx->s = s[0];
+	problems_with(fx, &cache, &got);
+	assert_int_equal(cache.misses, BINDING_CACHE_SLOTS + 2);
+	sbuf_release(&got);
+	binding_cache_release(&cache);
+}
+
+/* The problems of status are kept while what they are worked out from
+ * holds still, and worked out again after any of it changed: the
+ * session's path, session.json, request.json, the names in uploads/ (the
+ * folder's mtime), the folder's ctime (a chmod), the skills. */
+static void test_problems_cache_keys(void **state)
+{
+	struct fixture *fx = *state;
+	struct binding_cache cache;
+	struct binding_ctx c;
+	struct sbuf got = SBUF_INIT, notes = SBUF_INIT;
+	struct tree_setattr sa = { .what = TREE_SET_MODE, .mode = 0700 };
+	struct tree_attr dir;
+	uint64_t hits;
+
+	memset(&cache, 0, sizeof(cache));
+	bind(fx, "{\"skill\": \"csvstat\"}");
+	c = ctx(fx);
+	c.cache = &cache;
+#define AGAIN(same) do {						\
+		hits = cache.solved_hits;				\
+		sbuf_reset(&got);					\
+		assert_int_equal(binding_problems(&c, &got, &notes, NULL), 0); \
+		assert_int_equal(cache.solved_hits, hits + (same));	\
+	} while (0)
+	AGAIN(0);
+	AGAIN(1);
+	c.session_path = "/mnt/other/s1";
+	AGAIN(0);
+	AGAIN(1);
+	bind(fx, "{\"skill\": \"csvstat\", \"engine\": \"codex\"}");
+	AGAIN(0);
+	request(fx, "{\"parameter\": {\"column\": \"a\"}}");
+	AGAIN(0);
+	AGAIN(1);
+	upload(fx, "notes.txt", false);
+	AGAIN(0);
+	AGAIN(1);
+	assert_int_equal(tree_setattr(fx->t, fx->s.uploads_ino, &sa, &dir), 0);
+	AGAIN(0);
+	assert_int_equal(skill_registry_scan(fx->reg), 0);
+	AGAIN(0);
+	AGAIN(1);
+	/* another session is another key */
+	{
+		struct session_info other;
+		struct ferr err = FERR_INIT;
+
+		assert_int_equal(session_create(fx->st, fx->t, "s2", 0755, 1000,
+						1000, &other, &err), 0);
+		fx->s = other;
+		bind(fx, "{\"skill\": \"csvstat\"}");
+		c.s = &fx->s;
+		AGAIN(0);
+	}
+#undef AGAIN
+	sbuf_release(&got);
+	sbuf_release(&notes);
+	binding_cache_release(&cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +675,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_deck_cache, setup_builtin,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_deck_too_big, setup_builtin,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_deck_at_max_size,
+						setup_builtin, teardown),
+		cmocka_unit_test_setup_teardown(test_deck_cache_same_size_and_mtime,
+						setup_builtin, teardown),
+		cmocka_unit_test_setup_teardown(test_deck_cache_stamp,
+						setup_builtin, teardown),
+		cmocka_unit_test_setup_teardown(test_deck_cache_slots,
+						setup_builtin, teardown),
+		cmocka_unit_test_setup_teardown(test_problems_cache_keys, setup,
 						teardown),
 	};
 

@@ -76,6 +76,11 @@ static void test_parse_bad(void **state)
 					   sizeof(path)), -ENAMETOOLONG);
 	assert_int_equal(cgroup_parse_line("0::/seven\n", "", path, sizeof(path)), 1);
 	assert_string_equal(path, "/seven");
+	/* exactly what the buffer holds (7 and its NUL), then one more */
+	assert_int_equal(cgroup_parse_line("0::/sevens\n", "", path, sizeof(path)), 1);
+	assert_string_equal(path, "/sevens");
+	assert_int_equal(cgroup_parse_line("0::/eighths\n", "", path, sizeof(path)),
+			 -ENAMETOOLONG);
 }
 
 int main(void)

@@ -729,6 +729,41 @@ static void test_render_wrapping(void **state)
 	}
 }
 
+/* A summary of one word that fills `cols` columns after "Summary: " */
+static void summary_of(int cols, char *doc, size_t size, char *word)
+{
+	memset(word, 'w', (size_t)cols);
+	word[cols] = '\0';
+	snprintf(doc, size, "{\"id\": \"m\", \"timestamp\": 1, "
+		 "\"architecture\": \"request-phase-task\", \"request\": {}, "
+		 "\"phases\": [], \"summary\": \"%s\"}", word);
+}
+
+#define RENDER_HEAD "Context m (request-phase-task)\nGoal: (none)\n" \
+	"Requirements: (none)\nConstraints: (none)\nPhases: 0 of at most 3\n\n"
+
+/* A line of exactly 100 columns stays one line ... */
+static void test_render_line_at_100_columns(void **state)
+{
+	char doc[512], word[128], want[512];
+
+	(void)state;
+	summary_of(100 - 9, doc, sizeof(doc), word);
+	snprintf(want, sizeof(want), RENDER_HEAD "Summary: %s\n", word);
+	render_is(doc, want);
+}
+
+/* ... one of 101 wraps (the word to a continuation line). */
+static void test_render_line_past_100_columns(void **state)
+{
+	char doc[512], word[128], want[512];
+
+	(void)state;
+	summary_of(100 - 9 + 1, doc, sizeof(doc), word);
+	snprintf(want, sizeof(want), RENDER_HEAD "Summary:\n    %s\n", word);
+	render_is(doc, want);
+}
+
 static void test_render_wide_wrapping(void **state)
 {
 	/* 50 CJK characters, 2 columns each: "Summary: " (9) + 45 of them
@@ -823,6 +858,8 @@ int main(void)
 		cmocka_unit_test(test_render_seed),
 		cmocka_unit_test(test_render_sparse),
 		cmocka_unit_test(test_render_wrapping),
+		cmocka_unit_test(test_render_line_at_100_columns),
+		cmocka_unit_test(test_render_line_past_100_columns),
 		cmocka_unit_test(test_render_wide_wrapping),
 		cmocka_unit_test(test_render_refuses_non_context),
 		cmocka_unit_test(test_render_long_word_and_emoji),

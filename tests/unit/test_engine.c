@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -248,11 +249,38 @@ static void test_url_shown(void **state)
 	}
 }
 
+/* The waits between attempts double from the first up to 60 s, exactly
+ * there and never past it (README: --engine-backoff-ms). */
+static void test_backoff_up_to_60_s(void **state)
+{
+	static const long waits[] = { 1000, 2000, 4000, 8000, 16000, 32000,
+				      60000, 60000 };
+
+	(void)state;
+	for (int i = 0; i < (int)(sizeof(waits) / sizeof(*waits)); i++)
+		assert_int_equal(engine_backoff_ms(1000, i), waits[i]);
+	assert_int_equal(engine_backoff_ms(30000, 1), 60000);
+	assert_int_equal(engine_backoff_ms(29999, 1), 59998);
+	assert_int_equal(engine_backoff_ms(60000, 0), 60000);
+	assert_int_equal(engine_backoff_ms(60000, 100), 60000);
+	assert_int_equal(engine_backoff_ms(1, 1000), 60000);
+}
+
+static void test_backoff_past_60_s(void **state)
+{
+	(void)state;
+	assert_int_equal(engine_backoff_ms(60001, 0), 60000);
+	assert_int_equal(engine_backoff_ms(30001, 1), 60000);
+	assert_int_equal(engine_backoff_ms(LONG_MAX, 3), 60000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extract_json),
 		cmocka_unit_test(test_url_shown),
+		cmocka_unit_test(test_backoff_up_to_60_s),
+		cmocka_unit_test(test_backoff_past_60_s),
 		cmocka_unit_test(test_parse_tags),
 		cmocka_unit_test(test_fold),
 		cmocka_unit_test(test_observation),

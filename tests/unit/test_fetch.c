@@ -348,6 +348,83 @@ static void test_parse_allow(void **state)
 	assert_int_equal(l.allow[2].prefix, 8);
 }
 
+/* --fetch-allow takes 32 addresses or ranges, a /32 and a /128 ... */
+static void test_allow_at_its_limits(void **state)
+{
+	struct fetch_limits l = { 0 };
+	struct ferr err = FERR_INIT;
+	char list[32 * 16] = "";
+
+	(void)state;
+	for (int i = 1; i <= 32; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list),
+			 "%s10.0.0.%d", i > 1 ? "," : "", i);
+	assert_int_equal(fetch_parse_allow(list, &l, &err), 0);
+	assert_int_equal(l.nallow, 32);
+	assert_int_equal(fetch_parse_allow("10.0.0.0/32,::1/128,0.0.0.0/0",
+					   &l, &err), 0);
+	assert_int_equal(l.allow[0].prefix, 32);
+	assert_int_equal(l.allow[1].prefix, 128);
+	assert_int_equal(l.allow[2].prefix, 0);
+}
+
+/* ... not 33, nor /33 and /129. */
+static void test_allow_past_its_limits(void **state)
+{
+	struct fetch_limits l = { 0 };
+	struct ferr err = FERR_INIT;
+	char list[33 * 16] = "";
+
+	(void)state;
+	for (int i = 1; i <= 33; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list),
+			 "%s10.0.0.%d", i > 1 ? "," : "", i);
+	assert_int_equal(fetch_parse_allow(list, &l, &err), -EINVAL);
+	assert_string_equal(err.message, "--fetch-allow takes addresses or"
+			    " ranges such as 192.168.1.10 or 10.1.0.0/16,"
+			    " comma-separated (at most 32), not \"10.0.0.33\"");
+	assert_int_equal(fetch_parse_allow("10.0.0.0/33", &l, &err), -EINVAL);
+	assert_int_equal(fetch_parse_allow("::/129", &l, &err), -EINVAL);
+}
+
+/* A range lets through the addresses inside it, to the last bit of its
+ * prefix, and no other: 127.0.0.1 is in 127.0.0.0/31 and /25, not in
+ * 127.0.0.2/31, 127.0.0.128/25 or 127.0.1.0/24. */
+static void test_allow_ranges(void **state)
+{
+	static const struct { const char *allow; bool in; } cases[] = {
+		{ "127.0.0.1", true }, { "127.0.0.0/31", true },
+		{ "127.0.0.0/25", true }, { "126.0.0.0/7", true },
+		{ "127.0.0.2/31", false }, { "127.0.0.128/25", false },
+		{ "127.0.1.0/24", false }, { "127.0.0.0/32", false },
+		{ "128.0.0.0/7", false }, { "::1", false },
+	};
+	struct ferr err = FERR_INIT;
+	struct server s;
+	char url[96];
+
+	(void)state;
+	assert_int_equal(listen_on(&s, "127.0.0.1"), 0);
+	snprintf(url, sizeof(url), "%s/a.csv", s.base);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct fetch_limits limits = { .timeout_s = 10 };
+
+		assert_int_equal(fetch_parse_allow(cases[i].allow, &limits,
+						   &err), 0);
+		if (cases[i].in) {
+			start(&s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+			      "\r\nhi", false);
+			if (fetch(url, &limits, &err) != 0)
+				fail_msg("%s: %s", cases[i].allow, err.message);
+			pthread_join(s.thread, NULL);
+		} else {
+			assert_int_equal(fetch(url, &limits, &err), -EACCES);
+			assert_false(connected(&s));
+		}
+	}
+	stop(&s, false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -356,6 +433,9 @@ int main(void)
 		cmocka_unit_test(test_redirect_to_loopback_refused),
 		cmocka_unit_test(test_own_address_refused),
 		cmocka_unit_test(test_parse_allow),
+		cmocka_unit_test(test_allow_at_its_limits),
+		cmocka_unit_test(test_allow_past_its_limits),
+		cmocka_unit_test(test_allow_ranges),
 		cmocka_unit_test(test_low_speed_limit),
 	};
 

@@ -209,6 +209,50 @@ static void test_depth_limit(void **state)
 	sbuf_release(&out);
 }
 
+/* A value `depth` arrays deep, built (not parsed). */
+static json_t *nested(int depth)
+{
+	json_t *v = json_array();
+
+	for (int i = 1; i < depth; i++) {
+		json_t *outer = json_array();
+
+		assert_int_equal(json_array_append_new(outer, v), 0);
+		v = outer;
+	}
+	return v;
+}
+
+/* The writer writes FJSON_MAX_DEPTH (2048) levels ... */
+static void test_dump_depth_at_limit(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+	json_t *v = nested(2048);
+	size_t open = 0;
+
+	(void)state;
+	assert_int_equal(fjson_dump(&out, v), 0);
+	for (size_t i = 0; i < out.len; i++)
+		open += out.buf[i] == '[';
+	assert_int_equal(open, 2048);
+	json_decref(v);
+	sbuf_release(&out);
+}
+
+/* ... and refuses one more, leaving `out` as it was. */
+static void test_dump_depth_past_limit(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+	json_t *v = nested(2049);
+
+	(void)state;
+	assert_int_equal(sbuf_addstr(&out, "kept"), 0);
+	assert_int_equal(fjson_dump(&out, v), -EINVAL);
+	assert_string_equal(out.buf, "kept");
+	json_decref(v);
+	sbuf_release(&out);
+}
+
 static void test_parse_errors(void **state)
 {
 	static const struct {
@@ -337,6 +381,8 @@ int main(void)
 		cmocka_unit_test(test_duplicate_keys),
 		cmocka_unit_test(test_dump_appends_and_restores),
 		cmocka_unit_test(test_depth_limit),
+		cmocka_unit_test(test_dump_depth_at_limit),
+		cmocka_unit_test(test_dump_depth_past_limit),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_special),
 	};

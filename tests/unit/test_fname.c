@@ -229,6 +229,8 @@ static void test_escape(void **state)
 		{ "a\xc3\xa9", 2, "a" },
 		{ "a\x1b", 6, "a" },
 		{ "a\x1b", 7, "a\\u001b" },
+		/* issue 26: the last control below a space, and a space */
+		{ "\x1f \x1e", SIZE_MAX, "\\u001f \\u001e" },
 	};
 	struct sbuf out = SBUF_INIT;
 

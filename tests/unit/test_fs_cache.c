@@ -150,6 +150,89 @@ static void test_byte_budget(void **state)
 	fs_cache_release(&c);
 }
 
+/* Sixteen versions, one per slot, are all kept ... */
+static void test_slots_at_16(void **state)
+{
+	struct fs_cache c = { 0 };
+
+	(void)state;
+	for (int s = 1; s <= FS_CACHE_SLOTS; s++)
+		keep(&c, key(&kind_a, s, 1), "x");
+	for (int s = 1; s <= FS_CACHE_SLOTS; s++)
+		expect_hit(&c, key(&kind_a, s, 1), "x");
+	fs_cache_release(&c);
+}
+
+/* ... a seventeenth pushes the least recently used out. */
+static void test_slots_past_16(void **state)
+{
+	struct fs_cache c = { 0 };
+
+	(void)state;
+	for (int s = 1; s <= FS_CACHE_SLOTS + 1; s++)
+		keep(&c, key(&kind_a, s, 1), "x");
+	expect_miss(&c, key(&kind_a, 1, 1));
+	for (int s = 2; s <= FS_CACHE_SLOTS + 1; s++)
+		expect_hit(&c, key(&kind_a, s, 1), "x");
+	fs_cache_release(&c);
+}
+
+/* Copies of 48 MiB together are all kept ... */
+static void test_bytes_at_48_mib(void **state)
+{
+	struct fs_cache c = { 0 };
+	struct fs_cache_key k;
+	struct sbuf part = SBUF_INIT;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sbuf_grow(&part, FS_CACHE_BYTES / 2), 0);
+		memset(part.buf, 'a' + i, FS_CACHE_BYTES / 2);
+		sbuf_setlen(&part, FS_CACHE_BYTES / 2);
+		k = key(&kind_a, 1 + i, 1);
+		assert_non_null(fs_cache_keep(&c, &k, &part, 0, 0));
+	}
+	assert_int_equal(c.bytes, FS_CACHE_BYTES);
+	assert_non_null(fs_cache_find(&c, &(struct fs_cache_key){
+		.what = &kind_a, .session = 1, .version = { 1, 0, 0, 7 } }));
+	assert_non_null(fs_cache_find(&c, &(struct fs_cache_key){
+		.what = &kind_a, .session = 2, .version = { 1, 0, 0, 7 } }));
+	/* and one copy of 48 MiB alone */
+	fs_cache_release(&c);
+	assert_int_equal(sbuf_grow(&part, FS_CACHE_BYTES), 0);
+	memset(part.buf, 'c', FS_CACHE_BYTES);
+	sbuf_setlen(&part, FS_CACHE_BYTES);
+	k = key(&kind_a, 3, 1);
+	assert_non_null(fs_cache_keep(&c, &k, &part, 0, 0));
+	assert_int_equal(c.bytes, FS_CACHE_BYTES);
+	sbuf_release(&part);
+	fs_cache_release(&c);
+}
+
+/* ... one byte more, and the older goes. */
+static void test_bytes_past_48_mib(void **state)
+{
+	struct fs_cache c = { 0 };
+	struct fs_cache_key k;
+	struct sbuf part = SBUF_INIT;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		size_t len = FS_CACHE_BYTES / 2 + (size_t)i;
+
+		assert_int_equal(sbuf_grow(&part, len), 0);
+		memset(part.buf, 'a' + i, len);
+		sbuf_setlen(&part, len);
+		k = key(&kind_a, 1 + i, 1);
+		assert_non_null(fs_cache_keep(&c, &k, &part, 0, 0));
+	}
+	assert_int_equal(c.bytes, FS_CACHE_BYTES / 2 + 1);
+	assert_null(fs_cache_find(&c, &(struct fs_cache_key){
+		.what = &kind_a, .session = 1, .version = { 1, 0, 0, 7 } }));
+	sbuf_release(&part);
+	fs_cache_release(&c);
+}
+
 static void test_forget(void **state)
 {
 	struct fs_cache c = { 0 };
@@ -173,6 +256,10 @@ int main(void)
 		cmocka_unit_test(test_a_new_version_replaces_the_old),
 		cmocka_unit_test(test_least_recently_used_goes),
 		cmocka_unit_test(test_byte_budget),
+		cmocka_unit_test(test_slots_at_16),
+		cmocka_unit_test(test_slots_past_16),
+		cmocka_unit_test(test_bytes_at_48_mib),
+		cmocka_unit_test(test_bytes_past_48_mib),
 		cmocka_unit_test(test_forget),
 	};
 

@@ -1063,6 +1063,73 @@ static void test_infer_rule(void **state)
 	sbuf_release(&report);
 }
 
+/*
+ * A graph of 201 nodes and `edges` edges, all but (n0, n1) and (n1, n2)
+ * of the consecutive pairs among them, for infer-edges to add those two.
+ */
+static void nearly_full(struct fixture *fx, long edges)
+{
+	struct sbuf sb = SBUF_INIT;
+	long k = 0;
+
+	assert_int_equal(sbuf_addstr(&sb, "{\"nodes\": ["), 0);
+	for (int i = 0; i <= 200; i++)
+		assert_int_equal(sbuf_addf(&sb, "%s{\"id\": \"n%d\", \"label\":"
+					   " \"relax\", \"input_parameters\":"
+					   " [{\"name\": \"x\", \"value\": \"v\"}]}",
+					   i ? ", " : "", i), 0);
+	assert_int_equal(sbuf_addstr(&sb, "], \"edges\": ["), 0);
+	for (int gap = 1; gap <= 200 && k < edges; gap++)
+		for (int i = 0; i + gap <= 200 && k < edges; i++) {
+			if (gap == 1 && i < 2)
+				continue;
+			assert_int_equal(sbuf_addf(&sb, "%s{\"id\": \"e%ld\","
+						   " \"source_node_id\": \"n%d\","
+						   " \"target_node_id\": \"n%d\","
+						   " \"target_parameter_name\": \"x\"}",
+						   k ? ", " : "", k, i, i + gap), 0);
+			k++;
+		}
+	assert_int_equal(k, edges);
+	assert_int_equal(sbuf_addstr(&sb, "], \"meta\": {}}"), 0);
+	if (commit_params(fx, sb.buf) < 0)
+		fail_msg("%s", fx->err.message);
+	sbuf_release(&sb);
+}
+
+/* infer-edges fills the graph up to GRAPH_MAX_EDGES exactly ... */
+static void test_infer_up_to_the_limit(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf report = SBUF_INIT;
+	size_t added = 0;
+
+	nearly_full(fx, GRAPH_MAX_EDGES - 2);
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_int_equal(added, 2);
+	assert_string_equal(report.buf, "");
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges"),
+			 GRAPH_MAX_EDGES);
+	sbuf_release(&report);
+}
+
+/* ... and says where it stopped, one short of room. */
+static void test_infer_past_the_limit(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf report = SBUF_INIT;
+	size_t added = 0;
+
+	nearly_full(fx, GRAPH_MAX_EDGES - 1);
+	assert_int_equal(graph_infer_edges(fx->st, fx->s.id, &added, &report), 0);
+	assert_int_equal(added, 1);
+	assert_string_equal(report.buf, "stopped before n1 -> n2: a graph holds"
+			    " at most 20000 edges\n");
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges"),
+			 GRAPH_MAX_EDGES);
+	sbuf_release(&report);
+}
+
 static void test_infer_existing(void **state)
 {
 	struct fixture *fx = *state;
@@ -2485,6 +2552,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_infer_rule, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_infer_existing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_infer_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_infer_up_to_the_limit, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_infer_past_the_limit, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_parameters_seed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parameters_render, setup,
 						teardown),

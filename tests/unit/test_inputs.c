@@ -885,11 +885,64 @@ static void test_url_inputs(void **state)
 	skill_free(sk);
 }
 
+/* {"input": {"plain": <a URL of `len` bytes>}} */
+static char *url_request(size_t len)
+{
+	static const char head[] = "{\"input\": {\"plain\": \"http://x.org/";
+	size_t pad = len - strlen("http://x.org/");
+	char *doc = malloc(strlen(head) + pad + 8);
+
+	assert_non_null(doc);
+	memcpy(doc, head, strlen(head));
+	memset(doc + strlen(head), 'u', pad);
+	strcpy(doc + strlen(head) + pad, "\"}}");
+	return doc;
+}
+
+static struct skill *plain_skill(void)
+{
+	return mk("{\"type\": \"object\", \"properties\": {"
+		  "\"plain\": {\"type\": \"string\"}}}", NULL, NULL);
+}
+
+/* A URL input of INPUTS_URL_MAX (8191) bytes is one ... */
+static void test_url_at_8191_bytes(void **state)
+{
+	struct skill *sk = plain_skill();
+	char *doc = url_request(INPUTS_URL_MAX);
+	json_t *url = json_stringn(strstr(doc, "http"), INPUTS_URL_MAX);
+
+	(void)state;
+	expect_accepted(sk, doc);
+	assert_true(inputs_is_url(url));
+	json_decref(url);
+	free(doc);
+	skill_free(sk);
+}
+
+/* ... one byte more is not, and the refusal says why. */
+static void test_url_past_8191_bytes(void **state)
+{
+	struct skill *sk = plain_skill();
+	char *doc = url_request(INPUTS_URL_MAX + 1);
+	json_t *url = json_stringn(strstr(doc, "http"), INPUTS_URL_MAX + 1);
+
+	(void)state;
+	assert_false(inputs_is_url(url));
+	expect_refused(sk, doc, "key 'plain': a URL of 8192 bytes: a URL input"
+		       " is at most 8191 bytes");
+	json_decref(url);
+	free(doc);
+	skill_free(sk);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check_accepts),
 		cmocka_unit_test(test_url_inputs),
+		cmocka_unit_test(test_url_at_8191_bytes),
+		cmocka_unit_test(test_url_past_8191_bytes),
 		cmocka_unit_test(test_check_refusals),
 		cmocka_unit_test(test_check_ref_in_input),
 		cmocka_unit_test(test_check_no_schemas),

@@ -3,9 +3,11 @@
  * command line (what it binds, what it keeps out), the seccomp filter's
  * shape (what it refuses: test_sandbox.py), the scratch folder's
  * links (only those resolving inside stay) and which files an
- * experiment made may be copied out.  The sandbox itself, run for real,
- * is tested through the mount in tests/integration/test_sandbox.py;
- * sandbox_fold and sandbox_observation in test_engine.c.
+ * experiment made may be copied out, how its folder is measured (its
+ * limits exactly at and one past), what is kept of what it prints and
+ * how that becomes an observation.  The sandbox itself, run for real, is
+ * tested through the mount in tests/integration/test_sandbox.py (and
+ * here once, when bwrap can make one, for what is kept of its output).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,10 +17,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/sandbox.h"
@@ -382,6 +387,400 @@ static void test_open_made(void **state)
 	unit_rmtree(dir);
 }
 
+/* ---- the scratch folder's limits ---------------------------------------- */
+
+/* `dir`/`sub` made, with `n` empty files in it. */
+static void files_in(const char *dir, const char *sub, int n)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	assert_int_equal(mkdir(path, 0700), 0);
+	for (int i = 0; i < n; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		touch(path, name, 0600);
+	}
+}
+
+/* Folders d/d/... `depth` deep in `dir`. */
+static void nest(const char *dir, int depth)
+{
+	char path[4096];
+	size_t len = (size_t)snprintf(path, sizeof(path), "%s", dir);
+
+	for (int i = 0; i < depth; i++) {
+		len += (size_t)snprintf(path + len, sizeof(path) - len, "/d");
+		assert_int_equal(mkdir(path, 0700), 0);
+	}
+}
+
+static enum sandbox_over over(const char *dir, int64_t bytes, long entries,
+			      struct sandbox_use *use)
+{
+	struct sandbox_use max = { bytes, entries };
+
+	return sandbox_scratch_over(dir, &max, use);
+}
+
+/* What a run may add: what the folder holds when it starts, plus the
+ * limits (1024 MiB and 10,000 entries when none are given). */
+static void test_scratch_max(void **state)
+{
+	struct sandbox_use use, max;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "measure"), 0);
+	files_in(dir, "held", 3);
+	assert_int_equal(over(dir, INT64_MAX, LONG_MAX, &use), SANDBOX_OVER_NONE);
+	assert_int_equal(use.entries, 4);
+	assert_true(use.bytes > 0);
+	sandbox_scratch_max(dir, &(struct sandbox_limits){ 0 }, &max);
+	assert_int_equal(max.entries, 4 + 10000);
+	assert_int_equal(max.bytes, use.bytes + ((int64_t)1024 << 20));
+	sandbox_scratch_max(dir, &(struct sandbox_limits){ .disk_mib = 1,
+			    .files = 5 }, &max);
+	assert_int_equal(max.entries, 4 + 5);
+	assert_int_equal(max.bytes, use.bytes + (1 << 20));
+	unit_rmtree(dir);
+}
+
+/* Exactly `files` entries more than it held: within; one more: past. */
+static void test_scratch_entries_at_limit(void **state)
+{
+	struct sandbox_use use, max;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "measure"), 0);
+	touch(dir, "upload", 0600);
+	sandbox_scratch_max(dir, &(struct sandbox_limits){ .files = 6 }, &max);
+	files_in(dir, "made", 5);		/* 1 + 5 */
+	assert_int_equal(sandbox_scratch_over(dir, &max, &use),
+			 SANDBOX_OVER_NONE);
+	assert_int_equal(use.entries, 7);
+	unit_rmtree(dir);
+}
+
+static void test_scratch_entries_past_limit(void **state)
+{
+	struct sandbox_use use, max;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "measure"), 0);
+	touch(dir, "upload", 0600);
+	sandbox_scratch_max(dir, &(struct sandbox_limits){ .files = 6 }, &max);
+	files_in(dir, "made", 6);
+	assert_int_equal(sandbox_scratch_over(dir, &max, &use),
+			 SANDBOX_OVER_FILES);
+	/* counted up to the one past */
+	assert_int_equal(use.entries, 8);
+	unit_rmtree(dir);
+}
+
+/* Allocated bytes: exactly the limit is within, a byte less past. */
+static void test_scratch_bytes(void **state)
+{
+	struct sandbox_use use, max;
+	char dir[64], path[128];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "measure"), 0);
+	snprintf(path, sizeof(path), "%s/data", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 100000; i++)
+		fputs("0123456789", f);
+	assert_int_equal(fclose(f), 0);
+	sync();
+	assert_int_equal(over(dir, INT64_MAX, LONG_MAX, &use), SANDBOX_OVER_NONE);
+	assert_true(use.bytes >= 1000000);
+	assert_int_equal(over(dir, use.bytes, LONG_MAX, &max), SANDBOX_OVER_NONE);
+	assert_int_equal(max.bytes, use.bytes);
+	assert_int_equal(over(dir, use.bytes - 1, LONG_MAX, &max),
+			 SANDBOX_OVER_DISK);
+	/* and the entries' limit the same way */
+	assert_int_equal(over(dir, INT64_MAX, 1, &max), SANDBOX_OVER_NONE);
+	assert_int_equal(over(dir, INT64_MAX, 0, &max), SANDBOX_OVER_FILES);
+	unit_rmtree(dir);
+}
+
+/* Folders nested SANDBOX_SCRATCH_DEPTH deep are walked; one more is
+ * past (what it holds would not be measured). */
+static void test_scratch_depth_at_limit(void **state)
+{
+	struct sandbox_use use;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "measure"), 0);
+	nest(dir, SANDBOX_SCRATCH_DEPTH);
+	assert_int_equal(over(dir, INT64_MAX, LONG_MAX, &use), SANDBOX_OVER_NONE);
+	assert_int_equal(use.entries, SANDBOX_SCRATCH_DEPTH);
+	unit_rmtree(dir);
+}
+
+static void test_scratch_depth_past_limit(void **state)
+{
+	struct sandbox_use use;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "measure"), 0);
+	nest(dir, SANDBOX_SCRATCH_DEPTH + 1);
+	assert_int_equal(over(dir, INT64_MAX, LONG_MAX, &use), SANDBOX_OVER_DEPTH);
+	/* nothing there: nothing held, nothing past */
+	assert_int_equal(over("/nonexistent/flowfs", 0, 0, &use),
+			 SANDBOX_OVER_NONE);
+	assert_int_equal(use.entries, 0);
+	unit_rmtree(dir);
+}
+
+/* A folder the program shut (mode 000) is measured all the same, and
+ * left as it was.  The daemon measures as the folder's owner (root would
+ * need no opening): as root, the measure runs in a child as nobody. */
+static int shut_measure(const char *dir)
+{
+	char path[128];
+	struct sandbox_use use;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/shut", dir);
+	if (over(dir, INT64_MAX, 4, &use) != SANDBOX_OVER_FILES)
+		return 1;
+	if (over(dir, INT64_MAX, 5, &use) != SANDBOX_OVER_NONE ||
+	    use.entries != 5)
+		return 2;
+	if (stat(dir, &st) < 0 || lstat(path, &st) < 0 ||
+	    (st.st_mode & 07777) != 0)
+		return 3;
+	return 0;
+}
+
+static void test_scratch_shut_folder(void **state)
+{
+	char dir[64], path[128];
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "measure"), 0);
+	files_in(dir, "shut", 4);
+	snprintf(path, sizeof(path), "%s/shut", dir);
+	if (geteuid() == 0) {
+		/* the folder and what it holds are nobody's, as a sandbox's */
+		assert_int_equal(sandbox_prepare_dir(dir, &(struct sandbox_limits){
+			.uid = SANDBOX_ID, .gid = SANDBOX_ID }, NULL, NULL), 0);
+	}
+	assert_int_equal(chmod(path, 0), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (geteuid() == 0 && (setgroups(0, NULL) < 0 ||
+				       setresgid(SANDBOX_ID, SANDBOX_ID, SANDBOX_ID) < 0 ||
+				       setresuid(SANDBOX_ID, SANDBOX_ID, SANDBOX_ID) < 0))
+			_exit(9);
+		_exit(shut_measure(dir));
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(chmod(path, 0700), 0);
+	unit_rmtree(dir);
+}
+
+/* sandbox_prepare_dir() walks SANDBOX_SCRATCH_DEPTH folders deep, and
+ * refuses a folder nested deeper (ELOOP). */
+static void test_prepare_depth(void **state)
+{
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "exec"), 0);
+	nest(dir, SANDBOX_SCRATCH_DEPTH);
+	assert_int_equal(sandbox_prepare_dir(dir, &(struct sandbox_limits){ 0 },
+					     NULL, NULL), 0);
+	unit_rmtree(dir);
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "exec"), 0);
+	nest(dir, SANDBOX_SCRATCH_DEPTH + 1);
+	assert_int_equal(sandbox_prepare_dir(dir, &(struct sandbox_limits){ 0 },
+					     NULL, NULL), -ELOOP);
+	unit_rmtree(dir);
+}
+
+/* ---- what it printed, as an observation ---------------------------------- */
+
+static void fold_is(const char *in, size_t len, const char *want)
+{
+	struct sbuf out = SBUF_INIT;
+
+	assert_int_equal(sandbox_fold(in, len, &out), 0);
+	assert_string_equal(out.buf, want);
+	sbuf_release(&out);
+}
+
+/* Three identical lines fold; two stay; bytes that are no UTF-8 and NULs
+ * become U+FFFD. */
+static void test_fold_lines(void **state)
+{
+	(void)state;
+	fold_is("a\na\nb\n", 6, "a\na\nb\n");
+	fold_is("a\na\na\nb\n", 8, "a (repeated 3 times)\nb\n");
+	fold_is("a\na\na", 5, "a (repeated 3 times)");
+	fold_is("x\xff\0y", 4, "x\xef\xbf\xbd\xef\xbf\xbdy");
+}
+
+/* `n` characters of two bytes each, one line. */
+static void chars(struct sbuf *sb, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(sbuf_addstr(sb, i % 2 ? "\xc3\xa9" : "\xc3\xa8"),
+				 0);
+}
+
+/* 16,000 characters are kept whole (counted in characters, not bytes). */
+static void test_fold_at_16000_characters(void **state)
+{
+	struct sbuf in = SBUF_INIT, out = SBUF_INIT;
+
+	(void)state;
+	chars(&in, 16000);
+	assert_int_equal(sandbox_fold(in.buf, in.len, &out), 0);
+	assert_int_equal(out.len, in.len);
+	assert_memory_equal(out.buf, in.buf, in.len);
+	sbuf_release(&in);
+	sbuf_release(&out);
+}
+
+/* One more: the first and the last 8,000 kept, a line says how many
+ * were cut. */
+static void test_fold_past_16000_characters(void **state)
+{
+	struct sbuf in = SBUF_INIT, out = SBUF_INIT, want = SBUF_INIT;
+	size_t head;
+
+	(void)state;
+	chars(&in, 16001);
+	head = 8000 * 2;
+	assert_int_equal(sbuf_add(&want, in.buf, head), 0);
+	assert_int_equal(sbuf_addstr(&want, "\n... (1 characters cut) ...\n"), 0);
+	assert_int_equal(sbuf_add(&want, in.buf + head + 2, in.len - head - 2), 0);
+	assert_int_equal(sandbox_fold(in.buf, in.len, &out), 0);
+	assert_string_equal(out.buf, want.buf);
+	sbuf_release(&in);
+	sbuf_release(&out);
+	sbuf_release(&want);
+}
+
+/* An exit status 128 + N is signal N up to 64, a status past it. */
+static void test_observation_signals(void **state)
+{
+	struct sandbox_limits lim = { 0 };
+	struct sandbox_result res = { 0 };
+	struct sbuf out = SBUF_INIT;
+
+	(void)state;
+	sbuf_init(&res.out);
+	sbuf_init(&res.err);
+	res.status = (128 + 64) << 8;
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "killed by signal 64");
+	sbuf_reset(&out);
+	res.status = (128 + 65) << 8;
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "exit status 193");
+	sbuf_reset(&out);
+	res.status = (128 + 1) << 8;
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "killed by signal 1 (SIGHUP)");
+	sbuf_reset(&out);
+	res.status = 0;
+	res.over = SANDBOX_OVER_DEPTH;
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "(stopped: it nested folders more than 64"
+			    " deep)");
+	sbuf_reset(&out);
+	/* what it printed is the observation of a run that went well, its
+	 * stderr that of one that did not */
+	res.over = SANDBOX_OVER_NONE;
+	assert_int_equal(sbuf_addstr(&res.out, "out\n"), 0);
+	assert_int_equal(sbuf_addstr(&res.err, "err\n"), 0);
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "out\n");
+	sbuf_reset(&out);
+	res.status = 1 << 8;
+	assert_int_equal(sandbox_observation(&res, &lim, &out), 0);
+	assert_string_equal(out.buf, "err\n");
+	sandbox_result_release(&res);
+	sbuf_release(&out);
+}
+
+/* ---- a real run (skipped where bwrap cannot make a sandbox) ------------- */
+
+#define OUTPUT_KEEP ((size_t)256 << 10)
+
+/* What is kept of a program's stdout that prints `n` bytes. */
+static int run_printing(size_t n, struct sbuf *out)
+{
+	struct sandbox_limits lim = { .wall_s = 60 };
+	struct sandbox_result res;
+	struct ferr err = FERR_INIT;
+	char dir[64], code[128];
+	int ret;
+
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir), "run"), 0);
+	/* as root, the sandbox's uid passes through to its folder */
+	assert_int_equal(chmod(dir, 0711), 0);
+	if (sandbox_check(NULL) < 0 || sandbox_trial(dir, &lim, &err) < 0) {
+		print_message("no sandbox here: %s\n", err.message);
+		unit_rmtree(dir);
+		return -1;
+	}
+	snprintf(code, sizeof(code), "import sys\nsys.stdout.write('x' * %zu)\n",
+		 n);
+	unit_put(dir, "e.py", code);
+	assert_int_equal(sandbox_prepare_dir(dir, &lim, NULL, NULL), 0);
+	ret = sandbox_run_python(dir, "e.py", &lim, NULL, NULL, &res, &err);
+	if (ret < 0)
+		fail_msg("the run failed: %s", err.message);
+	assert_int_equal(res.status, 0);
+	assert_int_equal(sbuf_add(out, res.out.buf, res.out.len), 0);
+	sandbox_result_release(&res);
+	unit_rmtree(dir);
+	return 0;
+}
+
+/* The first and the last 256 KiB: 512 KiB come whole. */
+static void test_run_output_at_512_kib(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+
+	(void)state;
+	if (run_printing(2 * OUTPUT_KEEP, &out) < 0)
+		skip();
+	assert_int_equal(out.len, 2 * OUTPUT_KEEP);
+	assert_null(strstr(out.buf, "not kept"));
+	sbuf_release(&out);
+}
+
+static void test_run_output_past_512_kib(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+
+	(void)state;
+	if (run_printing(2 * OUTPUT_KEEP + 1, &out) < 0)
+		skip();
+	assert_int_equal(out.len, 2 * OUTPUT_KEEP +
+			 strlen("\n[... 1 bytes not kept ...]\n"));
+	assert_memory_equal(out.buf + OUTPUT_KEEP,
+			    "\n[... 1 bytes not kept ...]\n", 28);
+	sbuf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +790,20 @@ int main(void)
 		cmocka_unit_test(test_seccomp_filter),
 		cmocka_unit_test(test_prepare_dir),
 		cmocka_unit_test(test_open_made),
+		cmocka_unit_test(test_scratch_max),
+		cmocka_unit_test(test_scratch_entries_at_limit),
+		cmocka_unit_test(test_scratch_entries_past_limit),
+		cmocka_unit_test(test_scratch_bytes),
+		cmocka_unit_test(test_scratch_depth_at_limit),
+		cmocka_unit_test(test_scratch_depth_past_limit),
+		cmocka_unit_test(test_scratch_shut_folder),
+		cmocka_unit_test(test_prepare_depth),
+		cmocka_unit_test(test_fold_lines),
+		cmocka_unit_test(test_fold_at_16000_characters),
+		cmocka_unit_test(test_fold_past_16000_characters),
+		cmocka_unit_test(test_observation_signals),
+		cmocka_unit_test(test_run_output_at_512_kib),
+		cmocka_unit_test(test_run_output_past_512_kib),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -323,6 +323,47 @@ static void test_long_values(void **state)
 	sbuf_release(&inst);
 }
 
+/* The message of an enum refusal for string `len` bytes long. */
+static void enum_message(size_t len, struct ferr *err)
+{
+	struct sbuf inst = SBUF_INIT;
+
+	sbuf_addch(&inst, '"');
+	for (size_t i = 0; i < len; i++)
+		sbuf_addch(&inst, 'v');
+	sbuf_addch(&inst, '"');
+	assert_int_equal(run("{\"enum\": [\"x\"]}", inst.buf, "", 0, err),
+			 -EINVAL);
+	sbuf_release(&inst);
+}
+
+/* A value of 80 bytes as a message shows it (quotes included) is shown
+ * whole ... */
+static void test_value_shown_at_80_bytes(void **state)
+{
+	struct ferr err = FERR_INIT;
+	char want[128];
+
+	(void)state;
+	enum_message(78, &err);
+	snprintf(want, sizeof(want), "\"%.78s\" is not one of \"x\"",
+		 "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+	assert_string_equal(err.message, want);
+}
+
+/* ... one byte more: its first 77 bytes and "...". */
+static void test_value_shown_past_80_bytes(void **state)
+{
+	struct ferr err = FERR_INIT;
+	char want[128];
+
+	(void)state;
+	enum_message(79, &err);
+	snprintf(want, sizeof(want), "\"%.76s... is not one of \"x\"",
+		 "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+	assert_string_equal(err.message, want);
+}
+
 static void test_logic(void **state)
 {
 	static const char *ite =
@@ -657,13 +698,58 @@ static void test_long_chains(void **state)
 	sbuf_release(&sb);
 }
 
+/* A schema whose $ref chain applies `n` schemas in a row to one value
+ * (the top one, n - 2 that refer on, an integer's). */
+static json_t *chain_of(int n)
+{
+	struct sbuf sb = SBUF_INIT;
+	json_t *s;
+
+	sbuf_addstr(&sb, "{\"$ref\": \"#/definitions/d0\", \"definitions\": {");
+	for (int i = 0; i < n - 2; i++)
+		sbuf_addf(&sb, "\"d%d\": {\"$ref\": \"#/definitions/d%d\"}, ",
+			  i, i + 1);
+	sbuf_addf(&sb, "\"d%d\": {\"type\": \"integer\"}}}", n - 2);
+	s = parse(sb.buf);
+	sbuf_release(&sb);
+	return s;
+}
+
+/* 256 schemas in a row ... */
+static void test_chain_at_256(void **state)
+{
+	struct ferr err = FERR_INIT;
+	json_t *s = chain_of(SCHEMA_MAX_NESTING), *one = json_integer(1);
+
+	(void)state;
+	assert_int_equal(schema_check(s, &err), 0);
+	assert_int_equal(schema_validate(s, NULL, one, "", 0, &err), 0);
+	json_decref(one);
+	json_decref(s);
+}
+
+/* ... not 257. */
+static void test_chain_past_256(void **state)
+{
+	struct ferr err = FERR_INIT;
+	json_t *s = chain_of(SCHEMA_MAX_NESTING + 1);
+
+	(void)state;
+	assert_int_equal(schema_check(s, &err), -EINVAL);
+	assert_non_null(strstr(err.message, ": more than 256 schemas in a row"
+			       " apply to the same value"));
+	json_decref(s);
+}
+
 /* Deeply nested instances against a recursive schema: no stack overflow,
  * and past the limit a clear refusal. */
 static void test_deep_instances(void **state)
 {
 	json_t *schema = parse("{\"items\": {\"$ref\": \"#\"}, \"type\": \"array\"}");
 	struct ferr err = FERR_INIT;
-	int depths[] = { 1000, 2048, 3000, 100000 };
+	/* each level is two schemas deep (items, then the $ref): the 4096
+	 * of SCHEMA_MAX_DEPTH are 2048 levels */
+	int depths[] = { 1000, 2048, 2049, 3000, 100000 };
 	size_t k;
 
 	(void)state;
@@ -815,6 +901,10 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_loops),
 		cmocka_unit_test(test_long_chains),
+		cmocka_unit_test(test_chain_at_256),
+		cmocka_unit_test(test_chain_past_256),
+		cmocka_unit_test(test_value_shown_at_80_bytes),
+		cmocka_unit_test(test_value_shown_past_80_bytes),
 		cmocka_unit_test(test_deep_instances),
 		cmocka_unit_test(test_exponential),
 		cmocka_unit_test(test_defaults),

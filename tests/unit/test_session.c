@@ -956,6 +956,303 @@ static void test_context_size(void **state)
 	free(text);
 }
 
+/* ---- binding a skill: session.json's "skill" and "engine" -------------- */
+
+/* A registry of two skills in the fixture's folder: "two" (engines a, b)
+ * and "broken" (a runner.json without engines). */
+static struct skill_registry *registry(struct fixture *fx)
+{
+	static const char schema[] = "{\"type\": \"object\", \"properties\": {}}";
+	struct skill_registry *reg;
+	char root[256], skills[128];
+	const char *dirs[1] = { skills };
+
+	snprintf(skills, sizeof(skills), "%s/skills", fx->dir);
+	snprintf(root, sizeof(root), "%s/two", skills);
+	unit_put(root, "SKILL.md", "# two\n");
+	unit_put(root, "assets/runner.json", "{\"id\": \"two\", \"engines\":"
+		 " [\"a\", \"b\"], \"schemas\": {\"input\": \"assets/i.json\","
+		 " \"parameter\": \"assets/p.json\", \"output\": \"assets/o.json\"}}");
+	unit_put(root, "assets/i.json", schema);
+	unit_put(root, "assets/p.json", schema);
+	unit_put(root, "assets/o.json", schema);
+	snprintf(root, sizeof(root), "%s/broken", skills);
+	unit_put(root, "SKILL.md", "# broken\n");
+	unit_put(root, "assets/runner.json", "{\"engines\": []}");
+	assert_int_equal(skill_registry_new(&reg, dirs, 1), 0);
+	return reg;
+}
+
+static int commit_with(struct fixture *fx, struct session_info *s,
+		       struct skill_registry *reg, const char *doc,
+		       struct ferr *err)
+{
+	int ret;
+
+	ferr_clear(err);
+	ret = session_commit_json(fx->st, s, reg, doc, strlen(doc), err);
+	assert_int_equal(session_get(fx->st, s->id, s), 0);
+	return ret;
+}
+
+static void bound_to(const struct session_info *s, const char *skill,
+		     const char *engine)
+{
+	assert_string_equal(s->skill, skill);
+	assert_string_equal(s->engine, engine);
+}
+
+static void test_commit_binds(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "b");
+	struct skill_registry *reg = registry(fx);
+	struct ferr err;
+
+	/* the skill's first engine, unless one is given */
+	assert_int_equal(commit_with(fx, &s, reg, "{\"skill\": \"two\"}", &err), 0);
+	bound_to(&s, "two", "a");
+	assert_int_equal(commit_with(fx, &s, reg, "{\"skill\": \"two\","
+				     " \"engine\": \"b\"}", &err), 0);
+	bound_to(&s, "two", "b");
+	/* the engine stays while the skill does */
+	assert_int_equal(commit_with(fx, &s, reg, "{\"skill\": \"two\","
+				     " \"title\": \"t\"}", &err), 0);
+	bound_to(&s, "two", "b");
+	/* null and absent unbind */
+	assert_int_equal(commit_with(fx, &s, reg, "{\"skill\": null}", &err), 0);
+	bound_to(&s, "", "");
+	assert_int_equal(commit_with(fx, &s, reg, "{\"skill\": \"two\"}", &err), 0);
+	bound_to(&s, "two", "a");
+	assert_int_equal(commit_with(fx, &s, reg, "{\"title\": \"t\"}", &err), 0);
+	bound_to(&s, "", "");
+	skill_registry_free(reg);
+}
+
+static void test_commit_binding_refused(void **state)
+{
+	static const struct { const char *doc, *message; } bad[] = {
+		{ "{\"skill\": \"none\"}",
+		  "unknown skill \"none\" (see .flowfs/skills/)" },
+		{ "{\"skill\": \"broken\"}", "skill \"broken\" did not load: " },
+		{ "{\"skill\": \"two\", \"engine\": \"c\"}",
+		  "engine \"c\" is not one of skill two's engines (a, b)" },
+		{ "{\"engine\": \"a\"}", "\"engine\" needs a \"skill\"" },
+		{ "{\"skill\": null, \"engine\": \"a\"}",
+		  "\"engine\" needs a \"skill\"" },
+		{ "{\"skill\": \"\"}", "\"skill\" must be a name (a string) or null" },
+		{ "{\"skill\": 2}", "\"skill\" must be a name (a string) or null" },
+		{ "{\"skill\": \"two\", \"engine\": \"\"}",
+		  "\"engine\" must be a name (a string) or null" },
+		{ "{\"skill\": \"two\", \"engine\": [\"a\"]}",
+		  "\"engine\" must be a name (a string) or null" },
+		/* issue 26: a NUL would cut the name short, to one that binds */
+		{ "{\"skill\": \"two\\u0000\"}",
+		  "\"skill\" must be a name (a string) or null" },
+		{ "{\"skill\": \"t\\u0000wo\"}",
+		  "\"skill\" must be a name (a string) or null" },
+		{ "{\"skill\": \"two\", \"engine\": \"a\\u0000\"}",
+		  "\"engine\" must be a name (a string) or null" },
+	};
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "b");
+	struct skill_registry *reg = registry(fx);
+	struct ferr err;
+
+	assert_int_equal(commit_with(fx, &s, reg, "{\"skill\": \"two\","
+				     " \"engine\": \"b\", \"title\": \"t\"}",
+				     &err), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		if (commit_with(fx, &s, reg, bad[i].doc, &err) != -EINVAL)
+			fail_msg("%s taken", bad[i].doc);
+		if (strncmp(err.message, bad[i].message, strlen(bad[i].message)))
+			fail_msg("%s: '%s', want '%s'", bad[i].doc, err.message,
+				 bad[i].message);
+		bound_to(&s, "two", "b");
+	}
+	/* no registry: no skill is known */
+	assert_int_equal(commit_with(fx, &s, NULL, "{\"skill\": \"two\"}", &err),
+			 -EINVAL);
+	/* a title may hold a NUL: it is text, not a name */
+	assert_int_equal(commit_with(fx, &s, reg, "{\"skill\": \"two\","
+				     " \"title\": \"a\\u0000b\"}", &err), 0);
+	{
+		char *doc = render(fx, &s);
+
+		assert_non_null(strstr(doc, "\"title\": \"a\\u0000b\""));
+		free(doc);
+	}
+	skill_registry_free(reg);
+}
+
+/* ---- the log's limits, exactly at them and one past ----------------------- */
+
+static void log_n(struct fixture *fx, int64_t id, int n)
+{
+	char msg[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(msg, sizeof(msg), "m%d", i);
+		assert_int_equal(session_log(fx->st, id, "p", msg), 0);
+	}
+}
+
+static int64_t log_count(struct fixture *fx, int64_t id)
+{
+	return id ? sql_int(fx, "SELECT count(*) FROM status_log WHERE"
+			    " session = %lld", (long long)id)
+		  : sql_int(fx, "SELECT count(*) FROM mount_log");
+}
+
+static void first_logged(struct fixture *fx, int64_t id, const char *want)
+{
+	struct sbuf sb = SBUF_INIT;
+	int64_t mtime;
+
+	assert_int_equal(session_render_log(fx->st, id, &sb, &mtime), 0);
+	assert_true(sb.len > 20);
+	if (strncmp(sb.buf + 20, want, strlen(want)))
+		fail_msg("first line '%.40s', want '<time>%s'", sb.buf, want);
+	sbuf_release(&sb);
+}
+
+static void test_log_keeps_500(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "s");
+
+	log_n(fx, s.id, SESSION_LOG_KEEP);
+	assert_int_equal(log_count(fx, s.id), SESSION_LOG_KEEP);
+	first_logged(fx, s.id, " p: m0\n");
+	log_n(fx, 0, SESSION_LOG_KEEP);
+	assert_int_equal(log_count(fx, 0), SESSION_LOG_KEEP);
+	first_logged(fx, 0, " p: m0\n");
+}
+
+static void test_log_drops_past_500(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "s");
+
+	log_n(fx, s.id, SESSION_LOG_KEEP + 1);
+	assert_int_equal(log_count(fx, s.id), SESSION_LOG_KEEP);
+	first_logged(fx, s.id, " p: m1\n");
+	log_n(fx, 0, SESSION_LOG_KEEP + 1);
+	assert_int_equal(log_count(fx, 0), SESSION_LOG_KEEP);
+	first_logged(fx, 0, " p: m1\n");
+}
+
+/* A message of SESSION_LOG_MESSAGE_MAX bytes is kept whole; one byte
+ * more is cut there (a path too). */
+static void test_log_message_at_1024_bytes(void **state)
+{
+	char big[SESSION_LOG_MESSAGE_MAX + 1];
+	char *p;
+
+	(void)state;
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	p = session_log_text(big);
+	assert_string_equal(p, big);
+	free(p);
+}
+
+static void test_log_message_past_1024_bytes(void **state)
+{
+	struct fixture *fx = *state;
+	char big[SESSION_LOG_MESSAGE_MAX + 2];
+	struct sbuf sb = SBUF_INIT;
+	int64_t mtime;
+	char *p;
+
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	p = session_log_text(big);
+	assert_int_equal(strlen(p), SESSION_LOG_MESSAGE_MAX);
+	free(p);
+	assert_int_equal(session_log(fx->st, 0, big, big), 0);
+	assert_int_equal(session_render_log(fx->st, 0, &sb, &mtime), 0);
+	assert_int_equal(sb.len, 20 + 1 + SESSION_LOG_MESSAGE_MAX + 2 +
+			 SESSION_LOG_MESSAGE_MAX + 1);
+	sbuf_release(&sb);
+}
+
+/* ---- context.json exactly at its size ----------------------------------- */
+
+/* A context of exactly CONTEXT_MAX_SIZE bytes, written as it is stored
+ * (indented): taken, and shown byte for byte; `pad` more bytes: refused
+ * as written. */
+static char *sized_context(size_t size, size_t *len)
+{
+	static const char head[] = "{\n  \"role\": \"user\",\n  \"content\": \"";
+	static const char tail[] = "\"\n}";
+	char *text = malloc(size + 1);
+
+	assert_non_null(text);
+	memcpy(text, head, strlen(head));
+	memset(text + strlen(head), 'c', size - strlen(head) - strlen(tail));
+	memcpy(text + size - strlen(tail), tail, strlen(tail) + 1);
+	*len = size;
+	return text;
+}
+
+static void test_context_at_1_mib(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "ctx");
+	struct ferr err = FERR_INIT;
+	struct sbuf out = SBUF_INIT;
+	int64_t mtime;
+	size_t len;
+	char *text = sized_context(CONTEXT_MAX_SIZE, &len);
+
+	if (session_commit_context(fx->st, &s, text, len, &err) < 0)
+		fail_msg("%s", err.message);
+	assert_int_equal(session_render_context(fx->st, &s, &out, &mtime), 0);
+	assert_int_equal(out.len, CONTEXT_MAX_SIZE);
+	assert_memory_equal(out.buf, text, len);
+	sbuf_release(&out);
+	free(text);
+}
+
+static void test_context_past_1_mib(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "ctx");
+	struct ferr err = FERR_INIT;
+	size_t len;
+	char *text = sized_context(CONTEXT_MAX_SIZE + 1, &len);
+
+	assert_int_equal(session_commit_context(fx->st, &s, text, len, &err),
+			 -EINVAL);
+	assert_string_equal(err.message, "context.json: 1048577 bytes: a context"
+			    " holds at most 1048576");
+	free(text);
+	/* compact within it, one byte past it as stored */
+	text = sized_context(CONTEXT_MAX_SIZE + 1, &len);
+	{
+		/* the same document without its newlines and indent */
+		static const char head[] = "{\"role\": \"user\", \"content\": \"";
+		size_t body = len - strlen("{\n  \"role\": \"user\",\n  \"content\": \"")
+			      - strlen("\"\n}");
+		char *compact = malloc(body + 64);
+
+		assert_non_null(compact);
+		memcpy(compact, head, strlen(head));
+		memset(compact + strlen(head), 'c', body);
+		memcpy(compact + strlen(head) + body, "\"}", 3);
+		ferr_clear(&err);
+		assert_int_equal(session_commit_context(fx->st, &s, compact,
+							strlen(compact), &err),
+				 -EINVAL);
+		assert_string_equal(err.message, "context.json: 1048577 bytes as"
+				    " stored (indented): a context holds at"
+				    " most 1048576");
+		free(compact);
+	}
+	free(text);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -979,6 +1276,14 @@ int main(void)
 		T(test_log),
 		T(test_log_rewrite_last),
 		T(test_context_size),
+		T(test_commit_binds),
+		T(test_commit_binding_refused),
+		T(test_log_keeps_500),
+		T(test_log_drops_past_500),
+		T(test_log_message_past_1024_bytes),
+		T(test_context_at_1_mib),
+		T(test_context_past_1_mib),
+		cmocka_unit_test(test_log_message_at_1024_bytes),
 		cmocka_unit_test(test_format_time),
 	};
 

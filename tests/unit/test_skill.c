@@ -566,6 +566,92 @@ static void test_input_keys_are_file_names(void **state)
 	}
 }
 
+/* A skill whose input key (with its extension) is an upload name of
+ * `len` bytes. */
+static struct skill *key_of(struct fixture *fx, const char *id, size_t len,
+			    bool ext)
+{
+	const char *runner =
+		"{\"engines\": [\"g\"], \"schemas\": {\"input\": \"assets/input.schema.json\"}}";
+	char key[300], schema[512], path[64];
+
+	memset(key, 'k', len - (ext ? 4 : 0));
+	key[len - (ext ? 4 : 0)] = '\0';
+	snprintf(schema, sizeof(schema), "{\"properties\": {\"%s\": {\"type\":"
+		 " \"string\"%s}}}", key, ext ? ", \"extensions\": [\".csv\"]" : "");
+	snprintf(path, sizeof(path), "%s/assets/input.schema.json", id);
+	mk_skill(fx->dir, id, runner);
+	unit_put(fx->dir, path, schema);
+	return load(fx->dir, id);
+}
+
+/* uploads/<key>[.ext] may be a name of 255 bytes ... */
+static void test_input_key_at_255_bytes(void **state)
+{
+	struct fixture *fx = *state;
+	struct skill *s = key_of(fx, "plain", 255, false);
+
+	if (s->error)
+		fail_msg("%s", s->error);
+	skill_free(s);
+	s = key_of(fx, "ext", 255, true);
+	if (s->error)
+		fail_msg("%s", s->error);
+	skill_free(s);
+}
+
+/* ... not of 256. */
+static void test_input_key_past_255_bytes(void **state)
+{
+	struct fixture *fx = *state;
+	struct skill *s = key_of(fx, "plain", 256, false);
+
+	assert_non_null(s->error);
+	assert_non_null(strstr(s->error, "name is 256 bytes long (at most 255)"));
+	skill_free(s);
+	s = key_of(fx, "ext", 256, true);
+	assert_non_null(s->error);
+	assert_non_null(strstr(s->error, "name is 256 bytes long (at most 255)"));
+	skill_free(s);
+}
+
+/* A skill's folders `depth` deep below it (d/d/.../d/f). */
+static struct skill *nested_skill(struct fixture *fx, const char *id,
+				  int depth)
+{
+	char rel[256];
+	size_t n = (size_t)snprintf(rel, sizeof(rel), "%s", id);
+
+	mk_good(fx->dir, id);
+	for (int i = 0; i < depth; i++)
+		n += (size_t)snprintf(rel + n, sizeof(rel) - n, "/d");
+	snprintf(rel + n, sizeof(rel) - n, "/f");
+	unit_put(fx->dir, rel, "x");
+	return load(fx->dir, id);
+}
+
+/* Folders nested 16 deep in a skill are read ... */
+static void test_folders_at_16_deep(void **state)
+{
+	struct fixture *fx = *state;
+	struct skill *s = nested_skill(fx, "deep", 16);
+
+	if (s->error)
+		fail_msg("%s", s->error);
+	skill_free(s);
+}
+
+/* ... 17 are refused. */
+static void test_folders_past_16_deep(void **state)
+{
+	struct fixture *fx = *state;
+	struct skill *s = nested_skill(fx, "deep", 17);
+
+	assert_non_null(s->error);
+	assert_non_null(strstr(s->error, "folders nested too deep"));
+	skill_free(s);
+}
+
 static void test_prompts_malformed(void **state)
 {
 	struct fixture *fx = *state;
@@ -799,6 +885,10 @@ int main(void)
 		T(test_schema_invalid),
 		T(test_input_keys_are_file_names),
 		T(test_prompts_malformed),
+		T(test_input_key_at_255_bytes),
+		T(test_input_key_past_255_bytes),
+		T(test_folders_at_16_deep),
+		T(test_folders_past_16_deep),
 		T(test_registry_order),
 		T(test_registry_rescan_and_serials),
 		T(test_registry_missing_folders),

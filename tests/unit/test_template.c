@@ -382,6 +382,159 @@ static void test_limits(void **state)
 	sbuf_release(&out);
 }
 
+/* ---- the limits exactly at them and one past -------------------------- */
+
+#define MiB ((size_t)1 << 20)
+
+static int parse_len(size_t len, struct ferr *err)
+{
+	char *text = malloc(len);
+	struct tmpl *t = NULL;
+	int ret;
+
+	assert_non_null(text);
+	memset(text, 'a', len);
+	ret = tmpl_parse(&t, text, len, err);
+	tmpl_free(t);
+	free(text);
+	return ret;
+}
+
+/* A template of 16 MiB is taken ... */
+static void test_text_at_16_mib(void **state)
+{
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	assert_int_equal(parse_len(16 * MiB, &err), 0);
+}
+
+/* ... one byte more is not. */
+static void test_text_past_16_mib(void **state)
+{
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	assert_int_equal(parse_len(16 * MiB + 1, &err), -EINVAL);
+	assert_string_equal(err.message, "template larger than 16777216 bytes");
+}
+
+/* {{ x }} with x a string of `len` bytes: tmpl_render's return. */
+static int render_len(size_t len, struct sbuf *out, struct ferr *err)
+{
+	char *text = malloc(len);
+	json_t *ctx = json_object();
+	struct tmpl *t = NULL;
+	int ret;
+
+	assert_non_null(text);
+	memset(text, 'x', len);
+	assert_int_equal(json_object_set_new(ctx, "x", json_stringn(text, len)),
+			 0);
+	free(text);
+	assert_int_equal(tmpl_parse(&t, "{{ x }}", 7, err), 0);
+	ret = tmpl_render(t, ctx, out, err);
+	tmpl_free(t);
+	json_decref(ctx);
+	return ret;
+}
+
+/* What a render writes may be 64 MiB ... */
+static void test_output_at_64_mib(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	assert_int_equal(render_len(64 * MiB, &out, &err), 0);
+	assert_int_equal(out.len, 64 * MiB);
+	sbuf_release(&out);
+}
+
+/* ... not a byte more (and what was there is left). */
+static void test_output_past_64_mib(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	assert_int_equal(render_len(64 * MiB + 1, &out, &err), -EINVAL);
+	assert_string_equal(err.message, "output larger than 67108864 bytes");
+	assert_int_equal(out.len, 0);
+	sbuf_release(&out);
+}
+
+/* tojson's indent goes only into a container that holds something:
+ * json.dumps([], indent=10**8) is "[]", an indent past the output limit
+ * on an empty one is no error. */
+static void test_tojson_indent_of_nothing(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+	struct tmpl *t = NULL;
+	json_t *ctx = parse_ctx("{\"l\": [], \"d\": {}}");
+	static const char text[] = "{{ l|tojson(indent=100000000) }}"
+				   "{{ d|tojson(indent=100000000) }}";
+
+	(void)state;
+	if (tmpl_parse(&t, text, strlen(text), &err) < 0)
+		fail_msg("%s", err.message);
+	if (tmpl_render(t, ctx, &out, &err) < 0)
+		fail_msg("%s", err.message);
+	assert_string_equal(out.buf, "[]{}");
+	tmpl_free(t);
+	json_decref(ctx);
+	sbuf_release(&out);
+}
+
+/* {{ x }} with x `arrays` lists nested in one another. */
+static int render_nested(int arrays, struct sbuf *out, struct ferr *err)
+{
+	json_t *ctx = json_object(), *v = json_array();
+	struct tmpl *t = NULL;
+	int ret;
+
+	for (int i = 1; i < arrays; i++) {
+		json_t *outer = json_array();
+
+		json_array_append_new(outer, v);
+		v = outer;
+	}
+	json_object_set_new(ctx, "x", v);
+	assert_int_equal(tmpl_parse(&t, "{{ x }}", 7, err), 0);
+	ret = tmpl_render(t, ctx, out, err);
+	tmpl_free(t);
+	json_decref(ctx);
+	return ret;
+}
+
+/* A value printed may hold lists 100 levels below the top one ... */
+static void test_value_at_100_levels(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	assert_int_equal(render_nested(101, &out, &err), 0);
+	assert_int_equal(out.len, 2 * 101);
+	assert_int_equal(out.buf[100], '[');
+	assert_int_equal(out.buf[101], ']');
+	sbuf_release(&out);
+}
+
+/* ... not 101. */
+static void test_value_past_100_levels(void **state)
+{
+	struct sbuf out = SBUF_INIT;
+	struct ferr err = FERR_INIT;
+
+	(void)state;
+	assert_int_equal(render_nested(102, &out, &err), -EINVAL);
+	assert_string_equal(err.message, "unsupported: printing a value nested"
+			    " deeper than 100 levels (or not UTF-8)");
+	sbuf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +544,13 @@ int main(void)
 		cmocka_unit_test(test_render_errors),
 		cmocka_unit_test(test_render_appends_or_leaves_alone),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_text_at_16_mib),
+		cmocka_unit_test(test_text_past_16_mib),
+		cmocka_unit_test(test_output_at_64_mib),
+		cmocka_unit_test(test_output_past_64_mib),
+		cmocka_unit_test(test_value_at_100_levels),
+		cmocka_unit_test(test_value_past_100_levels),
+		cmocka_unit_test(test_tojson_indent_of_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
