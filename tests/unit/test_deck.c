@@ -577,6 +577,44 @@ static void test_api(void **state)
 	deck_free(d);
 }
 
+/* A namelist's first item stays on the ` $NAME` line when the line comes
+ * to exactly DECK_COLUMNS and wraps to its own line one column past. */
+static void test_write_first_item_at_80(void **state)
+{
+	char text[DECK_VALUE_MAX - 1];
+	(void)state;
+
+	memset(text, 'A', sizeof(text) - 1);
+	text[sizeof(text) - 1] = '\0';
+	for (int past = 0; past <= 1; past++) {
+		/* " $FLTCON " + "ABCDE=" + 'A...A' + "$" = 9 + 6 + 64 + 1 */
+		const char *var = past ? "ABCDEF" : "ABCDE";
+		struct deck *d = deck_new();
+		struct deck_case *c;
+		struct deck_namelist *nl;
+		char *out, *nl1;
+
+		assert_int_equal(deck_add_case(d, &c), 0);
+		assert_int_equal(deck_add_namelist(c, "FLTCON", &nl), 0);
+		assert_int_equal(deck_add_text(nl, var, text), 0);
+		out = write_deck(d);
+		nl1 = strchr(out, '\n');
+		assert_non_null(nl1);
+		if (!past) {
+			assert_int_equal(nl1 - out, DECK_COLUMNS);
+			assert_int_equal(strncmp(out, " $FLTCON ABCDE='", 16), 0);
+		} else {
+			assert_int_equal(nl1 - out, 8);
+			assert_int_equal(strncmp(nl1 + 1, "  ABCDEF='", 10), 0);
+			assert_int_equal(strchr(nl1 + 1, '\n') - (nl1 + 1),
+					 DECK_COLUMNS - 6);
+		}
+		assert_rules(out, strlen(out));
+		free(out);
+		deck_free(d);
+	}
+}
+
 /* Hand-damaged structs are refused by the writer, not written. */
 static void test_write_refuses(void **state)
 {
@@ -1273,6 +1311,7 @@ int main(void)
 		cmocka_unit_test(test_parse_grammar),
 		cmocka_unit_test(test_parse_problems),
 		cmocka_unit_test(test_parse_fatal),
+		cmocka_unit_test(test_write_first_item_at_80),
 		cmocka_unit_test(test_parse_limits),
 		cmocka_unit_test(test_examples_run),
 		cmocka_unit_test(test_example_sprob),
