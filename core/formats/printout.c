@@ -666,3 +666,89 @@ size_t printout_input_errors(const char *text, size_t len, size_t max,
 	}
 	return found;
 }
+
+/* ---- a message as a picture --------------------------------------------- */
+
+#define MESSAGE_COLUMNS 90
+#define MESSAGE_LINES 12
+
+/* `n` bytes of `s` as printable ASCII, XML-escaped. */
+static int xml_text(struct sbuf *out, const char *s, size_t n)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		ret = c == '<' ? sbuf_addstr(out, "&lt;")
+		      : c == '>' ? sbuf_addstr(out, "&gt;")
+		      : c == '&' ? sbuf_addstr(out, "&amp;")
+		      : c == '"' ? sbuf_addstr(out, "&quot;")
+		      : sbuf_addch(out, c >= 0x20 && c < 0x7f ? (char)c : '?');
+	}
+	return ret;
+}
+
+static int message_line(struct sbuf *out, unsigned y, unsigned size,
+			const char *weight, const char *s, size_t n)
+{
+	int ret = sbuf_addf(out, "<text x=\"24\" y=\"%u\" font-family="
+			    "\"Helvetica,Arial,sans-serif\" font-size=\"%u\""
+			    " font-weight=\"%s\" fill=\"black\">", y, size,
+			    weight);
+
+	if (!ret)
+		ret = xml_text(out, s, n);
+	return ret ? ret : sbuf_addstr(out, "</text>\n");
+}
+
+int printout_message_svg(const char *title, const char *text,
+			 struct sbuf *out)
+{
+	size_t len = strlen(text), at = 0, lines = 0;
+	unsigned y = 44;
+	int ret;
+
+	/* the lines first: the picture's height follows from them */
+	while (at < len && lines < MESSAGE_LINES) {
+		size_t n = len - at;
+
+		if (n > MESSAGE_COLUMNS) {
+			n = MESSAGE_COLUMNS;
+			while (n > MESSAGE_COLUMNS / 2 && text[at + n] != ' ')
+				n--;
+			if (text[at + n] != ' ')
+				n = MESSAGE_COLUMNS;
+		}
+		lines++;
+		at += n;
+		while (at < len && text[at] == ' ')
+			at++;
+	}
+	ret = sbuf_addf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+			"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"820\""
+			" height=\"%zu\" viewBox=\"0 0 820 %zu\">\n"
+			"<rect width=\"820\" height=\"%zu\" fill=\"white\""
+			" stroke=\"#b0b0b0\"/>\n", 80 + 24 * lines,
+			80 + 24 * lines, 80 + 24 * lines);
+	if (!ret)
+		ret = message_line(out, y, 20, "bold", title, strlen(title));
+	at = 0;
+	for (size_t k = 0; !ret && k < lines; k++) {
+		size_t n = len - at;
+
+		if (n > MESSAGE_COLUMNS) {
+			n = MESSAGE_COLUMNS;
+			while (n > MESSAGE_COLUMNS / 2 && text[at + n] != ' ')
+				n--;
+			if (text[at + n] != ' ')
+				n = MESSAGE_COLUMNS;
+		}
+		y += 24;
+		ret = message_line(out, y + 8, 15, "normal", text + at, n);
+		at += n;
+		while (at < len && text[at] == ' ')
+			at++;
+	}
+	return ret ? ret : sbuf_addstr(out, "</svg>\n");
+}

@@ -115,6 +115,14 @@ int printout_csv(const struct printout *p, struct sbuf *out);
 int printout_plot_script(const struct printout *p, const char *svg_name,
 			 struct sbuf *out);
 
+/*
+ * A picture that is a message, for where there is no plot: an SVG of
+ * `title` and `text` (as printable ASCII, XML-escaped, `text` wrapped at
+ * blanks to 90 columns, at most 12 lines), black on white.
+ */
+int printout_message_svg(const char *title, const char *text,
+			 struct sbuf *out);
+
 /* The lines where DATCOM says the deck's input is wrong (a card marked
  * "** ERROR **", ILLEGAL CONTROL CARD, namelist errors, THIS CASE NOT
  * RUN), at most `max` of them, trimmed, one per line; how many in all. */
