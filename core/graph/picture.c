@@ -325,12 +325,15 @@ static void set(void *obj, const char *name, const char *value)
 }
 
 /* The legend: a row of the states' colours, each with how many jobs are
- * in it; an HTML-like label (no text of the session's in it). */
+ * in it; an HTML-like label (no text of the session's in it).  Without
+ * pango, Graphviz measures text by Helvetica's widths, and viewers draw
+ * it in wider fonts (DejaVu Sans): blanks on both sides keep the words
+ * inside their cells. */
 static int legend(const struct drawing *d, struct sbuf *out)
 {
-	int ret = sbuf_addf(out, "<TABLE BORDER=\"0\" CELLSPACING=\"4\""
-			    " CELLPADDING=\"3\"><TR><TD>jobs of run %lld:</TD>",
-			    (long long)d->run);
+	int ret = sbuf_addf(out, "<TABLE BORDER=\"0\" CELLSPACING=\"6\""
+			    " CELLPADDING=\"4\"><TR><TD>jobs of run %lld:"
+			    "&#160;&#160;</TD>", (long long)d->run);
 
 	for (size_t i = 0; !ret && i < LOOKS; i++) {
 		const char *key;
@@ -340,12 +343,12 @@ static int legend(const struct drawing *d, struct sbuf *out)
 		json_object_foreach(d->states, key, v)
 			count += !strcmp(json_string_value(v), looks[i].state);
 		ret = sbuf_addf(out, "<TD BORDER=\"1\" STYLE=\"rounded\""
-				" BGCOLOR=\"%s\" COLOR=\"%s\">%s %zu</TD>",
-				looks[i].fill, looks[i].border, looks[i].state,
-				count);
+				" BGCOLOR=\"%s\" COLOR=\"%s\">&#160;&#160;%s"
+				" %zu&#160;&#160;</TD>", looks[i].fill,
+				looks[i].border, looks[i].state, count);
 	}
-	return ret ? ret : sbuf_addstr(out, "<TD>no job: white</TD></TR>"
-					     "</TABLE>");
+	return ret ? ret : sbuf_addstr(out, "<TD>&#160;&#160;no job: white"
+					     "&#160;&#160;</TD></TR></TABLE>");
 }
 
 static void graph_defaults(Agraph_t *g)
@@ -485,10 +488,11 @@ static void build_too_big(Agraph_t *g, const struct drawing *d)
 
 	graph_defaults(g);
 	snprintf(text, sizeof(text), "This job graph has %lld nodes and %lld"
-		 " edges: more than the picture lays out (%d nodes, %d edges;"
-		 " its layout would take seconds).\\l"
-		 "output/graph.dot holds the whole graph: dot -Tsvg graph.dot"
-		 " > graph.svg draws it.\\l", (long long)d->nodes,
+		 " edges:\\lmore than the picture lays out (%d nodes, %d"
+		 " edges),\\las its layout would take seconds.\\l"
+		 "output/graph.dot holds the whole graph:\\l"
+		 "dot -Tsvg graph.dot > graph.svg draws it.\\l",
+		 (long long)d->nodes,
 		 (long long)d->edges, PICTURE_MAX_NODES, PICTURE_MAX_EDGES);
 	set(g, "label", text);
 	set(g, "labelloc", "t");
