@@ -132,20 +132,42 @@ int status_doc_with(const struct binding_ctx *c, const struct status_extra *x,
 	json_t *datcom = NULL;
 	struct sbuf problems = SBUF_INIT, notes = SBUF_INIT;
 	json_t *run = NULL, *fetches = NULL, *plist = NULL, *nlist = NULL;
-	json_t *graph = NULL;
+	json_t *graph = NULL, *snapshots = NULL, *fork_of = NULL;
 	int64_t when = 0, bound_ns = 0, graph_ns = 0;
 	int ret;
 
 	*doc = NULL;
 	ret = binding_problems(c, &problems, &notes, &bound_ns);
+	/* "ready" says nothing is missing; a script that cannot tell an
+	 * empty session from a finished one reads this note */
+	if (!ret && !c->s->skill[0]) {
+		int64_t nodes = 0;
+
+		ret = graph_node_count(c->st, c->s->id, &nodes);
+		if (!ret && !nodes)
+			ret = sbuf_addstr(&notes, "nothing to do yet: no skill is"
+					  " bound (session.json) and the job"
+					  " graph is empty (nodes/)\n");
+	}
 	if (!ret)
 		ret = roundstore_problem(c->st, c->s->id, &problems);
 	if (!ret)
 		ret = graph_problems(c->st, c->s->id, &problems);
+	/* what a shell's redirect or an unchecked close() never showed */
+	if (!ret)
+		ret = session_refusal_lines(c->st, c->s->id, &problems);
+	/* a graph that failed is not ready until it is submitted again or
+	 * changed */
+	if (!ret)
+		ret = jobs_problem(c->st, c->s->id, c->s->graph_mtime_ns,
+				   &problems);
 	if (!ret)
 		ret = run_report(c->st, c->s->id, &run, &fetches, &when);
 	if (!ret)
 		ret = jobs_report(c->st, c->s->id, &graph, &graph_ns);
+	if (!ret)
+		ret = session_copies_report(c->st, c->s->id, &snapshots,
+					    &fork_of);
 	/* the request names a URL that could not be had */
 	if (!ret)
 		ret = fetch_lines(&problems, fetches, "failed");
@@ -164,10 +186,13 @@ int status_doc_with(const struct binding_ctx *c, const struct status_extra *x,
 		ret = add_lines(nlist, &notes);
 	if (ret < 0)
 		goto out;
-	*doc = json_pack("{sbsOsOsOsOso}", "ready", !problems.len,
+	*doc = json_pack("{sbsOsOsOsOsosOso}", "ready", !problems.len,
 			 "problems", plist, "notes", nlist, "run", run,
 			 "fetches", fetches, "graph",
-			 graph ? json_incref(graph) : json_null());
+			 graph ? json_incref(graph) : json_null(),
+			 "snapshots", snapshots,
+			 "fork_of", fork_of ? json_incref(fork_of)
+					    : json_null());
 	if (*doc && datcom &&
 	    json_object_set(*doc, "datcom", datcom) < 0) {
 		json_decref(*doc);
@@ -182,6 +207,8 @@ out:
 				later(c->s->graph_mtime_ns,
 				      c->s->rounds_mtime_ns)));
 	json_decref(graph);
+	json_decref(snapshots);
+	json_decref(fork_of);
 	json_decref(plist);
 	json_decref(nlist);
 	json_decref(run);

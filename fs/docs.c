@@ -29,18 +29,35 @@ void fs_log_item_refusal(struct flowfs *fs, const struct session_info *s,
 	fs_log_refusal(fs, s, path, err);
 }
 
+/* err's text for document `path`, into `line`: a message that names its
+ * file already (rounds') says it once. */
+static const char *refusal_text(const char *path, const struct ferr *err,
+				char *line, size_t size)
+{
+	size_t len = strlen(path);
+
+	ferr_format(err, line, size);
+	if (!strncmp(line, path, len) && !strncmp(line + len, ": ", 2))
+		return line + len + 2;
+	return line;
+}
+
 int fs_log_refusal(struct flowfs *fs, const struct session_info *s,
 		       const char *path, const struct ferr *err)
 {
 	char line[FERR_MESSAGE_MAX + 64];
-	size_t len = strlen(path);
-	const char *message = line;
 
-	ferr_format(err, line, sizeof(line));
-	/* messages that name their file already (rounds') say it once */
-	if (!strncmp(line, path, len) && !strncmp(line + len, ": ", 2))
-		message += len + 2;
-	return fs_log(fs, s->id, s->name, path, message);
+	return fs_log(fs, s->id, s->name, path,
+		      refusal_text(path, err, line, sizeof(line)));
+}
+
+void fs_forget_refusal(struct flowfs *fs, int64_t session,
+		       const char *folder, const char *name)
+{
+	char path[STATUS_PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", folder, name);
+	session_refusal_clear(fs->st, session, path);
 }
 
 /* The path status names a document by ("session.json", "nodes/x.json"). */
@@ -53,6 +70,25 @@ void fs_target_path(const struct doc_target *t, char *buf, size_t size)
 		snprintf(buf, size, "%s%s",
 			 fs_scope_folder(fs_entries[t->row].scope),
 			 fs_entries[t->row].name);
+}
+
+/*
+ * A refused write of document `t` is state until the document is written
+ * well or removed (session.h: refused writes): status names it, for the
+ * writers that never see close()'s error (a shell's redirect).  A new
+ * document of a collection that was refused was not made.
+ */
+static void note_refusal(struct flowfs *fs, const struct doc_target *t,
+			 const char *path, const struct ferr *err)
+{
+	char line[FERR_MESSAGE_MAX + 64];
+	struct fs_item item;
+	bool made = t->in_collection &&
+		    (fs_collections[t->coll].find(fs, t->session, t->id,
+						  &item) < 0 || !item.size);
+
+	session_refused(fs->st, t->session, path,
+			refusal_text(path, err, line, sizeof(line)), made);
 }
 
 /* A document of `len` bytes for `t` refused: too big (EFBIG and the
@@ -72,6 +108,7 @@ static int refuse_too_big(struct flowfs *fs, const struct doc_target *t,
 		 len, DOC_MAX_SIZE >> 20);
 	fs_target_path(t, path, sizeof(path));
 	fs_log_refusal(fs, &s, path, &err);
+	note_refusal(fs, t, path, &err);
 	return -EFBIG;
 }
 
@@ -122,9 +159,15 @@ int fs_commit_target(struct flowfs *fs, const struct doc_target *t,
 		ret = commit_alone(fs, t, text, len, &err);
 	else
 		ret = fs_entries[t->row].commit(fs, &s, text, len, &err);
+	fs_target_path(t, path, sizeof(path));
 	if (ret < 0 && err.message[0]) {
-		fs_target_path(t, path, sizeof(path));
 		fs_log_refusal(fs, &s, path, &err);
+		note_refusal(fs, t, path, &err);
+	} else if (!ret) {
+		session_refusal_clear(fs->st, t->session, path);
+		/* it wrote every node and edge file there is */
+		if (!t->in_collection && !strcmp(path, "parameters.json"))
+			session_refusal_clear_graph(fs->st, t->session);
 	}
 	return fs_changed_if(fs, t->session, ret);
 }

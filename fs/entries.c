@@ -475,13 +475,147 @@ static int command_cancel(struct flowfs *fs, const struct session_info *s,
 	return 0;
 }
 
+/*
+ * fork NEW: a new session NEW with everything this one holds but its
+ * runs and jobs (session_fork(): its large files shared, copied on the
+ * first write to either side).
+ */
+static int command_fork(struct flowfs *fs, const struct session_info *s,
+			const char *name, struct ferr *err)
+{
+	struct session_info made;
+	char line[sizeof(s->name) + 64];
+	int ret;
+
+	if (s->trashed)
+		return ferr_set(err, -EROFS, "a session in the trash cannot be"
+				" forked (restore it first)");
+	ret = session_fork(fs->st, fs->tree, s, name, &made, err);
+	if (ret < 0)
+		return ret;
+	snprintf(line, sizeof(line), "forked to %s", name);
+	fs_log(fs, s->id, s->name, "ctl", line);
+	snprintf(line, sizeof(line), "forked from %s", s->name);
+	fs_log(fs, made.id, made.name, "ctl", line);
+	/* a lookup of the name may have left the kernel an absence */
+	fs_notify_entry(fs->notifier, FS_ROOT_INO, name);
+	return 0;
+}
+
+/* Whether a run or a job of the session goes on: -EBUSY with why. */
+static int check_quiet(struct flowfs *fs, const struct session_info *s,
+		       const char *what, struct ferr *err)
+{
+	bool running = false;
+	int ret = session_running(fs->st, s->id, &running);
+
+	if (!ret && running)
+		return ferr_set(err, -EBUSY, "%s: a run goes on (echo cancel >"
+				" ctl stops it)", what);
+	if (!ret)
+		ret = jobs_node_busy(fs->st, s->id, NULL, err);
+	if (ret == -EBUSY)
+		ferr_set(err, ret, "%s: a job of the graph goes on (echo"
+			 " cancel > ctl stops it)", what);
+	return ret;
+}
+
+/* snapshot LABEL: the session as it is now, read-only, at
+ * .snapshots/LABEL/ (session_snapshot()). */
+static int command_snapshot(struct flowfs *fs, const struct session_info *s,
+			    const char *label, struct ferr *err)
+{
+	char line[FS_COMMAND_ARG_MAX + 64];
+	int ret = session_snapshot(fs->st, fs->tree, s, label, err);
+
+	if (ret < 0)
+		return ret;
+	snprintf(line, sizeof(line), "snapshot %s kept (.snapshots/%s)",
+		 label, label);
+	fs_log(fs, s->id, s->name, "ctl", line);
+	return 0;
+}
+
+/* A command that changed names behind the kernel's back (a restore)
+ * asks its caller to wait until the kernel was told, before it answers
+ * (fs_command_settle()): one per request thread. */
+static _Thread_local bool settle_wanted;
+
+bool fs_command_settle(void)
+{
+	bool wanted = settle_wanted;
+
+	settle_wanted = false;
+	return wanted;
+}
+
+/* restore LABEL: the session becomes what the snapshot holds; what it
+ * held is kept as a snapshot, named in the log. */
+static int command_restore(struct flowfs *fs, const struct session_info *s,
+			   const char *label, struct ferr *err)
+{
+	char kept[96], line[FS_COMMAND_ARG_MAX + 256];
+	const char *leaf = strrchr(s->name, '/');
+	struct session_info now;
+	uint64_t parent = 0;
+	int ret = check_quiet(fs, s, "cannot restore", err);
+
+	if (!ret)
+		ret = session_restore(fs->st, fs->tree, s, label, kept,
+				      sizeof(kept), err);
+	if (ret < 0)
+		return ret;
+	snprintf(line, sizeof(line), "restored snapshot %s; what it replaced"
+		 " is kept as snapshot %s (.snapshots/%s)", label, kept, kept);
+	fs_log(fs, s->id, s->name, "ctl", line);
+	fs_cache_forget(&fs->cache, s->id);
+	/* its folder is a new row: the kernel looks the name up again,
+	 * and all below it, before the write that asked returns */
+	settle_wanted = true;
+	if (!s->trashed)
+		fs_notify_entry(fs->notifier, FS_ROOT_INO, s->name);
+	else if (leaf && session_get(fs->st, s->id, &now) == 0 &&
+		 tree_parent(fs->tree, now.root_ino, &parent) == 0)
+		fs_notify_entry(fs->notifier, parent, leaf + 1);
+	return 0;
+}
+
 const struct fs_command fs_commands[] = {
-	{ "infer-edges", run_infer_edges },
-	{ "run", command_run },
-	{ "cancel", command_cancel },
-	{ "submit", command_submit },
-	{ NULL, NULL },
+	{ "infer-edges", run_infer_edges, NULL },
+	{ "run", command_run, NULL },
+	{ "cancel", command_cancel, NULL },
+	{ "submit", command_submit, NULL },
+	{ "fork", NULL, command_fork },
+	{ "snapshot", NULL, command_snapshot },
+	{ "restore", NULL, command_restore },
+	{ NULL, NULL, NULL },
 };
+
+/* `line` (of `len` bytes) is `c`'s name and its argument: run it. */
+static int run_with_arg(struct flowfs *fs, const struct session_info *s,
+			const struct fs_command *c, const char *line,
+			size_t len, struct ferr *err)
+{
+	char arg[FS_COMMAND_ARG_MAX + 1];
+	size_t n = strlen(c->name);
+
+	line += n;
+	len -= n;
+	while (len && (*line == ' ' || *line == '\t')) {
+		line++;
+		len--;
+	}
+	if (!len)
+		return ferr_set(err, -EINVAL, "%s takes a name: \"%s NAME\"",
+				c->name, c->name);
+	if (len > FS_COMMAND_ARG_MAX || memchr(line, '\0', len))
+		return ferr_set(err, -EINVAL, "%s: the name is longer than %d"
+				" bytes or holds a NUL", c->name,
+				FS_COMMAND_ARG_MAX);
+	memcpy(arg, line, len);
+	arg[len] = '\0';
+	return c->run_arg(fs, s, arg, err);
+}
 
 int fs_run_command(struct flowfs *fs, const struct session_info *s,
 		   const char *line, size_t len, struct ferr *err)
@@ -498,9 +632,17 @@ int fs_run_command(struct flowfs *fs, const struct session_info *s,
 	}
 	if (!len)
 		return 0;	/* an empty line asks for nothing */
-	for (const struct fs_command *c = fs_commands; c->name; c++)
-		if (strlen(c->name) == len && !memcmp(c->name, line, len))
+	for (const struct fs_command *c = fs_commands; c->name; c++) {
+		size_t n = strlen(c->name);
+
+		if (len < n || memcmp(c->name, line, n))
+			continue;
+		if (c->run_arg && (len == n || line[n] == ' ' ||
+				   line[n] == '\t'))
+			return run_with_arg(fs, s, c, line, len, err);
+		if (c->run && len == n)
 			return c->run(fs, s, err);
+	}
 	for (const struct fs_command *c = fs_commands; c->name; c++)
 		sbuf_addf(&names, "%s%s", c == fs_commands ? "" : ", ", c->name);
 	ret = ferr_set(err, -EINVAL, "unknown command \"%.*s\" (ctl takes: %s)",
@@ -878,6 +1020,11 @@ const struct entry fs_entries[] = {
 	FOLDER("jobs", SESSION_JOBS),
 	EXPORT("workflow.argo.yaml", render_argo, render_argo_alone),
 	EXPORT("submit.slurm.sh", render_submit_slurm, render_slurm_alone),
+	/* a session's snapshots (like ZFS's .zfs: hidden, reached by name);
+	 * writable by the owner, for the kernel lets rmdir remove one only
+	 * then (nothing is made in it: EROFS) */
+	{ .name = ".snapshots", .scope = SCOPE_SESSION,
+	  .kind = ENTRY_SNAPSHOTS, .mode = S_IFDIR | 0755, .hidden = true },
 	PICTURE("graph.svg", render_graph_svg, render_svg_alone),
 	PICTURE("graph.dot", render_graph_dot, render_dot_alone),
 	VERSIONED("for006.dat", SCOPE_OUTPUT, render_for006, version_datcom),

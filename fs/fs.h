@@ -79,6 +79,30 @@ struct fs_seen {
 #define FS_SEEN_SLOTS 32
 #define FS_SEEN_NS ((int64_t)10 * 1000000000)
 
+/*
+ * The line of a session's log that sums up what was written to files
+ * flowfs makes and dropped (fs_log_dropped()): a copy of a session
+ * brought back writes every one of them.  A drop within FS_DROPPED_NS
+ * of the one before, while the line is still the log's last, is counted
+ * in it.  The names counted apart (the first FS_DROPPED_NAMES) and how
+ * many there were.
+ */
+#define FS_DROPPED_SLOTS 4
+#define FS_DROPPED_NAMES 32
+#define FS_DROPPED_SHOWN 3
+#define FS_DROPPED_NS ((int64_t)60 * 1000000000)
+
+struct fs_dropped {
+	int64_t session;	/* 0: a free slot */
+	int64_t row;		/* its log line */
+	int64_t last_ns;	/* the last drop counted */
+	unsigned files;		/* how many files (names counted apart) */
+	unsigned names;		/* how many of them `name` holds */
+	uint64_t bytes;
+	bool written, moved;	/* how: written to, moved onto */
+	char name[FS_DROPPED_NAMES][128];
+};
+
 struct flowfs;
 
 /* An entry's content and the time it last changed (struct entry). */
@@ -206,6 +230,9 @@ struct flowfs {
 	/* each process's own view of the reserved names it removed or made
 	 * (ops.c), the lock held */
 	struct fs_seen seen[FS_SEEN_SLOTS];
+	/* the sessions' lines of dropped writes being summed up
+	 * (fs_log_dropped()), write_lock held */
+	struct fs_dropped dropped[FS_DROPPED_SLOTS];
 	/* The refresher: its pid, the pipe's end that sends it paths, the
 	 * mount's device it was started for, how many times it was started
 	 * again after it ended, and whether the daemon is stopping it.
@@ -285,6 +312,10 @@ int fs_refresher_main(int argc, char **argv);
  */
 int fs_log(struct flowfs *fs, int64_t session, const char *name,
 	   const char *path, const char *message);
+/* Only the echo to stderr or syslog (a line whose store is the
+ * caller's: fs_log_dropped()). */
+void fs_log_echo(struct flowfs *fs, const char *name, const char *path,
+		 const char *message);
 /* Write what readers logged (fs_log() by a thread holding `lock` only):
  * the caller holds write_lock and `lock`.  fs_log_drop(): at the end. */
 void fs_log_flush(struct flowfs *fs);
@@ -292,6 +323,15 @@ void fs_log_drop(struct flowfs *fs);
 /* Whether the calling thread holds write_lock; `lock`. */
 bool fs_holds_write(struct flowfs *fs);
 bool fs_holds_lock(struct flowfs *fs);
+
+/*
+ * The disk's reserve (contents.h): a removal that failed with ENOSPC
+ * spends it and tries again (true: there was one to spend); a write that
+ * grows the store first makes it again (-ENOSPC when there is no room
+ * for it: the disk is full).
+ */
+bool fs_spend_reserve(struct flowfs *fs);
+int fs_room_to_grow(struct flowfs *fs);
 
 /* After the loop: release what the kernel never released (see above). */
 void fs_release_open_handles(struct flowfs *fs);
@@ -327,6 +367,7 @@ enum entry_kind {
 	ENTRY_CATALOG,		/* every known skill, read-only */
 	ENTRY_CONTROL,		/* each line written is a command; reads empty */
 	ENTRY_LINK,		/* a symlink: render gives its target */
+	ENTRY_SNAPSHOTS,	/* a session's snapshots, by label (session.h) */
 };
 
 struct entry {
@@ -376,6 +417,9 @@ struct entry {
 	/* Kept in the render cache however small: costly to render again
 	 * (status; content under FS_RENDERED_MIN is otherwise not kept) */
 	bool keep_small;
+	/* found by its name, never listed: a copy of the folder (cp -a,
+	 * rsync, tar, a file manager) does not go into it */
+	bool hidden;
 };
 
 /*
@@ -440,9 +484,19 @@ struct fs_command {
 	const char *name;
 	int (*run)(struct flowfs *fs, const struct session_info *s,
 		   struct ferr *err);
+	/* a command with a name after it ("fork NEW"): the name, at most
+	 * FS_COMMAND_ARG_MAX bytes, spaces around it dropped */
+	int (*run_arg)(struct flowfs *fs, const struct session_info *s,
+		       const char *arg, struct ferr *err);
 };
 
+#define FS_COMMAND_ARG_MAX 255
+
 extern const struct fs_command fs_commands[];
+
+/* Whether the last commands run by this thread want the kernel told of
+ * what they changed before the write returns (fs_notify_settle()). */
+bool fs_command_settle(void);
 
 /* Run one line written to ctl; -EINVAL + err for an unknown command. */
 int fs_run_command(struct flowfs *fs, const struct session_info *s,

@@ -90,6 +90,13 @@ void fs_unlock(struct flowfs *fs)
 	 * logged them: its commit would wait for the spill's */
 	if (writer && logged && !atomic_load(&fs->spill_due))
 		fs_log_flush(fs);
+	/* the data files the writer's commits left unnamed (a delete, a
+	 * cut, a copy on write) go now: space back at once */
+	if (writer && fs->tree && !atomic_load(&fs->spill_due)) {
+		tree_sweep(fs->tree);
+		/* the reserve spent by a removal, made again with its room */
+		fs_room_to_grow(fs);
+	}
 	let_go_lock(fs);
 	if (writer) {
 		atomic_store(&fs->writer_tid, 0);

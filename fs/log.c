@@ -81,6 +81,14 @@ int fs_log(struct flowfs *fs, int64_t session, const char *name,
 	int ret = fs_holds_lock(fs) && !fs_holds_write(fs)
 			  ? queue_line(fs, session, path, message)
 			  : session_log(fs->st, session, path, message);
+
+	fs_log_echo(fs, name, path, message);
+	return ret;
+}
+
+void fs_log_echo(struct flowfs *fs, const char *name, const char *path,
+		 const char *message)
+{
 	char *where = session_log_text(path), *what = session_log_text(message);
 	char *who = session_log_text(name);
 
@@ -100,5 +108,4 @@ out:
 	free(who);
 	free(what);
 	free(where);
-	return ret;
 }

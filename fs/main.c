@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <syslog.h>
@@ -29,6 +30,8 @@
 #include "lib/fclock.h"
 #include "lib/fname.h"
 #include "fs.h"
+#include "store/backup.h"
+#include "store/contents.h"
 
 #define MAX_SKILL_DIRS 32
 /* fuse_opt key of --skills=DIR, handed to take_mountpoint() */
@@ -76,11 +79,15 @@ struct options {
 	int bad_number;
 	int help;
 	int version;
+	int check;		/* --check */
+	char *backup;		/* --backup=DEST */
 };
 
 #define OPT(t, p) { t, offsetof(struct options, p), 1 }
 static const struct fuse_opt option_spec[] = {
 	{ "--db=%s", offsetof(struct options, db), 0 },
+	{ "--check", offsetof(struct options, check), 1 },
+	{ "--backup=%s", offsetof(struct options, backup), 0 },
 	{ "db=%s", offsetof(struct options, db_opt), 0 },
 	{ "nonempty", -1U, KEY_NONEMPTY },
 	{ "--skills=%s", -1U, KEY_SKILLS },
@@ -239,12 +246,18 @@ static void usage(const char *prog)
 {
 	printf("usage: %s [--db=FILE] [-f] [-d] [-o OPTS] MOUNTPOINT\n"
 	       "       %s FILE MOUNTPOINT [-o OPTS]  (as mount -t fuse.flowfs runs it)\n"
+	       "       flowfs --db=FILE --check | --backup=DEST  (mounted or not)\n"
 	       "\n"
 	       "Shows the agent workflow sessions stored in FILE as folders.\n"
 	       "\n"
 	       "  --db=FILE   the database (default $XDG_DATA_HOME/flowfs/flowfs.db,\n"
 	       "              i.e. ~/.local/share/flowfs/flowfs.db; created if missing);\n"
-	       "              also -o db=FILE, or FILE before MOUNTPOINT\n"
+	       "              also -o db=FILE, or FILE before MOUNTPOINT; large files'\n"
+	       "              contents are in FILE.d/\n"
+	       "  --check     verify the store (every data file there and whole, every\n"
+	       "              count right): one line per problem, exit 1 if any\n"
+	       "  --backup=DEST  a consistent copy of the store, while mounted: the\n"
+	       "              database to DEST, its data files to DEST.d/ (linked)\n"
 	       "  --skills=DIR  a folder of skill packages (repeatable); also searched:\n"
 	       "              $XDG_CONFIG_HOME/flowfs/skills and the built-in skills\n"
 	       "  --engine-url=URL  an OpenAI-compatible base URL (e.g.\n"
@@ -312,20 +325,52 @@ static int make_parent_dirs(const char *path)
 
 /* $XDG_CONFIG_HOME/flowfs/<name> (~/.config/flowfs/<name>); NULL when
  * neither is set or out of memory. */
+/*
+ * The user's home folder: $HOME when it is an absolute path to a folder of
+ * the user's own, else the passwd entry's.  mount(8) runs its helpers with
+ * an environment that is not the user's (HOME may be root's), so a HOME
+ * that is not the user's is not taken.  NULL when there is none.
+ */
+static const char *home_dir(void)
+{
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+	struct stat st;
+
+	if (home && home[0] == '/' && stat(home, &st) == 0 &&
+	    S_ISDIR(st.st_mode) && st.st_uid == getuid())
+		return home;
+	pw = getpwuid(getuid());
+	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+}
+
+/*
+ * A folder of the XDG base-directory spec: $<xdg_var>/flowfs/<leaf> when
+ * the variable is an absolute path, else <home>/<home_rel>/flowfs/<leaf>;
+ * NULL (errno ENOENT) without a home, or out of memory.
+ */
+static char *xdg_path(const char *xdg_var, const char *home_rel,
+		      const char *leaf)
+{
+	const char *base = getenv(xdg_var), *home = home_dir();
+	char *path = NULL;
+
+	if (base && base[0] == '/')
+		return asprintf(&path, "%s/flowfs/%s", base, leaf) < 0 ? NULL
+								       : path;
+	if (!home) {
+		errno = ENOENT;
+		return NULL;
+	}
+	return asprintf(&path, "%s/%s/flowfs/%s", home, home_rel, leaf) < 0
+		       ? NULL : path;
+}
+
 static char *config_path(const char *name)
 {
-	const char *config = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
-	char *path = NULL;
-	int ret;
+	char *path = xdg_path("XDG_CONFIG_HOME", ".config", name);
 
-	if (config && config[0] == '/')
-		ret = asprintf(&path, "%s/flowfs/%s", config, name);
-	else if (home && *home)
-		ret = asprintf(&path, "%s/.config/flowfs/%s", home, name);
-	else
-		return strdup("/nonexistent");
-	return ret < 0 ? NULL : path;
+	return path || errno != ENOENT ? path : strdup("/nonexistent");
 }
 
 /*
@@ -355,18 +400,7 @@ static int open_skills(const struct options *opts, struct skill_registry **out)
 
 static char *default_db_path(void)
 {
-	const char *data = getenv("XDG_DATA_HOME");
-	const char *home = getenv("HOME");
-	char *path = NULL;
-
-	if (data && data[0] == '/') {
-		if (asprintf(&path, "%s/flowfs/flowfs.db", data) < 0)
-			return NULL;
-	} else if (home && *home) {
-		if (asprintf(&path, "%s/.local/share/flowfs/flowfs.db", home) < 0)
-			return NULL;
-	}
-	return path;
+	return xdg_path("XDG_DATA_HOME", ".local/share", "flowfs.db");
 }
 
 /* Open (creating, migrating) the store; one line on stderr on failure. */
@@ -678,16 +712,9 @@ static void log_cgroups(struct flowfs *fs, const struct ferr *why)
 /* $XDG_STATE_HOME/flowfs/jobs (~/.local/state/flowfs/jobs). */
 static char *default_work_dir(void)
 {
-	const char *state = getenv("XDG_STATE_HOME");
-	const char *home = getenv("HOME");
-	char *path = NULL;
+	char *path = xdg_path("XDG_STATE_HOME", ".local/state", "jobs");
 
-	if (state && state[0] == '/')
-		return asprintf(&path, "%s/flowfs/jobs", state) < 0 ? NULL : path;
-	if (home && *home)
-		return asprintf(&path, "%s/.local/state/flowfs/jobs", home) < 0
-			       ? NULL : path;
-	return strdup("/tmp/flowfs-jobs");
+	return path || errno != ENOENT ? path : strdup("/tmp/flowfs-jobs");
 }
 
 /* `path` with its longest existing ancestor resolved (realpath) and the
@@ -773,6 +800,7 @@ static int configure_jobs(struct flowfs *fs, const struct options *opts,
 		return -EINVAL;
 	}
 	o->work_dir = real;
+	o->work_dir_given = opts->work_dir != NULL;
 	o->slots = (unsigned)(opts->job_slots > 0 ? opts->job_slots : 0);
 	/* split at blanks outside {{ }}: "-v {{ job_dir }}:{{ job_dir }}"
 	 * is two words, not six; each checked now, not at the first submit */
@@ -1110,6 +1138,11 @@ static void undo_created_db(const char *db, const char *made_top)
 		snprintf(path, sizeof(path), "%s%s", db, suffixes[i]);
 		unlink(path);
 	}
+	/* the data folder, empty as made but for the mount's lock */
+	snprintf(path, sizeof(path), "%s.d/lock", db);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s.d", db);
+	rmdir(path);
 	if (!made_top)
 		return;
 	snprintf(path, sizeof(path), "%s", db);
@@ -1209,6 +1242,7 @@ struct daemon {
 	struct ferr exposed, cgroup_why;
 	char *db, *made_top;
 	bool db_made, handlers, mounted;
+	int lock_fd;		/* lock_store() */
 };
 
 /* What a step returns to go on; anything else is the exit status. */
@@ -1238,6 +1272,78 @@ static void harden(void)
 	mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
 }
 
+/* --check's lines, on stdout. */
+static void say_problem(void *ctx, int64_t session, const char *line)
+{
+	(void)session;
+	printf("%s: %s\n", (const char *)ctx, line);
+}
+
+static void say_note(void *ctx, int64_t session, const char *line)
+{
+	(void)session;
+	printf("%s: note: %s\n", (const char *)ctx, line);
+}
+
+/*
+ * flowfs --db=FILE --check | --backup=DEST: no mount (the database may be
+ * mounted meanwhile: both only read it).  --check exits 1 naming every
+ * problem, --backup 1 with why it could not.
+ */
+static int store_tool(struct daemon *d)
+{
+	struct options *opts = &d->opts;
+	const char *given = opts->db ? opts->db : opts->db_opt ? opts->db_opt
+							       : opts->source;
+	struct ferr err = FERR_INIT;
+	struct store *st = NULL;
+	int ret, n;
+
+	if (opts->check && opts->backup) {
+		fprintf(stderr, "flowfs: --check or --backup, not both\n");
+		return EXIT_USAGE;
+	}
+	d->db = given ? absolute_path(given) : default_db_path();
+	if (!d->db || access(d->db, F_OK) < 0) {
+		fprintf(stderr, "flowfs: no database %s\n",
+			d->db ? d->db : "given");
+		return 1;
+	}
+	if (store_open(&st, d->db, &err) < 0) {
+		fprintf(stderr, "flowfs: %s\n", err.message);
+		return 1;
+	}
+	if (opts->backup) {
+		char *dest = absolute_path(opts->backup);
+
+		ret = dest ? store_backup(st, dest, &err) : -ENOMEM;
+		if (ret < 0)
+			fprintf(stderr, "flowfs: backup of %s failed: %s\n",
+				d->db, err.message[0] ? err.message
+						      : strerror(-ret));
+		else
+			printf("flowfs: %s backed up to %s (and %s.d)\n",
+			       d->db, dest, dest);
+		free(dest);
+		store_close(st);
+		return ret < 0;
+	}
+	n = contents_verify(store_contents(st), st, say_problem, d->db);
+	if (n >= 0)
+		contents_orphans(store_contents(st), st, say_note, d->db);
+	store_close(st);
+	if (n < 0) {
+		fprintf(stderr, "flowfs: cannot check %s: %s\n", d->db,
+			strerror(-n));
+		return 1;
+	}
+	if (n)
+		printf("%s: %d problem%s found\n", d->db, n, n > 1 ? "s" : "");
+	else
+		printf("%s: no problem found\n", d->db);
+	return n ? 1 : 0;
+}
+
 /* The command line: the options, the mountpoint, the database. */
 static int read_command_line(struct daemon *d, int argc, char *argv[])
 {
@@ -1255,6 +1361,8 @@ static int read_command_line(struct daemon *d, int argc, char *argv[])
 		       STORE_SCHEMA_VERSION);
 		return 0;
 	}
+	if (opts->check || opts->backup)
+		return store_tool(d);
 	if (fuse_parse_cmdline(&d->args, &d->cmd) < 0)
 		return 1;
 	if (!opts->mountpoint) {
@@ -1273,6 +1381,123 @@ static int read_command_line(struct daemon *d, int argc, char *argv[])
 		return 1;
 	}
 	return GO_ON;
+}
+
+/*
+ * One mount per database: the daemon holds an flock() on DB.d/lock for
+ * its whole life (the kernel lets go of it when the process ends,
+ * however it ends: a killed daemon leaves no lock behind).  Taken before
+ * the database is opened (a second daemon must not migrate or convert
+ * it under the first), kept across the fork into the daemon (the lock
+ * belongs to the open file, which the child shares), and closed on
+ * exec (the refresher, jobs).  The file says who holds it, for the
+ * refusal.
+ */
+static int lock_store(struct daemon *d)
+{
+	char dir[PATH_MAX], path[PATH_MAX], who[PATH_MAX + 64] = "";
+	ssize_t n;
+	int fd;
+
+	if (snprintf(dir, sizeof(dir), "%s.d", d->db) >= (int)sizeof(dir) ||
+	    snprintf(path, sizeof(path), "%s/lock", dir) >= (int)sizeof(path)) {
+		fprintf(stderr, "flowfs: %s: name too long\n", d->db);
+		return 1;
+	}
+	/* a read-only file system: store_open() says why in its words (no
+	 * one can mount it, so there is nothing to lock) */
+	if (make_parent_dirs(d->db) < 0 ||
+	    (mkdir(dir, 0700) < 0 && errno != EEXIST)) {
+		if (errno == EROFS)
+			return GO_ON;
+		fprintf(stderr, "flowfs: cannot make %s: %s\n", dir,
+			strerror(errno));
+		return 1;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == EROFS)
+		return GO_ON;
+	if (fd < 0) {
+		fprintf(stderr, "flowfs: cannot open %s: %s\n", path,
+			strerror(errno));
+		return 1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		n = pread(fd, who, sizeof(who) - 1, 0);
+		who[n > 0 ? n : 0] = '\0';
+		who[strcspn(who, "\n")] = '\0';
+		if (e == EWOULDBLOCK)
+			fprintf(stderr, "flowfs: %s is in use: %s; one flowfs"
+				" at a time may mount a database (unmount that"
+				" one first)\n", d->db,
+				who[0] ? who : "mounted by another flowfs");
+		else
+			fprintf(stderr, "flowfs: cannot lock %s: %s\n", path,
+				strerror(e));
+		close(fd);
+		return 1;
+	}
+	d->lock_fd = fd;
+	return GO_ON;
+}
+
+/* Who holds the lock, as the refusal names it (the daemon's own pid,
+ * once it has detached). */
+static void say_lock_owner(struct daemon *d)
+{
+	char who[PATH_MAX + 64];
+	int n = snprintf(who, sizeof(who), "mounted by flowfs (pid %d) on %s\n",
+			 (int)getpid(), d->cmd.mountpoint);
+
+	if (d->lock_fd < 0 || n <= 0 || ftruncate(d->lock_fd, 0) < 0 ||
+	    pwrite(d->lock_fd, who, strlen(who), 0) < 0)
+		return;
+}
+
+/* The conversion's progress on stderr, at most a line a second (and the
+ * last), once it is big enough to be waited for. */
+struct convert_progress {
+	int64_t last_ns;
+	bool said;
+};
+
+static void convert_said(void *ctx, int64_t done, int64_t total)
+{
+	struct convert_progress *p = ctx;
+	int64_t now = fclock_now_ns();
+
+	if (total < 64 * 1024 * 1024 ||
+	    (done < total && now - p->last_ns < 1000000000))
+		return;
+	p->last_ns = now;
+	p->said = true;
+	fprintf(stderr, "flowfs: moving large files out of the database:"
+		" %lld of %lld MiB\n", (long long)(done >> 20),
+		(long long)(total >> 20));
+}
+
+/*
+ * A store of the last schema keeps large files in the database: they
+ * move to data files now, before mounting (tree_convert(): a crash
+ * breaks nothing, and the next mount goes on).
+ */
+static int convert_store(const char *db, struct store *st)
+{
+	struct convert_progress p = { .last_ns = fclock_now_ns() };
+	struct tree *t;
+	int ret = tree_new(&t, st);
+
+	if (!ret)
+		ret = tree_convert(t, convert_said, &p);
+	if (ret < 0)
+		fprintf(stderr, "flowfs: cannot move the large files of %s to"
+			" %s.d: %s\n", db, db, strerror(-ret));
+	else if (p.said)
+		fprintf(stderr, "flowfs: large files moved to %s.d\n", db);
+	tree_free(t);
+	return ret;
 }
 
 /*
@@ -1315,15 +1540,21 @@ static int check_before_mounting(struct daemon *d)
 	}
 	d->db = db_given ? absolute_path(db_given) : default_db_path();
 	if (!d->db) {
-		fprintf(stderr, "flowfs: no --db given and $HOME is not set\n");
+		fprintf(stderr, "flowfs: no --db given and the user has no home folder\n");
 		return 1;
 	}
 	d->db_made = access(d->db, F_OK) < 0;
 	d->made_top = first_missing_parent(d->db);
+	ret = lock_store(d);
+	if (ret != GO_ON)
+		return ret;
 	if (open_store(d->db, &d->fs.st) < 0)
 		return 1;
+	ret = convert_store(d->db, d->fs.st);
 	store_close(d->fs.st);
 	d->fs.st = NULL;
+	if (ret < 0)
+		return 1;
 	/* one line where the caller sees it: stderr now when detaching
 	 * (syslog after), else the foreground log line below; and the
 	 * mount's .flowfs/log */
@@ -1348,13 +1579,25 @@ static int mount_and_detach(struct daemon *d)
 		return 1;
 	d->mounted = true;
 	fuse_daemonize(d->cmd.foreground);
+	say_lock_owner(d);
 	/* the logs' lines go where the daemon's own messages can be seen */
 	fs->foreground = d->cmd.foreground;
 	if (!fs->foreground)
 		openlog("flowfs", LOG_PID, LOG_USER);
-	if (fs->run_opt.allow_exec)
-		find_cgroups(fs, &d->cgroup_why);
+	/* experiments are bounded by one, and local jobs held by one */
+	find_cgroups(fs, &d->cgroup_why);
 	return GO_ON;
+}
+
+/* Damage the store found (a data file missing or short): in the mount's
+ * log, and in the session's when it is one's. */
+static void report_damage(void *ctx, int64_t session, const char *line)
+{
+	struct flowfs *fs = ctx;
+
+	fs_log(fs, 0, "", ".flowfs", line);
+	if (session)
+		fs_log(fs, session, "", "", line);
 }
 
 /*
@@ -1387,6 +1630,7 @@ static int start_serving(struct daemon *d)
 		fprintf(stderr, "flowfs: cannot read %s\n", d->db);
 		return 1;
 	}
+	tree_set_reporter(fs->tree, report_damage, fs);
 	pthread_mutex_init(&fs->readers_lock, NULL);
 	pthread_mutex_init(&fs->write_lock, NULL);
 	pthread_mutex_init(&fs->lock, NULL);
@@ -1422,8 +1666,18 @@ static int start_serving(struct daemon *d)
 	fs_log(fs, 0, "", fs->mountpoint, line);
 	if (d->exposed.message[0])
 		fs_log(fs, 0, "", d->db, d->exposed.message);
+	/* a data file missing or short: said, never fixed (contents.h) */
+	tree_check_contents(fs->tree);
+	if (contents_reserve(store_contents(fs->st)) < 0)
+		fs_log(fs, 0, "", ".flowfs", "the disk holding the database has"
+		       " less than 8 MiB free: writes fail with ENOSPC until"
+		       " removals make room (removals still work)");
 	if (fs->run_opt.allow_exec)
 		log_cgroups(fs, &d->cgroup_why);
+	/* each local job in a cgroup of its own where one can be had; else
+	 * its supervisor alone holds its processes (run/supervise.h) */
+	if (fs->cgroups.version)
+		fs->jobs_opt.cgroups = &fs->cgroups;
 
 	/* from here on, threads: every commit by the writer, big cuts of
 	 * files outside the lock */
@@ -1537,7 +1791,10 @@ static void release(struct daemon *d)
 	free(d->cmd.mountpoint);
 	free((char *)fs->jobs_opt.work_dir);
 	jobspec_runner_free(fs->container);
+	if (d->lock_fd >= 0)
+		close(d->lock_fd);
 	free(opts->db);
+	free(opts->backup);
 	free(opts->db_opt);
 	free(opts->source);
 	free(opts->mountpoint);
@@ -1575,6 +1832,7 @@ int main(int argc, char *argv[])
 			.refresher_lock = PTHREAD_MUTEX_INITIALIZER,
 			.scratch = { .fd = -1 } },
 		.exposed = FERR_INIT, .cgroup_why = FERR_INIT,
+		.lock_fd = -1,
 	};
 	int ret;
 

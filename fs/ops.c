@@ -18,6 +18,7 @@
 #include "lib/fclock.h"
 #include "lib/fname.h"
 #include "ops_i.h"
+#include "store/contents.h"
 
 
 /* The kernel forgets `n` references: a count, unless it was the last one
@@ -153,7 +154,19 @@ static void setattr_real(struct flowfs *fs, fuse_req_t req, fuse_ino_t ino,
 		sa.mtime_ns = fs_ns_from_ts(&attr->st_mtim);
 	}
 	fs_lock_write(fs);
-	ret = tree_setattr(fs->tree, ino, &sa, &a);
+	{
+		struct node n;
+
+		ret = fs_resolve(fs, ino, &n);
+		if (!ret && fs_frozen(fs, &n))
+			ret = -EROFS;
+	}
+	if (!ret)
+		ret = tree_setattr(fs->tree, ino, &sa, &a);
+	/* a cut on a full disk: the reserve lets it write its log */
+	if (ret == -ENOSPC && (sa.what & TREE_SET_SIZE) &&
+	    fs_spend_reserve(fs))
+		ret = tree_setattr(fs->tree, ino, &sa, &a);
 	/* a cut uploads/deck changes output/for005.dat */
 	if (!ret && (to_set & FUSE_SET_ATTR_SIZE))
 		fs_changed(fs, a.session);
@@ -197,7 +210,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	ret = fs_resolve(fs, ino, &n);
 	if (ret < 0)
 		goto out;
-	if (fs_read_only_tree(&n) || n.type == N_ROOT) {
+	if (fs_read_only_tree(&n) || n.type == N_ROOT || fs_frozen(fs, &n)) {
 		ret = (to_set & ~times) ? -EROFS
 					: fs_node_stat_snap(fs, &n, &st, &generated,
 							 snap);
@@ -298,7 +311,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct flowfs *fs = fs_of(req);
 	struct statvfs sv;
 
-	int64_t used = 0, free_list = 0;
+	int64_t used = 0, free_list = 0, data = 0;
 	int ret;
 
 	(void)ino;
@@ -306,12 +319,16 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 		memset(&sv, 0, sizeof(sv));
 	fs_lock_read(fs);
 	ret = store_space(fs->st, &used, &free_list);
+	if (!ret)
+		ret = contents_space(store_contents(fs->st), fs->st, &data);
 	fs_unlock(fs);
+	used += data;
 	/*
-	 * What flowfs holds is what is used; what it could still take, the
-	 * disk's room for the database plus its pages waiting to be given
-	 * back, is free: `df` on the mount shows flowfs's own size, not the
-	 * disk's.  (Files and inodes stay the disk's: a row costs no inode.)
+	 * What flowfs holds is what is used (the database's pages and the
+	 * data files beside it, a shared one once); what it could still
+	 * take, the disk's room plus the database's pages waiting to be
+	 * given back, is free: `df` on the mount shows flowfs's own size,
+	 * not the disk's.  (Files and inodes stay the disk's.)
 	 */
 	if (!ret && sv.f_frsize) {
 		fsblkcnt_t held = (fsblkcnt_t)((used + (int64_t)sv.f_frsize - 1) /
@@ -319,11 +336,30 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 		fsblkcnt_t room = sv.f_bavail +
 				  (fsblkcnt_t)(free_list / (int64_t)sv.f_frsize);
 
+		/* what writes may take: not the reserve (contents.h), and
+		 * while it is spent, not the room it waits for */
+		if (!contents_reserved(store_contents(fs->st))) {
+			fsblkcnt_t slop = CONTENTS_RESERVE / sv.f_frsize;
+
+			room = room > slop ? room - slop : 0;
+		}
 		sv.f_blocks = held + room;
 		sv.f_bfree = sv.f_bavail = room;
 	}
 	sv.f_namemax = FNAME_MAX;
 	fuse_reply_statfs(req, &sv);
+}
+
+bool fs_spend_reserve(struct flowfs *fs)
+{
+	return contents_unreserve(store_contents(fs->st));
+}
+
+int fs_room_to_grow(struct flowfs *fs)
+{
+	struct contents *c = store_contents(fs->st);
+
+	return contents_reserved(c) ? 0 : contents_reserve(c);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -335,6 +371,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	/* Always send attributes with listings: ls -l is the common case. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	/* Reads of data files are spliced (ops_file.c: read_spliced()):
+	 * the kernel moves the file's pages to the reply. */
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
 	/* Fewer, larger requests: each round trip costs 20-25 us here. */
 	conn->max_write = 1024 * 1024;
 	conn->max_readahead = 1024 * 1024;
@@ -359,6 +399,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.flush = op_flush,
 	.release = op_release,
 	.fsync = op_fsync,
+	.copy_file_range = op_copy_file_range,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,

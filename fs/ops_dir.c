@@ -75,7 +75,7 @@ static int dir_add_entries(struct flowfs *fs, struct handle *h, size_t *alloc,
 		struct node n;
 		int ret;
 
-		if (e->scope != scope)
+		if (e->scope != scope || e->hidden)
 			continue;
 		ret = fs_resolve_row(fs, dir, row, &n);
 		if (!ret) {
@@ -217,6 +217,27 @@ static int dir_add_rows(struct flowfs *fs, struct handle *h, size_t *alloc,
 	return dir_add_rows_of(fs, h, alloc, dir, false);
 }
 
+/* .snapshots/: the session's snapshots, by label. */
+static int dir_add_snapshots(struct flowfs *fs, struct handle *h,
+			     size_t *alloc, const struct node *dir)
+{
+	struct session_list list;
+	char **labels;
+	int ret = session_list_snapshots(fs->st, dir->s.id, &list, &labels);
+
+	for (size_t i = 0; !ret && i < list.n; i++) {
+		struct node n;
+
+		ret = fs_resolve_session_root(fs, &list.items[i], &n);
+		if (!ret)
+			ret = dir_add_node(fs, h, alloc, dir, labels[i], &n);
+	}
+	if (list.items)
+		session_list_free(&list);
+	session_labels_free(labels);
+	return ret;
+}
+
 static int dir_fill(struct flowfs *fs, struct handle *h, const struct node *dir)
 {
 	int scope = fs_scope_of(dir);
@@ -241,6 +262,8 @@ static int dir_fill(struct flowfs *fs, struct handle *h, const struct node *dir)
 	case N_ROOT:
 		return dir_add_sessions(fs, h, &alloc, dir);
 	case N_ENTRY:
+		if (fs_entries[dir->row].kind == ENTRY_SNAPSHOTS)
+			return dir_add_snapshots(fs, h, &alloc, dir);
 		return fs_entries[dir->row].kind == ENTRY_CATALOG
 			       ? dir_add_catalog(fs, h, &alloc, dir) : 0;
 	case N_VIEW:

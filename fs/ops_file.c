@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "lib/fclock.h"
 #include "lib/fname.h"
@@ -31,6 +32,9 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 	*out = NULL;
 	if (n->type == N_ROOT)
 		return -EISDIR;
+	/* a snapshot takes no write */
+	if (writing && fs_frozen(fs, n))
+		return -EROFS;
 	h = fs_handle_new(fs, H_FILE);
 	if (!h)
 		return -ENOMEM;
@@ -51,6 +55,9 @@ static int open_node(struct flowfs *fs, const struct node *n, int flags,
 			struct tree_attr a;
 
 			ret = tree_setattr(fs->tree, n->ino, &sa, &a);
+			/* `: > file` on a full disk (contents.h) */
+			if (ret == -ENOSPC && fs_spend_reserve(fs))
+				ret = tree_setattr(fs->tree, n->ino, &sa, &a);
 			if (ret < 0) {
 				tree_release(fs->tree, n->ino);
 				goto fail;
@@ -198,6 +205,8 @@ static int create_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
 	ret = fs_resolve(fs, parent, &p);
 	if (ret < 0)
 		return ret;
+	if (fs_frozen(fs, &p))
+		return -EROFS;
 	/* nothing to read in what is made anew (a document's draft) */
 	flags |= O_TRUNC;
 	coll = fs_item_name(&p, name, id, sizeof(id));
@@ -277,7 +286,42 @@ static int read_file(struct flowfs *fs, fuse_ino_t ino, char *buf,
 	fs_unlock(fs);
 	ret = tree_read_stored(reader, ino, fsize, buf, size, off, got);
 	fs_reader_put(fs, reader);
+	/* it moved to a data file since the plan: its chunks are gone */
+	if (ret == 1) {
+		fs_lock_read(fs);
+		ret = tree_read(fs->tree, ino, buf, size, off, got);
+		fs_unlock(fs);
+	}
 	return ret;
+}
+
+/*
+ * A read of a real file whose bytes are in a data file: replied from the
+ * file itself (splice: the kernel moves its pages, the daemon copies
+ * nothing), from a duplicate of its descriptor taken under the lock, so
+ * that neither a release nor a copy-on-write meanwhile closes it under
+ * the splice.  1: its bytes are in chunks (read_file()).
+ */
+static int read_spliced(fuse_req_t req, struct flowfs *fs, fuse_ino_t ino,
+			size_t size, off_t off)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+	int64_t fsize = 0;
+	int fd = -1, ret;
+
+	fs_lock_read(fs);
+	ret = tree_read_fd(fs->tree, ino, &fd, &fsize);
+	fs_unlock(fs);
+	if (ret != 0)
+		return ret;
+	bv.buf[0].size = off < fsize ? (size_t)(fsize - off) < size
+			 ? (size_t)(fsize - off) : size : 0;
+	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+	bv.buf[0].fd = fd;
+	bv.buf[0].pos = off;
+	fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+	close(fd);
+	return 0;
 }
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -292,6 +336,13 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
+	}
+	if (h->kind == H_FILE) {
+		ret = read_spliced(req, fs, ino, size, off);
+		if (ret < 0)
+			fuse_reply_err(req, -ret);
+		if (ret <= 0)
+			return;
 	}
 	/*
 	 * Always reply from a private buffer: once the kernel has the reply,
@@ -354,6 +405,15 @@ static int run_control(struct flowfs *fs, struct handle *h, const char *buf,
 		fs_log_refusal(fs, &s, "ctl", &err);
 	fs_changed_if(fs, h->session, ret);
 	fs_unlock(fs);
+	/*
+	 * A restore replaced the session's rows: the kernel must forget the
+	 * old ones before the writer goes on.  Waited for here, in a
+	 * request (notify.h advises against it): the lock is let go, the
+	 * writer holds no folder's lock (only ctl's), and the other request
+	 * threads answer whatever the kernel needs meanwhile.
+	 */
+	if (fs_command_settle())
+		fs_notify_settle(fs->notifier);
 	return ret;
 }
 
@@ -429,7 +489,10 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	    (int64_t)size > TREE_MAX_SIZE - off)
 		size = (size_t)(TREE_MAX_SIZE - off);
 	fs_lock_gather(fs);
-	ret = tree_write(fs->tree, ino, buf, size, off);
+	/* the reserve spent: no write until it is made again */
+	ret = fs_room_to_grow(fs);
+	if (!ret)
+		ret = tree_write(fs->tree, ino, buf, size, off);
 	if (!ret)
 		h->dirty = true;
 	fs_unlock(fs);
@@ -504,12 +567,14 @@ void fs_take_in_uploads(struct flowfs *fs, int64_t session)
  * writer's when it stores something — a document, a file's gathered
  * bytes, an fsync, the last close of an unlinked file — else a
  * reader's, so that closing what was only read never waits for another
- * session's commit.  What it logs (a sink's dropped bytes) a reader may.
+ * session's commit.  A sink given bytes takes a writer's too: what it
+ * logs (its dropped bytes) rewrites the session's line that sums up a
+ * copy's (fs_log_dropped()).
  */
 static void lock_handle(struct flowfs *fs, const struct handle *h,
 			bool durable, bool release)
 {
-	if (h->kind == H_DOC) {
+	if (h->kind == H_DOC || (h->kind == H_SINK && h->dirty)) {
 		fs_lock_write(fs);
 		return;
 	}
@@ -573,6 +638,46 @@ void op_release(fuse_req_t req, fuse_ino_t ino,
 	fs_unlock(fs);
 	fs_handle_free(fs, h);
 	fuse_reply_err(req, 0);
+}
+
+/*
+ * copy_file_range(2) inside the mount (cp, cp --reflink): the whole of a
+ * large file into an empty one shares its data file — nothing is copied
+ * until either side is written.  Anything else is EOPNOTSUPP, and the
+ * caller (coreutils, the kernel) copies the bytes itself.
+ */
+void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			off_t off_out, struct fuse_file_info *fi_out,
+			size_t len, int flags)
+{
+	struct flowfs *fs = fs_of(req);
+	struct handle *in = fs_handle_of(fi_in), *out = fs_handle_of(fi_out);
+	struct tree_attr a;
+	int64_t shared = 0;
+	int ret = -EOPNOTSUPP;
+
+	if (flags || in->kind != H_FILE || out->kind != H_FILE) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	fs_lock_write(fs);
+	ret = tree_getattr(fs->tree, ino_in, &a);
+	/* the call after a whole file was shared: its end */
+	if (!ret && off_in && off_in >= a.size)
+		ret = 1;
+	else if (!ret)
+		ret = off_in || off_out || (int64_t)len < a.size ? -EOPNOTSUPP
+			: tree_share(fs->tree, ino_in, ino_out, &shared);
+	if (!ret) {
+		out->dirty = true;
+		fs_changed(fs, out->session);
+	}
+	fs_unlock(fs);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_write(req, (size_t)shared);
 }
 
 void fs_release_open_handles(struct flowfs *fs)

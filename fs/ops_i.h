@@ -157,6 +157,8 @@ void fs_item_node(struct node *n, unsigned coll,
 		      const struct session_info *s);
 int fs_resolve(struct flowfs *fs, uint64_t ino, struct node *n);
 bool fs_is_session_root(const struct node *n);
+/* In a snapshot (read-only but for removals: session.h). */
+bool fs_frozen(struct flowfs *fs, const struct node *n);
 int64_t fs_session_of(const struct node *n);
 void fs_changed(struct flowfs *fs, int64_t session);
 int fs_changed_if(struct flowfs *fs, int64_t session, int ret);
@@ -244,6 +246,9 @@ void fs_log_item_refusal(struct flowfs *fs, const struct session_info *s,
 int fs_log_refusal(struct flowfs *fs, const struct session_info *s,
 		       const char *path, const struct ferr *err);
 void fs_target_path(const struct doc_target *t, char *buf, size_t size);
+/* <folder>/<name>'s refused write is no problem any more (removed). */
+void fs_forget_refusal(struct flowfs *fs, int64_t session,
+		       const char *folder, const char *name);
 int fs_commit_target(struct flowfs *fs, const struct doc_target *t,
 			 const char *text, size_t len);
 void fs_node_target(const struct node *n, struct doc_target *t);
@@ -294,6 +299,10 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi);
 void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi);
+void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			off_t off_out, struct fuse_file_info *fi_out,
+			size_t len, int flags);
 void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi);
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

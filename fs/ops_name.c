@@ -98,6 +98,9 @@ int fs_make(struct flowfs *fs, fuse_req_t req, const struct node *p,
 	struct tree_attr a;
 	int row, ret;
 
+	/* a snapshot takes nothing new */
+	if (fs_frozen(fs, p))
+		return -EROFS;
 	row = fs_session_row(fs, p, name);
 	if (row >= 0) {
 		ret = fs_make_reserved(fs, req, p, name, row, mode & S_IFMT,
@@ -198,14 +201,14 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	fuse_reply_err(req, EPERM);
 }
 
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* unlink(2) of `name` in `parent`, the write lock held. */
+static int unlink_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
+		     const char *name)
 {
-	struct flowfs *fs = fs_of(req);
 	struct node p;
 	char id[256];
 	int row, coll, ret;
 
-	fs_lock_write(fs);
 	ret = fs_resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : fs_session_row(fs, &p, name);
 	if (row >= 0) {
@@ -232,6 +235,11 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (ret < 0 && err.message[0])
 			fs_log_item_refusal(fs, &p.s, fs_collections[coll].folder,
 					 name, &err);
+		/* removed: its refused write is no problem any more (nor is
+		 * the refused new file, even when the removal found none) */
+		if (!ret || ret == -ENOENT)
+			fs_forget_refusal(fs, p.attr.session,
+					  fs_collections[coll].folder, name);
 		goto out;
 	}
 	ret = tree_unlink(fs->tree, parent, name);
@@ -239,6 +247,19 @@ out:
 	if (!ret)
 		fs_changed(fs, fs_session_of(&p));
 reply:
+	return ret;
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct flowfs *fs = fs_of(req);
+	int ret;
+
+	fs_lock_write(fs);
+	ret = unlink_in(fs, req, parent, name);
+	/* on a full disk the reserve lets it write the log (contents.h) */
+	if (ret == -ENOSPC && fs_spend_reserve(fs))
+		ret = unlink_in(fs, req, parent, name);
 	fs_unlock(fs);
 	fuse_reply_err(req, -ret);
 }
@@ -253,7 +274,9 @@ static int remove_session(struct flowfs *fs, const struct session_info *s)
 	if (!ret && has)
 		ret = refuse_at_root(fs, -ENOTEMPTY, s->name, "the session"
 				     " holds files, a job graph, a context or"
-				     " rounds (rm -rf removes it all)");
+				     " rounds (rm -rf removes it all), or"
+				     " snapshots (rm -rf S/.snapshots/*"
+				     " removes them)");
 	/* before the rows that know the jobs go with the session */
 	if (!ret && fs->jobs)
 		jobs_cancel(fs->jobs, s->id);
@@ -266,14 +289,14 @@ static int remove_session(struct flowfs *fs, const struct session_info *s)
 	return ret;
 }
 
-void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* rmdir(2) of `name` in `parent`, the write lock held. */
+static int rmdir_in(struct flowfs *fs, fuse_req_t req, fuse_ino_t parent,
+		    const char *name)
 {
-	struct flowfs *fs = fs_of(req);
 	struct session_info s;
 	struct node p, n;
 	int row, ret;
 
-	fs_lock_write(fs);
 	ret = fs_resolve(fs, parent, &p);
 	row = ret < 0 ? -1 : fs_session_row(fs, &p, name);
 	if (row >= 0) {
@@ -290,6 +313,14 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 			ret = tree_trash_remove(fs->tree, name);
 		goto out;
 	}
+	/* a snapshot goes whole (like ZFS's rmdir in .zfs/snapshot) */
+	if (!ret && p.type == N_ENTRY &&
+	    fs_entries[p.row].kind == ENTRY_SNAPSHOTS) {
+		ret = session_find_snapshot(fs->st, p.s.id, name, &s);
+		if (!ret)
+			ret = session_delete(fs->st, fs->tree, s.id);
+		goto out;
+	}
 	if (!ret && (p.type == N_ENTRY || p.type == N_VIEW))
 		ret = -EROFS;
 	/* a session in a trash (emptying it) */
@@ -304,6 +335,18 @@ out:
 	if (!ret)
 		fs_changed(fs, fs_session_of(&p));
 reply:
+	return ret;
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct flowfs *fs = fs_of(req);
+	int ret;
+
+	fs_lock_write(fs);
+	ret = rmdir_in(fs, req, parent, name);
+	if (ret == -ENOSPC && fs_spend_reserve(fs))
+		ret = rmdir_in(fs, req, parent, name);
 	fs_unlock(fs);
 	fuse_reply_err(req, -ret);
 }
@@ -507,6 +550,70 @@ static int rename_at_root(struct flowfs *fs, const struct node *p,
 			      " new session by mv)");
 }
 
+/* Before node `id` of `session` leaves as file `newname` in folder `np`
+ * (the trash): its edges, kept with that file. */
+static int keep_edges(struct flowfs *fs, int64_t session, const char *id,
+		      const struct node *np, const char *newname)
+{
+	struct tree_attr copy;
+	int ret = tree_lookup(fs->tree, np->ino, newname, &copy);
+
+	return ret < 0 ? ret : graph_keep_edges(fs->st, session, id,
+						(int64_t)copy.ino);
+}
+
+/* The edges kept with file `name` in folder `p` for `session` (*edges
+ * NULL when it has none), named for node `to`; *ino: the file's. */
+static int kept_edges(struct flowfs *fs, int64_t session,
+		      const struct node *p, const char *name, const char *to,
+		      json_t **edges, int64_t *ino)
+{
+	struct tree_attr file;
+	int ret;
+
+	*edges = NULL;
+	if (tree_lookup(fs->tree, p->ino, name, &file) < 0)
+		return 0;	/* fs_rename_onto_doc() says what is wrong */
+	*ino = (int64_t)file.ino;
+	ret = graph_kept_edges(fs->st, session, *ino, to, edges);
+	if (!ret && !json_array_size(*edges)) {
+		json_decref(*edges);
+		*edges = NULL;
+	}
+	return ret;
+}
+
+/* An edge a node came back without, and why: a line of its session's
+ * log. */
+struct left_out {
+	struct flowfs *fs;
+	const struct session_info *s;
+};
+
+static void edge_left_out(void *ctx, const char *id, const char *why)
+{
+	const struct left_out *l = ctx;
+	char path[STATUS_PATH_MAX], line[FERR_MESSAGE_MAX];
+
+	snprintf(path, sizeof(path), "edges/%s.json", id);
+	snprintf(line, sizeof(line), "did not come back with its node: %s",
+		 why);
+	fs_log(l->fs, l->s->id, l->s->name, path, line);
+}
+
+/* Commit the edges a node came back with; the session's log says which
+ * did not come back, and why.  The node is back whatever they do. */
+static void restore_edges(struct flowfs *fs, const struct session_info *s,
+			  int64_t ino, const json_t *edges)
+{
+	struct left_out l = { fs, s };
+
+	if (graph_restore_edges(fs->st, s->id, ino, edges, edge_left_out,
+				&l) < 0)
+		fs_log(fs, s->id, s->name, "edges/", "the edges of a node"
+		       " brought back could not all be stored");
+}
+
 /* rename where documents of a collection are at either end. */
 static int rename_items(struct flowfs *fs, const struct node *p,
 			const char *name, const struct node *np,
@@ -518,6 +625,8 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 	bool from = coll >= 0, to = newcoll >= 0;
 	struct ferr err = FERR_INIT;
 	struct doc_target t;
+	json_t *edges = NULL;
+	int64_t ino = 0;
 	struct node n;
 	int ret;
 
@@ -537,10 +646,15 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 		if (!ret)
 			ret = fs_copy_away(fs, &n, np->ino, newname);
 		/* moved out of its session (to the trash): it goes; kept,
-		 * the copy goes */
+		 * the copy goes.  A node's edges go with it, kept with the
+		 * copy, which brings them back when it comes back (below) */
 		if (!ret && fs_moves_out(&p->s, np)) {
-			ret = fs_collections[coll].remove(fs, p->attr.session, id,
-							  &err);
+			if (fs_collections[coll].tag == SESSION_NODES)
+				ret = keep_edges(fs, p->attr.session, id, np,
+						 newname);
+			if (!ret)
+				ret = fs_collections[coll].remove(
+					fs, p->attr.session, id, &err);
 			if (ret < 0 && err.message[0])
 				fs_log_item_refusal(fs, &p->s,
 					 fs_collections[coll].folder, name,
@@ -560,7 +674,17 @@ static int rename_items(struct flowfs *fs, const struct node *p,
 	t.in_collection = true;
 	t.coll = (unsigned)newcoll;
 	snprintf(t.id, sizeof(t.id), "%s", newid);
-	return fs_rename_onto_doc(fs, p, name, &t);
+	if (fs_collections[newcoll].tag != SESSION_NODES)
+		return fs_rename_onto_doc(fs, p, name, &t);
+	/* a node back from the trash: the edges it left with come back
+	 * (read first: the file goes as the node is made of it) */
+	ret = kept_edges(fs, np->attr.session, p, name, newid, &edges, &ino);
+	if (!ret)
+		ret = fs_rename_onto_doc(fs, p, name, &t);
+	if (!ret && edges)
+		restore_edges(fs, &np->s, ino, edges);
+	json_decref(edges);
+	return ret;
 }
 
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -582,6 +706,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = fs_resolve(fs, newparent, &np);
 	if (ret < 0)
 		goto out;
+	if (fs_frozen(fs, &p) || fs_frozen(fs, &np)) {
+		ret = -EROFS;
+		goto out;
+	}
 	if (p.type == N_ROOT || np.type == N_ROOT) {
 		ret = rename_at_root(fs, &p, name, &np, newname, noreplace);
 		goto out;

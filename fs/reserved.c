@@ -21,6 +21,7 @@
  */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fuse_lowlevel.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -259,16 +260,137 @@ void fs_node_path(struct flowfs *fs, const struct node *n, char *buf,
 	sbuf_release(&name);
 }
 
-/* What was written to (or moved onto) generated file `n` — `bytes` of
- * it, not what it holds — was dropped: the session's log says so. */
+/* The slot that sums up session `session`'s dropped writes still: its
+ * last drop FS_DROPPED_NS ago at most (NULL: none does). */
+static struct fs_dropped *dropped_find(struct flowfs *fs, int64_t session,
+				       int64_t now)
+{
+	for (int i = 0; i < FS_DROPPED_SLOTS; i++) {
+		struct fs_dropped *d = &fs->dropped[i];
+
+		if (d->session == session && now - d->last_ns <= FS_DROPPED_NS)
+			return d;
+	}
+	return NULL;
+}
+
+/* A slot for a new line: session `session`'s, a free one, or the one
+ * whose last drop is the oldest. */
+static struct fs_dropped *dropped_slot(struct flowfs *fs, int64_t session)
+{
+	struct fs_dropped *d = &fs->dropped[0];
+
+	for (int i = 0; i < FS_DROPPED_SLOTS; i++) {
+		if (fs->dropped[i].session == session)
+			return &fs->dropped[i];
+		if (fs->dropped[i].last_ns < d->last_ns)
+			d = &fs->dropped[i];
+	}
+	return d;
+}
+
+/* Count file `path` (`bytes` written to it, or moved onto it) in `d`;
+ * a name seen already is the same file again (rsync run twice). */
+static void dropped_count(struct fs_dropped *d, const char *path,
+			  size_t bytes, bool moved)
+{
+	bool seen = false;
+
+	for (unsigned i = 0; i < d->names && !seen; i++)
+		seen = !strcmp(d->name[i], path);
+	if (!seen) {
+		d->files++;
+		if (d->names < FS_DROPPED_NAMES)
+			snprintf(d->name[d->names++], sizeof(d->name[0]), "%s",
+				 path);
+	}
+	d->bytes += bytes;
+	if (moved)
+		d->moved = true;
+	else
+		d->written = true;
+}
+
+/* The line of `d`: its path (the files, the first FS_DROPPED_SHOWN and
+ * how many more) and its message.  0 or -ENOMEM. */
+static int dropped_line(const struct fs_dropped *d, struct sbuf *path,
+			char *msg, size_t msg_size)
+{
+	const char *how = !d->moved ? "written to"
+			  : d->written ? "written to or moved onto"
+				       : "moved onto";
+	int ret = 0;
+
+	for (unsigned i = 0; i < d->names && i < FS_DROPPED_SHOWN; i++)
+		ret |= sbuf_addf(path, "%s%s", i ? ", " : "", d->name[i]);
+	if (d->files > FS_DROPPED_SHOWN)
+		ret |= sbuf_addf(path, " and %u more",
+				 d->files - FS_DROPPED_SHOWN);
+	if (d->files == 1)
+		snprintf(msg, msg_size, "flowfs makes this file: the %" PRIu64
+			 " bytes %s it were dropped", d->bytes, how);
+	else
+		snprintf(msg, msg_size, "flowfs makes these %u files: the %"
+			 PRIu64 " bytes %s them were dropped", d->files,
+			 d->bytes, how);
+	return ret ? -ENOMEM : 0;
+}
+
+/*
+ * What was written to (or moved onto) generated file `n` — `bytes` of
+ * it, not what it holds — was dropped: the session's log says so.  A
+ * copy of a session brought back (cp -a, rsync -a) writes every file
+ * flowfs makes, and most differ from what the new session shows as they
+ * arrive: they come before what they are made from (input.json before
+ * session.json binds the skill, output/'s exports before nodes/), and
+ * some name the session or hold its history (input.json's paths, log,
+ * status).  So the drops of a session that follow one another (each
+ * within FS_DROPPED_NS of the last) make one line, rewritten as they
+ * come ("input.json, prompt.txt, log and 5 more: flowfs makes these 8
+ * files: ..."), while nothing else is logged to it between; the daemon's
+ * own log (stderr, syslog) has each.  A reader cannot write the store
+ * (fs.h: the locks): its drop is a line of its own, queued.
+ */
 void fs_log_dropped(struct flowfs *fs, const struct node *n,
 			const char *path, size_t bytes, const char *how)
 {
 	char line[FERR_MESSAGE_MAX];
+	struct sbuf where = SBUF_INIT;
+	int64_t now = fclock_now_ns();
+	bool moved = !strcmp(how, "moved onto");
+	struct fs_dropped *d;
 
 	snprintf(line, sizeof(line), "flowfs makes this file: the %zu bytes %s"
 		 " it were dropped", bytes, how);
-	fs_log(fs, n->s.id, n->s.name, path, line);
+	if (!fs_holds_write(fs)) {
+		fs_log(fs, n->s.id, n->s.name, path, line);
+		return;
+	}
+	fs_log_echo(fs, n->s.name, path, line);
+	d = dropped_find(fs, n->s.id, now);
+	if (d) {
+		dropped_count(d, path, bytes, moved);
+		if (dropped_line(d, &where, line, sizeof(line)) == 0 &&
+		    session_log_rewrite_last(fs->st, n->s.id, d->row, where.buf,
+					     line) == 1) {
+			d->last_ns = now;
+			goto out;
+		}
+		/* another line came after it: this drop starts a new one */
+		sbuf_reset(&where);
+	}
+	d = dropped_slot(fs, n->s.id);
+	memset(d, 0, sizeof(*d));
+	dropped_count(d, path, bytes, moved);
+	if (dropped_line(d, &where, line, sizeof(line)) == 0 &&
+	    session_log_row(fs->st, n->s.id, where.buf, line, &d->row) == 0) {
+		d->session = n->s.id;
+		d->last_ns = now;
+	} else {
+		d->session = 0;
+	}
+out:
+	sbuf_release(&where);
 }
 
 /*

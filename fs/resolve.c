@@ -222,6 +222,15 @@ int fs_resolve(struct flowfs *fs, uint64_t ino, struct node *n)
 	return 0;
 }
 
+bool fs_frozen(struct flowfs *fs, const struct node *n)
+{
+	int64_t session = fs_session_of(n);
+
+	if (n->has_session)
+		return n->s.snapshot_of != 0;
+	return session && session_is_snapshot(fs->st, session);
+}
+
 bool fs_is_session_root(const struct node *n)
 {
 	return n->type == N_REAL && n->attr.session_root;
@@ -495,6 +504,13 @@ int fs_lookup_in(struct flowfs *fs, const struct node *parent,
 	}
 	if (parent->type == N_VIEW)
 		return lookup_view(fs, parent, name, out);
+	if (parent->type == N_ENTRY &&
+	    fs_entries[parent->row].kind == ENTRY_SNAPSHOTS) {
+		struct session_info si;
+
+		ret = session_find_snapshot(fs->st, parent->s.id, name, &si);
+		return ret < 0 ? ret : fs_resolve_session_root(fs, &si, out);
+	}
 	if (parent->type == N_ENTRY) {
 		if (fs_entries[parent->row].kind != ENTRY_CATALOG)
 			return S_ISDIR(fs_entries[parent->row].mode) ? -ENOENT

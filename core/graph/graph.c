@@ -1465,3 +1465,117 @@ int graph_node_count(struct store *st, int64_t session, int64_t *nodes)
 			" session = ?1", nodes, STORE_INT(session));
 	return ret == -ENOENT ? 0 : ret;
 }
+
+/* ---- a node's edges kept with the file it left as (graph.h) -------------- */
+
+int graph_keep_edges(struct store *st, int64_t session, const char *node,
+		     int64_t ino)
+{
+	/* drafts (no source) are no edges yet; pending ones are kept too */
+	static const char sql[] = "INSERT INTO kept_edges(ino, session, node,"
+		" seq, id, source, source_param, target, target_param)"
+		" SELECT ?3, session, ?2, seq, id, source, source_param, target,"
+		" target_param FROM graph_edges WHERE session = ?1 AND"
+		" (source = ?2 OR target = ?2) AND source IS NOT NULL";
+
+	return store_run(st, sql, STORE_INT(session), STORE_TEXT(node),
+			 STORE_INT(ino));
+}
+
+/* The document of a kept edge (row of graph_kept_edges()'s query), its
+ * node `from` named `to`. */
+static json_t *kept_doc(sqlite3_stmt *q, const char *from, const char *to)
+{
+	const char *f[5];
+	json_t *doc;
+
+	for (int i = 0; i < 5; i++)
+		f[i] = (const char *)sqlite3_column_text(q, i);
+	if (!strcmp(f[1], from))
+		f[1] = to;
+	if (!strcmp(f[3], from))
+		f[3] = to;
+	doc = json_pack("{ssssssss}", "id", f[0], "source_node_id", f[1],
+			"target_node_id", f[3], "target_parameter_name", f[4]);
+	/* left out when it gave none, as its file showed it */
+	if (doc && f[2] && json_object_set_new(doc, "source_parameter_name",
+					       json_string(f[2])) < 0) {
+		json_decref(doc);
+		doc = NULL;
+	}
+	return doc;
+}
+
+int graph_kept_edges(struct store *st, int64_t session, int64_t ino,
+		     const char *to, json_t **edges)
+{
+	static const char sql[] = "SELECT id, source, source_param, target,"
+		" target_param, node FROM kept_edges WHERE ino = ?1 AND"
+		" session = ?2 ORDER BY seq";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	*edges = json_array();
+	if (!q || !*edges) {
+		ret = q ? -ENOMEM : -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(q, 1, ino);
+	sqlite3_bind_int64(q, 2, session);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		json_t *doc = kept_doc(q, (const char *)sqlite3_column_text(q, 5),
+				       to);
+
+		if (!doc || json_array_append_new(*edges, doc) < 0)
+			ret = -ENOMEM;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+out:
+	if (q)
+		store_done(q);
+	if (ret < 0) {
+		json_decref(*edges);
+		*edges = NULL;
+	}
+	return ret;
+}
+
+int graph_restore_edges(struct store *st, int64_t session, int64_t ino,
+			const json_t *edges,
+			void (*left_out)(void *ctx, const char *id,
+					 const char *why),
+			void *ctx)
+{
+	const json_t *doc;
+	size_t i;
+	int ret;
+
+	/* the file is the node now (its row may stay while the kernel
+	 * holds it) */
+	ret = store_run(st, "DELETE FROM kept_edges WHERE ino = ?1",
+			STORE_INT(ino));
+	if (ret < 0)
+		return ret;
+	json_array_foreach(edges, i, doc) {
+		const char *id = json_string_value(json_object_get(doc, "id"));
+		struct ferr err = FERR_INIT;
+		struct graph_item was;
+
+		/* an edge made since under its name is the user's: kept */
+		ret = graph_find(st, session, GRAPH_EDGE, id, &was);
+		if (!ret) {
+			free(was.id);
+			left_out(ctx, id, "another edge has its name");
+		} else if (ret == -ENOENT) {
+			ret = commit_edge(st, session, id, doc, &err);
+			if (ret == -EINVAL) {
+				left_out(ctx, id, err.message);
+				ret = 0;
+			}
+		}
+		if (ret < 0)
+			break;
+	}
+	return ret;
+}

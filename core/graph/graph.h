@@ -89,9 +89,10 @@
  * "meta": {"template_uuid": ...}}, nodes and edges in creation order,
  * byte-identical to Python's json.dumps(doc, indent=2,
  * ensure_ascii=False).  Writing one
- * replaces the graph atomically: the document must have exactly nodes
- * (array), edges (array) and meta (object with at most template_uuid, a
- * string or null); every node and edge is checked as above, each must
+ * replaces the graph atomically: the document must have nodes (array)
+ * and edges (array), and may have meta (an object with at most
+ * template_uuid, a string or null; left out, or without template_uuid,
+ * the session's is kept), nothing else; every node and edge is checked as above, each must
  * carry its id (there is no file name), ids may not repeat, and the
  * whole new graph must be acyclic (checked in memory, O(V+E)); messages
  * say where: "nodes[2]: unknown field ...", "edges[3]: would close a
@@ -247,6 +248,34 @@ int graph_commit_parameters(struct store *st, const struct graph_tools *tools,
  */
 int graph_infer_edges(struct store *st, int64_t session, size_t *added,
 		      struct sbuf *report);
+
+/*
+ * A node moved out of its session (into the trash: gio trash, a file
+ * manager's Delete) leaves the graph with its edges, as any delete does;
+ * the edges are kept with the file the node became, inode `ino`, so that
+ * moving that file back (the trash's restore) brings them back.
+ * graph_keep_edges(): before the node goes, its edges (pending ones
+ * too) are kept for `ino`.  graph_kept_edges(): the edges kept for
+ * `ino` in `session` (none for another session), as edge documents in
+ * creation order with the node's id turned into `to` (the name it comes
+ * back as); *edges a new array.  graph_restore_edges(): once the node is
+ * back, each is committed as a write of edges/<id>.json would be — it
+ * joins the graph, or waits for a node that is not there (the node at
+ * its other end in the trash too), or is refused — but for one whose id
+ * another edge has taken meanwhile; left_out(ctx, id, why) is called
+ * for each that did not come back, and the rows kept for `ino` are
+ * forgotten.  Kept rows go with the file too (an emptied trash), and with
+ * the session.
+ */
+int graph_keep_edges(struct store *st, int64_t session, const char *node,
+		     int64_t ino);
+int graph_kept_edges(struct store *st, int64_t session, int64_t ino,
+		     const char *to, json_t **edges);
+int graph_restore_edges(struct store *st, int64_t session, int64_t ino,
+			const json_t *edges,
+			void (*left_out)(void *ctx, const char *id,
+					 const char *why),
+			void *ctx);
 
 /* When the graph last changed (0: never). */
 int graph_mtime(struct store *st, int64_t session, int64_t *mtime_ns);

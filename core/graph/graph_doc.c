@@ -776,12 +776,19 @@ static int replace_graph(struct store *st, int64_t session,
 	return ret;
 }
 
-/* The top level of a parameters document: nodes, edges, meta. */
+/*
+ * The top level of a parameters document: nodes and edges, and meta if
+ * it is given.  meta holds only the template_uuid the session keeps
+ * anyway, and "meta": {} already meant "keep it": a document without
+ * meta (a graph written by hand, or by a tool that leaves it out) means
+ * the same (issue 29).
+ */
 static int check_top(const json_t *doc, const json_t **nodes,
 		     const json_t **edges, const json_t **uuid,
 		     struct ferr *err)
 {
 	static const char *const top[] = { "nodes", "edges", "meta", NULL };
+	static const char *const required[] = { "nodes", "edges", NULL };
 	static const char *const meta_fields[] = { "template_uuid", NULL };
 	const json_t *meta;
 	int ret;
@@ -793,9 +800,10 @@ static int check_top(const json_t *doc, const json_t **nodes,
 				   "parameters.json has nodes, edges, meta", err);
 	if (ret < 0)
 		return ret;
-	for (int i = 0; top[i]; i++)
-		if (!json_object_get(doc, top[i]))
-			return ferr_set(err, -EINVAL, "missing \"%s\"", top[i]);
+	for (int i = 0; required[i]; i++)
+		if (!json_object_get(doc, required[i]))
+			return ferr_set(err, -EINVAL, "missing \"%s\"",
+					required[i]);
 	*nodes = json_object_get(doc, "nodes");
 	*edges = json_object_get(doc, "edges");
 	meta = json_object_get(doc, "meta");
@@ -803,10 +811,10 @@ static int check_top(const json_t *doc, const json_t **nodes,
 		return ferr_set(err, -EINVAL, "\"nodes\" must be an array");
 	if (!json_is_array(*edges))
 		return ferr_set(err, -EINVAL, "\"edges\" must be an array");
-	if (!json_is_object(meta))
+	if (meta && !json_is_object(meta))
 		return ferr_set(err, -EINVAL, "\"meta\" must be an object");
-	ret = graph_unknown_fields(meta, meta_fields, "", "meta.",
-				   "meta has template_uuid", err);
+	ret = meta ? graph_unknown_fields(meta, meta_fields, "", "meta.",
+					  "meta has template_uuid", err) : 0;
 	if (ret < 0)
 		return ret;
 	/* before anything in them is checked: that is the work it bounds */

@@ -1,6 +1,8 @@
 /* spawn: programs started with nothing of the daemon's; see spawn.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -79,11 +81,140 @@ static int start(const struct spawn *sp, const posix_spawnattr_t *attr,
 	return -posix_spawnp(pid, sp->argv[0], fa, attr, sp->argv, env);
 }
 
+int spawn_become(const struct spawn_cred *c)
+{
+	uid_t r, e, s;
+
+	if (setgroups(c->ngroups, c->groups) < 0 ||
+	    setresgid(c->gid, c->gid, c->gid) < 0 ||
+	    setresuid(c->uid, c->uid, c->uid) < 0)
+		return -errno;
+	/* a uid that could still go back would keep root's power */
+	if (getresuid(&r, &e, &s) < 0 || r != c->uid || e != c->uid ||
+	    s != c->uid)
+		return -EPERM;
+	return 0;
+}
+
+/* argv[0] as posix_spawnp() finds it (the caller's $PATH), into `out`:
+ * done before a fork, since the search allocates. */
+static int find_program(const char *name, char *out, size_t size)
+{
+	const char *path = getenv("PATH");
+	int ret = -ENOENT;
+
+	if (strchr(name, '/'))
+		return snprintf(out, size, "%s", name) < (int)size ? 0
+							       : -ENAMETOOLONG;
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path, *end; *p; p = *end ? end + 1 : end) {
+		int len;
+
+		end = strchrnul(p, ':');
+		len = snprintf(out, size, "%.*s%s%s", (int)(end - p), p,
+			       end > p ? "/" : "", name);
+		if (len < 0 || (size_t)len >= size)
+			continue;
+		if (access(out, X_OK) == 0)
+			return 0;
+		if (errno == EACCES)
+			ret = -EACCES;
+	}
+	return ret;
+}
+
+/* In the child of start_as(): what posix_spawn() would do, then become
+ * the user and exec; the errno on `report` when it cannot.  Only
+ * async-signal-safe calls. */
+static void __attribute__((noreturn))
+child_as(const struct spawn *sp, const char *prog, char *const *env,
+	 int report)
+{
+	int keep[4] = { report }, n = 1, fd, ret = 0;
+
+	for (int i = 0; i < 3; i++)
+		if (sp->io[i].how == SPAWN_FD && n < 4)
+			keep[n++] = sp->io[i].fd;
+	spawn_reset_child(keep, (size_t)n);
+	if (sp->new_session && setsid() < 0)
+		goto fail;
+	/* the user's now: a file it writes is opened as that user */
+	ret = spawn_become(sp->cred);
+	if (ret < 0)
+		goto fail_ret;
+	for (int i = 0; i < 3; i++) {
+		const struct spawn_io *io = &sp->io[i];
+
+		if (io->how == SPAWN_FD) {
+			fd = io->fd;
+		} else if (io->how == SPAWN_FILE) {
+			fd = open(io->path, O_WRONLY | O_CREAT | O_TRUNC |
+				  O_CLOEXEC, 0644);
+		} else {
+			fd = open("/dev/null", (i ? O_WRONLY : O_RDONLY) |
+				  O_CLOEXEC);
+		}
+		if (fd < 0 || dup2(fd, i) < 0)
+			goto fail;
+	}
+	if (sp->dir && chdir(sp->dir) < 0)
+		goto fail;
+	execve(prog, sp->argv, env);
+fail:
+	ret = -errno;
+fail_ret:
+	if (write(report, &ret, sizeof(ret)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* spawn_start() of a `cred`: fork() and exec, as posix_spawn() cannot
+ * change who runs the program. */
+static int start_as(const struct spawn *sp, pid_t *pid)
+{
+	char prog[PATH_MAX];
+	char *const *env = sp->envp ? sp->envp : environ;
+	int report[2], said = 0, status, ret;
+	pid_t child;
+	ssize_t n;
+
+	ret = find_program(sp->argv[0], prog, sizeof(prog));
+	if (ret < 0)
+		return ret;
+	if (pipe2(report, O_CLOEXEC) < 0)
+		return -errno;
+	child = fork();
+	if (child == 0)
+		child_as(sp, prog, env, report[1]);
+	close(report[1]);
+	if (child < 0) {
+		ret = -errno;
+		close(report[0]);
+		return ret;
+	}
+	/* nothing comes when the exec went well: the pipe closed with it */
+	while ((n = read(report[0], &said, sizeof(said))) < 0 && errno == EINTR)
+		;
+	close(report[0]);
+	if (n == (ssize_t)sizeof(said) && said < 0) {
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+		return said;
+	}
+	*pid = child;
+	return 0;
+}
+
 int spawn_start(const struct spawn *sp, pid_t *pid)
 {
 	posix_spawnattr_t attr;
 	posix_spawn_file_actions_t fa;
-	int ret = prepare(sp, &attr, &fa);
+	int ret;
+
+	if (sp->cred)
+		return start_as(sp, pid);
+	ret = prepare(sp, &attr, &fa);
 
 	if (ret < 0)
 		return ret;
@@ -102,6 +233,9 @@ int spawn_detached(const struct spawn *sp, pid_t *pid)
 	struct { pid_t pid; int err; } said = { 0, -ECHILD };
 	pid_t mid;
 
+	/* the middle process could not search $PATH (it allocates) */
+	if (sp->cred)
+		return -EINVAL;
 	ret = prepare(sp, &attr, &fa);
 	if (ret < 0)
 		return ret;
@@ -231,10 +365,17 @@ void spawn_output_release(struct spawn_output *o)
 int spawn_capture(char *const argv[], int64_t timeout_ms, size_t max,
 		  struct sbuf *out, struct sbuf *err)
 {
+	return spawn_capture_as(argv, NULL, NULL, timeout_ms, max, out, err);
+}
+
+int spawn_capture_as(char *const argv[], char *const envp[],
+		     const struct spawn_cred *cred, int64_t timeout_ms,
+		     size_t max, struct sbuf *out, struct sbuf *err)
+{
 	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, status = 0, ret;
 	int64_t deadline = fclock_mono_ms() + timeout_ms;
 	bool open_o = true, open_e = true, killed = false;
-	struct spawn sp = { .argv = argv };
+	struct spawn sp = { .argv = argv, .envp = envp, .cred = cred };
 	pid_t pid = 0;
 
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {

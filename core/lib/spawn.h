@@ -17,7 +17,12 @@
  *    daemon (a middle process starts it and exits): nobody waits for it,
  *    it outlives the daemon, and no zombie of it is left (local jobs).
  *  - spawn_capture(): run a command to its end, its stdout and stderr
- *    captured, killed at a deadline (sbatch, squeue, scancel).
+ *    captured, killed at a deadline (sbatch, squeue, scancel);
+ *    spawn_capture_as() as another user, with another environment
+ *    (a root daemon's sbatch for a user's job).
+ *  - a `cred` in struct spawn: the program runs as that user
+ *    (spawn_become()), started by fork() and exec, since posix_spawn()
+ *    cannot change who runs it.
  *  - spawn_reset_child() and spawn_drain(): the two halves for a caller
  *    that must fork() itself because the child has more to do before its
  *    exec than posix_spawn() can (the sandbox: rlimits, cgroup, uid).
@@ -34,6 +39,15 @@
 #include <sys/types.h>
 
 #include "lib/sbuf.h"
+
+/* Who a program runs as when it is not the caller (a root daemon starts
+ * a user's jobs as that user: run/jobs.h). */
+struct spawn_cred {
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;	/* the supplementary groups, in full */
+	size_t ngroups;
+};
 
 /* What becomes of one of the standard streams 0, 1, 2. */
 enum spawn_stream {
@@ -55,13 +69,19 @@ struct spawn {
 	const char *dir;	/* NULL: the daemon's working folder */
 	bool new_session;	/* setsid(): its own session and group */
 	struct spawn_io io[3];
+	/* NULL: the caller's uid, gids and capabilities; else the program
+	 * runs as `cred` (the caller must be root), its SPAWN_FILE streams
+	 * opened as that user */
+	const struct spawn_cred *cred;
 };
 
 /* Start `sp`; *pid is the caller's child.  -errno when it could not
- * start (the program not found: -ENOENT). */
+ * start (the program not found: -ENOENT; a `cred` it cannot become:
+ * -EPERM). */
 int spawn_start(const struct spawn *sp, pid_t *pid);
 
-/* Start `sp` as no child of the caller's (above); *pid its pid. */
+/* Start `sp` as no child of the caller's (above); *pid its pid.  A
+ * `cred` is refused (-EINVAL): run/supervise.h starts a user's job. */
 int spawn_detached(const struct spawn *sp, pid_t *pid);
 
 /*
@@ -75,6 +95,21 @@ int spawn_detached(const struct spawn *sp, pid_t *pid);
  */
 int spawn_capture(char *const argv[], int64_t timeout_ms, size_t max,
 		  struct sbuf *out, struct sbuf *err);
+
+/* spawn_capture() with the environment `envp` (NULL: the caller's) and
+ * as `cred` (NULL: the caller). */
+int spawn_capture_as(char *const argv[], char *const envp[],
+		     const struct spawn_cred *cred, int64_t timeout_ms,
+		     size_t max, struct sbuf *out, struct sbuf *err);
+
+/*
+ * In a child after fork(), before its exec: become `c` -- its
+ * supplementary groups, then its gid, then its uid, real, effective and
+ * saved, so that a root caller keeps no capability (a uid other than 0
+ * has none after it) and cannot come back.  0, or a negative errno (the
+ * child must not exec then).  Only async-signal-safe calls.
+ */
+int spawn_become(const struct spawn_cred *c);
 
 /*
  * In a child after fork(), before its exec: every signal at its default,

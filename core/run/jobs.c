@@ -1,11 +1,13 @@
 /* jobs: the job graph runs; see jobs.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,9 @@
 #include "lib/fjson.h"
 #include "lib/fname.h"
 #include "lib/spawn.h"
+#include "run/jobdir.h"
 #include "run/jobs.h"
+#include "run/supervise.h"
 #include "graph/jobspec.h"
 #include "graph/plan.h"
 #include "store/tree.h"
@@ -38,10 +42,13 @@ extern char **environ;
  * before it counts as ended without one (a shared file system lags) */
 #define MISSING_POLLS 5
 
-struct kill_later {
-	pid_t pid;
-	int64_t at_ns;
-};
+/* A local job being stopped: its state stays "running" with this
+ * message until its supervisor, and so every process of it, is gone. */
+#define CANCEL_NOTE "stopping: cancelled"
+/* What bash runs: the script, read through descriptor 3 and run, with
+ * no descriptor of it left open in the job's processes (the file is
+ * never opened again by its name) */
+#define READ_AND_RUN "IFS= read -r -d '' s <&3; exec 3<&-; eval \"$s\""
 
 struct jobs {
 	struct run_host *host;
@@ -61,9 +68,6 @@ struct jobs {
 	/* Slurm ids cancelled under the lock, for the monitor's scancel */
 	char **scancel;
 	size_t nscancel;
-	/* local process groups to SIGKILL once their grace is over */
-	struct kill_later *kills;
-	size_t nkills;
 	/* job row id -> polls missing from squeue */
 	json_t *missing;
 };
@@ -340,8 +344,176 @@ static int set_state(struct jobs *j, struct job_row *r, const char *state,
 	return ret;
 }
 
+/* ---- who a job runs as ------------------------------------------------------ */
+
+/*
+ * The user a session's jobs run as: the daemon's own, or, on a root
+ * daemon, the session's owner -- with the groups of their passwd entry
+ * (initgroups), or their gid alone when they have none -- as cron runs a
+ * user's table.  Never root unless root owns the session.
+ */
+struct job_user {
+	struct jobdir_user dir;	/* uid, gid, name, home */
+	struct spawn_cred cred;
+	bool other;		/* not the daemon's user: cred applies */
+	char name[64];
+	char *home, *shell;
+	gid_t *groups;
+};
+
+static void job_user_release(struct job_user *u)
+{
+	free(u->home);
+	free(u->shell);
+	free(u->groups);
+	memset(u, 0, sizeof(*u));
+}
+
+/* The groups of `name` with `gid` (getgrouplist), into u. */
+static int user_groups(struct job_user *u, const char *name, gid_t gid)
+{
+	int n = 32;
+
+	for (int tries = 0; tries < 8; tries++) {
+		gid_t *grown = realloc(u->groups, (size_t)n * sizeof(*grown));
+		int want = n;
+
+		if (!grown)
+			return -ENOMEM;
+		u->groups = grown;
+		if (getgrouplist(name, gid, u->groups, &want) >= 0) {
+			u->cred.groups = u->groups;
+			u->cred.ngroups = (size_t)want;
+			return 0;
+		}
+		n = want > n ? want : n * 2;
+	}
+	return -E2BIG;
+}
+
+/* Who the jobs of a session owned by owner_uid/owner_gid run as. */
+static int job_user_get(uint32_t owner_uid, uint32_t owner_gid,
+			struct job_user *u)
+{
+	uid_t me = geteuid();
+	struct passwd pw, *found = NULL;
+	long size = sysconf(_SC_GETPW_R_SIZE_MAX);
+	char *buf;
+	int ret = 0;
+
+	memset(u, 0, sizeof(*u));
+	u->dir.uid = me == 0 ? (uid_t)owner_uid : me;
+	u->other = u->dir.uid != me;
+	u->dir.gid = u->other ? (gid_t)owner_gid : getegid();
+	if (size < 16384)
+		size = 16384;
+	buf = malloc((size_t)size);
+	if (!buf)
+		return -ENOMEM;
+	if (getpwuid_r(u->dir.uid, &pw, buf, (size_t)size, &found) != 0)
+		found = NULL;
+	if (found) {
+		snprintf(u->name, sizeof(u->name), "%s", pw.pw_name);
+		u->home = strdup(pw.pw_dir ? pw.pw_dir : "");
+		u->shell = strdup(pw.pw_shell && *pw.pw_shell ? pw.pw_shell
+								  : "/bin/sh");
+		if (!u->home || !u->shell)
+			ret = -ENOMEM;
+		if (u->other) {
+			u->dir.gid = pw.pw_gid;
+			if (!ret)
+				ret = user_groups(u, pw.pw_name, pw.pw_gid);
+		}
+	} else {
+		/* no passwd entry: its gid and no other group */
+		snprintf(u->name, sizeof(u->name), "%u", (unsigned)u->dir.uid);
+	}
+	free(buf);
+	u->dir.name = u->name;
+	u->dir.home = u->home;
+	u->cred.uid = u->dir.uid;
+	u->cred.gid = u->dir.gid;
+	if (ret < 0)
+		job_user_release(u);
+	return ret;
+}
+
+/* The job user of session `id` (lock held). */
+static int session_user(struct jobs *j, int64_t id, struct job_user *u)
+{
+	struct session_info s;
+	int ret = session_get(j->host->st, id, &s);
+
+	return ret < 0 ? ret : job_user_get(s.uid, s.gid, u);
+}
+
+/* ---- a job's environment --------------------------------------------------- */
+
+struct job_env {
+	char **vars;
+	char *own[4];		/* HOME=, USER=, LOGNAME=, SHELL= made here */
+};
+
+static void job_env_release(struct job_env *e)
+{
+	free(e->vars);
+	for (size_t i = 0; i < 4; i++)
+		free(e->own[i]);
+	memset(e, 0, sizeof(*e));
+}
+
+/* Of the daemon's variables, what another user's job is given. */
+static bool passed_on(const char *var)
+{
+	static const char *const names[] = { "PATH=", "LANG=", "TZ=", NULL };
+
+	for (size_t i = 0; names[i]; i++)
+		if (!strncmp(var, names[i], strlen(names[i])))
+			return true;
+	return !strncmp(var, "LC_", 3) || !strncmp(var, "SLURM_", 6);
+}
+
+/*
+ * The environment of a job: the daemon's, without FLOWFS_* (the
+ * engine's key may be among them).  Another user's job (a root daemon's)
+ * gets only PATH, LANG, LC_*, TZ and SLURM_* of it and that user's HOME,
+ * USER, LOGNAME and SHELL, as cron gives them: nothing of root's own
+ * environment (a token, a key) goes to a user.
+ */
+static int job_environment(const struct job_user *u, struct job_env *e)
+{
+	size_t n = 0, k = 0;
+
+	memset(e, 0, sizeof(*e));
+	while (environ[n])
+		n++;
+	e->vars = calloc(n + 5, sizeof(*e->vars));
+	if (!e->vars)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "FLOWFS_", 7) &&
+		    (!u->other || passed_on(environ[i])))
+			e->vars[k++] = environ[i];
+	if (!u->other)
+		return 0;
+	if ((u->home && asprintf(&e->own[0], "HOME=%s", u->home) < 0) ||
+	    asprintf(&e->own[1], "USER=%s", u->name) < 0 ||
+	    asprintf(&e->own[2], "LOGNAME=%s", u->name) < 0 ||
+	    asprintf(&e->own[3], "SHELL=%s", u->shell ? u->shell
+						      : "/bin/sh") < 0) {
+		job_env_release(e);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < 4; i++)
+		if (e->own[i])
+			e->vars[k++] = e->own[i];
+	return 0;
+}
+
 /* ---- reading what a job left --------------------------------------------- */
 
+/* `rel` opened beneath the job folder `dir`, no link followed on the
+ * way to it (the folder's path has none: jobdir.h) nor in it. */
 static int open_beneath(const char *dir, const char *rel)
 {
 	struct open_how how = {
@@ -349,7 +521,12 @@ static int open_beneath(const char *dir, const char *rel)
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 			   RESOLVE_NO_MAGICLINKS,
 	};
-	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct open_how dir_how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int dfd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &dir_how,
+			       sizeof(dir_how));
 	int fd;
 
 	if (dfd < 0)
@@ -361,10 +538,16 @@ static int open_beneath(const char *dir, const char *rel)
 	return fd;
 }
 
+/* Anyone: read_tail() checks no owner. */
+#define ANY_OWNER ((uid_t)-1)
+
 /* The file's last `max` bytes (all of it when `whole` and it fits):
- * -EFBIG when `whole` and it does not, -EINVAL when not a regular file. */
+ * -EFBIG when `whole` and it does not, -EINVAL when not a regular file;
+ * unless `owner` is ANY_OWNER, -EMLINK when it has another name (a hard
+ * link to a file of someone else's, /etc/shadow) and -EPERM when it is
+ * not `owner`'s (the job's user's). */
 static int read_tail(const char *dir, const char *rel, size_t max, bool whole,
-		     struct sbuf *out, size_t *cut)
+		     uid_t owner, struct sbuf *out, size_t *cut)
 {
 	int fd = open_beneath(dir, rel);
 	struct stat st;
@@ -380,6 +563,14 @@ static int read_tail(const char *dir, const char *rel, size_t max, bool whole,
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
+		goto out;
+	}
+	if (owner != ANY_OWNER && st.st_nlink != 1) {
+		ret = -EMLINK;
+		goto out;
+	}
+	if (owner != ANY_OWNER && st.st_uid != owner) {
+		ret = -EPERM;
 		goto out;
 	}
 	if ((size_t)st.st_size > max) {
@@ -417,7 +608,7 @@ static int read_exit(const char *dir, int64_t *code, int64_t *when)
 	struct sbuf s = SBUF_INIT;
 	size_t cut;
 	long long c, w;
-	int ret = read_tail(dir, JOBSPEC_EXIT, 64, true, &s, &cut);
+	int ret = read_tail(dir, JOBSPEC_EXIT, 64, true, ANY_OWNER, &s, &cut);
 
 	if (ret == -ENOENT || ret == -EFBIG || ret == -EINVAL)
 		ret = 0;
@@ -437,14 +628,30 @@ static int64_t read_started(const char *dir)
 	size_t cut;
 	long long w = 0;
 
-	if (read_tail(dir, JOBSPEC_STARTED, 64, true, &s, &cut) == 0)
+	if (read_tail(dir, JOBSPEC_STARTED, 64, true, ANY_OWNER, &s, &cut) ==
+	    0)
 		sscanf(s.buf, "%lld", &w);
 	sbuf_release(&s);
 	return w;
 }
 
+/* Why a file of the job was not brought, for `state`. */
+static const char *not_brought_why(int ret)
+{
+	return ret == -ENOENT ? "no such file"
+	       : ret == -EFBIG ? "over 64 MiB"
+	       : ret == -ELOOP || ret == -EXDEV ? "a symbolic link"
+	       : ret == -EINVAL ? "not a regular file"
+	       : ret == -EMLINK ? "a hard link"
+	       : ret == -EPERM ? "not the job user's file"
+				: strerror(-ret);
+}
+
 /* stdout, stderr and the outputs into jobs/<node>/; lock held.  What
- * could not come is said in *notes. */
+ * could not come is said in *notes.  Each is a regular file of the
+ * job's user with one name, opened beneath the job's folder without a
+ * link: anything else may be someone else's (a hard link made by a job
+ * that ran as root, a link swapped in). */
 static void bring_files(struct jobs *j, const struct job_row *r,
 			struct sbuf *notes)
 {
@@ -453,16 +660,30 @@ static void bring_files(struct jobs *j, const struct job_row *r,
 	};
 	json_t *taken = json_pack("{sbsbsbsb}", "state", 1, "script", 1,
 				  "stdout", 1, "stderr", 1);
+	struct job_user u;
+	uid_t owner = ANY_OWNER;
 	const char *name;
 	json_t *path;
+	int user_ret = session_user(j, r->session, &u);
 
+	/* no user known: nothing is taken for theirs */
+	if (!user_ret) {
+		owner = u.dir.uid;
+		job_user_release(&u);
+	}
 	for (size_t i = 0; i < 2; i++) {
 		struct sbuf s = SBUF_INIT, all = SBUF_INIT;
 		size_t cut = 0;
+		int ret = user_ret < 0 ? user_ret
+				    : read_tail(r->job_dir, logs[i].from,
+						JOBS_LOG_MAX, false, owner, &s,
+						&cut);
 
-		if (read_tail(r->job_dir, logs[i].from, JOBS_LOG_MAX, false, &s,
-			      &cut) < 0)
+		if (ret < 0)
 			sbuf_reset(&s);
+		if (ret < 0 && ret != -ENOENT)
+			sbuf_addf(notes, "not_brought %s (%s)\n", logs[i].to,
+				  not_brought_why(ret));
 		if (cut)
 			sbuf_addf(&all, "[flowfs: the first %zu bytes are cut; "
 				  "the whole file is %s/%s]\n", cut, r->job_dir,
@@ -495,19 +716,15 @@ static void bring_files(struct jobs *j, const struct job_row *r,
 		if (json_object_get(taken, shown))
 			snprintf(shown, sizeof(shown), "%.100s-%s", name, base);
 		json_object_set_new(taken, shown, json_true());
-		ret = read_tail(r->job_dir, rel, JOBS_OUTPUT_MAX, true, &s,
-				&cut);
+		ret = user_ret < 0 ? user_ret
+				: read_tail(r->job_dir, rel, JOBS_OUTPUT_MAX,
+					    true, owner, &s, &cut);
 		if (!ret)
 			ret = put_node_file(j, r->session, r->node_id, shown,
 					    s.buf, s.len);
 		if (ret < 0)
 			sbuf_addf(notes, "not_brought %s (%s)\n", name,
-				  ret == -ENOENT ? "no such file"
-				  : ret == -EFBIG ? "over 64 MiB"
-				  : ret == -ELOOP || ret == -EXDEV
-					  ? "a symbolic link"
-				  : ret == -EINVAL ? "not a regular file"
-						   : strerror(-ret));
+				  not_brought_why(ret));
 		sbuf_release(&s);
 	}
 	json_decref(taken);
@@ -540,7 +757,9 @@ static void one_line(struct sbuf *s)
 
 /* ---- local jobs ------------------------------------------------------------ */
 
-static int64_t proc_start(pid_t pid)
+/* The start time of process `pid` (-1: no such process), and whether it
+ * is a zombie (*zombie, when not NULL). */
+static int64_t proc_start_state(pid_t pid, bool *zombie)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long start = 0;
@@ -560,8 +779,10 @@ static int64_t proc_start(pid_t pid)
 	 * <field 4>...", each step one field on; starttime is field 22
 	 * (vsize, 23, changes at exec) */
 	p = strrchr(buf, ')');
-	if (!p)
+	if (!p || p[1] != ' ' || !p[2])
 		return -1;
+	if (zombie)
+		*zombie = p[2] == 'Z';
 	p++;
 	for (int field = 3; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
@@ -570,77 +791,73 @@ static int64_t proc_start(pid_t pid)
 	return (int64_t)start;
 }
 
+static int64_t proc_start(pid_t pid)
+{
+	return proc_start_state(pid, NULL);
+}
+
 /* A job whose process was gone before its start time was read has
- * none (-1): proc_start()'s -1 for a missing pid must not match it. */
+ * none (-1): proc_start()'s -1 for a missing pid must not match it.  A
+ * zombie is gone: the supervisor is nobody's child once it runs, and
+ * the process that takes it up (init, a container's) may be slow to
+ * reap it; it exits only once nothing of its job is left. */
 static bool local_alive(pid_t pid, int64_t start)
 {
-	return pid > 0 && start >= 0 && proc_start(pid) == start;
+	bool zombie = false;
+
+	return pid > 0 && start >= 0 &&
+	       proc_start_state(pid, &zombie) == start && !zombie;
 }
 
-/* The environment of a job: the daemon's, without FLOWFS_* (the
- * engine's key may be among them). */
-static char **job_environment(void)
-{
-	size_t n = 0, k = 0;
-	char **env;
+/* ---- stopping a local job ---------------------------------------------------- */
 
-	while (environ[n])
-		n++;
-	env = calloc(n + 1, sizeof(*env));
-	if (!env)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "FLOWFS_", 7))
-			env[k++] = environ[i];
-	return env;
+/* SIGTERM to a local job's process group: its supervisor's (supervise.h),
+ * which stops every process of the job and SIGKILLs what is left after
+ * KILL_GRACE_NS. */
+static void stop_group(pid_t pid)
+{
+	if (pid > 1)
+		kill(-pid, SIGTERM);
 }
 
-/* Start `script` in `dir` as a process of no one's (spawn.h), in a
- * session of its own: its pid and start. */
-static int local_spawn(const char *dir, const char *script, pid_t *pid_out,
-		       int64_t *start_out)
+/* The name of job `r`'s cgroup: unique while the row is (two databases
+ * would need the same row id queued in the same nanosecond). */
+static void job_cgroup_name(const struct job_row *r, char *name, size_t size)
 {
-	char **env = job_environment();
-	char out[PATH_MAX], err[PATH_MAX];
-	char *argv[] = { "/bin/bash", (char *)script, NULL };
-	struct spawn sp = {
-		.argv = argv, .envp = env, .dir = dir, .new_session = true,
-		.io = { [1] = { .how = SPAWN_FILE, .path = out },
-			[2] = { .how = SPAWN_FILE, .path = err } },
-	};
-	pid_t pid = 0;
-	int ret;
-
-	if (!env)
-		return -ENOMEM;
-	snprintf(out, sizeof(out), "%s/%s", dir, JOBSPEC_STDOUT);
-	snprintf(err, sizeof(err), "%s/%s", dir, JOBSPEC_STDERR);
-	ret = spawn_detached(&sp, &pid);
-	free(env);
-	if (ret < 0)
-		return ret;
-	*pid_out = pid;
-	/* the start time identifies it across a reused pid; a job that
-	 * already ended has none, and its exit file tells */
-	*start_out = proc_start(pid);
-	return 0;
+	snprintf(name, size, "flowfs-job-%" PRId64 "-%" PRId64, r->id,
+		 r->queued_ns);
 }
 
-static void kill_group(struct jobs *j, pid_t pid)
+/* The cgroup job `r` was given (supervise.h), found by its name. */
+static bool job_cgroup(struct jobs *j, const struct job_row *r,
+		       struct cgroup *cg)
 {
-	struct kill_later *grown;
+	const struct cgroup_base *b = j->opt.cgroups;
+	char name[64];
 
-	if (pid <= 1)
-		return;
-	kill(-pid, SIGTERM);
-	pthread_mutex_lock(&j->mu);
-	grown = realloc(j->kills, (j->nkills + 1) * sizeof(*grown));
-	if (grown) {
-		j->kills = grown;
-		j->kills[j->nkills++] = (struct kill_later){
-			pid, fclock_now_ns() + KILL_GRACE_NS };
-	}
-	pthread_mutex_unlock(&j->mu);
+	memset(cg, 0, sizeof(*cg));
+	cg->procs[0] = cg->procs[1] = -1;
+	if (!b || !b->version)
+		return false;
+	job_cgroup_name(r, name, sizeof(name));
+	if (snprintf(cg->dir, sizeof(cg->dir), "%s/%s", b->dir, name) >=
+	    (int)sizeof(cg->dir) ||
+	    (b->version == 1 && snprintf(cg->pids, sizeof(cg->pids), "%s/%s",
+					 b->pids, name) >=
+				(int)sizeof(cg->pids)))
+		return false;
+	cg->version = b->version;
+	return true;
+}
+
+/* Whatever is left in the cgroup of a job whose supervisor is gone (it
+ * removes it itself; one killed may not have) ends, and the cgroup goes. */
+static void remove_job_cgroup(struct jobs *j, const struct job_row *r)
+{
+	struct cgroup cg;
+
+	if (job_cgroup(j, r, &cg))
+		cgroup_remove(&cg);
 }
 
 /* A Slurm job for the monitor to scancel (without the lock). */
@@ -742,19 +959,9 @@ static void finish(struct jobs *j, struct job_row *r, bool has_exit,
 {
 	struct sbuf notes = SBUF_INIT;
 	int64_t started = read_started(r->job_dir);
-	pid_t group = !strcmp(r->executor, "local") && r->scheduler_id
-			      ? (pid_t)atol(r->scheduler_id) : 0;
 
 	if (started && !r->started_ns)
 		r->started_ns = started * 1000000000;
-	/* What a local job left running in its group ends with it, as
-	 * Slurm ends a job's processes.  While one of the group lives the
-	 * kernel gives no process the group's id; once none does it may,
-	 * so only a job that ended a moment ago (or whose leader is still
-	 * itself) is signalled, never one a remount finds long ended. */
-	if (group > 1 && (local_alive(group, r->pid_start) ||
-			  (has_exit && ended_s && time(NULL) - ended_s < 60)))
-		kill(-group, SIGKILL);
 	r->has_exit = has_exit;
 	r->exit_code = code;
 	r->ended_ns = ended_s ? ended_s * 1000000000 : fclock_now_ns();
@@ -809,6 +1016,20 @@ static int session_rows(struct jobs *j, int64_t session,
 	return read_rows(j->host->st, session_sql, session, rows, n);
 }
 
+/* A cancelled local job whose every process is gone; lock held. */
+static void cancelled(struct jobs *j, struct job_row *r)
+{
+	r->ended_ns = fclock_now_ns();
+	set_state(j, r, "cancelled", "", NULL);
+	settle_run(j, r->session);
+}
+
+/*
+ * A running local job: its supervisor (supervise.h) is gone only once
+ * every process of the job is, so the job ends then -- done or failed by
+ * its exit file, "cancelled" when a cancel stopped it -- and not when
+ * its exit file appears.
+ */
 static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
 {
 	int64_t code, when;
@@ -818,13 +1039,6 @@ static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
 
 	if (strcmp(r->state, "running"))
 		return;
-	got = read_exit(r->job_dir, &code, &when);
-	if (got == 1) {
-		lock(j);
-		finish(j, r, true, code, when, NULL);
-		unlock(j);
-		return;
-	}
 	over = r->time_limit_s && r->started_ns &&
 	       fclock_now_ns() - r->started_ns > r->time_limit_s * 1000000000;
 	if (!local_alive(pid, r->pid_start)) {
@@ -834,11 +1048,14 @@ static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
 			 " minutes (its time_minutes)" : "ended without an "
 			 "exit status (killed, or the machine restarted)",
 			 r->time_limit_s / 60);
-		/* it may have written its exit file just now */
+		remove_job_cgroup(j, r);
 		got = read_exit(r->job_dir, &code, &when);
 		lock(j);
-		finish(j, r, got == 1, code, got == 1 ? when : 0,
-		       got == 1 ? NULL : why);
+		if (r->message && !strcmp(r->message, CANCEL_NOTE))
+			cancelled(j, r);
+		else
+			finish(j, r, got == 1, code, got == 1 ? when : 0,
+			       got == 1 ? NULL : why);
 		unlock(j);
 		return;
 	}
@@ -847,7 +1064,7 @@ static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
 	/* its time is up: stopped as a cancel stops it, and ended at a
 	 * later poll */
 	if (over && !r->message) {
-		kill_group(j, pid);
+		stop_group(pid);
 		r->message = strdup("stopping: its time_minutes is up");
 		lock(j);
 		set_state(j, r, "running", NULL, NULL);
@@ -856,33 +1073,105 @@ static void poll_local(struct jobs *j, struct job_row *r, unsigned *running)
 	(*running)++;
 }
 
-static int write_script(const char *dir, const char *text)
-{
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	FILE *f;
-	int ret = 0;
+/* What prepare() leaves open for a local job's supervisor; -1: none. */
+struct job_files {
+	int dir, script, out, err;
+};
 
-	snprintf(path, sizeof(path), "%s/%s", dir, JOBSPEC_SCRIPT);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	if (fputs(text, f) == EOF)
-		ret = -EIO;
-	if (fclose(f) == EOF && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path) < 0)
-		ret = -errno;
-	if (ret < 0)
-		unlink(tmp);
-	return ret;
+static void job_files_close(struct job_files *f)
+{
+	int *fds[4] = { &f->dir, &f->script, &f->out, &f->err };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
 }
 
-/* The folder and the script of a job about to start (no lock). */
-static int prepare(struct jobs *j, const struct job_row *r, char **script,
-		   struct sbuf *why)
+/* File `name` in folder `dfd` made anew -- what an earlier run left is
+ * removed first, and must not pass for this one's -- without following
+ * a link, and given to the job's user. */
+static int fresh_file(int dfd, const char *name, int flags,
+		      const struct job_user *u)
+{
+	int fd, ret;
+
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(dfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (u->other && fchown(fd, u->dir.uid, u->dir.gid) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, text, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		text += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The job's folder made below its user's (jobdir.h): <base>/<session>-<n>/
+ * run-<k>/<node>, each of the three made when missing and checked. */
+static int job_folder(const char *job_dir, const struct job_user *u,
+		      struct ferr *err)
+{
+	char base[PATH_MAX], shown[PATH_MAX];
+	const char *levels[3];
+	char *cut;
+	int fd, next;
+
+	if (snprintf(base, sizeof(base), "%s", job_dir) >= (int)sizeof(base))
+		return ferr_set(err, -ENAMETOOLONG, "too long");
+	for (int i = 2; i >= 0; i--) {
+		cut = strrchr(base, '/');
+		if (!cut || cut == base)
+			return ferr_set(err, -EINVAL, "not a job's folder");
+		*cut = '\0';
+		levels[i] = cut + 1;
+	}
+	fd = jobdir_open(base, &u->dir, err);
+	snprintf(shown, sizeof(shown), "%s", base);
+	for (int i = 0; fd >= 0 && i < 3; i++) {
+		size_t len = strlen(shown);
+
+		snprintf(shown + len, sizeof(shown) - len, "/%s", levels[i]);
+		next = jobdir_make(fd, levels[i], 0755, shown, &u->dir, err);
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+/*
+ * The folder and the script of a job about to start (no lock), and who
+ * it runs as (*u).  The folder is made below its user's (job_folder());
+ * the files are made in it through its descriptor: the script is
+ * written into a new file, never through a name someone else could have
+ * put there.  For a local job (`f`), the folder, the script (at its
+ * start), stdout and stderr are left open in *f.
+ */
+static int prepare(struct jobs *j, const struct job_row *r, struct job_user *u,
+		   struct job_files *f, struct sbuf *why)
 {
 	static const char sql[] = "SELECT script FROM graph_jobs WHERE id = ?1";
+	struct job_files made = { -1, -1, -1, -1 };
+	struct ferr err = FERR_INIT;
 	sqlite3_stmt *q;
 	char *text = NULL;
 	int ret;
@@ -895,30 +1184,48 @@ static int prepare(struct jobs *j, const struct job_row *r, char **script,
 			text = col_text(q, 0);
 		store_done(q);
 	}
+	ret = session_user(j, r->session, u);
 	unlock(j);
-	if (!text)
-		return -EIO;
-	ret = fname_make_dirs(r->job_dir, 0755, false);
-	if (!ret) {
-		/* what a job of an earlier run left must not pass for this
-		 * one's */
-		char p[PATH_MAX];
-
-		snprintf(p, sizeof(p), "%s/%s", r->job_dir, JOBSPEC_EXIT);
-		unlink(p);
-		snprintf(p, sizeof(p), "%s/%s", r->job_dir, JOBSPEC_STARTED);
-		unlink(p);
-		ret = write_script(r->job_dir, text);
-	}
-	free(text);
-	if (ret < 0) {
-		sbuf_addf(why, "cannot make its folder %s: %s", r->job_dir,
+	if (!text || ret < 0) {
+		ret = ret < 0 ? ret : -EIO;
+		sbuf_addf(why, "cannot read its script or its user: %s",
 			  strerror(-ret));
-		return ret;
+		goto out;
 	}
-	if (asprintf(script, "%s/%s", r->job_dir, JOBSPEC_SCRIPT) < 0)
-		return -ENOMEM;
-	return 0;
+	ret = made.dir = job_folder(r->job_dir, u, &err);
+	if (ret < 0)
+		goto fail;
+	/* what a job of an earlier run left must not pass for this one's */
+	unlinkat(made.dir, JOBSPEC_EXIT, 0);
+	unlinkat(made.dir, JOBSPEC_STARTED, 0);
+	ret = made.script = fresh_file(made.dir, JOBSPEC_SCRIPT, O_RDWR, u);
+	if (ret >= 0)
+		ret = write_all(made.script, text, strlen(text));
+	if (ret >= 0 && lseek(made.script, 0, SEEK_SET) < 0)
+		ret = -errno;
+	if (ret >= 0 && f)
+		ret = made.out = fresh_file(made.dir, JOBSPEC_STDOUT, O_WRONLY,
+					    u);
+	if (ret >= 0 && f)
+		ret = made.err = fresh_file(made.dir, JOBSPEC_STDERR, O_WRONLY,
+					    u);
+	if (ret < 0) {
+		ferr_set(&err, ret, "%s", strerror(-ret));
+		goto fail;
+	}
+	ret = 0;
+	if (f) {
+		*f = made;
+		made = (struct job_files){ -1, -1, -1, -1 };
+	}
+	goto out;
+fail:
+	sbuf_addf(why, "cannot make its folder %s: %s", r->job_dir,
+		  err.message);
+out:
+	job_files_close(&made);
+	free(text);
+	return ret;
 }
 
 /* Whether the job is still queued (lock held): a cancel may have come
@@ -932,38 +1239,100 @@ static bool still_queued(struct jobs *j, const struct job_row *r)
 			 STORE_INT(r->id)) == 0 && n;
 }
 
+/* Start job `r` under its supervisor (supervise.h), in a cgroup of its
+ * own where one can be had: its pid (*pid) and that pid's start. */
+static int launch(struct jobs *j, const struct job_row *r,
+		  const struct job_user *u, struct job_files *f, pid_t *pid,
+		  int64_t *start, struct sbuf *why)
+{
+	char *argv[] = { "/bin/bash", "-c", READ_AND_RUN, "flowfs-job", NULL };
+	struct supervise sv = {
+		.argv = argv, .dir = f->dir,
+		.cred = u->other ? &u->cred : NULL, .grace_ns = KILL_GRACE_NS,
+	};
+	struct job_env env;
+	struct cgroup cg = { .procs = { -1, -1 } };
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC), ret;
+
+	ret = null < 0 ? -errno : job_environment(u, &env);
+	if (ret < 0) {
+		if (null >= 0)
+			close(null);
+		sbuf_addf(why, "cannot start it: %s", strerror(-ret));
+		return ret;
+	}
+	if (j->opt.cgroups && j->opt.cgroups->version) {
+		struct ferr err = FERR_INIT;
+		char name[64];
+
+		/* none to be had: the supervisor alone holds the job */
+		job_cgroup_name(r, name, sizeof(name));
+		if (cgroup_make(j->opt.cgroups, name, 0, 0, &cg, &err) == 0)
+			sv.cg = &cg;
+	}
+	sv.envp = env.vars;
+	sv.fds[0] = null;
+	sv.fds[1] = f->out;
+	sv.fds[2] = f->err;
+	sv.fds[3] = f->script;
+	ret = supervise_start(&sv, pid);
+	if (ret < 0) {
+		sbuf_addf(why, "cannot start it: %s", strerror(-ret));
+		if (sv.cg)
+			cgroup_remove(&cg);
+	} else {
+		/* the start time identifies it across a reused pid */
+		*start = proc_start(*pid);
+	}
+	for (int i = 0; i < 2; i++)
+		if (cg.procs[i] >= 0)
+			close(cg.procs[i]);
+	close(null);
+	job_env_release(&env);
+	return ret;
+}
+
 static void start_local(struct jobs *j, struct job_row *r)
 {
+	struct job_files f = { -1, -1, -1, -1 };
 	struct sbuf why = SBUF_INIT;
-	char *script = NULL, id[32];
+	struct job_user u = { 0 };
+	char id[32];
 	int64_t start = 0;
 	pid_t pid = 0;
-	int ret = prepare(j, r, &script, &why);
+	bool queued;
+	int ret = prepare(j, r, &u, &f, &why);
 
-	if (!ret) {
-		ret = local_spawn(r->job_dir, script, &pid, &start);
-		if (ret < 0)
-			sbuf_addf(&why, "cannot start it: %s", strerror(-ret));
-	}
+	if (!ret)
+		ret = launch(j, r, &u, &f, &pid, &start, &why);
+	job_files_close(&f);
+	job_user_release(&u);
 	lock(j);
-	if (!still_queued(j, r)) {
-		/* cancelled meanwhile: it must not run on */
-		if (!ret)
-			kill_group(j, pid);
-		free(r->state);
-		r->state = strdup("cancelled");
-	} else if (ret < 0) {
-		finish(j, r, false, 0, 0, why.buf);
-	} else {
+	if (!ret) {
 		snprintf(id, sizeof(id), "%d", (int)pid);
 		free(r->scheduler_id);
 		r->scheduler_id = strdup(id);
 		r->pid_start = start;
 		r->started_ns = fclock_now_ns();
+	}
+	queued = still_queued(j, r);
+	if (!queued && ret < 0) {
+		free(r->state);
+		r->state = strdup("cancelled");
+	} else if (!queued) {
+		/* cancelled while it started: stopped as a cancel stops a
+		 * running job, and "cancelled" once nothing of it is left */
+		stop_group(pid);
+		set_state(j, r, "running", CANCEL_NOTE, NULL);
+		store_run(j->host->st, "UPDATE graph_runs SET state ="
+			  " 'running', ended_ns = NULL WHERE session = ?1",
+			  STORE_INT(r->session));
+	} else if (ret < 0) {
+		finish(j, r, false, 0, 0, why.buf);
+	} else {
 		set_state(j, r, "running", NULL, NULL);
 	}
 	unlock(j);
-	free(script);
 	sbuf_release(&why);
 }
 
@@ -1001,12 +1370,20 @@ static void submit_slurm(struct jobs *j, struct job_row *r,
 {
 	struct sbuf deps = SBUF_INIT, out = SBUF_INIT, err = SBUF_INIT;
 	struct sbuf why = SBUF_INIT, depflag = SBUF_INIT;
-	char *script = NULL;
+	struct job_user u = { 0 };
+	struct job_env env = { 0 };
+	char script[PATH_MAX + 32];
 	int ret;
 
 	if (!dep_ids(all, nall, r, &deps))
 		goto out;	/* an upstream job is not submitted yet */
-	ret = prepare(j, r, &script, &why);
+	snprintf(script, sizeof(script), "%s/%s", r->job_dir, JOBSPEC_SCRIPT);
+	ret = prepare(j, r, &u, NULL, &why);
+	if (!ret) {
+		ret = job_environment(&u, &env);
+		if (ret < 0)
+			sbuf_addf(&why, "cannot submit it: %s", strerror(-ret));
+	}
 	if (!ret) {
 		char chdir_f[PATH_MAX + 16], out_f[PATH_MAX + 32],
 			err_f[PATH_MAX + 32];
@@ -1031,7 +1408,11 @@ static void submit_slurm(struct jobs *j, struct job_row *r,
 		}
 		argv[a++] = script;
 		argv[a] = NULL;
-		ret = run_command(argv, &out, &err);
+		/* the user's job is the user's to submit: Slurm runs it as
+		 * whoever ran sbatch */
+		ret = spawn_capture_as(argv, env.vars, u.other ? &u.cred : NULL,
+				       COMMAND_TIMEOUT_MS, COMMAND_OUTPUT_MAX,
+				       &out, &err);
 		if (ret != 0) {
 			one_line(&err);
 			sbuf_addf(&why, "sbatch failed: %s", err.len ? err.buf
@@ -1062,7 +1443,8 @@ static void submit_slurm(struct jobs *j, struct job_row *r,
 	}
 	unlock(j);
 out:
-	free(script);
+	job_env_release(&env);
+	job_user_release(&u);
 	sbuf_release(&deps);
 	sbuf_release(&depflag);
 	sbuf_release(&out);
@@ -1070,11 +1452,13 @@ out:
 	sbuf_release(&why);
 }
 
-/* Which Slurm jobs of ours are in the queue: id -> state word. */
-static int squeue_states(json_t **out, struct sbuf *why)
+/* Which Slurm jobs of ours are in the queue: id -> state word.  Ours
+ * are the jobs of `users` (uids, comma-separated): the daemon's, or on
+ * a root daemon those of the sessions' owners, who submitted them. */
+static int squeue_states(const char *users, json_t **out, struct sbuf *why)
 {
-	char uid[32];
-	char *argv[] = { "squeue", "-h", "-u", uid, "-o", "%i %T", NULL };
+	char *argv[] = { "squeue", "-h", "-u", (char *)users, "-o", "%i %T",
+			 NULL };
 	struct sbuf o = SBUF_INIT, e = SBUF_INIT;
 	json_t *map = json_object();
 	int ret;
@@ -1082,7 +1466,6 @@ static int squeue_states(json_t **out, struct sbuf *why)
 	*out = NULL;
 	if (!map)
 		return -ENOMEM;
-	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
 	ret = run_command(argv, &o, &e);
 	if (ret != 0) {
 		one_line(&e);
@@ -1146,21 +1529,13 @@ static void poll_slurm(struct jobs *j, struct job_row *r, const json_t *queue)
 	unlock(j);
 }
 
-/* The queued SIGKILLs and scancels that are due. */
-static void do_kills(struct jobs *j)
+/* The scancels queued under the lock. */
+static void do_scancels(struct jobs *j)
 {
 	char **ids;
 	size_t n;
 
 	pthread_mutex_lock(&j->mu);
-	for (size_t i = 0; i < j->nkills;) {
-		if (j->kills[i].at_ns <= fclock_now_ns()) {
-			kill(-j->kills[i].pid, SIGKILL);
-			j->kills[i] = j->kills[--j->nkills];
-		} else {
-			i++;
-		}
-	}
 	ids = j->scancel;
 	n = j->nscancel;
 	j->scancel = NULL;
@@ -1186,6 +1561,30 @@ static void do_kills(struct jobs *j)
 	free(ids);
 }
 
+/* The uids whose Slurm jobs `rows` are, comma-separated (lock held). */
+static void slurm_users(struct jobs *j, const struct job_row *rows, size_t n,
+			struct sbuf *out)
+{
+	json_t *seen = json_object();
+	char key[32];
+
+	for (size_t i = 0; seen && i < n; i++) {
+		struct session_info s;
+		uid_t uid = geteuid();
+
+		if (strcmp(rows[i].executor, "slurm"))
+			continue;
+		if (uid == 0 && session_get(j->host->st, rows[i].session, &s) == 0)
+			uid = s.uid;
+		snprintf(key, sizeof(key), "%u", (unsigned)uid);
+		if (json_object_get(seen, key))
+			continue;
+		json_object_set_new(seen, key, json_true());
+		sbuf_addf(out, "%s%s", out->len ? "," : "", key);
+	}
+	json_decref(seen);
+}
+
 static void poll_once(struct jobs *j)
 {
 	struct job_row *rows = NULL;
@@ -1195,7 +1594,7 @@ static void poll_once(struct jobs *j)
 	bool any_slurm = false;
 	int ret;
 
-	do_kills(j);
+	do_scancels(j);
 	j->nwatch = 0;
 	lock(j);
 	ret = read_rows(j->host->st, going_sql, 0, &rows, &n);
@@ -1206,12 +1605,17 @@ static void poll_once(struct jobs *j)
 		any_slurm = any_slurm || !strcmp(rows[i].executor, "slurm");
 	j->slurm_going = any_slurm;
 	if (any_slurm) {
-		struct sbuf why = SBUF_INIT;
+		struct sbuf why = SBUF_INIT, users = SBUF_INIT;
 
+		/* who submitted them (lock held: the sessions' owners) */
+		lock(j);
+		slurm_users(j, rows, n, &users);
+		unlock(j);
 		/* no answer from Slurm: nothing is decided this poll */
-		if (squeue_states(&queue, &why) < 0)
+		if (!users.len || squeue_states(users.buf, &queue, &why) < 0)
 			queue = NULL;
 		sbuf_release(&why);
+		sbuf_release(&users);
 	}
 	/* what ended first, so that slots and dependencies are current */
 	for (size_t i = 0; i < n; i++) {
@@ -1297,7 +1701,7 @@ static void *monitor(void *arg)
 
 	for (;;) {
 		int64_t going = 0, ms;
-		bool stop, kills;
+		bool stop, scancels;
 
 		pthread_mutex_lock(&j->mu);
 		stop = j->stop;
@@ -1311,13 +1715,13 @@ static void *monitor(void *arg)
 			  " 'running')", &going, STORE_INT(0));
 		unlock(j);
 		pthread_mutex_lock(&j->mu);
-		kills = j->nkills || j->nscancel;
+		scancels = j->nscancel;
 		pthread_mutex_unlock(&j->mu);
 		/* nothing going: until a submit wakes it, but still round
-		 * for the SIGKILLs due; local jobs wake it as they end */
-		ms = !going ? (kills ? 500 : 60000)
-		     : poll_ms ? poll_ms : j->slurm_going ? 1000
-		     : kills ? 500 : 1000;
+		 * for the scancels due; local jobs (their supervisors) wake
+		 * it as they end */
+		ms = !going ? (scancels ? 500 : 60000)
+		     : poll_ms ? poll_ms : 1000;
 		sleep_a_while(j, ms);
 	}
 	return NULL;
@@ -1379,15 +1783,12 @@ void jobs_stop(struct jobs *j)
 	pthread_join(j->thread, NULL);
 	/* the scancels still due (a skipped job's): no later mount knows
 	 * them, and they would stay pending for ever */
-	do_kills(j);
+	do_scancels(j);
 	close(j->wake_fd);
-	/* the SIGKILLs still due: a cancelled job must not outlive it */
-	for (size_t i = 0; i < j->nkills; i++)
-		kill(-j->kills[i].pid, SIGKILL);
+	/* a local job being stopped needs no one: its supervisor ends it */
 	for (size_t i = 0; i < j->nscancel; i++)
 		free(j->scancel[i]);
 	free(j->scancel);
-	free(j->kills);
 	json_decref(j->missing);
 	pthread_mutex_destroy(&j->mu);
 	free(j->work_dir);
@@ -1513,18 +1914,35 @@ int jobs_submit(struct jobs *j, const struct session_info *s,
 	};
 	struct plan_source src = { .session = s->id, .tools = tools,
 				   .tools_error = tools_error, .whole = true };
-	char leaf[32], *run_dir = NULL;
+	char leaf[32], *run_dir = NULL, *base = NULL;
+	struct ferr why = FERR_INIT;
+	struct job_user u;
 	int64_t number = 0;
 	int ret, files;
 
 	if (run_going(j->host->st, s->id))
 		return ferr_set(err, -EBUSY, "the job graph is running (echo "
 				"cancel > ctl stops it)");
+	/* the jobs' folders lie in a folder of their user's, made and
+	 * checked now: a graph that cannot run there is refused whole */
+	ret = job_user_get(s->uid, s->gid, &u);
+	if (ret < 0)
+		return ferr_set(err, ret, "cannot tell who the jobs run as: %s",
+				strerror(-ret));
+	ret = jobdir_base(j->work_dir, u.other && !j->opt.work_dir_given,
+			  &u.dir, &base, &why);
+	job_user_release(&u);
+	if (ret < 0) {
+		ferr_set(err, ret, "no folder for the jobs: %s", why.message);
+		goto out;
+	}
 	store_int(j->host->st, "SELECT number FROM graph_runs WHERE"
 		  " session = ?1", &number, STORE_INT(s->id));
 	snprintf(leaf, sizeof(leaf), "run-%" PRId64, number + 1);
-	if (graph_session_dir(j->work_dir, s->name, s->id, leaf, &run_dir) < 0)
-		return -ENOMEM;
+	if (graph_session_dir(base, s->name, s->id, leaf, &run_dir) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	jo.run_dir = run_dir;
 	ret = graph_plan(j->host->st, &src, &jo, &plan, err);
 	if (ret == -ENOENT)
@@ -1574,6 +1992,7 @@ int jobs_submit(struct jobs *j, const struct session_info *s,
 out:
 	jobspec_plan_release(&plan);
 	free(run_dir);
+	free(base);
 	return ret;
 }
 
@@ -1592,14 +2011,22 @@ int jobs_cancel(struct jobs *j, int64_t session)
 
 		if (!going && strcmp(r->state, "queued"))
 			continue;
-		if (going && !strcmp(r->executor, "local") && r->scheduler_id &&
-		    local_alive((pid_t)atol(r->scheduler_id), r->pid_start))
-			kill_group(j, (pid_t)atol(r->scheduler_id));
+		stopped = 1;
+		/* a local job that runs is "cancelled" only once nothing of
+		 * it is left: its supervisor stops it all, and the monitor
+		 * sees the supervisor go (poll_local()) */
+		if (going && !strcmp(r->executor, "local") && r->scheduler_id) {
+			if (local_alive((pid_t)atol(r->scheduler_id),
+					r->pid_start))
+				stop_group((pid_t)atol(r->scheduler_id));
+			if (!r->message || strcmp(r->message, CANCEL_NOTE))
+				set_state(j, r, "running", CANCEL_NOTE, NULL);
+			continue;
+		}
 		if (going && !strcmp(r->executor, "slurm") && r->scheduler_id)
 			queue_scancel(j, r->scheduler_id);
 		r->ended_ns = fclock_now_ns();
 		set_state(j, r, "cancelled", NULL, NULL);
-		stopped = 1;
 	}
 	rows_free(rows, n);
 	if (stopped) {
@@ -1686,5 +2113,71 @@ int jobs_report(struct store *st, int64_t session, json_t **report,
 		ret = store_errno(rc);
 	}
 	store_done(q);
+	return ret;
+}
+
+int jobs_problem(struct store *st, int64_t session, int64_t graph_mtime_ns,
+		 struct sbuf *out)
+{
+	static const char run_sql[] = "SELECT r.state, r.started_ns,"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'done'),"
+		" (SELECT count(*) FROM graph_jobs WHERE session = ?1"
+		"   AND state = 'failed')"
+		" FROM graph_runs r WHERE r.session = ?1"
+		" AND r.state IN ('failed', 'cancelled')";
+	static const char first_sql[] = "SELECT node_id, coalesce(message, '')"
+		" FROM graph_jobs WHERE session = ?1 AND state = 'failed'"
+		" ORDER BY coalesce(ended_ns, 0), position LIMIT 1";
+	sqlite3_stmt *q = store_stmt(st, run_sql);
+	char *state = NULL, *node = NULL, *why = NULL;
+	int64_t started = 0, jobs = 0, done = 0, failed = 0;
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		state = strdup((const char *)sqlite3_column_text(q, 0));
+		started = sqlite3_column_int64(q, 1);
+		jobs = sqlite3_column_int64(q, 2);
+		done = sqlite3_column_int64(q, 3);
+		failed = sqlite3_column_int64(q, 4);
+		ret = state ? 0 : -ENOMEM;
+	} else if (rc != SQLITE_DONE) {
+		ret = store_errno(rc);
+	}
+	store_done(q);
+	/* no such run, or the graph changed since: history, not state */
+	if (ret < 0 || !state || graph_mtime_ns > started)
+		goto out;
+	if (failed) {
+		q = store_stmt(st, first_sql);
+		if (!q) {
+			ret = -EIO;
+			goto out;
+		}
+		sqlite3_bind_int64(q, 1, session);
+		if (sqlite3_step(q) == SQLITE_ROW) {
+			node = strdup((const char *)sqlite3_column_text(q, 0));
+			why = strdup((const char *)sqlite3_column_text(q, 1));
+		}
+		store_done(q);
+	}
+	if (!strcmp(state, "failed"))
+		ret = fname_line(out, "graph: failed: %" PRId64 " of %" PRId64
+				 " jobs failed%s%s%s%s%s", failed, jobs,
+				 node ? " (" : "", node ? node : "",
+				 why && *why ? ": " : "", why ? why : "",
+				 node ? ")" : "");
+	else
+		ret = fname_line(out, "graph: cancelled: %" PRId64 " of %" PRId64
+				 " done", done, jobs);
+out:
+	free(state);
+	free(node);
+	free(why);
 	return ret;
 }

@@ -283,24 +283,26 @@ int cgroup_make(const struct cgroup_base *b, const char *name, int64_t memory,
 			cg->pids[0] = 0;
 			goto out;
 		}
-		ret = write_in(cg->dir, "memory.limit_in_bytes", mem);
+		if (memory > 0)
+			ret = write_in(cg->dir, "memory.limit_in_bytes", mem);
 		/* memory and swap: where the kernel counts swap at all */
-		if (!ret)
+		if (!ret && memory > 0)
 			ret = optional(write_in(cg->dir, "memory.memsw.limit_in_bytes",
 						mem));
-		if (!ret)
+		if (!ret && pids > 0)
 			ret = write_in(cg->pids, "pids.max", max);
 		if (!ret)
 			ret = cg->procs[1] = open_procs(cg->pids);
 	} else {
-		ret = write_in(cg->dir, "memory.max", mem);
-		if (!ret)
+		if (memory > 0)
+			ret = write_in(cg->dir, "memory.max", mem);
+		if (!ret && memory > 0)
 			ret = optional(write_in(cg->dir, "memory.swap.max", "0"));
 		/* an out-of-memory kill ends the whole sandbox, not one of
 		 * its processes that the others then wait for */
-		if (!ret)
+		if (!ret && memory > 0)
 			write_in(cg->dir, "memory.oom.group", "1");
-		if (!ret)
+		if (!ret && pids > 0)
 			ret = write_in(cg->dir, "pids.max", max);
 	}
 	if (ret >= 0)

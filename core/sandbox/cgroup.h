@@ -1,7 +1,9 @@
 /*
  * cgroup: one cgroup per experiment, bounding the memory and the
- * processes of its whole sandbox (sandbox.h), where the daemon can make one.
- * One experiment's cgroup; nothing of sessions or the store.
+ * processes of its whole sandbox (sandbox.h), and one per local job,
+ * holding every process it starts (run/supervise.h), where the daemon
+ * can make one.
+ * One experiment's or one job's cgroup; nothing of sessions or the store.
  *
  * cgroup_base_find() looks once, at start, for where to make them:
  * - cgroup v2 when /sys/fs/cgroup is a cgroup2 mount and the daemon's
@@ -61,7 +63,9 @@ struct cgroup {
 };
 
 /* A cgroup `name` under `b` into *cg: at most `memory` bytes and `pids`
- * processes and threads.  0, or a negative errno (err says why). */
+ * processes and threads (0: no bound of its own on that, as for a local
+ * job's cgroup, there to gather its processes: run/supervise.h).  0, or
+ * a negative errno (err says why). */
 int cgroup_make(const struct cgroup_base *b, const char *name, int64_t memory,
 		long pids, struct cgroup *cg, struct ferr *err);
 

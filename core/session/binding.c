@@ -460,6 +460,7 @@ static int resolve_imported(const struct binding_ctx *c,
 
 	memset(out, 0, sizeof(*out));
 	sbuf_init(&out->problems);
+	sbuf_init(&out->notes);
 	*skill = binding_skill(c);
 	if (!*skill) {
 		out->input = json_object();
@@ -748,6 +749,10 @@ static int solve(const struct binding_ctx *c, struct sbuf *out,
 	ret = resolve_imported(c, &sk, &in, im);
 	if (!ret)
 		ret = sbuf_add(out, in.problems.buf, in.problems.len);
+	/* uploads that bind nothing while an optional input is unbound,
+	 * parameters the skill does not declare but takes */
+	if (!ret)
+		ret = sbuf_add(notes, in.notes.buf, in.notes.len);
 	if (!ret && sk)
 		ret = artifact_problems(sk, &in, im, out);
 	if (!ret && sk)

@@ -330,6 +330,7 @@ void inputs_release(struct inputs *in)
 	json_decref(in->parameter);
 	in->input = in->parameter = NULL;
 	sbuf_release(&in->problems);
+	sbuf_release(&in->notes);
 }
 
 /* "missing required <what>: a, b" when `missing` is not empty. */
@@ -342,12 +343,82 @@ static int add_missing(struct sbuf *problems, const char *what,
 			  missing->buf);
 }
 
+/* The names that bind file input `key` (declared by `prop`) appended to
+ * `sb`, comma-separated: the key, then the key with each extension it
+ * allows ("csv_file, csv_file.csv"). */
+static int add_binding_names(struct sbuf *sb, const char *key,
+			     const json_t *prop)
+{
+	const json_t *v;
+	size_t i;
+	int ret = sbuf_addf(sb, "%s%s", sb->len ? ", " : "", key);
+
+	json_array_foreach(json_object_get(prop, "extensions"), i, v) {
+		const char *e = json_string_value(v);
+
+		if (e && *e)
+			ret |= sbuf_addf(sb, ", %s%s%s", key,
+					 e[0] == '.' ? "" : ".", e);
+	}
+	return ret;
+}
+
+/* Whether entry `name` of uploads/ is a candidate for some file input
+ * (<key>, or <key>.<anything>: bound, or named in a problem). */
+static bool candidate_of_any(const json_t *props, const char *name)
+{
+	const char *key;
+	json_t *prop;
+
+	json_object_foreach((json_t *)props, key, prop)
+		if (!is_inline(prop) &&
+		    (!strcmp(name, key) || extension_after(name, key)))
+			return true;
+	return false;
+}
+
+/*
+ * The entries of uploads/ that no file input could take, while some
+ * input is unbound (`would`: the names that would bind those): a file
+ * copied in under its own name (uploads/data.csv for input csv_file)
+ * binds nothing, and nothing else would say so.  One line naming them
+ * (the first three, and how many more) and the names that would bind,
+ * added to `out`.  Hidden entries — editors' and rsync's temporary
+ * files — are left out.
+ */
+#define UNBOUND_SHOWN 3
+static int add_unbound(const json_t *props, const struct inputs_upload *ups,
+		       size_t n, const struct sbuf *would, struct sbuf *out)
+{
+	struct sbuf names = SBUF_INIT;
+	size_t count = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ups[i].name[0] == '.' || candidate_of_any(props, ups[i].name))
+			continue;
+		if (count < UNBOUND_SHOWN)
+			ret |= sbuf_addf(&names, "%s%s", count ? ", " : "",
+					 ups[i].name);
+		count++;
+	}
+	if (count > UNBOUND_SHOWN)
+		ret |= sbuf_addf(&names, " and %zu more", count - UNBOUND_SHOWN);
+	if (count && !ret)
+		ret = fname_line(out, "uploads/: %s bind%s no input; the names"
+				 " that would bind: %s", names.buf,
+				 count == 1 ? "s" : "", would->buf);
+	sbuf_release(&names);
+	return ret ? -ENOMEM : 0;
+}
+
 static int resolve_inputs(const struct skill *sk, const json_t *req_input,
 			  const struct inputs_upload *ups, size_t n,
 			  const char *uploads_path, struct inputs *out)
 {
 	const json_t *props = properties(sk->input_schema);
 	struct sbuf miss_files = SBUF_INIT, miss_inline = SBUF_INIT;
+	struct sbuf would = SBUF_INIT;
 	json_t *required_keys = required_set(sk->input_schema);
 	const char *key;
 	json_t *prop;
@@ -378,18 +449,28 @@ static int resolve_inputs(const struct skill *sk, const json_t *req_input,
 					ret = -ENOMEM;
 					break;
 				}
-			} else if (required) {
-				ret |= sbuf_addf(&miss_files, "%s%s",
-						 miss_files.len ? ", " : "", key);
+			} else {
+				ret |= add_binding_names(&would, key, prop);
+				if (required)
+					ret |= sbuf_addf(&miss_files, "%s%s",
+							 miss_files.len ? ", "
+									: "",
+							 key);
 			}
 		}
 		if (value && json_object_set_new(out->input, key, value) < 0)
 			ret = -ENOMEM;
 	}
 	ret |= add_missing(&out->problems, "input files", &miss_files);
+	/* what was copied in under another name: beside the line above when
+	 * a required file is missing, else a note (status stays ready) */
+	if (would.len)
+		ret |= add_unbound(props, ups, n, &would,
+				   miss_files.len ? &out->problems : &out->notes);
 	ret |= add_missing(&out->problems, "inputs", &miss_inline);
 	sbuf_release(&miss_files);
 	sbuf_release(&miss_inline);
+	sbuf_release(&would);
 	json_decref(required_keys);
 	return ret ? -ENOMEM : 0;
 }
@@ -463,6 +544,93 @@ static int resolve_parameters(const struct skill *sk, const json_t *base,
 	return ret ? -ENOMEM : 0;
 }
 
+/*
+ * The names a parameter schema declares into `set`: its properties and
+ * those of the schemas it is made of (allOf, anyOf, oneOf, if, then,
+ * else), $refs followed, to a depth that bounds what a skill's schema
+ * can cost.
+ */
+#define DECLARED_DEPTH 16
+static int add_declared(const json_t *root, const json_t *schema, json_t *set,
+			int depth)
+{
+	static const char *const lists[] = { "allOf", "anyOf", "oneOf", NULL };
+	static const char *const one[] = { "if", "then", "else", NULL };
+	const json_t *s = schema_deref(root, schema), *v;
+	const char *key;
+	size_t i;
+	int ret = 0;
+
+	if (!json_is_object(s) || depth > DECLARED_DEPTH)
+		return 0;
+	json_object_foreach((json_t *)json_object_get(s, "properties"), key, v)
+		if (json_object_set_new(set, key, json_true()) < 0)
+			return -ENOMEM;
+	for (int l = 0; !ret && lists[l]; l++)
+		json_array_foreach(json_object_get(s, lists[l]), i, v)
+			if (!ret)
+				ret = add_declared(root, v, set, depth + 1);
+	for (int o = 0; !ret && one[o]; o++)
+		if (json_object_get(s, one[o]))
+			ret = add_declared(root, json_object_get(s, one[o]),
+					   set, depth + 1);
+	return ret;
+}
+
+/*
+ * Parameters the request gives that the skill's schema does not declare
+ * ("colum" for "column").  A schema with "additionalProperties": false
+ * has them refused when request.json is written; one that says nothing
+ * takes them (JSON Schema's default), so a misspelling would go on into
+ * parameter.json and the prompt unseen: each is a problem.  One that
+ * welcomes them (additionalProperties true, or a schema) wants them: a
+ * note.  A schema that declares no property at all tells nothing.
+ */
+#define DECLARED_SHOWN 8
+static int add_undeclared(const struct skill *sk, const json_t *given,
+			  struct inputs *out)
+{
+	const json_t *schema = sk->parameter_schema, *extra, *v;
+	struct sbuf has = SBUF_INIT;
+	json_t *declared;
+	const char *key;
+	size_t count = 0;
+	int ret;
+
+	if (!schema || !json_object_size(given))
+		return 0;
+	declared = json_object();
+	if (!declared)
+		return -ENOMEM;
+	ret = add_declared(schema, NULL, declared, 0);
+	if (ret < 0 || !json_object_size(declared))
+		goto out;
+	json_object_foreach(declared, key, v)
+		if (count++ < DECLARED_SHOWN)
+			ret |= sbuf_addf(&has, "%s%s", has.len ? ", " : "", key);
+	if (count > DECLARED_SHOWN)
+		ret |= sbuf_addf(&has, " and %zu more", count - DECLARED_SHOWN);
+	extra = json_object_get(schema_deref(schema, NULL),
+				"additionalProperties");
+	json_object_foreach((json_t *)given, key, v) {
+		if (ret < 0 || json_object_get(declared, key))
+			continue;
+		if (extra && !json_is_false(extra))
+			ret = fname_line(&out->notes, "request.json: skill %s"
+					 " declares no parameter \"%s\" (it has:"
+					 " %s); it is passed on as given, as its"
+					 " schema allows", sk->id, key, has.buf);
+		else
+			ret = fname_line(&out->problems, "request.json: skill %s"
+					 " has no parameter \"%s\" (it has: %s)",
+					 sk->id, key, has.buf);
+	}
+out:
+	sbuf_release(&has);
+	json_decref(declared);
+	return ret < 0 ? -ENOMEM : 0;
+}
+
 int inputs_resolve(const struct skill *sk, const json_t *request,
 		   const struct inputs_upload *uploads, size_t nuploads,
 		   const char *uploads_path, struct inputs *out)
@@ -480,6 +648,7 @@ int inputs_resolve_base(const struct skill *sk, const json_t *request,
 	int ret;
 
 	sbuf_init(&out->problems);
+	sbuf_init(&out->notes);
 	out->input = json_object();
 	out->parameter = json_object();
 	if (!out->input || !out->parameter)
@@ -494,6 +663,9 @@ int inputs_resolve_base(const struct skill *sk, const json_t *request,
 	if (!ret && request && inputs_check_request(sk, request, &err) < 0)
 		ret = fname_line(&out->problems, "request.json: %s",
 				 err.message);
+	else if (!ret && request)
+		ret = add_undeclared(sk, json_object_get(request, "parameter"),
+				     out);
 	return ret;
 }
 

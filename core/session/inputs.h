@@ -13,9 +13,16 @@
  * line.  Nothing else binds.
  *
  * Problems are lines for `status`, each ending in '\n', in a fixed order:
- * uploads problems, then "missing required input files: a, b",
- * "missing required inputs: q", "missing required parameters: c", then
- * problems of a stored request against the current skill.
+ * uploads problems, then "missing required input files: a, b" (and,
+ * when entries of uploads/ bind nothing, which they are and the names
+ * that would bind), "missing required inputs: q", "missing required
+ * parameters: c", then problems of a stored request against the current
+ * skill (parameters the skill does not have among them).
+ *
+ * Notes are remarks that keep nothing from being ready, one line each:
+ * entries of uploads/ that bind nothing while a file input is unbound
+ * (when none of those is required), parameters a skill does not declare
+ * but whose schema takes any.
  *
  * Functions return 0 or a negative errno (-EINVAL with `err` filled for a
  * refused request or a prompt that cannot be rendered, -ENOMEM).
@@ -41,6 +48,7 @@ struct inputs {
 	json_t *input;		/* input.json */
 	json_t *parameter;	/* parameter.json */
 	struct sbuf problems;	/* status lines */
+	struct sbuf notes;	/* status.json's notes (above) */
 };
 
 /*

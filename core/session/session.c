@@ -17,17 +17,25 @@
 #include "lib/utf8.h"
 
 /* A session in a trash gives up its name for '/' and its id (a name no
- * folder can have), so that a new session may take the name. */
-#define SESSION_TRASHED "substr(s.name, 1, 1) = '/'"
+ * folder can have), so that a new session may take the name; so does a
+ * snapshot, which is no session's folder at the root (SESSION_HIDDEN). */
+#define SESSION_HIDDEN "substr(s.name, 1, 1) = '/'"
+#define SESSION_TRASHED "(" SESSION_HIDDEN " AND s.snapshot_of IS NULL)"
+/* A snapshot's name, as logs and paths show it. */
+#define SESSION_NAME \
+	"CASE WHEN s.snapshot_of IS NULL THEN s.name ELSE coalesce((SELECT" \
+	" o.name FROM sessions o WHERE o.id = s.snapshot_of), '?') ||" \
+	" '/.snapshots/' || s.snapshot_label END"
 
 /* A session's row, with its folder's owner joined in (one index search
  * of inodes) and the change times of its graph and rounds. */
 #define SESSION_COLUMNS \
-	"s.id, s.name, s.created_ns, s.doc_mtime_ns, s.root_ino," \
+	"s.id, " SESSION_NAME ", s.created_ns, s.doc_mtime_ns, s.root_ino," \
 	" s.uploads_ino, s.output_ino, coalesce(s.skill, '')," \
 	" coalesce(s.engine, ''), s.request_mtime_ns, s.nodes_ino," \
 	" s.edges_ino, s.rounds_ino, r.uid, r.gid, s.graph_mtime_ns," \
-	" s.rounds_mtime_ns, " SESSION_TRASHED ", s.jobs_ino"
+	" s.rounds_mtime_ns, " SESSION_TRASHED ", s.jobs_ino," \
+	" coalesce(s.snapshot_of, 0)"
 #define SESSION_FROM \
 	" FROM sessions s LEFT JOIN inodes r ON r.ino = s.root_ino"
 
@@ -57,6 +65,7 @@ static void row_to_info(sqlite3_stmt *q, struct session_info *s)
 	s->rounds_mtime_ns = sqlite3_column_int64(q, 16);
 	s->trashed = sqlite3_column_int(q, 17);
 	s->jobs_ino = (uint64_t)sqlite3_column_int64(q, 18);
+	s->snapshot_of = sqlite3_column_int64(q, 19);
 }
 
 /* A session in a trash is named by its folder's path from the mount's
@@ -195,7 +204,7 @@ int session_list(struct store *st, struct session_list *out)
 {
 	static const char sql[] =
 		"SELECT " SESSION_COLUMNS SESSION_FROM " WHERE NOT "
-		SESSION_TRASHED " ORDER BY s.name";
+		SESSION_HIDDEN " ORDER BY s.name";
 	sqlite3_stmt *q = store_stmt(st, sql);
 	size_t alloc = 0;
 	int rc, ret = 0;
@@ -230,7 +239,7 @@ int session_list(struct store *st, struct session_list *out)
 int session_count(struct store *st, int64_t *count)
 {
 	static const char sql[] = "SELECT count(*) FROM sessions s"
-		" WHERE NOT " SESSION_TRASHED;
+		" WHERE NOT " SESSION_HIDDEN;
 
 	*count = 0;
 	return store_int_args(st, sql, count, NULL, 0);
@@ -316,7 +325,9 @@ int session_has_data(struct store *st, struct tree *t,
 		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM graph_edges"
 		" WHERE session = ?1) OR EXISTS (SELECT 1 FROM sessions"
 		" WHERE id = ?1 AND context IS NOT NULL) OR EXISTS (SELECT 1"
-		" FROM rounds WHERE session = ?1 AND size IS NOT NULL)";
+		" FROM rounds WHERE session = ?1 AND size IS NOT NULL)"
+		/* its snapshots keep it: they go first, one by one */
+		" OR EXISTS (SELECT 1 FROM sessions WHERE snapshot_of = ?1)";
 	int64_t any = 0;
 	int ret;
 
@@ -357,6 +368,508 @@ int session_delete(struct store *st, struct tree *t, int64_t id)
 		return ret;
 	}
 	return store_commit(st);
+}
+
+/* ---- forks ------------------------------------------------------------- */
+
+/* The columns of `table` but `skip` (NULL-ended), as "a, b, c". */
+static int columns_but(struct store *st, const char *table,
+		       const char *const *skip, struct sbuf *out)
+{
+	static const char sql[] = "SELECT name FROM pragma_table_info(?1)"
+		" ORDER BY cid";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(q, 0);
+		bool skipped = false;
+
+		for (size_t i = 0; skip[i] && !skipped; i++)
+			skipped = !strcmp(skip[i], name);
+		if (!skipped)
+			ret = sbuf_addf(out, "%s\"%s\"", out->len ? ", " : "",
+					name);
+	}
+	store_done(q);
+	return ret ? ret : rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+/* Run `fmt` (with the columns for %1$s), binding ?1 `from`, ?2 `to`. */
+static int copy_rows(struct store *st, const char *table,
+		     const char *const *skip, const char *fmt, int64_t from,
+		     int64_t to)
+{
+	struct sbuf cols = SBUF_INIT, sql = SBUF_INIT;
+	sqlite3_stmt *q = NULL;
+	int rc, ret = columns_but(st, table, skip, &cols);
+
+	if (!ret)
+		ret = sbuf_addf(&sql, fmt, cols.buf, cols.buf);
+	if (!ret) {
+		rc = sqlite3_prepare_v2(store_db(st), sql.buf, -1, &q, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_int64(q, 1, from);
+			sqlite3_bind_int64(q, 2, to);
+			rc = sqlite3_step(q);
+		}
+		ret = rc == SQLITE_DONE ? 0 : store_errno(rc) ? store_errno(rc)
+							       : -EIO;
+		sqlite3_finalize(q);
+	}
+	sbuf_release(&cols);
+	sbuf_release(&sql);
+	return ret;
+}
+
+/*
+ * What a fork copies besides the tree: the session's row (its documents,
+ * title, binding, context; not its name, times of birth, template id,
+ * folders, nor its run), its graph and its rounds.  New columns are
+ * copied without a change here (the lists name what is not copied).
+ */
+static int copy_session_rows(struct store *st, int64_t from, int64_t to,
+			     bool same_template)
+{
+	/* a snapshot, and a restore of one, is the same workflow: only a
+	 * fork has a template id of its own */
+#define NOT_COPIED "id", "name", "created_ns", "root_ino", "uploads_ino", \
+	"output_ino", "nodes_ino", "edges_ino", "rounds_ino", "jobs_ino", \
+	"run_state", "run_message", "run_ns", "snapshot_of", "snapshot_label", \
+	"forked_from"
+	static const char *const fork_skip[] = { NOT_COPIED, "template_uuid",
+						 NULL };
+	static const char *const same_skip[] = { NOT_COPIED, NULL };
+#undef NOT_COPIED
+	const char *const *row_skip = same_template ? same_skip : fork_skip;
+	static const char *const seq_skip[] = { "seq", "session", NULL };
+	static const char *const id_skip[] = { "id", "session", NULL };
+	static const char upd[] = "UPDATE sessions SET (%s) = (SELECT %s FROM"
+		" sessions WHERE id = ?1) WHERE id = ?2";
+	int ret;
+
+	ret = copy_rows(st, "sessions", row_skip, upd, from, to);
+	if (!ret)
+		ret = copy_rows(st, "graph_nodes", seq_skip,
+				"INSERT INTO graph_nodes(session, %s) SELECT ?2,"
+				" %s FROM graph_nodes WHERE session = ?1"
+				" ORDER BY seq", from, to);
+	if (!ret)
+		ret = copy_rows(st, "graph_edges", seq_skip,
+				"INSERT INTO graph_edges(session, %s) SELECT ?2,"
+				" %s FROM graph_edges WHERE session = ?1"
+				" ORDER BY seq", from, to);
+	if (!ret)
+		ret = copy_rows(st, "rounds", id_skip,
+				"INSERT INTO rounds(session, %s) SELECT ?2, %s"
+				" FROM rounds WHERE session = ?1 ORDER BY id",
+				from, to);
+	return ret;
+}
+
+/* The new session's folders: the copies of `src`'s. */
+static int set_copied_folders(struct store *st, struct tree *t,
+			      const struct session_info *src, int64_t id,
+			      uint64_t root)
+{
+	int ret = set_ino(st, set_root_sql, id, root);
+
+	for (enum session_folder f = SESSION_UPLOADS; !ret && f <= SESSION_JOBS;
+	     f++) {
+		uint64_t made = 0;
+
+		ret = tree_copied(t, session_folder_ino(src, f), &made);
+		if (!ret)
+			ret = set_folder(st, id, f, made);
+	}
+	return ret;
+}
+
+/*
+ * The new session `id`, a copy of `src` (inside the caller's
+ * transaction): its row's columns, graph, rounds and tree; jobs/ copied
+ * empty unless `with_jobs`.
+ */
+static int copy_into(struct store *st, struct tree *t,
+		     const struct session_info *src, int64_t id,
+		     bool same_template, bool with_jobs)
+{
+	uint64_t root = 0;
+	int ret = copy_session_rows(st, src->id, id, same_template);
+
+	if (!ret)
+		ret = tree_copy(t, src->root_ino, with_jobs ? 0 : src->jobs_ino,
+				id, &root);
+	if (!ret)
+		ret = set_copied_folders(st, t, src, id, root);
+	return ret;
+}
+
+/* A name or label written to ctl (not the kernel's: '/' is checked). */
+static int check_written_name(const char *name, const char *what,
+			      struct ferr *err)
+{
+	int ret = fname_check_session(name, err);
+
+	if (ret < 0)
+		return ret;
+	if (strchr(name, '/'))
+		return ferr_set(err, -EINVAL, "%s cannot hold '/'", what);
+	return 0;
+}
+
+/* Open files' gathered bytes are part of what a copy takes; then the
+ * transaction of the copy. */
+static int begin_copy(struct store *st, struct tree *t, struct ferr *err)
+{
+	int ret = tree_flush_all(t);
+
+	if (!ret)
+		ret = store_begin(st);
+	return ret < 0 ? ferr_set(err, ret, "cannot store the open files"
+				  " first: %s", strerror(-ret)) : 0;
+}
+
+int session_fork(struct store *st, struct tree *t,
+		 const struct session_info *src, const char *name,
+		 struct session_info *out, struct ferr *err)
+{
+	static const char sql[] = "INSERT INTO sessions(name, created_ns,"
+		" doc_mtime_ns, template_uuid, forked_from) VALUES (?1, ?2, ?2, "
+		STORE_SQL_UUID4 ", ?3)";
+	int64_t id;
+	int ret;
+
+	ret = check_written_name(name, "session names", err);
+	if (!ret)
+		ret = begin_copy(st, t, err);
+	if (ret < 0)
+		return ret;
+	ret = store_run(st, sql, STORE_TEXT(name), STORE_INT(fclock_now_ns()),
+			STORE_TEXT(src->name));
+	if (ret == -EEXIST) {
+		ferr_set(err, ret, "a session named \"%s\" exists", name);
+		goto out;
+	}
+	if (ret < 0)
+		goto out;
+	id = sqlite3_last_insert_rowid(store_db(st));
+	ret = copy_into(st, t, src, id, false, false);
+	if (ret < 0)
+		goto out;
+	ret = store_commit(st);
+	if (ret < 0)
+		return ferr_set(err, ret, "cannot store the fork: %s",
+				strerror(-ret));
+	return session_get(st, id, out);
+out:
+	if (!err || !err->message[0])
+		ferr_set(err, ret, "cannot fork %s: %s", src->name,
+			 strerror(-ret));
+	store_rollback(st);
+	return ret;
+}
+
+/* ---- snapshots --------------------------------------------------------- */
+
+int session_copies_report(struct store *st, int64_t id, json_t **snapshots,
+			  json_t **fork_of)
+{
+	static const char snaps_sql[] = "SELECT snapshot_label, created_ns"
+		" FROM sessions WHERE snapshot_of = ?1 ORDER BY created_ns, id";
+	static const char fork_sql[] = "SELECT forked_from FROM sessions"
+		" WHERE id = ?1 AND forked_from IS NOT NULL";
+	sqlite3_stmt *q = store_stmt(st, snaps_sql);
+	int rc, ret = 0;
+
+	*fork_of = NULL;
+	*snapshots = json_array();
+	if (!q || !*snapshots) {
+		store_done(q);
+		json_decref(*snapshots);
+		*snapshots = NULL;
+		return q ? -ENOMEM : -EIO;
+	}
+	sqlite3_bind_int64(q, 1, id);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		char when[32];
+
+		session_format_time(sqlite3_column_int64(q, 1), when,
+				    sizeof(when));
+		ret = json_array_append_new(*snapshots, json_pack("{ssss}",
+			"label", (const char *)sqlite3_column_text(q, 0),
+			"taken", when)) ? -ENOMEM : 0;
+	}
+	store_done(q);
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	q = ret ? NULL : store_stmt(st, fork_sql);
+	if (!ret && !q)
+		ret = -EIO;
+	if (!ret) {
+		sqlite3_bind_int64(q, 1, id);
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW)
+			*fork_of = json_string((const char *)
+					       sqlite3_column_text(q, 0));
+		else if (rc != SQLITE_DONE)
+			ret = store_errno(rc);
+		store_done(q);
+	}
+	if (ret < 0) {
+		json_decref(*snapshots);
+		json_decref(*fork_of);
+		*snapshots = *fork_of = NULL;
+	}
+	return ret;
+}
+
+int session_running(struct store *st, int64_t id, bool *running)
+{
+	static const char sql[] = "SELECT coalesce(run_state = 'running', 0)"
+		" FROM sessions WHERE id = ?1";
+	int64_t is = 0;
+	int ret = store_int(st, sql, &is, STORE_INT(id));
+
+	*running = is != 0;
+	return ret;
+}
+
+bool session_is_snapshot(struct store *st, int64_t id)
+{
+	static const char sql[] = "SELECT snapshot_of IS NOT NULL FROM"
+		" sessions WHERE id = ?1";
+	int64_t is = 0;
+
+	return store_int(st, sql, &is, STORE_INT(id)) == 0 && is;
+}
+
+/* A snapshot of `src` labelled `label`, inside the caller's transaction;
+ * its id in *id. */
+static int snapshot_within(struct store *st, struct tree *t,
+			   const struct session_info *src, const char *label,
+			   int64_t *id, struct ferr *err)
+{
+	/* a name no other row has ('/' and a label, unique with the
+	 * session), then '/' || id, as a trashed session's */
+	static const char sql[] = "INSERT INTO sessions(name, created_ns,"
+		" doc_mtime_ns, snapshot_of, snapshot_label) VALUES"
+		" ('/' || ?1 || '/' || ?2, ?3, ?3, ?1, ?2)";
+	static const char name_sql[] = "UPDATE sessions SET name = '/' || id"
+		" WHERE id = ?1";
+	int ret;
+
+	ret = store_run(st, sql, STORE_INT(src->id), STORE_TEXT(label),
+			STORE_INT(fclock_now_ns()));
+	if (ret == -EEXIST)
+		return ferr_set(err, ret, "a snapshot \"%s\" exists", label);
+	if (ret < 0)
+		return ret;
+	*id = sqlite3_last_insert_rowid(store_db(st));
+	ret = store_run(st, name_sql, STORE_INT(*id));
+	if (!ret)
+		ret = copy_into(st, t, src, *id, true, true);
+	return ret;
+}
+
+int session_snapshot(struct store *st, struct tree *t,
+		     const struct session_info *src, const char *label,
+		     struct ferr *err)
+{
+	int64_t id;
+	int ret;
+
+	if (src->snapshot_of)
+		return ferr_set(err, -EROFS, "a snapshot takes no snapshot");
+	ret = check_written_name(label, "snapshot labels", err);
+	if (!ret)
+		ret = begin_copy(st, t, err);
+	if (ret < 0)
+		return ret;
+	ret = snapshot_within(st, t, src, label, &id, err);
+	if (!ret)
+		return store_commit(st);
+	if (!err || !err->message[0])
+		ferr_set(err, ret, "cannot keep the snapshot: %s",
+			 strerror(-ret));
+	store_rollback(st);
+	return ret;
+}
+
+int session_find_snapshot(struct store *st, int64_t of, const char *label,
+			  struct session_info *out)
+{
+	static const char sql[] = "SELECT " SESSION_COLUMNS SESSION_FROM
+		" WHERE s.snapshot_of = ?1 AND s.snapshot_label = ?2";
+	sqlite3_stmt *q = store_stmt(st, sql);
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, of);
+	sqlite3_bind_text(q, 2, label, -1, SQLITE_STATIC);
+	return find_one(st, q, out);
+}
+
+int session_list_snapshots(struct store *st, int64_t of,
+			   struct session_list *out, char ***labels)
+{
+	static const char sql[] = "SELECT snapshot_label FROM sessions"
+		" WHERE snapshot_of = ?1 ORDER BY snapshot_label";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	size_t n = 0;
+	int rc, ret = 0;
+
+	out->items = NULL;
+	out->n = 0;
+	*labels = NULL;
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, of);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		char **l = realloc(*labels, (n + 2) * sizeof(*l));
+
+		if (!l) {
+			ret = -ENOMEM;
+			break;
+		}
+		*labels = l;
+		l[n] = strdup((const char *)sqlite3_column_text(q, 0));
+		l[n + 1] = NULL;
+		if (!l[n])
+			ret = -ENOMEM;
+		else
+			n++;
+	}
+	store_done(q);
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	if (!ret) {
+		out->items = calloc(n ? n : 1, sizeof(*out->items));
+		if (!out->items)
+			ret = -ENOMEM;
+	}
+	for (size_t i = 0; i < n && !ret; i++) {
+		ret = session_find_snapshot(st, of, (*labels)[i],
+					    &out->items[i]);
+		if (!ret)
+			out->n++;
+	}
+	if (ret < 0) {
+		session_list_free(out);
+		session_labels_free(*labels);
+		*labels = NULL;
+	}
+	return ret;
+}
+
+void session_labels_free(char **labels)
+{
+	for (size_t i = 0; labels && labels[i]; i++)
+		free(labels[i]);
+	free(labels);
+}
+
+/*
+ * What `s` holds is replaced by snapshot `snap`'s, in one transaction:
+ * the row's columns, graph and rounds, and the tree (copied from the
+ * snapshot, data shared; the old rows go, open files of the session
+ * kept as files unlinked while open).  The session keeps its id, name
+ * and place; its root folder is a new row.
+ */
+static int replace_with(struct store *st, struct tree *t,
+			const struct session_info *s,
+			const struct session_info *snap)
+{
+	static const char *const drops[] = {
+		"DELETE FROM graph_nodes WHERE session = ?1",
+		"DELETE FROM graph_edges WHERE session = ?1",
+		"DELETE FROM rounds WHERE session = ?1",
+		"DELETE FROM graph_jobs WHERE session = ?1",
+		"DELETE FROM graph_runs WHERE session = ?1",
+	};
+	static const char old_sql[] = "DELETE FROM inodes WHERE session = ?1"
+		" AND ino NOT IN (SELECT new FROM temp.tree_copy_map)";
+	static const char place_sql[] = "UPDATE inodes SET parent = ?2,"
+		" name = ?3 WHERE ino = ?1";
+	int64_t parent = 0;
+	uint64_t root = 0;
+	int ret = tree_forget_session(t, s->id);
+
+	for (size_t i = 0; !ret && i < sizeof(drops) / sizeof(*drops); i++)
+		ret = store_run(st, drops[i], STORE_INT(s->id));
+	/* a session in a trash keeps its place there */
+	if (!ret)
+		ret = store_int(st, "SELECT coalesce(parent, 0) FROM inodes"
+				" WHERE ino = ?1", &parent,
+				STORE_INT(s->root_ino));
+	if (!ret)
+		ret = copy_session_rows(st, snap->id, s->id, true);
+	if (!ret)
+		ret = tree_copy(t, snap->root_ino, 0, s->id, &root);
+	if (!ret)
+		ret = set_copied_folders(st, t, snap, s->id, root);
+	if (!ret && parent)
+		ret = store_run(st, "UPDATE inodes SET parent = NULL, name ="
+				" NULL WHERE ino = ?1", STORE_INT(s->root_ino));
+	if (!ret)
+		ret = store_run(st, old_sql, STORE_INT(s->id));
+	if (!ret && parent) {
+		const char *leaf = strrchr(s->name, '/');
+
+		leaf = leaf ? leaf + 1 : s->name;
+		ret = store_run(st, place_sql, STORE_INT(root),
+				STORE_INT(parent),
+				STORE_BLOB(leaf, strlen(leaf)));
+	}
+	return ret;
+}
+
+int session_restore(struct store *st, struct tree *t,
+		    const struct session_info *s, const char *label,
+		    char *kept, size_t kept_size, struct ferr *err)
+{
+	struct session_info snap;
+	char stamp[32];
+	int64_t id;
+	int ret;
+
+	if (s->snapshot_of)
+		return ferr_set(err, -EROFS, "a snapshot takes no restore");
+	ret = session_find_snapshot(st, s->id, label, &snap);
+	if (ret == -ENOENT)
+		return ferr_set(err, ret, "no snapshot \"%s\" (ls .snapshots"
+				" lists them)", label);
+	if (ret < 0)
+		return ret;
+	ret = begin_copy(st, t, err);
+	if (ret < 0)
+		return ret;
+	/* what it replaces stays: a snapshot of its own, named by the time
+	 * (and a number, when two restores share a second) */
+	session_format_time(fclock_now_ns(), stamp, sizeof(stamp));
+	for (int n = 1; n < 100; n++) {
+		if (n == 1)
+			snprintf(kept, kept_size, "before-restore-%s", stamp);
+		else
+			snprintf(kept, kept_size, "before-restore-%s-%d",
+				 stamp, n);
+		ret = snapshot_within(st, t, s, kept, &id, NULL);
+		if (ret != -EEXIST)
+			break;
+	}
+	if (!ret)
+		ret = replace_with(st, t, s, &snap);
+	if (!ret)
+		ret = store_commit(st);
+	else
+		store_rollback(st);
+	if (ret < 0 && (!err || !err->message[0]))
+		ferr_set(err, ret, "cannot restore \"%s\": %s", label,
+			 strerror(-ret));
+	return ret;
 }
 
 /* Into folder `parent` of a trash: its name is free at the root. */
@@ -902,14 +1415,99 @@ char *session_log_text(const char *text)
 	return fname_shown(text, SESSION_LOG_MESSAGE_MAX);
 }
 
+/* ---- refused writes (session.h) ------------------------------------------ */
+
+int session_refused(struct store *st, int64_t session, const char *path,
+		    const char *message, bool made)
+{
+	static const char put[] = "INSERT INTO refusals (session, path,"
+		" message, made, time_ns) VALUES (?1, ?2, ?3, ?4, ?5)"
+		" ON CONFLICT (session, path) DO UPDATE SET"
+		" message = excluded.message, made = excluded.made,"
+		" time_ns = excluded.time_ns";
+	static const char trim[] = "DELETE FROM refusals WHERE session = ?1"
+		" AND path NOT IN (SELECT path FROM refusals WHERE session = ?1"
+		" ORDER BY time_ns DESC LIMIT ?2)";
+	char *why = session_log_text(message), *where = session_log_text(path);
+	int ret = why && where ? 0 : -ENOMEM;
+
+	if (!ret)
+		ret = store_begin(st);
+	if (ret < 0)
+		goto out;
+	ret = store_run(st, put, STORE_INT(session), STORE_TEXT(where),
+			STORE_TEXT(why), STORE_INT(made), STORE_INT(fclock_now_ns()));
+	if (!ret)
+		ret = store_run(st, trim, STORE_INT(session),
+				STORE_INT(SESSION_REFUSALS_KEEP));
+	if (!ret)
+		ret = store_commit(st);
+	else
+		store_rollback(st);
+out:
+	free(why);
+	free(where);
+	return ret;
+}
+
+int session_refusal_clear(struct store *st, int64_t session, const char *path)
+{
+	char *where = session_log_text(path);
+	int ret = where ? store_run(st, "DELETE FROM refusals WHERE session = ?1"
+				    " AND path = ?2", STORE_INT(session),
+				    STORE_TEXT(where)) : -ENOMEM;
+
+	free(where);
+	return ret;
+}
+
+int session_refusal_clear_graph(struct store *st, int64_t session)
+{
+	/* the paths as session_refused() keeps them: an id with a control
+	 * character is escaped there and stays (it names no file anyway) */
+	static const char sql[] = "DELETE FROM refusals WHERE session = ?1"
+		" AND (path IN (SELECT 'nodes/' || id || '.json' FROM graph_nodes"
+		" WHERE session = ?1 AND doc IS NOT NULL) OR path IN (SELECT"
+		" 'edges/' || id || '.json' FROM graph_edges WHERE session = ?1"
+		" AND source IS NOT NULL))";
+
+	return store_run(st, sql, STORE_INT(session));
+}
+
+int session_refusal_lines(struct store *st, int64_t session, struct sbuf *out)
+{
+	static const char sql[] = "SELECT path, message, made FROM refusals"
+		" WHERE session = ?1 ORDER BY time_ns, path";
+	sqlite3_stmt *q = store_stmt(st, sql);
+	int rc, ret = 0;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, session);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		/* both were escaped when stored: one line each */
+		ret = sbuf_addf(out, "%s: your last write was refused: %s; %s\n",
+				(const char *)sqlite3_column_text(q, 0),
+				(const char *)sqlite3_column_text(q, 1),
+				sqlite3_column_int(q, 2)
+					? "the file was not made"
+					: "the file still holds the earlier"
+					  " version");
+	if (!ret && rc != SQLITE_DONE)
+		ret = store_errno(rc);
+	store_done(q);
+	return ret;
+}
+
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message)
 {
 	return session_log_at(st, id, path, message, fclock_now_ns());
 }
 
-int session_log_at(struct store *st, int64_t id, const char *path,
-		   const char *message, int64_t at_ns)
+/* session_log_at(), and *row (NULL: not wanted) the line's id. */
+static int log_add_row(struct store *st, int64_t id, const char *path,
+		       const char *message, int64_t at_ns, int64_t *row)
 {
 	char *line = session_log_text(message), *where = session_log_text(path);
 	int root = id == 0, ret = -ENOMEM;
@@ -924,6 +1522,8 @@ int session_log_at(struct store *st, int64_t id, const char *path,
 			STORE_TEXT(line));
 	if (ret < 0)
 		goto rollback;
+	if (row)
+		*row = sqlite3_last_insert_rowid(store_db(st));
 	ret = store_run(st, log_trim[root], STORE_INT(id),
 			STORE_INT(SESSION_LOG_KEEP));
 	if (ret < 0)
@@ -933,6 +1533,38 @@ int session_log_at(struct store *st, int64_t id, const char *path,
 rollback:
 	store_rollback(st);
 out:
+	free(line);
+	free(where);
+	return ret;
+}
+
+int session_log_at(struct store *st, int64_t id, const char *path,
+		   const char *message, int64_t at_ns)
+{
+	return log_add_row(st, id, path, message, at_ns, NULL);
+}
+
+int session_log_row(struct store *st, int64_t id, const char *path,
+		    const char *message, int64_t *row)
+{
+	return id ? log_add_row(st, id, path, message, fclock_now_ns(), row)
+		  : -EINVAL;
+}
+
+int session_log_rewrite_last(struct store *st, int64_t id, int64_t row,
+			     const char *path, const char *message)
+{
+	static const char sql[] = "UPDATE status_log SET path = ?3,"
+		" message = ?4 WHERE id = ?2 AND session = ?1 AND id ="
+		" (SELECT max(id) FROM status_log WHERE session = ?1)";
+	char *line = session_log_text(message), *where = session_log_text(path);
+	int ret = -ENOMEM;
+
+	if (line && where)
+		ret = store_run(st, sql, STORE_INT(id), STORE_INT(row),
+				STORE_TEXT(where), STORE_TEXT(line));
+	if (!ret)
+		ret = store_changes(st) == 1;
 	free(line);
 	free(where);
 	return ret;

@@ -76,6 +76,8 @@ struct session_info {
 	int64_t rounds_mtime_ns;
 	char skill[256];	/* "" when no skill is bound */
 	char engine[256];
+	/* a snapshot (read-only): the session it keeps; 0 for a session */
+	int64_t snapshot_of;
 };
 
 /* The real folders every session has; their rows carry the value as
@@ -122,6 +124,57 @@ int session_move(struct store *st, struct tree *t,
 
 /* Delete the session and everything in it. */
 int session_delete(struct store *st, struct tree *t, int64_t id);
+
+/*
+ * A new session `name` holding everything `src` holds — its documents
+ * (request, context, title, binding), its folders and files, its graph
+ * and rounds — and none of its runs or jobs (jobs/ is empty).  Files are
+ * copied as rows; the data files of large ones are shared, counted and
+ * copied on the first write to either side, so a fork costs the rows,
+ * not the bytes.  -EEXIST when the name is taken, -EINVAL for a bad
+ * name, with the reason in `err`.
+ */
+int session_fork(struct store *st, struct tree *t,
+		 const struct session_info *src, const char *name,
+		 struct session_info *out, struct ferr *err);
+
+/*
+ * Snapshots.  A snapshot keeps a session as it was: a session of its own
+ * (its id, its copy of the rows, data files shared as a fork's), hidden
+ * from the root (named '/' and its id), known by the session it keeps
+ * and a label; its name for logs is "SESSION/.snapshots/LABEL".  It
+ * holds jobs/ too, and the template id.  A session with snapshots cannot
+ * be removed (session_has_data()) until they are.
+ *
+ * session_snapshot(): -EEXIST for a label taken, -EINVAL for a bad one
+ * (a session's name rules, no '/').  session_find_snapshot() by label
+ * (-ENOENT); session_list_snapshots(): the snapshots of session `of` in
+ * label order, and their labels (a NULL-ended array; free both).
+ * session_restore(): what `s` holds becomes what snapshot `label` holds,
+ * in one transaction; what it held is kept first as a snapshot labelled
+ * "before-restore-<UTC time>", whose label goes to `kept`.  The session
+ * keeps its id, name and place; its root folder is a new row (the
+ * caller tells the kernel).  The caller refuses it while a run goes on.
+ */
+int session_snapshot(struct store *st, struct tree *t,
+		     const struct session_info *src, const char *label,
+		     struct ferr *err);
+bool session_is_snapshot(struct store *st, int64_t id);
+/* For status.json: the session's snapshots, [{"label", "taken" (UTC,
+ * ISO 8601)}] oldest first, and the name of the session it was forked
+ * from (NULL: it was not). */
+int session_copies_report(struct store *st, int64_t id, json_t **snapshots,
+			  json_t **fork_of);
+/* Whether the session's engine run goes on (its row says so). */
+int session_running(struct store *st, int64_t id, bool *running);
+int session_find_snapshot(struct store *st, int64_t of, const char *label,
+			  struct session_info *out);
+int session_list_snapshots(struct store *st, int64_t of,
+			   struct session_list *out, char ***labels);
+void session_labels_free(char **labels);
+int session_restore(struct store *st, struct tree *t,
+		    const struct session_info *s, const char *label,
+		    char *kept, size_t kept_size, struct ferr *err);
 
 /* Whether the session holds user data: anything in uploads/, scratch
  * files, nodes or edges of its graph. */
@@ -195,11 +248,48 @@ int session_render_context_text(struct store *st, const struct session_info *s,
  * at SESSION_LOG_MESSAGE_MAX bytes, at a character or escape. */
 char *session_log_text(const char *text);
 
+/*
+ * Refused writes are state: the last refused write of each document of
+ * a session (`path` as status names it: "request.json", "nodes/x.json"),
+ * kept until that document is written well or removed.  `made`: the
+ * write was to make a new file, which was not made.  At most
+ * SESSION_REFUSALS_KEEP per session, the oldest dropped.
+ * session_refusal_lines() appends status's line for each, oldest first:
+ *   "request.json: your last write was refused: <why>; the file still
+ *    holds the earlier version" (or "; the file was not made").
+ * 0, or a negative errno.
+ */
+#define SESSION_REFUSALS_KEEP 100
+
+int session_refused(struct store *st, int64_t session, const char *path,
+		    const char *message, bool made);
+int session_refusal_clear(struct store *st, int64_t session,
+			  const char *path);
+/* parameters.json was written well: it wrote every node and edge file
+ * of the graph anew, so their refusals end (those of files it did not
+ * make stay). */
+int session_refusal_clear_graph(struct store *st, int64_t session);
+int session_refusal_lines(struct store *st, int64_t session,
+			  struct sbuf *out);
+
 int session_log(struct store *st, int64_t id, const char *path,
 		const char *message);
 /* The same with the time it happened (session_log(): now). */
 int session_log_at(struct store *st, int64_t id, const char *path,
 		   const char *message, int64_t at_ns);
+/*
+ * A line that may come to stand for more than one event (the files of a
+ * copy whose written bytes were dropped): session_log_row() adds it to
+ * session `id`'s log (not the root's: -EINVAL) and sets *row to its id;
+ * session_log_rewrite_last() gives line `row` a new path and message,
+ * its time kept, while it is still the last line of that session's log:
+ * 1 when it did, 0 when another line came after it (or it is gone), or
+ * a negative errno.
+ */
+int session_log_row(struct store *st, int64_t id, const char *path,
+		    const char *message, int64_t *row);
+int session_log_rewrite_last(struct store *st, int64_t id, int64_t row,
+			     const char *path, const char *message);
 /*
  * The log of session `id` (0: the mount root's), oldest first, one
  * "<UTC time> <path>: <message>\n" each; *mtime_ns: the last line's time

@@ -59,7 +59,7 @@
 	" substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))"
 
 /* The schema version this build creates and understands. */
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 13
 /* 'FlFS': marks a database as flowfs's (PRAGMA application_id). */
 #define STORE_APPLICATION_ID 0x466c4653
 
@@ -127,6 +127,12 @@ int store_open_beside(struct store *first, struct store **out,
 		      struct ferr *err);
 
 sqlite3 *store_db(struct store *st);
+
+/* The data files beside the database (contents.h): opened, and made when
+ * missing, by store_open(); shared by the connections beside it.  NULL
+ * for ":memory:" (whose files keep every byte in chunks). */
+struct contents;
+struct contents *store_contents(struct store *st);
 const char *store_path(const struct store *st);
 
 /*

@@ -2,13 +2,17 @@
 #include "store/tree.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/fclock.h"
+#include "store/contents.h"
 
 /* Gathered writes past these limits go to the store before the close. */
 #define FILE_DIRTY_LIMIT (8 * 1024 * 1024)
@@ -37,6 +41,15 @@ struct open_file {
 	size_t dirty_bytes;
 	bool spilling;		/* its chunks are the spill (struct spill) */
 	int spill_err;		/* the spill's failure, for the next write */
+	/* Its bytes in a data file (contents.h): content's number, 0 when
+	 * in chunks; the file open; whether the row names another content
+	 * (or none) until the next commit; and whether the content is known
+	 * to be its own alone, as of share_epoch (tree.share_epoch). */
+	int64_t content;
+	int fd;
+	bool content_dirty;
+	bool owned;
+	uint64_t owned_epoch;
 	struct open_file *next;
 };
 
@@ -66,9 +79,11 @@ struct gathered {
 	int64_t size, alloc, mtime_ns, ctime_ns;
 };
 
-/* Chunk buffers kept for reuse, at most FILE_DIRTY_LIMIT worth: freeing
- * them lets malloc trim the heap, and every spill faulted pages anew. */
-#define POOL_MAX (FILE_DIRTY_LIMIT / TREE_CHUNK_SIZE)
+/* Chunk buffers kept for reuse, a small file's worth: freeing them lets
+ * malloc trim the heap, and each write faulted pages anew.  (8 MiB of
+ * them, as when every file's bytes were chunks, was a third of the
+ * daemon's resident memory once large files went to data files.) */
+#define POOL_MAX (2 * TREE_INLINE_MAX / TREE_CHUNK_SIZE)
 
 /* The tags as SQL text, so statements and tree.h cannot disagree. */
 #define SQL_TEXT_(x) #x
@@ -113,6 +128,18 @@ struct tree {
 	uint64_t changes;	/* tree_changes() */
 	char *pool[POOL_MAX];
 	size_t npool;
+	/* the data files (contents.h): the next content's number, and a
+	 * count moved by whatever may share a content (tree_shared()) */
+	struct contents *contents;
+	int64_t next_content;
+	uint64_t share_epoch;
+	contents_report_fn report;
+	void *report_ctx;
+	int64_t inline_max;	/* tree_set_inline_max() */
+	/* a row was deleted or let go of its content since the last
+	 * tree_sweep(): only then it looks (a query per request cost 12
+	 * fcntl() locks per small file created) */
+	bool sweep_maybe;
 };
 
 static char *chunk_alloc(struct tree *t)
@@ -130,7 +157,8 @@ static void chunk_free(struct tree *t, char *data)
 
 #define ATTR_COLUMNS \
 	"ino, coalesce(session, 0), mode, uid, gid, nlink, size, alloc," \
-	" atime_ns, mtime_ns, ctime_ns, tag = " ROOT_TAG " AND nlink > 0, tag"
+	" atime_ns, mtime_ns, ctime_ns, tag = " ROOT_TAG " AND nlink > 0, tag," \
+	" coalesce(content, 0)"
 
 static void row_to_attr(sqlite3_stmt *q, int col, struct tree_attr *a)
 {
@@ -147,6 +175,7 @@ static void row_to_attr(sqlite3_stmt *q, int col, struct tree_attr *a)
 	a->ctime_ns = sqlite3_column_int64(q, col + 10);
 	a->session_root = sqlite3_column_int(q, col + 11);
 	a->tag = (unsigned)sqlite3_column_int(q, col + 12);
+	a->content = sqlite3_column_int64(q, col + 13);
 }
 
 /* ---- open-file table ------------------------------------------------ */
@@ -179,6 +208,7 @@ static void overlay_open(struct tree *t, struct tree_attr *a)
 		pending += (int64_t)f->chunks[i].len -
 			   (int64_t)f->chunks[i].stored_len;
 	a->alloc = f->alloc + pending;
+	a->content = f->content;
 }
 
 static void drop_chunks(struct tree *t, struct open_file *f)
@@ -485,6 +515,7 @@ static int delete_inode(struct tree *t, uint64_t ino)
 {
 	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1";
 
+	t->sweep_maybe = true;
 	return store_run(t->st, sql, STORE_INT(ino));
 }
 
@@ -495,6 +526,7 @@ static int delete_if_unlinked(struct tree *t, uint64_t ino)
 	static const char sql[] = "DELETE FROM inodes WHERE ino = ?1"
 		" AND nlink = 0";
 
+	t->sweep_maybe = true;
 	return store_run(t->st, sql, STORE_INT(ino));
 }
 
@@ -1062,6 +1094,303 @@ void tree_spill_settle(struct tree *t)
 	t->changes++;
 }
 
+/* ---- data files (contents.h) ------------------------------------------ */
+
+static void report(struct tree *t, int64_t session, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void report(struct tree *t, int64_t session, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (!t->report)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	t->report(t->report_ctx, session, line);
+}
+
+static int pwrite_all(int fd, const char *buf, size_t len, int64_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, buf, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/* [off, off + size) of a data file whose file is `fsize` bytes: a file
+ * shorter than that (damaged) reads short. */
+static int read_fd(int fd, int64_t fsize, char *buf, size_t size,
+		   int64_t off, size_t *got)
+{
+	*got = 0;
+	if (off < 0)
+		return -EINVAL;
+	if (off >= fsize || !size)
+		return 0;
+	if ((int64_t)size > fsize - off)
+		size = (size_t)(fsize - off);
+	while (*got < size) {
+		ssize_t n = pread(fd, buf + *got, size - *got,
+				  off + (int64_t)*got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		*got += (size_t)n;
+	}
+	return 0;
+}
+
+/* Content `id`'s file, for a row of `session` (reported when it cannot
+ * be opened: a missing data file is damage, -EIO to the caller). */
+static int open_content(struct tree *t, int64_t id, int64_t session,
+			uint64_t ino, bool ro)
+{
+	int fd = contents_open_file(t->contents, id, ro);
+
+	if (fd >= 0)
+		return fd;
+	report(t, session, "damaged: the data file %s/%lld of inode %llu"
+	       " cannot be opened (%s)", contents_dir(t->contents),
+	       (long long)id, (unsigned long long)ino, strerror(-fd));
+	return fd == -ENOMEM || fd == -EMFILE || fd == -ENFILE ? fd : -EIO;
+}
+
+/*
+ * Before a write or a cut: the file's content is its own alone.  A
+ * shared one is copied first (contents_copy()); the row names the copy
+ * from the next commit on, and the other rows keep the content as it
+ * was.  What is known stays known until something may have shared it
+ * (share_epoch).
+ */
+static int own_content(struct tree *t, struct open_file *f)
+{
+	int64_t refs = 0, id;
+	struct stat sb;
+	bool linked;
+	int fd, ret;
+
+	/* another link to the file: a backup's (backup.h), which must never
+	 * change; an fstat() per write costs nothing next to the write */
+	linked = fstat(f->fd, &sb) == 0 && sb.st_nlink > 1;
+	if (!linked && (f->content_dirty ||
+			(f->owned && f->owned_epoch == t->share_epoch)))
+		return 0;
+	if (!linked) {
+		ret = contents_refs(t->st, f->content, &refs);
+		if (ret < 0)
+			return ret;
+	}
+	if (linked || refs > 1) {
+		id = t->next_content;
+		fd = contents_copy(t->contents, f->fd, f->size, id);
+		if (fd < 0)
+			return fd;
+		t->next_content++;
+		close(f->fd);
+		f->fd = fd;
+		f->content = id;
+		f->content_dirty = true;
+		f->attr_dirty = true;
+	}
+	f->owned = true;
+	f->owned_epoch = t->share_epoch;
+	return 0;
+}
+
+/*
+ * A file that grows past TREE_INLINE_MAX moves to a data file of its
+ * own: what the store holds of it and what it gathered, written there;
+ * the row names it from the next commit on (which also deletes its
+ * chunks).  A crash before leaves an orphan file, swept at mount, and
+ * the row as it was.
+ */
+static int externalize(struct tree *t, struct open_file *f)
+{
+	static const char sql[] = "SELECT idx, data FROM chunks"
+		" WHERE ino = ?1 ORDER BY idx";
+	int64_t id = t->next_content;
+	sqlite3_stmt *q;
+	int fd, rc = SQLITE_DONE, ret = 0;
+
+	/* the spill of this file stored first: its chunks are then rows */
+	if (t->spill.ino == f->ino)
+		wait_spill(t);
+	fd = contents_create(t->contents, id);
+	if (fd < 0)
+		return fd;
+	t->next_content++;
+	q = store_stmt(t->st, sql);
+	if (!q) {
+		ret = -EIO;
+		goto fail;
+	}
+	sqlite3_bind_int64(q, 1, (int64_t)f->ino);
+	while (!ret && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		ret = pwrite_all(fd, sqlite3_column_blob(q, 1),
+				 (size_t)sqlite3_column_bytes(q, 1),
+				 sqlite3_column_int64(q, 0) * TREE_CHUNK_SIZE);
+	store_done(q);
+	if (!ret && rc != SQLITE_DONE && rc != SQLITE_ROW)
+		ret = store_errno(rc);
+	/* gathered chunks hold at least what the store had of them */
+	for (size_t i = 0; i < f->nchunks && !ret; i++)
+		ret = pwrite_all(fd, f->chunks[i].data, f->chunks[i].len,
+				 f->chunks[i].idx * TREE_CHUNK_SIZE);
+	if (!ret && ftruncate(fd, f->size) < 0)
+		ret = -errno;
+	if (ret < 0)
+		goto fail;
+	drop_chunks(t, f);
+	f->content = id;
+	f->fd = fd;
+	f->content_dirty = true;
+	f->attr_dirty = true;
+	f->owned = true;
+	f->owned_epoch = t->share_epoch;
+	return 0;
+fail:
+	close(fd);
+	contents_remove(t->contents, id);
+	return ret;
+}
+
+/* tree_write() of a file whose bytes are in a data file: one copy, into
+ * the file (the kernel's page cache). */
+static int write_external(struct tree *t, struct open_file *f,
+			  const char *buf, size_t size, int64_t off)
+{
+	int ret = own_content(t, f);
+
+	if (ret < 0)
+		return ret;
+	/* a gap reads zeros, whatever a crash left past the size */
+	if (off > f->size && ftruncate(f->fd, f->size) < 0)
+		return -errno;
+	ret = pwrite_all(f->fd, buf, size, off);
+	if (ret < 0)
+		return ret;
+	if (off + (int64_t)size > f->size)
+		f->size = off + (int64_t)size;
+	f->mtime_ns = f->ctime_ns = fclock_now_ns();
+	f->attr_dirty = true;
+	t->changes++;
+	return 0;
+}
+
+/*
+ * Commit what an open file with a data file changed: for fsync() the
+ * file's bytes reach the disk first, then the commit that names them
+ * (contents.h: the order of writes).
+ */
+static int flush_external(struct tree *t, struct open_file *f, bool durable)
+{
+	static const char upd[] = "UPDATE inodes SET size = ?2, alloc = ?3,"
+		" mtime_ns = ?4, ctime_ns = ?5, content = ?6 WHERE ino = ?1";
+	static const char del[] = "DELETE FROM chunks WHERE ino = ?1";
+	int64_t alloc;
+	int ret;
+
+	if (durable && fdatasync(f->fd) < 0)
+		return -errno;
+	if (!f->attr_dirty && !f->content_dirty)
+		return durable ? store_sync(t->st) : 0;
+	alloc = contents_allocated(f->fd);
+	if (alloc < 0)
+		alloc = f->size;
+	ret = durable ? store_begin_durable(t->st) : store_begin(t->st);
+	if (ret < 0)
+		return ret;
+	ret = store_run(t->st, upd, STORE_INT(f->ino), STORE_INT(f->size),
+			STORE_INT(alloc), STORE_INT(f->mtime_ns),
+			STORE_INT(f->ctime_ns), STORE_INT(f->content));
+	if (!ret && f->content_dirty)
+		ret = store_run(t->st, del, STORE_INT(f->ino));
+	if (ret < 0) {
+		store_rollback(t->st);
+		return ret;
+	}
+	ret = store_commit(t->st);
+	if (ret < 0)
+		return ret;
+	/* a copy on write left the shared content to the others */
+	if (f->content_dirty)
+		t->sweep_maybe = true;
+	f->alloc = alloc;
+	f->stored_size = f->size;
+	f->attr_dirty = false;
+	f->content_dirty = false;
+	return 0;
+}
+
+int tree_read_fd(struct tree *t, uint64_t ino, int *fd, int64_t *size)
+{
+	struct open_file *f = open_find(t, ino);
+
+	if (!f)
+		return -EBADF;
+	if (f->fd < 0)
+		return 1;
+	*fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+	if (*fd < 0)
+		return -errno;
+	*size = f->size;
+	return 0;
+}
+
+void tree_set_reporter(struct tree *t, contents_report_fn fn, void *ctx)
+{
+	t->report = fn;
+	t->report_ctx = ctx;
+}
+
+int tree_check_contents(struct tree *t)
+{
+	return t->contents ? contents_check(t->contents, t->st, t->report,
+					    t->report_ctx) : 0;
+}
+
+int tree_sweep(struct tree *t)
+{
+	if (!t->contents || !t->sweep_maybe ||
+	    !sqlite3_get_autocommit(store_db(t->st)))
+		return 0;
+	t->sweep_maybe = false;
+	if (!contents_sweep_due(t->st))
+		return 0;
+	return contents_sweep(t->contents, t->st);
+}
+
+void tree_may_sweep(struct tree *t)
+{
+	t->sweep_maybe = true;
+}
+
+void tree_set_inline_max(struct tree *t, int64_t bytes)
+{
+	if (t->contents)
+		t->inline_max = bytes;
+}
+
+void tree_shared(struct tree *t)
+{
+	t->share_epoch++;
+}
+
 /* Whether work may go outside the caller's lock now (tree_set_cutter):
  * not while the caller has a transaction open (a statement run then is
  * part of it). */
@@ -1081,6 +1410,8 @@ static int flush_file(struct tree *t, struct open_file *f, bool durable)
 	int64_t alloc = f->alloc;
 	int ret;
 
+	if (f->fd >= 0)
+		return flush_external(t, f, durable);
 	if (!f->nchunks && !f->attr_dirty)
 		return durable ? store_sync(t->st) : 0;
 	ret = durable ? store_begin_durable(t->st) : store_begin(t->st);
@@ -1106,13 +1437,24 @@ static int flush_file(struct tree *t, struct open_file *f, bool durable)
 static int open_first(struct tree *t, const struct tree_attr *a)
 {
 	struct open_file **slot = open_slot(t, a->ino), *f;
+	int fd = -1;
 
 	if (S_ISDIR(a->mode))
 		return -EISDIR;
+	if (a->content) {
+		fd = open_content(t, a->content, a->session, a->ino, false);
+		if (fd < 0)
+			return fd;
+	}
 	f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return -ENOMEM;
+	}
 	f->ino = a->ino;
+	f->content = a->content;
+	f->fd = fd;
 	f->handles = 1;
 	f->orphan = a->nlink == 0;
 	f->size = f->stored_size = a->size;
@@ -1171,7 +1513,8 @@ bool tree_flush_writes(struct tree *t, uint64_t ino, bool durable)
 	struct open_file *f = open_find(t, ino);
 
 	return durable ||
-	       (f && (f->nchunks || f->attr_dirty || f->spill_err));
+	       (f && (f->nchunks || f->attr_dirty || f->spill_err ||
+		      f->content_dirty));
 }
 
 bool tree_release_writes(struct tree *t, uint64_t ino)
@@ -1203,6 +1546,16 @@ int tree_release(struct tree *t, uint64_t ino)
 		ret = flush_file(t, f, false);
 	drop_chunks(t, f);
 	*slot = f->next;
+	if (f->fd >= 0)
+		close(f->fd);
+	/* a data file no commit named (that flush failed: a full disk) is
+	 * no one's: its room back now, not at the next mount */
+	if (f->fd >= 0 && f->content_dirty) {
+		int64_t refs = 1;
+
+		if (contents_refs(t->st, f->content, &refs) == 0 && !refs)
+			contents_remove(t->contents, f->content);
+	}
 	free(f->chunks);
 	free(f);
 	return ret;
@@ -1318,6 +1671,13 @@ int tree_write(struct tree *t, uint64_t ino, const char *buf, size_t size,
 	/* write(2) of nothing changes nothing, not even mtime */
 	if (!size)
 		return 0;
+	if (f->fd < 0 && off + (int64_t)size > t->inline_max) {
+		ret = externalize(t, f);
+		if (ret < 0)
+			return ret;
+	}
+	if (f->fd >= 0)
+		return write_external(t, f, buf, size, off);
 	while (done < size) {
 		int64_t pos = off + (int64_t)done;
 		int64_t idx = pos / TREE_CHUNK_SIZE;
@@ -1438,14 +1798,28 @@ static void overlay_chunk(const struct dirty_chunk *c, char *buf,
 		memset(buf + (from - off), 0, (size_t)(to - from));
 }
 
-/* tree_read() of a file whose size (open or not) the caller knows. */
-static int read_sized(struct tree *t, uint64_t ino, int64_t fsize, char *buf,
-		      size_t size, int64_t off, size_t *got)
+/* tree_read() of a file whose size (open or not) the caller knows, and
+ * its content when it is not open. */
+static int read_sized(struct tree *t, uint64_t ino, int64_t content,
+		      int64_t session, int64_t fsize, char *buf, size_t size,
+		      int64_t off, size_t *got)
 {
 	struct open_file *f = open_find(t, ino);
 	int64_t end;
 	int ret;
 
+	if (f && f->fd >= 0)
+		return read_fd(f->fd, fsize, buf, size, off, got);
+	if (!f && content) {
+		int fd = open_content(t, content, session, ino, true);
+
+		*got = 0;
+		if (fd < 0)
+			return fd;
+		ret = read_fd(fd, fsize, buf, size, off, got);
+		close(fd);
+		return ret;
+	}
 	ret = read_clamped(t->st, ino, fsize, buf, size, off, got);
 	if (ret < 0 || !*got)
 		return ret;
@@ -1470,9 +1844,10 @@ int tree_read(struct tree *t, uint64_t ino, char *buf, size_t size,
 
 	*got = 0;
 	if (f)
-		return read_sized(t, ino, f->size, buf, size, off, got);
+		return read_sized(t, ino, 0, 0, f->size, buf, size, off, got);
 	ret = tree_getattr(t, ino, &a);
-	return ret < 0 ? ret : read_sized(t, ino, a.size, buf, size, off, got);
+	return ret < 0 ? ret : read_sized(t, ino, a.content, a.session, a.size,
+					  buf, size, off, got);
 }
 
 int tree_read_plan(struct tree *t, uint64_t ino, int64_t *size)
@@ -1514,7 +1889,9 @@ static int read_clamped(struct store *st, uint64_t ino, int64_t fsize,
 int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
 		     char *buf, size_t size, int64_t off, size_t *got)
 {
-	static const char sql[] = "SELECT size FROM inodes WHERE ino = ?1";
+	/* a file that moved to a data file meanwhile: its chunks are gone */
+	static const char sql[] = "SELECT CASE WHEN content IS NULL"
+		" THEN size ELSE -1 END FROM inodes WHERE ino = ?1";
 	int64_t stored = 0;
 	int ret;
 
@@ -1523,7 +1900,9 @@ int tree_read_stored(struct store *st, uint64_t ino, int64_t fsize,
 	if (ret < 0)
 		return ret;
 	ret = store_int(st, sql, &stored, STORE_INT(ino));
-	if (!ret)
+	if (!ret && stored < 0)
+		ret = 1;
+	else if (!ret)
 		ret = read_clamped(st, ino, stored < fsize ? stored : fsize,
 				   buf, size, off, got);
 	else if (ret == -ENOENT)
@@ -1640,8 +2019,8 @@ int tree_read_all(struct tree *t, const struct tree_attr *a,
 		return -EFBIG;
 	if (sbuf_grow(out, (size_t)a->size) < 0)
 		return -ENOMEM;
-	ret = read_sized(t, a->ino, a->size, out->buf + out->len,
-			 (size_t)a->size, 0, &got);
+	ret = read_sized(t, a->ino, a->content, a->session, a->size,
+			 out->buf + out->len, (size_t)a->size, 0, &got);
 	if (ret < 0)
 		return ret;
 	sbuf_setlen(out, out->len + got);
@@ -1654,9 +2033,39 @@ static int set_size(struct tree *t, uint64_t ino, int64_t size, int64_t now)
 {
 	static const char sql[] = "UPDATE inodes SET size = ?2,"
 		" mtime_ns = ?3, ctime_ns = ?3 WHERE ino = ?1";
+	static const char ext_sql[] = "UPDATE inodes SET size = ?2,"
+		" mtime_ns = ?3, ctime_ns = ?3, content = nullif(?4, 0),"
+		" alloc = CASE WHEN ?4 = 0 THEN 0 ELSE alloc END WHERE ino = ?1";
 	struct open_file *f = open_find(t, ino);
 	int ret;
 
+	/*
+	 * A data file: to nothing, the row lets go of it (removed once no
+	 * row names it); else the content made its own, grown now (a cut of
+	 * what a crash left past the old size first), and cut only after
+	 * the commit (settle_after_cut(): never shorter than a committed
+	 * size).
+	 */
+	if (f && f->fd >= 0) {
+		int64_t content = size ? f->content : 0;
+
+		t->sweep_maybe = true;
+		if (size) {
+			ret = own_content(t, f);
+			if (ret < 0)
+				return ret;
+			content = f->content;
+			if (size > f->size && (ftruncate(f->fd, f->size) < 0 ||
+					       ftruncate(f->fd, size) < 0))
+				return -errno;
+		}
+		ret = store_run(t->st, ext_sql, STORE_INT(ino), STORE_INT(size),
+				STORE_INT(now), STORE_INT(content));
+		if (!ret && f->content_dirty)
+			ret = store_run(t->st, "DELETE FROM chunks WHERE ino = ?1",
+					STORE_INT(ino));
+		return ret;
+	}
 	/*
 	 * Gathered writes first, so the cut applies to them too.  They stay
 	 * gathered until the caller's commit succeeds (a rollback must not
@@ -1687,6 +2096,23 @@ static int settle_after_cut(struct tree *t, struct open_file *f)
 	ret = read_row(t, f->ino, &row);
 	if (ret < 0)
 		return ret;
+	if (f->fd >= 0 && !row.content) {
+		int64_t refs = 1;
+
+		close(f->fd);
+		f->fd = -1;
+		/* a copy no commit ever named is no row's: gone now, not at
+		 * the next mount (one that was named, tree_sweep() removes) */
+		if (contents_refs(t->st, f->content, &refs) == 0 && !refs)
+			contents_remove(t->contents, f->content);
+		f->content = 0;
+		f->content_dirty = false;
+	} else if (f->fd >= 0) {
+		f->content_dirty = false;
+		/* the space back at once; failing, the tail is never read */
+		if (ftruncate(f->fd, row.size) < 0)
+			ret = 0;
+	}
 	f->size = f->stored_size = row.size;
 	f->alloc = row.alloc;
 	f->mtime_ns = row.mtime_ns;
@@ -1718,7 +2144,7 @@ static int cut_alone(struct tree *t, uint64_t ino, int64_t size)
 	struct tree_attr a;
 	int ret, settled;
 
-	if (!can_leave(t) || tree_getattr(t, ino, &a) < 0 ||
+	if (!can_leave(t) || tree_getattr(t, ino, &a) < 0 || a.content ||
 	    !S_ISREG(a.mode) || size < 0 || size >= a.size ||
 	    a.alloc - size < CUT_ALONE_BYTES)
 		return 0;
@@ -1751,8 +2177,30 @@ static int cut_alone(struct tree *t, uint64_t ino, int64_t size)
 	return ret < 0 ? ret : settled;
 }
 
+static int setattr_open(struct tree *t, uint64_t ino,
+			const struct tree_setattr *sa, struct tree_attr *out);
+
+/* A cut of a file with a data file goes through an open file (its fd,
+ * the copy of a shared content): opened for it when no one has it open. */
 int tree_setattr(struct tree *t, uint64_t ino, const struct tree_setattr *sa,
 		 struct tree_attr *out)
+{
+	struct tree_attr a;
+	int ret, r;
+
+	if (!(sa->what & TREE_SET_SIZE) || open_find(t, ino) ||
+	    read_row(t, ino, &a) < 0 || !a.content || !S_ISREG(a.mode))
+		return setattr_open(t, ino, sa, out);
+	ret = tree_open(t, ino);
+	if (ret < 0)
+		return ret;
+	ret = setattr_open(t, ino, sa, out);
+	r = tree_release(t, ino);
+	return ret < 0 ? ret : r < 0 ? r : tree_getattr(t, ino, out);
+}
+
+static int setattr_open(struct tree *t, uint64_t ino,
+			const struct tree_setattr *sa, struct tree_attr *out)
 {
 	static const char sql[] = "UPDATE inodes SET mode = ?2, uid = ?3,"
 		" gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7"
@@ -1951,6 +2399,8 @@ int tree_forget_session(struct tree *t, int64_t session)
 	 * Which session a file is in is asked of the store, never
 	 * remembered: a move that rolled back must not leave it wrong.
 	 */
+	/* the session's rows go in the caller's transaction */
+	t->sweep_maybe = true;
 	for (int b = 0; b < OPEN_BUCKETS; b++) {
 		for (struct open_file *f = t->open[b]; f; f = f->next) {
 			int ret = store_run(t->st, sql, STORE_INT(f->ino),
@@ -1971,6 +2421,187 @@ int tree_forget_session(struct tree *t, int64_t session)
 	return 0;
 }
 
+/* ---- copies that share contents ------------------------------------------ */
+
+int tree_flush_all(struct tree *t)
+{
+	for (int b = 0; b < OPEN_BUCKETS; b++)
+		for (struct open_file *f = t->open[b]; f; f = f->next) {
+			int ret = flush_file(t, f, false);
+
+			if (ret < 0)
+				return ret;
+		}
+	return 0;
+}
+
+int tree_copy(struct tree *t, uint64_t root, uint64_t skip_below,
+	      int64_t session, uint64_t *new_root)
+{
+	static const char map_sql[] =
+		"CREATE TEMP TABLE IF NOT EXISTS tree_copy_map ("
+		"  old INTEGER PRIMARY KEY, new INTEGER NOT NULL,"
+		"  old_parent INTEGER);"
+		"DELETE FROM temp.tree_copy_map;";
+	/* the rows below `root` (named ones: nlink > 0), not below
+	 * `skip_below` (which is copied, empty) */
+	static const char list_sql[] =
+		"WITH RECURSIVE sub(ino) AS (SELECT ?1 UNION ALL"
+		" SELECT i.ino FROM inodes i JOIN sub ON i.parent = sub.ino"
+		" WHERE sub.ino <> ?2 AND i.nlink > 0)"
+		" SELECT ino FROM sub ORDER BY ino";
+	/* a copy of the row, in no folder until all are made */
+	static const char copy_sql[] =
+		"INSERT INTO inodes(session, parent, name, mode, uid, gid,"
+		" nlink, size, alloc, atime_ns, mtime_ns, ctime_ns, target, tag,"
+		" content) SELECT nullif(?2, 0), NULL, name, mode, uid, gid,"
+		" nlink, size, alloc, atime_ns, mtime_ns, ctime_ns, target, tag,"
+		" content FROM inodes WHERE ino = ?1";
+	static const char note_sql[] =
+		"INSERT INTO temp.tree_copy_map(old, new, old_parent)"
+		" SELECT ?1, ?2, parent FROM inodes WHERE ino = ?1";
+	static const char link_sql[] =
+		"UPDATE inodes SET parent = (SELECT p.new FROM"
+		" temp.tree_copy_map m JOIN temp.tree_copy_map p"
+		" ON p.old = m.old_parent WHERE m.new = inodes.ino)"
+		" WHERE ino IN (SELECT new FROM temp.tree_copy_map WHERE old <> ?1)";
+	static const char chunks_sql[] =
+		"INSERT INTO chunks(ino, idx, data) SELECT m.new, c.idx, c.data"
+		" FROM chunks c JOIN temp.tree_copy_map m ON m.old = c.ino";
+	/* the jobs' folder left empty has two links, like a new one */
+	static const char skip_sql[] =
+		"UPDATE inodes SET nlink = 2 WHERE ino = (SELECT new FROM"
+		" temp.tree_copy_map WHERE old = ?1)";
+	sqlite3_stmt *q;
+	int rc, ret;
+
+	ret = store_exec(t->st, map_sql);
+	if (ret < 0)
+		return ret;
+	q = store_stmt(t->st, list_sql);
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)root);
+	sqlite3_bind_int64(q, 2, (int64_t)skip_below);
+	/* the list is read whole first: the inserts add rows to inodes */
+	{
+		int64_t *inos = NULL;
+		size_t n = 0, alloc = 0;
+
+		while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+			if (n == alloc) {
+				size_t na = alloc ? 2 * alloc : 256;
+				int64_t *p = realloc(inos, na * sizeof(*p));
+
+				if (!p) {
+					store_done(q);
+					free(inos);
+					return -ENOMEM;
+				}
+				inos = p;
+				alloc = na;
+			}
+			inos[n++] = sqlite3_column_int64(q, 0);
+		}
+		store_done(q);
+		ret = rc == SQLITE_DONE ? 0 : store_errno(rc);
+		for (size_t i = 0; i < n && !ret; i++) {
+			int64_t made;
+
+			ret = store_run(t->st, copy_sql, STORE_INT(inos[i]),
+					STORE_INT(session));
+			made = sqlite3_last_insert_rowid(store_db(t->st));
+			if (!ret)
+				ret = store_run(t->st, note_sql,
+						STORE_INT(inos[i]),
+						STORE_INT(made));
+			if (!ret && (uint64_t)inos[i] == root)
+				*new_root = (uint64_t)made;
+		}
+		free(inos);
+	}
+	if (!ret)
+		ret = store_run(t->st, link_sql, STORE_INT(root));
+	if (!ret)
+		ret = store_run(t->st, chunks_sql);
+	if (!ret && skip_below)
+		ret = store_run(t->st, skip_sql, STORE_INT(skip_below));
+	/* open files of either side ask again before their next write */
+	if (!ret)
+		tree_shared(t);
+	return ret;
+}
+
+int tree_share(struct tree *t, uint64_t src, uint64_t dst, int64_t *shared)
+{
+	static const char sql[] = "UPDATE inodes SET content = ?2, size = ?3,"
+		" alloc = ?4, mtime_ns = ?5, ctime_ns = ?5 WHERE ino = ?1";
+	struct open_file *from = open_find(t, src), *to = open_find(t, dst);
+	int64_t now = fclock_now_ns();
+	int fd, ret;
+
+	*shared = 0;
+	if (!from || !to)
+		return -EBADF;
+	if (from == to || from->fd < 0 || to->fd >= 0 || to->size ||
+	    to->nchunks)
+		return -EOPNOTSUPP;
+	/* what the source's row names is what is shared */
+	ret = flush_file(t, from, false);
+	if (ret < 0)
+		return ret;
+	fd = open_content(t, from->content, 0, from->ino, false);
+	if (fd < 0)
+		return fd;
+	ret = store_begin(t->st);
+	if (!ret)
+		ret = store_run(t->st, sql, STORE_INT(dst),
+				STORE_INT(from->content), STORE_INT(from->size),
+				STORE_INT(from->alloc), STORE_INT(now));
+	if (!ret)
+		ret = store_run(t->st, "DELETE FROM chunks WHERE ino = ?1",
+				STORE_INT(dst));
+	if (ret < 0)
+		store_rollback(t->st);
+	else
+		ret = store_commit(t->st);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	to->fd = fd;
+	to->content = from->content;
+	to->size = to->stored_size = from->size;
+	to->alloc = from->alloc;
+	to->mtime_ns = to->ctime_ns = now;
+	to->attr_dirty = to->content_dirty = to->owned = false;
+	/* the source asks again before its next write */
+	tree_shared(t);
+	t->changes++;
+	*shared = to->size;
+	return 0;
+}
+
+int tree_parent(struct tree *t, uint64_t ino, uint64_t *parent)
+{
+	int64_t v = 0;
+	int ret = store_int(t->st, "SELECT coalesce(parent, 0) FROM inodes"
+			    " WHERE ino = ?1", &v, STORE_INT(ino));
+
+	*parent = (uint64_t)v;
+	return ret;
+}
+
+int tree_copied(struct tree *t, uint64_t old, uint64_t *made)
+{
+	int64_t v = 0;
+	int ret = store_int(t->st, "SELECT new FROM temp.tree_copy_map"
+			    " WHERE old = ?1", &v, STORE_INT(old));
+
+	*made = (uint64_t)v;
+	return ret;
+}
+
 /* ---- life cycle ---------------------------------------------------------- */
 
 int tree_new(struct tree **out, struct store *st)
@@ -1982,8 +2613,14 @@ int tree_new(struct tree **out, struct store *st)
 	if (!t)
 		return -ENOMEM;
 	t->st = st;
-	/* Files unlinked while open when the last daemon died. */
+	t->contents = store_contents(st);
+	/* no folder (an in-memory store): every byte in chunks */
+	t->inline_max = t->contents ? TREE_INLINE_MAX : TREE_MAX_SIZE;
+	/* Files unlinked while open when the last daemon died; then the
+	 * data files no row names (contents.h) */
 	ret = store_exec(st, "DELETE FROM inodes WHERE nlink = 0");
+	if (!ret && t->contents)
+		ret = contents_mount_sweep(t->contents, st, &t->next_content);
 	if (ret < 0) {
 		free(t);
 		return ret;
@@ -2006,6 +2643,8 @@ void tree_free(struct tree *t)
 			if (!f->orphan)
 				flush_file(t, f, true);
 			drop_chunks(t, f);
+			if (f->fd >= 0)
+				close(f->fd);
 			free(f->chunks);
 			free(f);
 		}
@@ -2016,7 +2655,68 @@ void tree_free(struct tree *t)
 		if (t->refs.slots[i].kept)
 			delete_if_unlinked(t, t->refs.slots[i].ino);
 	free(t->refs.slots);
+	tree_sweep(t);
 	while (t->npool)
 		free(t->pool[--t->npool]);
 	free(t);
+}
+
+/*
+ * A store of the last schema keeps large files in chunks: each moves to
+ * a data file in two steps a crash cannot break — the file written and
+ * synced (an orphan until named: swept at mount), then one durable
+ * commit that names it and deletes the chunks.  Interrupted, the next
+ * mount goes on where this one stopped.
+ */
+int tree_convert(struct tree *t, tree_progress_fn progress, void *ctx)
+{
+	static const char total_sql[] = "SELECT count(*), coalesce(sum(size), 0)"
+		" FROM inodes WHERE content IS NULL AND (mode & 61440) = 32768"
+		" AND size > ?1";
+	static const char next_sql[] = "SELECT ino FROM inodes"
+		" WHERE content IS NULL AND (mode & 61440) = 32768"
+		" AND size > ?1 AND ino > ?2 ORDER BY ino LIMIT 1";
+	sqlite3_stmt *q = store_stmt(t->st, total_sql);
+	int64_t files = 0, total = 0, done = 0, last = 0, ino;
+	int ret;
+
+	if (!q)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, TREE_INLINE_MAX);
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		files = sqlite3_column_int64(q, 0);
+		total = sqlite3_column_int64(q, 1);
+	}
+	store_done(q);
+	if (!files)
+		return 0;
+	while ((ret = store_int(t->st, next_sql, &ino,
+				STORE_INT(TREE_INLINE_MAX),
+				STORE_INT(last))) == 0) {
+		struct open_file *f;
+		bool opened = !open_find(t, (uint64_t)ino);
+
+		last = ino;
+		ret = tree_open(t, (uint64_t)ino);
+		if (ret < 0)
+			return ret;
+		f = open_find(t, (uint64_t)ino);
+		ret = f->fd < 0 ? externalize(t, f) : 0;
+		if (!ret)
+			ret = flush_file(t, f, true);
+		done += f->size;
+		if (opened || ret < 0) {
+			int r = tree_release(t, (uint64_t)ino);
+
+			ret = ret < 0 ? ret : r;
+		}
+		if (ret < 0)
+			return ret;
+		if (progress)
+			progress(ctx, done, total);
+	}
+	if (ret != -ENOENT)
+		return ret;
+	/* the chunks' pages back to the disk */
+	return store_exec(t->st, "PRAGMA incremental_vacuum");
 }

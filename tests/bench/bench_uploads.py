@@ -42,6 +42,7 @@ import threading
 import time
 
 MiB = 1 << 20
+GiB = 1 << 30
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE_DIR = "/tmp/flowfs-bench-cache"
 
@@ -382,6 +383,8 @@ class Ctx:
         self.chunk = os.urandom(MiB)
         self.small = os.urandom(4096)
         self.notes = []
+        # daemon CPU seconds per GiB, by what was done and target name
+        self.cpu = {}
 
     def note(self, msg):
         if msg not in self.notes:
@@ -402,6 +405,25 @@ def used_bytes(path):
     return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
+def daemon_cpu(t):
+    """CPU seconds the target's daemon has used (all its threads, user and
+    system, those that ended too), or None for an in-kernel filesystem:
+    the honest measure on a shared machine, where wall time swings with
+    the other engineers' load."""
+    if not t.pid:
+        return None
+    with open(f"/proc/{t.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def count_cpu(t, ctx, what, before, nbytes):
+    after = daemon_cpu(t)
+    if before is not None and after is not None:
+        ctx.cpu.setdefault(what, {}).setdefault(t.name, []).append(
+            (after - before) * GiB / nbytes)
+
+
 def _seq_write(t, ctx, fsync):
     path = big_path(t)
     before = used_bytes(t.work)
@@ -416,6 +438,7 @@ def _seq_write(t, ctx, fsync):
             time.sleep(0.01)
     os.sync()  # keep the previous rep's writeback out of this one
     n = ctx.file_size // len(ctx.chunk)
+    cpu = daemon_cpu(t)
     t0 = time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -426,6 +449,8 @@ def _seq_write(t, ctx, fsync):
     finally:
         os.close(fd)
     dt = time.perf_counter() - t0
+    if not fsync:
+        count_cpu(t, ctx, "written", cpu, ctx.file_size)
     return ctx.file_size / MiB / dt
 
 
@@ -502,7 +527,10 @@ def m_cold_read(t, ctx):
     ensure_big(t, ctx)
     path = big_path(t)
     drop_file_cache(t, path, ctx)
-    return _read_all(path, ctx)
+    cpu = daemon_cpu(t)
+    v = _read_all(path, ctx)
+    count_cpu(t, ctx, "read (cold)", cpu, ctx.file_size)
+    return v
 
 
 WARM_READS = 9
@@ -966,21 +994,22 @@ def upload_rows(ctx):
     n = f"{ctx.nfiles:,}"
     return [
         Row(f"seq write {size} (write+close)", "MiB/s", fn=m_seq_write,
-            goal=Goal(ratio=0.5, text=">= 0.5x ovl")),
+            goal=Goal(ratio=0.9, text=">= 0.9x ovl")),
         Row(f"seq write {size} (+fsync)", "MiB/s", fn=m_seq_write_fsync),
         Row(f"cold read {size}", "MiB/s", fn=m_cold_read,
-            goal=Goal(ratio=0.5, text=">= 0.5x ovl")),
+            goal=Goal(ratio=0.9, text=">= 0.9x ovl")),
         Row(f"warm read {size}", "MiB/s", fn=m_warm_read,
-            goal=Goal(ratio=0.8, text=">= 0.8x ovl")),
+            goal=Goal(ratio=0.9, text=">= 0.9x ovl")),
         *[Row(f"cold read, {r} reader{'s' if r > 1 else ''} of"
               f" {ctx.file_size // MiB // PAR_FILES} MiB files at once",
               "MiB/s", fn=parallel_read(r)) for r in (1, 2, 4)],
         Row(f"create+4KiB write+close x{n}", "files/s", fn=m_create_files,
-            goal=Goal(ratio=0.5, text=">= 0.5x ovl")),
+            goal=Goal(ratio=0.9, text=">= 0.9x ovl")),
         Row(f"ls -l of {n} files (cold)", "entries/s", fn=m_ls_cold,
-            goal=Goal(ratio=0.25, text=">= 0.25x ovl")),
+            goal=Goal(ratio=0.5, text=">= 0.5x ovl")),
         Row(f"ls -l of {n} files (warm)", "entries/s", fn=m_ls_warm),
-        Row(f"unlink x{n}", "files/s", fn=m_unlink_files),
+        Row(f"unlink x{n}", "files/s", fn=m_unlink_files,
+            goal=Goal(ratio=1.0, text=">= 1x ovl")),
     ]
 
 
@@ -1058,6 +1087,11 @@ def main(argv):
         for row in rows:
             log(f"{row.label}:")
             measure(row, targets, ctx, args.reps)
+        for what, by in ctx.cpu.items():
+            r = Row(f"daemon CPU per GiB {what}", "s", higher_better=False)
+            r.samples = by
+            r.values = {k: statistics.median(v) for k, v in by.items()}
+            extra.append(r)
         extra.append(rss_row(targets))
         space = Row("tmpfs space used after the above", "MiB", higher_better=False)
         for t in targets:

@@ -322,15 +322,26 @@ static void check_key(const char *key, const json_t *prop,
 
 /* Whether a line of `text` starts with `prefix` (an upload's name may hold
  * the same words further along a line). */
+/* Whether a line of `text` starts with `prefix` and is not one of the
+ * lines an accepted request may have: a parameter the skill does not
+ * declare ("request.json: skill S has no parameter \"P\" ..."). */
 static bool line_starts(const char *text, const char *prefix)
 {
 	size_t len = strlen(prefix);
 
 	for (const char *l = text; l; l = strchr(l, '\n')) {
+		const char *end;
+
 		if (*l == '\n')
 			l++;
-		if (!strncmp(l, prefix, len))
-			return true;
+		if (strncmp(l, prefix, len))
+			continue;
+		end = strchr(l, '\n');
+		if (!strncmp(l + len, "skill ", 6) &&
+		    memmem(l, end ? (size_t)(end - l) : strlen(l),
+			   " has no parameter \"", 19))
+			continue;
+		return true;
 	}
 	return false;
 }

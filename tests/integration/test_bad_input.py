@@ -11,7 +11,7 @@ import pytest
 from conftest import errname, oserror, read_bytes, write_bytes
 
 BIG = 2 ** 63 - 1
-MAX_FILE = 2 ** 50       # README: a file in uploads/ holds at most 1 PiB
+MAX_FILE = 2 ** 44 - 4096   # README: a file holds at most 16 TiB - 4 KiB
 
 
 def assert_alive(flowfs, uploads):

@@ -4,6 +4,7 @@ problems seen before mounting give one `flowfs: ...` line and a non-zero exit.""
 import contextlib
 import hashlib
 import os
+import re
 import sqlite3
 import subprocess
 import tempfile
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import daemon_env, flowfs_bin, sanitizer_report, _fusermount
+from conftest import (daemon_env, flowfs_bin, readme_section,
+                      sanitizer_report, _fusermount)
 
 
 def run_flowfs(args, env_extra=None, timeout=30):
@@ -483,3 +485,22 @@ def test_database_on_a_read_only_file_system_says_so(tmp_path):
     finally:
         subprocess.run(["umount", str(ro)], check=True)
     assert not os.path.ismount(ro)
+
+
+def test_the_readme_options_table_names_every_option():
+    """Issue 29: the README's table of options lacked --executor,
+    --work-dir, --jobs and --container, which --help and the man page
+    list: every option --help names has a row of its own there."""
+    helptext = subprocess.run([str(flowfs_bin()), "--help"],
+                              capture_output=True, text=True,
+                              env=daemon_env(), timeout=60).stdout
+    options = set(re.findall(r"(--[a-z-]+)", helptext))
+    assert len(options) > 15, helptext
+    rows = [line for line in
+            readme_section("Running the daemon yourself").splitlines()
+            if line.startswith("| `")]
+    named = set()
+    for row in rows:
+        named |= set(re.findall(r"`(--[a-z-]+)", row.split(" | ")[0]))
+    missing = sorted(options - named)
+    assert not missing, f"--help has options the README's table lacks: {missing}"

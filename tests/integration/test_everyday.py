@@ -60,7 +60,8 @@ def test_rmdir_says_why_it_keeps_a_session(mnt):
     expect(errno.ENOTEMPTY, os.rmdir, s)
     assert root_log(mnt)[-1][1:] == (
         "kept", "the session holds files, a job graph, a context or rounds"
-        " (rm -rf removes it all)")
+        " (rm -rf removes it all), or snapshots (rm -rf S/.snapshots/*"
+        " removes them)")
 
 
 @pytest.mark.root      # another user on the mount: allow_other
@@ -170,22 +171,87 @@ def test_an_ordinary_users_mount_with_allow_other(tmp_path):
 
 # -- status, status.json, the logs ------------------------------------------------
 
-def test_status_reads_exactly_ready_after_refusals(session):
-    """A script may wait for exactly "ready": refusals go to the log."""
+def test_a_refused_write_is_named_in_status_until_mended(session):
+    """Issue 29: a refused write looked like a success to a shell's `>`
+    and to Python's open().write() without close(), and status went on
+    reading "ready".  Now the document's last refused write is a problem
+    in status (the reason in the log as before) until it is written well;
+    a script waiting for exactly "ready" waits until then."""
     assert put(session / "session.json", b"{") == errno.EINVAL
-    assert put(session / "request.json", b"[]") == errno.EINVAL
-    assert read_bytes(session / "status") == b"ready\n"
-    assert status_of(session) == (["ready"], [
+    # a shell's redirect: the refusal at close() never reaches it
+    r = subprocess.run(["bash", "-c", "echo '[]' > request.json; echo $?"],
+                       cwd=session, capture_output=True, text=True,
+                       timeout=30)
+    assert r.stdout == "0\n", r.stdout + r.stderr
+    status = read_bytes(session / "status").decode()
+    assert status == (
+        "session.json: your last write was refused: line 1, column 2: the"
+        " document ends before the object is closed; the file still holds"
+        " the earlier version\n"
+        "request.json: your last write was refused: request.json must be"
+        " an object {\"input\": {...}, \"parameter\": {...}}; the file"
+        " still holds the earlier version\n"), status
+    assert status_json(session)["ready"] is False
+    assert status_of(session)[1] == [
         ("session.json", "line 1, column 2: the document ends before the"
          " object is closed"),
         ("request.json", 'request.json must be an object {"input": {...},'
-         ' "parameter": {...}}')])
-    # the script in the issue ends
+         ' "parameter": {...}}')]
+    # a script waiting for exactly "ready" ends once both are mended
     code = ("import time\nwhile open('status').read().strip() != 'ready':"
             " time.sleep(0.1)\n")
-    r = subprocess.run(["/usr/bin/python3", "-c", code], cwd=session,
-                       timeout=30)
+    waiter = subprocess.Popen(["/usr/bin/python3", "-c", code], cwd=session)
+    assert put(session / "session.json", b'{"title": "fixed"}') == 0
+    assert "request.json: your last write" in read_bytes(
+        session / "status").decode()
+    assert waiter.poll() is None
+    # Python's open().write() with no close(): the object goes, the
+    # close comes from the garbage collector
+    r = subprocess.run(["/usr/bin/python3", "-c",
+                        "open('request.json', 'w').write('{}')"],
+                       cwd=session, timeout=30)
     assert r.returncode == 0
+    assert waiter.wait(timeout=30) == 0
+    assert read_bytes(session / "status") == b"ready\n"
+
+
+def test_a_refused_new_file_and_a_removed_one(session):
+    """A refused new node was not made: status says so until a good one
+    is; a refused change of a node that is then removed is no problem."""
+    nodes = session / "nodes"
+    assert put(nodes / "a.json", b'{"label": 3}') == errno.EINVAL
+    assert not (nodes / "a.json").exists()
+    status = read_bytes(session / "status").decode()
+    assert status.startswith("nodes/a.json: your last write was refused: ")
+    assert status.endswith("; the file was not made\n"), status
+    assert put(nodes / "a.json", b'{"label": "t"}') == 0
+    assert read_bytes(session / "status") == b"ready\n"
+    assert put(nodes / "a.json", b'{"label": 4}') == errno.EINVAL
+    assert read_bytes(session / "status").decode().endswith(
+        "; the file still holds the earlier version\n")
+    os.unlink(nodes / "a.json")
+    assert read_bytes(session / "status") == b"ready\n"
+
+
+def test_parameters_json_ends_the_refusals_of_the_files_it_writes(session):
+    """A refused node or edge file is written well when parameters.json
+    writes it (a copy restored with cp -a brings parameters.json after a
+    broken node file): its refusal ends; one it does not make stays."""
+    assert put(session / "nodes" / "a.json", b'{"label": 3}') == errno.EINVAL
+    assert put(session / "nodes" / "b.json", b'{"label": 3}') == errno.EINVAL
+    assert put_json(session / "parameters.json", {
+        "nodes": [{"id": "a", "label": "t"}], "edges": []}) == 0
+    status = read_bytes(session / "status").decode().splitlines()
+    assert len(status) == 1 and status[0].startswith(
+        "nodes/b.json: your last write was refused: "), status
+
+def test_a_refused_write_outlives_a_remount(flowfs):
+    s = flowfs.mnt / "s"
+    os.mkdir(s)
+    assert put(s / "request.json", b"[]") == errno.EINVAL
+    flowfs.remount()
+    assert "request.json: your last write was refused" in read_bytes(
+        s / "status").decode()
 
 
 def test_status_json_for_programs(make_flowfs, skill_folder, isolated_config):
@@ -198,13 +264,16 @@ def test_status_json_for_programs(make_flowfs, skill_folder, isolated_config):
     # byte for byte what Python's json.dumps(indent=2) writes, in the
     # README's order of keys
     assert read_bytes(s / "status.json").decode() == json.dumps(
-        {"ready": True, "problems": [], "notes": [], "run": None,
-         "fetches": [], "graph": None}, indent=2)
+        {"ready": True, "problems": [], "notes": [
+            "nothing to do yet: no skill is bound (session.json) and the job"
+            " graph is empty (nodes/)"], "run": None,
+         "fetches": [], "graph": None, "snapshots": [], "fork_of": None},
+        indent=2)
     assert put_json(s / "session.json", {"skill": "needs"}) == 0
     assert read_bytes(s / "status.json").decode() == json.dumps(
         {"ready": False, "problems": ["missing required input files: data"],
-         "notes": [], "run": None, "fetches": [], "graph": None},
-        indent=2)
+         "notes": [], "run": None, "fetches": [], "graph": None,
+         "snapshots": [], "fork_of": None}, indent=2)
     assert read_bytes(s / "status") == b"missing required input files: data\n"
     write_bytes(s / "uploads" / "data", b"x")
     assert status_json(s)["ready"] is True

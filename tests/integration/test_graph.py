@@ -1043,6 +1043,26 @@ def test_parameters_json_keeps_uuids_and_fills_defaults(s):
     assert os.listdir(s / "edges") == []
 
 
+def test_parameters_json_without_meta_keeps_the_template_uuid(s):
+    """Issue 29: a document without "meta" was refused ('missing "meta"')
+    though the README did not say it was needed; meta holds only the
+    template_uuid the session keeps anyway, so leaving it out is taken as
+    "meta": {} is: the graph is replaced, the session's uuid kept."""
+    t = graph(s)["meta"]["template_uuid"]
+    doc = {"nodes": [{"id": N1, "label": "a"}], "edges": []}
+    assert put_json(s / "parameters.json", doc) == 0
+    g = graph(s)
+    assert [n["id"] for n in g["nodes"]] == [N1]
+    assert g["meta"] == {"template_uuid": t}
+    # nodes and edges are still needed; a meta given must be an object
+    n = len(refusals(s))
+    assert put_json(s / "parameters.json", {"nodes": []}) == errno.EINVAL
+    assert put_json(s / "parameters.json",
+                    {**doc, "meta": []}) == errno.EINVAL
+    assert [m for _, m in refusals(s)[n:]] == [
+        'missing "edges"', '"meta" must be an object']
+    assert [n["id"] for n in graph(s)["nodes"]] == [N1]
+
 def test_creation_order(s):
     add_node(s, "node-$b", "b")
     add_node(s, "node-$a", "a")

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import (DEFAULT_PROMPT, bind, dumps, errname, expect,
                       jinja_render, oserror, prompt_context, put, put_json,
-                      read_bytes, status_of, write_bytes)
+                      read_bytes, status_json, status_of, write_bytes)
 
 EMPTY_REQUEST = {"input": {}, "parameter": {}}
 
@@ -125,7 +125,10 @@ def test_request_unbound(mnt):
     assert put_json(s / "request.json", {"input": []}) == errno.EINVAL
     assert put_json(s / "request.json", {"x": {}}) == errno.EINVAL
     shows(s / "request.json", {"input": {"q": 1}, "parameter": {}})
-    assert status_of(s) == (["ready"], [
+    assert status_of(s) == (["request.json: your last write was refused:"
+                             " unknown key 'x' (request.json has input,"
+                             " parameter); the file still holds the earlier"
+                             " version"], [
         ("request.json", "input must be an object"),
         ("request.json", "unknown key 'x' (request.json has input,"
          " parameter)")])
@@ -359,7 +362,9 @@ def test_input_schema_behind_a_ref(skill_folder, mount_skills):
                     {"input": {"colour": "red"}}) == errno.EINVAL
     f = upload(s, "data.csv")
     shows(s / "input.json", {"q": "hi", "data": f})
-    assert status_of(s)[0] == ["ready"]
+    assert status_of(s)[0] == ["request.json: your last write was refused:"
+                               " unknown input key 'colour'; the file still"
+                               " holds the earlier version"]
 
 
 def test_generated_files_drop_what_is_written(form):
@@ -601,6 +606,79 @@ def test_status_request_and_prompt_lines_last(skill_folder, mount_skills):
     assert len(problems) == 4
     assert re.fullmatch(r"prompt\.txt: line 3, column \d+: .*macro.*",
                         problems[3]), problems[3]
+
+
+# The Skill-Runner demo's shape (issue 29): a required CSV file, a required
+# parameter, a schema silent on undeclared names; and an optional input.
+PANDAS_INPUT = {"type": "object", "properties": {
+    "csv_file": {"type": "string", "extensions": [".csv"]},
+    "labels": {"type": "string"}}, "required": ["csv_file"]}
+PANDAS_PARAMETER = {"type": "object", "properties": {
+    "column": {"type": "string"}}, "required": ["column"]}
+
+
+@pytest.fixture
+def pandas(skill_folder, mount_skills):
+    skill_folder.add("pandas", input=PANDAS_INPUT, parameter=PANDAS_PARAMETER)
+    skill_folder.add("open", input=PANDAS_INPUT, parameter={
+        **PANDAS_PARAMETER, "additionalProperties": True})
+    fs = mount_skills()
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    assert bind(s, "pandas") == 0
+    return s
+
+
+def test_an_upload_under_another_name_is_named(pandas, tmp_path):
+    """Issue 29: uploads/data.csv for input csv_file bound nothing and
+    status said only that csv_file was missing.  It names what binds
+    nothing and the names that would bind, beside that line; once nothing is
+    missing, status reads exactly "ready" and status.json's notes say
+    it."""
+    s = pandas
+    data = tmp_path / "data.csv"
+    data.write_bytes(b"a,b\n1,2\n")
+    shutil.copy(data, s / "uploads")
+    assert status_of(s) == ([
+        "missing required input files: csv_file",
+        "uploads/: data.csv binds no input; the names that would bind: csv_file,"
+        " csv_file.csv, labels",
+        "missing required parameters: column"], [])
+    os.rename(s / "uploads" / "data.csv", s / "uploads" / "csv_file.csv")
+    assert status_of(s) == (["missing required parameters: column"], [])
+    assert put_json(s / "request.json", {"parameter": {"column": "a"}}) == 0
+    shutil.copy(data, s / "uploads" / "notes.txt")
+    assert status_of(s) == (["ready"], [])
+    assert status_json(s)["notes"] == [
+        "uploads/: notes.txt binds no input; the names that would bind: labels"]
+    os.rename(s / "uploads" / "notes.txt", s / "uploads" / "labels")
+    assert status_json(s)["notes"] == []
+
+
+def test_a_misspelled_parameter_is_named(pandas):
+    """Issue 29: a parameter the skill does not have ("colum") was stored
+    silently where the schema does not forbid it.  It is a status line
+    until it is mended; a skill whose schema takes undeclared names
+    (additionalProperties) gets it in status.json's notes, ready."""
+    s = pandas
+    write_bytes(s / "uploads" / "csv_file.csv", b"a,b\n1,2\n")
+    assert put_json(s / "request.json", {"parameter": {"colum": "a"}}) == 0
+    assert status_of(s) == ([
+        "missing required parameters: column",
+        'request.json: skill pandas has no parameter "colum" (it has:'
+        ' column)'], [])
+    assert put_json(s / "request.json",
+                    {"parameter": {"column": "a", "colour": "red"}}) == 0
+    assert status_of(s)[0] == [
+        'request.json: skill pandas has no parameter "colour" (it has:'
+        ' column)']
+    assert bind(s, "open") == 0
+    assert status_of(s) == (["ready"], [])
+    assert status_json(s)["notes"] == [
+        'request.json: skill open declares no parameter "colour" (it has:'
+        ' column); it is passed on as given, as its schema allows']
+    assert json.loads(read_bytes(s / "parameter.json")) == {
+        "column": "a", "colour": "red"}
 
 
 # -- prompt.txt -----------------------------------------------------------------
@@ -980,7 +1058,10 @@ def test_walkthrough_pandas_stats(real_mount, real_skills, tmp_path):
         assert e.value.errno == errno.EINVAL, body
         assert status_of(s)[1][-1] == ("request.json", message)
         shows(s / "request.json", EMPTY_REQUEST)
-    assert status_of(s)[0] == ["missing required parameters: column"]
+    assert status_of(s)[0] == [
+        "missing required parameters: column",
+        f"request.json: your last write was refused: {mistakes[-1][1]};"
+        f" the file still holds the earlier version"]
 
     with open(s / "request.json", "w") as f:
         f.write('{"parameter": {"column": "price"}}\n')

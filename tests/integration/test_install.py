@@ -7,6 +7,7 @@ meson install writes its log into the build folder, which is root's in
 tools/test: these run as root (into a DESTDIR, nothing of the system's
 changes but for the one symlink the fstab test needs, removed after)."""
 
+import json
 import os
 import re
 import shutil
@@ -180,3 +181,76 @@ def test_fstab_line(on_default_path, tmp_path):
         assert " fuse.flowfs " in line and "nosuid" in line, line
     finally:
         unmount(mnt)
+
+
+@pytest.fixture
+def user_on_default_path():
+    """The flowfs under test on mount(8)'s default PATH, for a user's
+    mount (the test user reaches the build, not the DESTDIR)."""
+    link = Path(f"{PREFIX}/bin/flowfs")
+    if link.exists() or link.is_symlink():
+        pytest.skip(f"{link} exists: an installed flowfs is not replaced")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(flowfs_bin())
+    try:
+        yield link
+    finally:
+        link.unlink()
+
+
+def test_fstab_line_mounted_by_its_user(user_on_default_path, tmp_path):
+    """Issue 29: the README's fstab line, `mount ~/flows` as the user it is
+    written for, failed: mount(8) runs the helper with an environment that
+    is not the user's (here HOME=/root, as runuser leaves it), and flowfs
+    took its folders from it ("cannot make the work folder
+    /root/.local/state/flowfs/jobs: Permission denied").  Now its folders
+    come from the user's passwd entry.  In a mount namespace of the test's
+    own, where /etc/fstab is a file of the test's."""
+    import pwd
+    try:
+        user = pwd.getpwnam("flowfs-test")
+    except KeyError:
+        pytest.skip("no user flowfs-test (tools/test makes it)")
+    home = Path(user.pw_dir)
+    mnt = home / f"flows-{os.getpid()}"
+    db = home / f"flows-{os.getpid()}.db"
+    fstab = tmp_path / "fstab"
+    fstab.write_text(f"{db} {mnt} fuse.flowfs "
+                     "noauto,user,x-systemd.automount,nosuid,nodev 0 0\n")
+    fstab.chmod(0o644)
+    script = f"""
+set -u
+mount --bind {fstab} /etc/fstab || exit 90
+as_user() {{ runuser -u flowfs-test -- "$@"; }}
+as_user mkdir -p {mnt}
+echo "@@mount"
+HOME=/root as_user mount {mnt} 2>&1; echo "@@rc $?"
+for i in $(seq 100); do mountpoint -q {mnt} && break; sleep 0.1; done
+echo "@@config"
+as_user cat {mnt}/.flowfs/config
+as_user mkdir {mnt}/s && echo "@@made a session"
+echo "@@umount"
+as_user umount {mnt} 2>&1; echo "@@rc $?"
+for i in $(seq 100); do mountpoint -q {mnt} || break; sleep 0.1; done
+mountpoint -q {mnt} && fusermount3 -uz {mnt}
+mountpoint -q {mnt} && echo "@@still mounted"
+as_user rmdir {mnt}
+"""
+    try:
+        r = subprocess.run(["unshare", "-m", "--propagation", "private",
+                            "bash", "-c", script], capture_output=True,
+                           text=True, timeout=120)
+        out = r.stdout + r.stderr
+        assert "@@rc 0" in out.split("@@config")[0], out
+        config = json.loads(out.split("@@config\n")[1].split("@@")[0])
+        assert config["database"] == str(db), config
+        assert config["jobs"]["work_dir"].startswith(
+            f"{home}/.local/state/flowfs/jobs"), config
+        assert config["tool_map"] == f"{home}/.config/flowfs/tools.json"
+        assert "@@made a session" in out, out
+        assert out.split("@@umount\n")[1].startswith("@@rc 0"), out
+        assert "@@still mounted" not in out, out
+    finally:
+        for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+            if path.exists():
+                path.unlink()

@@ -240,13 +240,20 @@ def ls(path):
 
 
 def group_alive(pgid):
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether a process of group `pgid` runs: a zombie does not (the
+    process that takes up an orphan, a container's init, may be slow to
+    reap it)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        state, _ppid, pgrp = text[text.rindex(")") + 2:].split()[:3]
+        if int(pgrp) == pgid and state != "Z":
+            return True
+    return False
 
 
 def squeue_ids(cluster, ids):
@@ -459,10 +466,24 @@ def test_cancel_stops_every_job(mount_jobs, executor, request):
                 int(p), int(ids["b"]))), "b's sleep started")
     assert "graph: running: 0 of 3 done" in settled(s / "status").decode()
     assert ctl(s, "cancel") == 0
+    if executor == "local":
+        # a local job is "cancelled" once nothing of it is left: b
+        # ignores SIGTERM, and says it is stopping until the SIGKILL
+        # 5 s later
+        state, keys, _ = job_state(s, "b")
+        assert (state, keys["message"]) == ("running",
+                                            "stopping: cancelled"), keys
+        assert ("jobs/b", "running: stopping: cancelled") in log_of(s)
+        assert word(s, "c") == "cancelled"
+        for nid in "ab":
+            wait_job(s, nid, "cancelled", timeout=15)
+            # nothing of it is left when it says so
+            assert not group_alive(int(ids[nid])), nid
     for nid in "abc":
         state, keys, _ = job_state(s, nid)
         assert state == "cancelled", (nid, state)
         assert ISO.match(keys["ended"]), keys
+        assert "message" not in keys, keys
     g = graph_report(s)
     assert {k: g[k] for k in ("state", "jobs", "cancelled", "done",
                               "running")} == \
@@ -866,3 +887,32 @@ def test_work_dir_inside_the_mount_is_refused(tmp_path, isolated_config):
                          r.stderr, re.M), (work, r.stderr)
         # nothing was made in the mount point's folder
         assert os.listdir(mnt) == [], (work, os.listdir(mnt))
+
+
+def test_a_failed_graph_keeps_status_from_ready(mount_jobs):
+    """Issue 29: status read "ready" after the job graph failed, so a
+    script waiting for "ready" could not tell done from failed.  A failed
+    or cancelled graph is now a problem in status until the graph is
+    submitted again or changed."""
+    fs = mount_jobs("local")
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    build_graph(s, {"a": ("root", {}), "count": ("fail", {})})
+    assert ctl(s, "submit") == 0
+    assert wait_graph(s)["state"] == "failed"
+    lines = read_bytes(s / "status").decode().splitlines()
+    assert "graph: failed: 1 of 2 jobs failed (count: exited with 3)" in \
+        lines, lines
+    assert "ready" not in lines
+    assert status_json(s)["ready"] is False
+    # the graph changed: what failed is history
+    assert put_json(s / "nodes" / "count.json", {"label": "root"}) == 0
+    assert read_bytes(s / "status") == b"ready\n"
+    # submitted again and cancelled: "cancelled" until the next change
+    build_graph(s, {"w": ("wait", {"flag": str(fs.tmp / "never")})})
+    assert ctl(s, "submit") == 0
+    wait_job(s, "w", "running")
+    assert ctl(s, "cancel") == 0
+    assert wait_graph(s)["state"] == "cancelled"
+    lines = read_bytes(s / "status").decode().splitlines()
+    assert any(l.startswith("graph: cancelled: ") for l in lines), lines

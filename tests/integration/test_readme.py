@@ -7,10 +7,8 @@ names aside).  A block the suite cannot run says why in an HTML comment on
 the line before it: `<!-- not run by the README test: REASON -->`.
 
 What a walk-through names is made by an earlier step it shows (its
-sample data) or is there: for the skills walk-through, the Skill-Runner
-demo skills from
-../shared/fixtures/skill-runner in $HOME/skills (the section is skipped
-without them).  It runs as root: `tools/run` builds in the checkout, which is
+sample data) or is the project's own: the example skills in
+tools/examples/skills.  Nothing beside the checkout is needed.  It runs as root: `tools/run` builds in the checkout, which is
 root's in CI (tools/test has made that release build already)."""
 
 import os
@@ -29,7 +27,6 @@ pytestmark = pytest.mark.root
 
 README = REPO / "README.md"
 SKIP_MARK = re.compile(r"<!-- not run by the README test: (.+?) -->")
-SKILL_RUNNER = REPO.parent / "shared" / "fixtures" / "skill-runner"
 
 
 @dataclass
@@ -205,10 +202,9 @@ def test_walk_through(section, tmp_path):
                XDG_CONFIG_HOME=str(home / ".config"), LC_ALL="C.UTF-8",
                PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     text = "\n".join("\n".join(b.body) for b in runnable(section))
-    if "$HOME/skills" in text:
-        if not SKILL_RUNNER.is_dir():
-            pytest.skip(f"{SKILL_RUNNER} is absent")
-        os.symlink(SKILL_RUNNER, home / "skills")
+    # the checkout's example skills, where the README's paths find them
+    (work / "tools").mkdir()
+    os.symlink(REPO / "tools" / "examples", work / "tools" / "examples")
     script, steps = script_for(section, work)
     if not re.search(r"^(\$ )?tools/run", text, re.M):
         # the README's first step, made before every section

@@ -41,6 +41,8 @@ def test_tools_run_mounts_a_demo_session(tmp_path, run_env):
         r = tools_run(mnt, run_env)
         assert r.returncode == 0, r.stdout + r.stderr
         assert os.path.ismount(mnt)
+        # the build is up to date (tools/test made it): not a word of it
+        assert "run: " not in r.stderr, r.stderr
         db = tmp_path / "data" / "flowfs" / "flowfs.db"
         assert f"flowfs is mounted at {mnt}" in r.stdout
         assert f"Database: {db} (new; created the demo session)" in r.stdout
@@ -142,6 +144,30 @@ def test_tools_run_as_an_ordinary_user(tmp_path, run_env):
         assert (r.returncode, r.stderr) == (0, "")
         assert sorted(os.listdir(mnt)) == [".flowfs"]
     finally:
+        if os.path.ismount(mnt):
+            unmount(mnt)
+    assert not os.path.ismount(mnt)
+
+
+@pytest.mark.root      # tools/run builds in the checkout, which is root's in CI
+def test_tools_run_says_what_it_builds(tmp_path, run_env):
+    """The first tools/run was silent for about a minute while it built:
+    now a build says what it does, a line a step, on stderr."""
+    mnt = tmp_path / "mnt"
+    source = REPO / "fs" / "log.c"
+    st = os.stat(source)
+    try:
+        # a source newer than the build: ninja has work to do
+        os.utime(source, None)
+        r = tools_run(mnt, run_env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        lines = [l for l in r.stderr.splitlines() if l.startswith("run: ")]
+        assert lines[0].startswith("run: configuring a release build in "), lines
+        assert lines[1].startswith("run: compiling flowfs ("), lines
+        assert " steps, ninja" in lines[1], lines
+        assert lines[2].startswith("run: built in "), lines
+    finally:
+        os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
         if os.path.ismount(mnt):
             unmount(mnt)
     assert not os.path.ismount(mnt)

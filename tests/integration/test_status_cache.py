@@ -38,7 +38,9 @@ def test_status_follows_every_change(make_flowfs, skill_folder,
     write_bytes(up / "needs", b"x")                    # upload added
     assert look(s) == "ready\n"
     os.rename(up / "needs", up / "later")              # renamed away
-    assert look(s) == "missing required input files: needs\n"
+    assert look(s) == ("missing required input files: needs\n"
+                       "uploads/: later binds no input; the names that"
+                       " would bind: needs\n")
     os.rename(up / "later", up / "needs")              # renamed back
     assert look(s) == "ready\n"
     os.unlink(up / "needs")                            # removed

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import (FULL_DATA, clean, diff_keys, dumps, expect,
                       fill_session, put_json, read_bytes, root_log, run,
-                      user_data, write_bytes)
+                      status_of, user_data, write_bytes)
 
 
 def gio(*args, ok=True):
@@ -139,22 +139,65 @@ def test_files_and_nodes_go_to_the_trash_and_come_back(flowfs):
         gio("trash", "--restore", uri)
         assert os.path.lexists(orig)
     assert read_bytes(s / "nodes" / "n2.json") == node
+    # all back, the node with the edge it left with (issue 29: the
+    # README's "goes back where it was" held for files, not for a node)
     after = user_data(s)
-    # all back but the edge, which went with its node: the graph holds both
-    # nodes as they were, and no edge
-    graph = json.loads(before["parameters.json"])
-    assert [(n["id"], n["label"], n["input_parameters"])
-            for n in graph["nodes"]] == [
-        ("n1", "gen", [{"name": "formula", "type": "str", "value": "H2O"}]),
-        ("n2", "opt", [{"name": "structure_file", "type": "str",
-                        "value": ""}])]
-    assert [e["id"] for e in graph["edges"]] == ["e1"]
-    graph["edges"] = []
-    want = {k: v for k, v in before.items() if not k.startswith("edges/")}
-    want["parameters.json"] = dumps(graph).encode()
-    assert after == want, diff_keys(want, after)
+    assert after == before, diff_keys(before, after)
     assert os.listdir(t) == []
+    assert status_of(s) == (["ready"], [])
 
+
+def test_nodes_restored_in_any_order_bring_their_edges_back(flowfs):
+    """Issue 29: a node restored from the trash came back without its
+    edges.  Each node takes the edges it had when it went; restored in
+    any order, the graph is whole again (an edge whose other node is
+    still in the trash waits for it, and status says so).  An edge whose
+    name was taken meanwhile stays the new one's, and the log says so."""
+    mnt = flowfs.mnt
+    s = mnt / "s"
+    os.mkdir(s)
+    for n, inputs in (("a", []), ("b", ["x"]), ("c", ["y"])):
+        assert put_json(s / "nodes" / f"{n}.json", {"label": n,
+            "input_parameters": [{"name": i, "value": None}
+                                 for i in inputs]}) == 0
+    assert put_json(s / "edges" / "ab.json", {"source_node_id": "a",
+        "target_node_id": "b", "target_parameter_name": "x"}) == 0
+    assert put_json(s / "edges" / "bc.json", {"source_node_id": "b",
+        "target_node_id": "c", "target_parameter_name": "y"}) == 0
+    before = read_bytes(s / "parameters.json")
+    gio("trash", str(s / "nodes" / "a.json"))
+    gio("trash", str(s / "nodes" / "b.json"))
+    assert os.listdir(s / "edges") == []
+    by_name = {os.path.basename(o): uri for o, uri in listed(mnt)}
+    # a took ab with it, b then bc; a comes back first: ab waits for b,
+    # still in the trash
+    gio("trash", "--restore", by_name["a.json"])
+    assert os.listdir(s / "edges") == ["ab.json"]
+    assert status_of(s)[0] == [
+        'edges/ab.json: waits for its target node "b", which does not exist']
+    gio("trash", "--restore", by_name["b.json"])
+    assert sorted(os.listdir(s / "edges")) == ["ab.json", "bc.json"]
+    assert status_of(s) == (["ready"], [])
+    # the same graph (restored items are the newest: listed last)
+    got, want = (json.loads(doc) for doc in
+                 (read_bytes(s / "parameters.json"), before))
+    for doc in (got, want):
+        for kind in ("nodes", "edges"):
+            doc[kind].sort(key=lambda item: item["id"])
+    assert got == want
+    # a name taken meanwhile is the new edge's
+    gio("trash", str(s / "nodes" / "c.json"))
+    assert put_json(s / "nodes" / "d.json", {"label": "d",
+        "input_parameters": [{"name": "y", "value": None}]}) == 0
+    assert put_json(s / "edges" / "bc.json", {"source_node_id": "b",
+        "target_node_id": "d", "target_parameter_name": "y"}) == 0
+    (_, uri), = listed(mnt)
+    gio("trash", "--restore", uri)
+    assert json.loads(read_bytes(s / "edges" / "bc.json"))[
+        "target_node_id"] == "d"
+    assert status_of(s) == (["ready"], [
+        ("edges/bc.json", "did not come back with its node: another edge"
+                          " has its name")])
 
 def test_a_generated_file_trashed_leaves_a_copy(flowfs):
     """Trashing status (or any file flowfs makes) puts a copy in the

@@ -231,7 +231,9 @@ static void test_bound(void **state)
 	upload(fx, "csv_file", false);
 	expect_render(fx, binding_render_input, "{\n  \"query\": \"q\"\n}");
 	expect_problems(fx, "uploads/: 2 files could be input csv_file (csv_file, csv_file.csv); keep one\n"
-			    "missing required input files: csv_file\n");
+			    "missing required input files: csv_file\n"
+			    "uploads/: other binds no input; the names that"
+			    " would bind: csv_file, csv_file.csv\n");
 	assert_int_equal(tree_unlink(fx->t, fx->s.uploads_ino, "csv_file.csv"), 0);
 	expect_render(fx, binding_render_input,
 		      "{\n  \"csv_file\": \"" SESSION_PATH "/uploads/csv_file\",\n"

@@ -1283,7 +1283,7 @@ static void test_parameters_refusals(void **state)
 	" \"meta\": {}}"
 	static const struct { const char *text, *msg; } bad[] = {
 		{ "[]", "parameters.json must be a JSON object" },
-		{ "{\"nodes\": [], \"edges\": []}", "missing \"meta\"" },
+		{ "{\"nodes\": [], \"meta\": {}}", "missing \"edges\"" },
 		{ "{\"edges\": [], \"meta\": {}}", "missing \"nodes\"" },
 		{ "{\"nodes\": [], \"edges\": [], \"meta\": {}, \"x\": 1}",
 		  "unknown field \"x\" (parameters.json has nodes, edges, meta)" },
@@ -2402,6 +2402,71 @@ static void test_parameters_rewritten_in_place(void **state)
 	free(e1.id);
 }
 
+static void left_out(void *ctx, const char *id, const char *why)
+{
+	assert_int_equal(sbuf_addf(ctx, "%s: %s\n", id, why), 0);
+}
+
+/*
+ * Issue 29: a node moved to the trash and back lost its edges.  They are
+ * kept with the file it left as and come back with it, named for the id
+ * it comes back as; one whose id was taken meanwhile stays out, and the
+ * report says why.  They go with the file.
+ */
+static void test_kept_edges(void **state)
+{
+	struct fixture *fx = *state;
+	struct sbuf report = SBUF_INIT;
+	struct tree_attr file;
+	json_t *edges = NULL;
+
+	node(fx, "a", "a", "");
+	node(fx, "b", "b", "x");
+	node(fx, "c", "c", "y");
+	ok(fx, E, "ab", "{\"source_node_id\": \"a\", \"target_node_id\": \"b\","
+	   " \"target_parameter_name\": \"x\"}");
+	ok(fx, E, "bc", "{\"source_node_id\": \"b\", \"target_node_id\": \"c\","
+	   " \"target_parameter_name\": \"y\"}");
+	assert_int_equal(tree_put_file(fx->t, fx->s.uploads_ino, "b.json", "{}",
+				       2, &file), 0);
+	assert_int_equal(graph_keep_edges(fx->st, fx->s.id, "b",
+					  (int64_t)file.ino), 0);
+	assert_int_equal(graph_delete(fx->st, fx->s.id, N, "b"), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges"), 0);
+	/* another session finds none */
+	assert_int_equal(graph_kept_edges(fx->st, fx->s.id + 1,
+					  (int64_t)file.ino, "b", &edges), 0);
+	assert_int_equal(json_array_size(edges), 0);
+	json_decref(edges);
+	/* back as b2: the edges name it */
+	assert_int_equal(graph_kept_edges(fx->st, fx->s.id, (int64_t)file.ino,
+					  "b2", &edges), 0);
+	assert_int_equal(json_array_size(edges), 2);
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(edges, 0), "target_node_id")), "b2");
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(edges, 1), "source_node_id")), "b2");
+	node(fx, "b2", "b", "x");
+	ok(fx, E, "bc", "{\"source_node_id\": \"a\", \"target_node_id\": \"c\","
+	   " \"target_parameter_name\": \"y\"}");
+	assert_int_equal(graph_restore_edges(fx->st, fx->s.id,
+					     (int64_t)file.ino, edges,
+					     left_out, &report), 0);
+	assert_string_equal(report.buf, "bc: another edge has its name\n");
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM graph_edges WHERE"
+				 " id = 'ab' AND target = 'b2' AND"
+				 " pending_why IS NULL"), 1);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM kept_edges"), 0);
+	json_decref(edges);
+	sbuf_release(&report);
+	/* kept rows go with their file */
+	assert_int_equal(graph_keep_edges(fx->st, fx->s.id, "a",
+					  (int64_t)file.ino), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM kept_edges"), 2);
+	assert_int_equal(tree_unlink(fx->t, fx->s.uploads_ino, "b.json"), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM kept_edges"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2450,6 +2515,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_parameters_rewritten_in_place,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_graph_counts, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_kept_edges, setup,
 						teardown),
 	};
 

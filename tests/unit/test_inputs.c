@@ -265,7 +265,9 @@ static void test_match_exact(void **state)
 	(void)state;
 	expect_binding(sk, "csv_file", file, N(file), "csv_file", "");
 	expect_binding(sk, "csv_file", dir, N(dir), "csv_file", "");
-	expect_binding(sk, "csv_file", none, N(none), NULL, MISSING_CSV);
+	expect_binding(sk, "csv_file", none, N(none), NULL, MISSING_CSV
+		       "uploads/: other.csv binds no input; the names that"
+		       " would bind: csv_file, csv_file.csv\n");
 	expect_binding(sk, "csv_file", NULL, 0, NULL, MISSING_CSV);
 	skill_free(sk);
 }
@@ -641,6 +643,133 @@ static void test_stale_request(void **state)
 	skill_free(d);
 }
 
+/*
+ * Issue 29: a file copied in under its own name (uploads/data.csv for
+ * input csv_file) bound nothing and nothing said so.  The entries no
+ * input could take are named with the names that would bind: beside
+ * "missing required input files" while a required one is missing, else
+ * as a note (status stays ready).
+ */
+static void test_unbound_uploads(void **state)
+{
+	struct skill *sk = mk(
+		"{\"properties\": {"
+		"\"csv_file\": {\"extensions\": [\".csv\", \"tsv\"]},"
+		"\"q\": {\"x-input-source\": \"inline\"},"
+		"\"image\": {}},"
+		" \"required\": [\"csv_file\"]}", NULL, NULL);
+	const struct up one[] = { { "data.csv", false } };
+	const struct up many[] = {
+		{ "a", false }, { ".a.swp", false }, { "csv_file.pdf", false },
+		{ "b", true }, { "c", false }, { "d", false }, { "e", false },
+	};
+	const struct up bound[] = { { "csv_file.csv", false }, { "data.csv", false } };
+	const struct up all[] = {
+		{ "csv_file.csv", false }, { "image", false }, { "notes.txt", false },
+	};
+	struct inputs in;
+
+	(void)state;
+	resolve(sk, NULL, one, N(one), &in);
+	assert_string_equal(in.problems.buf,
+		"missing required input files: csv_file\n"
+		"uploads/: data.csv binds no input; the names that would bind:"
+		" csv_file, csv_file.csv, csv_file.tsv, image\n");
+	assert_string_equal(in.notes.buf, "");
+	inputs_release(&in);
+	/* hidden names and candidates (named in a line of their own) are
+	 * left out; past three, how many more */
+	resolve(sk, NULL, many, N(many), &in);
+	assert_string_equal(in.problems.buf,
+		"uploads/csv_file.pdf: extension .pdf not allowed for csv_file"
+		" (allowed: .csv, tsv)\n"
+		"missing required input files: csv_file\n"
+		"uploads/: a, b, c and 2 more bind no input; the names that"
+		" would bind: csv_file, csv_file.csv, csv_file.tsv, image\n");
+	inputs_release(&in);
+	/* the required one bound: a note for the optional one */
+	resolve(sk, NULL, bound, N(bound), &in);
+	assert_string_equal(in.problems.buf, "");
+	assert_string_equal(in.notes.buf,
+		"uploads/: data.csv binds no input; the names that would bind:"
+		" image\n");
+	inputs_release(&in);
+	/* every file input bound: other files are just files */
+	resolve(sk, NULL, all, N(all), &in);
+	assert_string_equal(in.problems.buf, "");
+	assert_string_equal(in.notes.buf, "");
+	inputs_release(&in);
+	skill_free(sk);
+}
+
+/*
+ * Issue 29: a misspelled parameter ("colum") was stored silently where
+ * the schema does not forbid undeclared names.  Each is a problem when
+ * the schema says nothing of them, a note when it takes them
+ * (additionalProperties true or a schema); names declared in allOf,
+ * anyOf, oneOf, if/then/else and behind $ref count as declared.
+ */
+static void test_undeclared_parameters(void **state)
+{
+	struct skill *silent = mk(NULL,
+		"{\"properties\": {\"column\": {\"type\": \"string\"},"
+		" \"n\": {\"default\": 3}}, \"required\": [\"column\"]}", NULL);
+	struct skill *open = mk(NULL,
+		"{\"properties\": {\"column\": {}},"
+		" \"additionalProperties\": {\"type\": \"string\"}}", NULL);
+	struct skill *composed = mk(NULL,
+		"{\"$ref\": \"#/definitions/p\", \"definitions\": {\"p\": {"
+		"\"properties\": {\"a\": {}},"
+		" \"allOf\": [{\"properties\": {\"b\": {}}}],"
+		" \"if\": {\"properties\": {\"c\": {}}},"
+		" \"else\": {\"$ref\": \"#/definitions/e\"}},"
+		" \"e\": {\"properties\": {\"d\": {}}}}}", NULL);
+	struct skill *bare = mk(NULL, "{\"type\": \"object\"}", NULL);
+	struct inputs in;
+
+	(void)state;
+	expect_accepted(silent, "{\"parameter\": {\"colum\": \"age\"}}");
+	resolve(silent, "{\"parameter\": {\"colum\": \"age\"}}", NULL, 0, &in);
+	assert_string_equal(in.problems.buf,
+		"missing required parameters: column\n"
+		"request.json: skill demo has no parameter \"colum\" (it has:"
+		" column, n)\n");
+	inputs_release(&in);
+	resolve(silent, "{\"parameter\": {\"column\": \"age\", \"x\": 1}}",
+		NULL, 0, &in);
+	assert_string_equal(in.problems.buf,
+		"request.json: skill demo has no parameter \"x\" (it has:"
+		" column, n)\n");
+	assert_string_equal(in.notes.buf, "");
+	inputs_release(&in);
+
+	resolve(open, "{\"parameter\": {\"column\": \"a\", \"extra\": \"b\"}}",
+		NULL, 0, &in);
+	assert_string_equal(in.problems.buf, "");
+	assert_string_equal(in.notes.buf,
+		"request.json: skill demo declares no parameter \"extra\" (it"
+		" has: column); it is passed on as given, as its schema"
+		" allows\n");
+	inputs_release(&in);
+
+	resolve(composed, "{\"parameter\": {\"a\": 1, \"b\": 1, \"c\": 1,"
+		" \"d\": 1, \"z\": 1}}", NULL, 0, &in);
+	assert_string_equal(in.problems.buf,
+		"request.json: skill demo has no parameter \"z\" (it has:"
+		" a, b, c, d)\n");
+	inputs_release(&in);
+
+	/* no property declared anywhere: nothing to tell */
+	resolve(bare, "{\"parameter\": {\"x\": 1}}", NULL, 0, &in);
+	assert_string_equal(in.problems.buf, "");
+	assert_string_equal(in.notes.buf, "");
+	inputs_release(&in);
+	skill_free(silent);
+	skill_free(open);
+	skill_free(composed);
+	skill_free(bare);
+}
+
 /* ---- manifest, prompt ------------------------------------------------------ */
 
 static void test_manifest(void **state)
@@ -781,6 +910,8 @@ int main(void)
 		cmocka_unit_test(test_no_input_schema),
 		cmocka_unit_test(test_problem_order),
 		cmocka_unit_test(test_stale_request),
+		cmocka_unit_test(test_unbound_uploads),
+		cmocka_unit_test(test_undeclared_parameters),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_prompt_template_choice),
 	};

@@ -12,7 +12,13 @@
  * session, stdin, descriptors), slots shared by sessions, a reused pid,
  * a job gone before its start time was read, and a job's time limit
  * (staged: the row's time_limit_s set to 1 s in the database, the
- * smallest time_minutes being a minute).
+ * smallest time_minutes being a minute).  Issue 25: the folder checks
+ * (jobdir.h: a shared work folder, a link, another's folder, one others
+ * may write), the supervisor (supervise.h: a process that left the job's
+ * group ends at cancel, at the time limit and at the job's end, and the
+ * supervisor goes only after it; its cgroup, as root), a cancel that
+ * says "cancelled" only when nothing is left, and an output that is a
+ * hard link.
  *
  * Waits are bounded polls (WAIT_S); no duration is asserted.  Documents
  * are written with ' for " (see unit_json()).
@@ -31,12 +37,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #include "graph/graph.h"
 #include "graph/tools.h"
+#include "run/jobdir.h"
 #include "run/jobs.h"
+#include "run/supervise.h"
 #include "run/run.h"
 #include "lib/sbuf.h"
 #include "session/session.h"
@@ -518,6 +529,63 @@ static bool group_alive(pid_t pgid)
 	return kill(-pgid, 0) == 0;
 }
 
+/* Whether process `pid` is there and no zombie. */
+static bool pid_alive(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && paren[2] != 'Z';
+}
+
+/* The pid a program wrote into `path` (waited for). */
+static pid_t pid_in(const char *path)
+{
+	for (int i = 0; i < WAIT_S * 50; i++) {
+		FILE *f = fopen(path, "r");
+		long pid = 0;
+		int got = f ? fscanf(f, "%ld\n", &pid) : 0;
+
+		if (f)
+			fclose(f);
+		if (got == 1 && pid > 0)
+			return (pid_t)pid;
+		nap();
+	}
+	fail_msg("no pid in %s after %d s", path, WAIT_S);
+	return 0;
+}
+
+/* The pid the job of `node` (run 1) wrote into its folder's `name`. */
+static pid_t job_file_pid(struct fixture *fx, const char *node,
+			  const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/s1-%lld/run-1/%s/%s", fx->work,
+		 (long long)fx->s.id, node, name);
+	return pid_in(path);
+}
+
+static void wait_pid_gone(pid_t pid, int seconds)
+{
+	for (int i = 0; i < seconds * 50 && pid_alive(pid); i++)
+		nap();
+	if (pid_alive(pid)) {
+		kill(pid, SIGKILL);
+		fail_msg("process %d still there after %d s", (int)pid, seconds);
+	}
+}
+
 /* ---- a graph that runs ------------------------------------------------- */
 
 /*
@@ -979,6 +1047,7 @@ static void test_outputs(void **state)
 	snprintf(tools, sizeof(tools),
 		"{'t': {'command': ['sh', '-c', 'echo secret > $0/outside.txt;"
 		" ln -s $0/outside.txt link.txt; ln -s ok.txt inner.txt;"
+		" ln $0/outside.txt hard.txt;"
 		" truncate -s 65M big.bin;"
 		" echo fine > ok.txt; mkdir sub; echo deep > sub/deep.txt;"
 		" echo twin > sub/ok.txt;"
@@ -986,6 +1055,7 @@ static void test_outputs(void **state)
 		" head -c $(($1 - 10)) /dev/zero |"
 		" tr \\\"\\\\\\\\000\\\" x; echo END', '%s', '%zu'],"
 		"  'outputs': {'link': 'link.txt', 'inner': 'inner.txt',"
+		"   'hard': 'hard.txt',"
 		"   'big': 'big.bin',"
 		"   'ok': 'ok.txt', 'deep': 'sub/deep.txt', 'adir': 'adir',"
 		"   'gone': 'missing.txt', 'st': 'state',"
@@ -996,6 +1066,7 @@ static void test_outputs(void **state)
 	text = state_text(fx, "n", "done");
 	if (!strstr(text, "\nnot_brought link (a symbolic link)\n") ||
 	    !strstr(text, "\nnot_brought inner (a symbolic link)\n") ||
+	    !strstr(text, "\nnot_brought hard (a hard link)\n") ||
 	    !strstr(text, "\nnot_brought big (over 64 MiB)\n") ||
 	    !strstr(text, "\nnot_brought adir (not a regular file)\n") ||
 	    !strstr(text, "\nnot_brought gone (no such file)\n") ||
@@ -1007,6 +1078,7 @@ static void test_outputs(void **state)
 	free(text);
 	assert_int_equal(node_file(fx, "n", "link.txt", &s), -ENOENT);
 	assert_int_equal(node_file(fx, "n", "inner.txt", &s), -ENOENT);
+	assert_int_equal(node_file(fx, "n", "hard.txt", &s), -ENOENT);
 	assert_int_equal(node_file(fx, "n", "big.bin", &s), -ENOENT);
 	assert_int_equal(node_file(fx, "n", "adir", &s), -ENOENT);
 	assert_int_equal(node_file(fx, "n", "ok.txt", &s), 0);
@@ -1165,7 +1237,9 @@ static void test_time_limit(void **state)
 	host_lock(fx);
 	assert_int_equal(submit_locked(fx, &fx->s, "{'nodes': [{'id': 'n',"
 				       " 'label': 'nap'}], 'edges': []}",
-				       "{'nap': {'command': ['sleep', '60'],"
+				       "{'nap': {'command': ['sh', '-c',"
+				       " 'setsid sleep 60 </dev/null >/dev/null"
+				       " 2>&1 & echo $! > esc.pid; sleep 60'],"
 				       " 'resources': {'time_minutes': 1}}}",
 				       &err), 0);
 	assert_int_equal(unit_sql_int(store_db(fx->st), "SELECT time_limit_s"
@@ -1191,6 +1265,8 @@ static void test_time_limit(void **state)
 	free(text);
 	expect_log(fx, "jobs/n: running: stopping: its time_minutes is up\n");
 	wait_group_gone(pid, 10);
+	/* what left the job's group was stopped with it (issue 25) */
+	assert_false(pid_alive(job_file_pid(fx, "n", "esc.pid")));
 }
 
 /* ---- slots ------------------------------------------------------------------ */
@@ -1347,6 +1423,326 @@ static void test_process(void **state)
 	sbuf_release(&s);
 }
 
+/* ---- issue 25: a cancel that leaves nothing -------------------------------- */
+
+/*
+ * A job whose process left its group (setsid) and ignores SIGTERM: after
+ * the cancel the job stays "running", saying it is stopping, while that
+ * process lives (5 s, until the SIGKILL); once it reads "cancelled", the
+ * process is gone.
+ */
+static void test_cancel_takes_everything(void **state)
+{
+	struct fixture *fx = *state;
+	char *text, tools[512];
+	pid_t esc;
+
+
+	unit_put(fx->dir, "esc.sh", "trap '' TERM\necho $$ > esc.pid\n"
+		 "exec sleep 60\n");
+	snprintf(tools, sizeof(tools), "{'x': {'command': ['sh', '-c',"
+		 " 'setsid sh $0 </dev/null >/dev/null 2>&1 & sleep 60',"
+		 " '%s/esc.sh']}}", fx->dir);
+	submit_ok(fx, "{'nodes': [{'id': 'n', 'label': 'x'}], 'edges': []}",
+		  tools);
+	wait_state(fx, "n", "running");
+	esc = job_file_pid(fx, "n", "esc.pid");
+	/* left the job's group */
+	assert_true(getpgid(esc) != job_pid(fx, "n"));
+	host_lock(fx);
+	assert_int_equal(jobs_cancel(fx->jobs, fx->s.id), 1);
+	host_unlock(fx);
+	text = state_text(fx, "n", "running");
+	expect_key("n", text, "message", "stopping: cancelled");
+	free(text);
+	assert_true(pid_alive(esc));
+	wait_state(fx, "n", "cancelled");
+	assert_false(pid_alive(esc));
+	text = state_text(fx, "n", "cancelled");
+	expect_key("n", text, "message", NULL);
+	free(text);
+	expect_log(fx, "jobs/n: running: stopping: cancelled\n");
+	expect_log(fx, "ctl: graph cancelled\n");
+}
+
+/* ---- issue 25: the supervisor alone ----------------------------------------- */
+
+struct sup_files {
+	char dir[256];
+	int dfd, null, out, err;
+};
+
+static void sup_files_open(struct fixture *fx, const char *name,
+			   struct sup_files *f)
+{
+	snprintf(f->dir, sizeof(f->dir), "%s/%s", fx->dir, name);
+	assert_int_equal(mkdir(f->dir, 0755), 0);
+	f->dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	f->null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	f->out = openat(f->dfd, "out", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	f->err = openat(f->dfd, "err", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(f->dfd >= 0 && f->null >= 0 && f->out >= 0 &&
+		    f->err >= 0);
+}
+
+static void sup_files_close(struct sup_files *f)
+{
+	close(f->dfd);
+	close(f->null);
+	close(f->out);
+	close(f->err);
+}
+
+/* supervise_start() of `line` (sh -c) in f's folder. */
+static pid_t supervised(struct sup_files *f, const char *line,
+			const struct spawn_cred *cred, const struct cgroup *cg)
+{
+	char *argv[] = { "/bin/sh", "-c", (char *)line, NULL };
+	struct supervise sv = {
+		.argv = argv, .envp = environ, .dir = f->dfd,
+		.fds = { f->null, f->out, f->err, f->null },
+		.cred = cred, .cg = cg, .grace_ns = 300000000,
+	};
+	pid_t sup = 0;
+	int status;
+
+	assert_int_equal(supervise_start(&sv, &sup), 0);
+	assert_true(sup > 0);
+	/* no child of the caller's: nobody has to wait for it */
+	assert_int_equal(waitpid(sup, &status, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	return sup;
+}
+
+static pid_t file_pid(const struct sup_files *f, const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	return pid_in(path);
+}
+
+/* A setsid process of the job that ignores SIGTERM, the job waiting */
+#define ESCAPE "setsid sh -c 'trap \"\" TERM; echo $$ > esc.pid;" \
+	" exec sleep 60' </dev/null >/dev/null 2>&1 &" \
+	" while [ ! -s esc.pid ]; do sleep 0.02; done; "
+
+static void test_supervisor(void **state)
+{
+	struct fixture *fx = *state;
+	struct sup_files f;
+	pid_t sup, esc;
+
+	/* SIGTERM to its group (a cancel): the escaped process too, the
+	 * SIGKILL after the grace for what ignores SIGTERM; the supervisor
+	 * goes only once it is gone */
+	sup_files_open(fx, "sup1", &f);
+	sup = supervised(&f, ESCAPE "exec sleep 60", NULL, NULL);
+	esc = file_pid(&f, "esc.pid");
+	assert_true(getpgid(esc) != sup);
+	assert_true(pid_alive(sup));
+	assert_int_equal(kill(-sup, SIGTERM), 0);
+	wait_pid_gone(sup, WAIT_S);
+	assert_false(pid_alive(esc));
+	sup_files_close(&f);
+
+	/* the job's end (it fails): what it left ends with it */
+	sup_files_open(fx, "sup2", &f);
+	sup = supervised(&f, ESCAPE "( setsid sleep 61 & echo $! > esc2.pid );"
+			 " exit 3", NULL, NULL);
+	esc = file_pid(&f, "esc.pid");
+	wait_pid_gone(sup, WAIT_S);
+	assert_false(pid_alive(esc));
+	assert_false(pid_alive(file_pid(&f, "esc2.pid")));
+	sup_files_close(&f);
+}
+
+/* As root: the job in a cgroup of its own, removed by the supervisor;
+ * and as another user, with no capability. */
+static void test_supervisor_as_root(void **state)
+{
+	struct fixture *fx = *state;
+	struct cgroup_base b;
+	struct cgroup cg;
+	struct ferr err = FERR_INIT;
+	struct spawn_cred cred = { .uid = 4242, .gid = 4242 };
+	struct sup_files f;
+	struct sbuf s = SBUF_INIT;
+	char name[64], path[512];
+	pid_t sup, esc;
+
+	if (geteuid() != 0)
+		skip();
+	sup_files_open(fx, "sup3", &f);
+	assert_int_equal(chown(f.dir, 4242, 4242), 0);
+	sup = supervised(&f, "id -u > id.txt; id -G >> id.txt; grep CapEff"
+			 " /proc/self/status >> id.txt", &cred, NULL);
+	wait_pid_gone(sup, WAIT_S);
+	snprintf(path, sizeof(path), "%s/id.txt", f.dir);
+	{
+		FILE *in = fopen(path, "r");
+		char buf[256] = "";
+
+		assert_non_null(in);
+		assert_true(fread(buf, 1, sizeof(buf) - 1, in) > 0);
+		fclose(in);
+		assert_string_equal(buf, "4242\n4242\nCapEff:\t"
+				    "0000000000000000\n");
+	}
+	sup_files_close(&f);
+
+	if (cgroup_base_find(&b, &err) < 0) {
+		print_message("no cgroup: %s\n", err.message);
+		return;
+	}
+	snprintf(name, sizeof(name), "flowfs-unit-job-%d", (int)getpid());
+	assert_int_equal(cgroup_make(&b, name, 0, 0, &cg, &err), 0);
+	sup_files_open(fx, "sup4", &f);
+	sup = supervised(&f, ESCAPE "exec sleep 60", NULL, &cg);
+	esc = file_pid(&f, "esc.pid");
+	/* in the job's cgroup, though out of its group */
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)esc);
+	{
+		FILE *in = fopen(path, "r");
+		char line[1024];
+		bool found = false;
+
+		assert_non_null(in);
+		while (fgets(line, sizeof(line), in))
+			found = found || strstr(line, name);
+		fclose(in);
+		assert_true(found);
+	}
+	assert_int_equal(kill(-sup, SIGTERM), 0);
+	wait_pid_gone(sup, WAIT_S);
+	assert_false(pid_alive(esc));
+	/* the supervisor removed it */
+	assert_int_equal(access(cg.dir, F_OK), -1);
+	for (int i = 0; i < 2; i++)
+		if (cg.procs[i] >= 0)
+			close(cg.procs[i]);
+	sup_files_close(&f);
+	sbuf_release(&s);
+}
+
+/* ---- issue 25: the folders of jobs ------------------------------------------- */
+
+static void expect_refused(int ret, const struct ferr *err, const char *part)
+{
+	assert_int_equal(ret, -EACCES);
+	if (!strstr(err->message, part))
+		fail_msg("\"%s\" does not say \"%s\"", err->message, part);
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+static void test_jobdir(void **state)
+{
+	struct fixture *fx = *state;
+	struct jobdir_user u = { geteuid(), getegid(), "me", NULL };
+	struct ferr err = FERR_INIT;
+	char shared[128], own[160], other[320], path[256], *base = NULL;
+	int fd, ret;
+
+	/* the user's own, no one else writes it: the jobs go right in */
+	assert_int_equal(chmod(fx->work, 0755), 0);
+	assert_int_equal(jobdir_base(fx->work, false, &u, &base, &err), 0);
+	assert_string_equal(base, fx->work);
+	free(base);
+
+	/* a shared scratch (1777): a folder of the user's in it, 0700 */
+	snprintf(shared, sizeof(shared), "%s/shared", fx->dir);
+	snprintf(own, sizeof(own), "%s/me", shared);
+	assert_int_equal(mkdir(shared, 0700), 0);
+	assert_int_equal(chmod(shared, 01777), 0);
+	assert_int_equal(jobdir_base(shared, false, &u, &base, &err), 0);
+	assert_string_equal(base, own);
+	free(base);
+	assert_int_equal(mode_of(own), 0700);
+	/* there already, and theirs */
+	assert_int_equal(jobdir_base(shared, false, &u, &base, &err), 0);
+	free(base);
+
+	/* writable by others without the sticky bit */
+	assert_int_equal(chmod(shared, 0777), 0);
+	ret = jobdir_base(shared, false, &u, &base, &err);
+	expect_refused(ret, &err, "has no sticky bit (mode 0777)");
+	assert_int_equal(chmod(shared, 01777), 0);
+
+	/* the user's folder a link */
+	snprintf(other, sizeof(other), "%s/elsewhere", fx->dir);
+	assert_int_equal(mkdir(other, 0700), 0);
+	assert_int_equal(rmdir(own), 0);
+	assert_int_equal(symlink(other, own), 0);
+	ret = jobdir_base(shared, false, &u, &base, &err);
+	expect_refused(ret, &err, "is a symbolic link");
+	assert_int_equal(unlink(own), 0);
+
+	/* the user's folder written by others */
+	assert_int_equal(mkdir(own, 0700), 0);
+	assert_int_equal(chmod(own, 0777), 0);
+	ret = jobdir_base(shared, false, &u, &base, &err);
+	expect_refused(ret, &err, "can be written by others (mode 0777)");
+	assert_int_equal(chmod(own, 0700), 0);
+
+	/* a level below: a file, a link, a new folder */
+	fd = jobdir_open(own, &u, &err);
+	assert_true(fd >= 0);
+	unit_put(own, "afile", "");
+	assert_int_equal(symlink(other, strcat(strcpy(path, own), "/alink")),
+			 0);
+	ret = jobdir_make(fd, "afile", 0755, "afile", &u, &err);
+	expect_refused(ret, &err, "afile is not a folder");
+	ret = jobdir_make(fd, "alink", 0755, "alink", &u, &err);
+	expect_refused(ret, &err, "alink is a symbolic link");
+	ret = jobdir_make(fd, "s-1", 0755, "s-1", &u, &err);
+	assert_true(ret >= 0);
+	close(ret);
+	close(fd);
+	/* jobdir_open() of a path with a link in it */
+	snprintf(path, sizeof(path), "%s/alink", own);
+	ret = jobdir_open(path, &u, &err);
+	expect_refused(ret, &err, "is a symbolic link");
+
+	/* a root daemon without --work-dir: the user's home */
+	snprintf(path, sizeof(path), "%s/home", fx->dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	u.home = path;
+	assert_int_equal(jobdir_base(NULL, true, &u, &base, &err), 0);
+	snprintf(other, sizeof(other), "%s/.local/state/flowfs/jobs", path);
+	assert_string_equal(base, other);
+	assert_int_equal(mode_of(base), 0700);
+	free(base);
+	u.home = NULL;
+	ret = jobdir_base(NULL, true, &u, &base, &err);
+	expect_refused(ret, &err, "has no home folder to run jobs in");
+
+	if (geteuid() != 0)
+		return;
+	/* as root: another user's folder is refused, naming its owner;
+	 * the folder made for a user is theirs */
+	assert_int_equal(chown(own, 4243, 4243), 0);
+	ret = jobdir_base(shared, false, &u, &base, &err);
+	expect_refused(ret, &err, "belongs to uid 4243, not to me (uid 0)");
+	{
+		struct jobdir_user v = { 4242, 4242, "v", NULL };
+		struct stat st;
+
+		assert_int_equal(jobdir_base(shared, false, &v, &base, &err),
+				 0);
+		assert_int_equal(lstat(base, &st), 0);
+		assert_int_equal(st.st_uid, 4242);
+		assert_int_equal(st.st_mode & 07777, 0700);
+		free(base);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1370,6 +1766,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gone_at_once, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_process, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_takes_everything,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_supervisor, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_supervisor_as_root, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_jobdir, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

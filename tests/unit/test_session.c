@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,6 +620,23 @@ static void test_rename(void **state)
 	assert_int_equal(n, 1);
 }
 
+/* The files in the data folder beside the database. */
+static int count_data_files(struct fixture *fx)
+{
+	char dir[160];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s.d", fx->path);
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 static void test_delete_cascades(void **state)
 {
 	struct fixture *fx = *state;
@@ -642,9 +660,10 @@ static void test_delete_cascades(void **state)
 	assert_int_equal(tree_release(fx->t, a.ino), 0);
 	assert_int_equal(session_log(fx->st, s.id, "session.json", "no"), 0);
 	assert_int_equal(session_log(fx->st, k.id, "session.json", "yes"), 0);
-	assert_true(sql_int(fx, "SELECT count(*) FROM chunks WHERE ino IN"
-			    " (SELECT ino FROM inodes WHERE session = %lld)",
-			    (long long)s.id) >= 3);
+	/* the large file's bytes are a data file beside the database */
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM contents"
+				 " WHERE refs = 1"), 1);
+	assert_int_equal(count_data_files(fx), 1);
 	kept_chunks = sql_int(fx, "SELECT count(*) FROM chunks WHERE ino IN"
 			      " (SELECT ino FROM inodes WHERE session = %lld)",
 			      (long long)k.id);
@@ -656,6 +675,11 @@ static void test_delete_cascades(void **state)
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks WHERE ino"
 				 " NOT IN (SELECT ino FROM inodes)"), 0);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM chunks"), kept_chunks);
+	/* its data file goes after the commit (and not before) */
+	assert_int_equal(count_data_files(fx), 1);
+	assert_int_equal(tree_sweep(fx->t), 0);
+	assert_int_equal(count_data_files(fx), 0);
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM contents"), 0);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM status_log WHERE"
 				 " session = %lld", (long long)s.id), 0);
 	assert_int_equal(tree_getattr(fx->t, s.root_ino, &a), -ENOENT);
@@ -846,6 +870,39 @@ static void test_log(void **state)
 	free((char *)p);
 }
 
+/* A line that is rewritten while it is the session's last (issue 29: a
+ * copy's dropped writes, one line). */
+static void test_log_rewrite_last(void **state)
+{
+	struct fixture *fx = *state;
+	struct session_info s = mk(fx, "s"), o = mk(fx, "other");
+	struct sbuf sb = SBUF_INIT;
+	int64_t row = 0, mtime;
+
+	assert_int_equal(session_log_row(fx->st, s.id, "a", "one", &row), 0);
+	assert_true(row > 0);
+	/* another session's line does not count */
+	assert_int_equal(session_log(fx->st, o.id, "x", "o"), 0);
+	assert_int_equal(session_log_rewrite_last(fx->st, s.id, row, "a, b",
+						  "two\n"), 1);
+	assert_int_equal(session_render_log(fx->st, s.id, &sb, &mtime), 0);
+	assert_true(is_time(sb.buf));
+	assert_string_equal(sb.buf + 20, " a, b: two\\n\n");
+	sbuf_release(&sb);
+	/* once another line came after it, it stays */
+	assert_int_equal(session_log(fx->st, s.id, "b", "other"), 0);
+	assert_int_equal(session_log_rewrite_last(fx->st, s.id, row, "c",
+						  "three"), 0);
+	assert_int_equal(session_log_rewrite_last(fx->st, o.id, row, "c",
+						  "three"), 0);
+	assert_int_equal(session_render_log(fx->st, s.id, &sb, &mtime), 0);
+	assert_non_null(strstr(sb.buf, " a, b: two\\n\n"));
+	assert_null(strstr(sb.buf, "three"));
+	sbuf_release(&sb);
+	/* the root's log has no such lines */
+	assert_int_equal(session_log_row(fx->st, 0, "a", "one", &row), -EINVAL);
+}
+
 static void test_format_time(void **state)
 {
 	char buf[32];
@@ -920,6 +977,7 @@ int main(void)
 		T(test_has_data),
 		T(test_renew_uploads),
 		T(test_log),
+		T(test_log_rewrite_last),
 		T(test_context_size),
 		cmocka_unit_test(test_format_time),
 	};

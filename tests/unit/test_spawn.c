@@ -2,7 +2,9 @@
  * Unit tests for core/lib/spawn: a program flowfs starts gets none of the
  * caller's descriptors, an empty signal mask and default signals; its
  * output is captured to a bound and cut off at a deadline; a detached
- * program is nobody's child and leads a session of its own.
+ * program is nobody's child and leads a session of its own; as root, a
+ * program run as another user has that user's ids and groups alone,
+ * no capability, and the environment it is given.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -312,6 +314,40 @@ static void test_output_ends(void **state)
 	}
 }
 
+/* As root: a `cred` is who the program is, and nothing of root's stays
+ * (issue 25: a root daemon's sbatch for a user's job). */
+static void test_capture_as_another_user(void **state)
+{
+	struct sbuf out = SBUF_INIT, err = SBUF_INIT;
+	static const gid_t groups[] = { 4242, 4244 };
+	struct spawn_cred cred = { 4242, 4242, groups, 2 };
+	char *argv[] = { "/bin/sh", "-c", "id -u; id -G; echo $WHO;"
+			 " grep -E '^Cap(Eff|Prm):' /proc/self/status", NULL };
+	char *env[] = { "WHO=given", "PATH=/usr/bin:/bin", NULL };
+	struct spawn sp = { .argv = argv, .cred = &cred };
+	pid_t pid;
+
+	(void)state;
+	if (geteuid() != 0) {
+		/* a user cannot become another */
+		assert_int_equal(spawn_capture_as(argv, env, &cred, 10000, 4096,
+						  &out, &err), 127);
+		sbuf_release(&out);
+		sbuf_release(&err);
+		skip();
+	}
+	assert_int_equal(spawn_capture_as(argv, env, &cred, 10000, 4096, &out,
+					  &err), 0);
+	assert_string_equal(out.buf, "4242\n4242 4244\ngiven\n"
+			    "CapPrm:\t0000000000000000\n"
+			    "CapEff:\t0000000000000000\n");
+	assert_string_equal(err.buf, "");
+	/* a detached program cannot search $PATH after its fork */
+	assert_int_equal(spawn_detached(&sp, &pid), -EINVAL);
+	sbuf_release(&out);
+	sbuf_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +360,7 @@ int main(void)
 		cmocka_unit_test(test_detached_not_found),
 		cmocka_unit_test(test_reset_child),
 		cmocka_unit_test(test_output_ends),
+		cmocka_unit_test(test_capture_as_another_user),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

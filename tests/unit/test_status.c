@@ -131,14 +131,32 @@ static const char READY_JSON[] = "{\n"
 	"  \"notes\": [],\n"
 	"  \"run\": null,\n"
 	"  \"fetches\": [],\n"
-	"  \"graph\": null\n"
+	"  \"graph\": null,\n"
+	"  \"snapshots\": [],\n"
+	"  \"fork_of\": null\n"
+	"}";
+
+/* A session with nothing bound and no graph: ready, and a note says there
+ * is nothing to do (issue 29). */
+static const char EMPTY_JSON[] = "{\n"
+	"  \"ready\": true,\n"
+	"  \"problems\": [],\n"
+	"  \"notes\": [\n"
+	"    \"nothing to do yet: no skill is bound (session.json) and the"
+	" job graph is empty (nodes/)\"\n"
+	"  ],\n"
+	"  \"run\": null,\n"
+	"  \"fetches\": [],\n"
+	"  \"graph\": null,\n"
+	"  \"snapshots\": [],\n"
+	"  \"fork_of\": null\n"
 	"}";
 
 static void test_a_new_session_is_ready(void **state)
 {
 	struct fixture *fx = *state;
 
-	expect(fx, READY_JSON, "ready\n");
+	expect(fx, EMPTY_JSON, "ready\n");
 }
 
 /* The binding's problems, then the rounds' and the job graph's, in that
@@ -173,7 +191,9 @@ static void test_problems_of_every_part(void **state)
 	       "  \"notes\": [],\n"
 	       "  \"run\": null,\n"
 	       "  \"fetches\": [],\n"
-	       "  \"graph\": null\n"
+	       "  \"graph\": null,\n"
+	       "  \"snapshots\": [],\n"
+	       "  \"fork_of\": null\n"
 	       "}",
 	       "missing required parameters: n\n"
 	       "rounds/2.json is missing: rounds are numbered from 1 without"
@@ -284,7 +304,7 @@ static void test_version(void **state)
 	version_now(fx, v);
 	expect_version(fx, v, false);
 	/* rendering status reads, and writes nothing */
-	expect(fx, READY_JSON, "ready\n");
+	expect(fx, EMPTY_JSON, "ready\n");
 	expect_version(fx, v, false);
 	/* session.json */
 	assert_int_equal(session_commit_json(fx->st, &fx->s, fx->reg, bind,

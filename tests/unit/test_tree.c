@@ -66,6 +66,9 @@ static void open_all(struct fixture *fx)
 	if (store_open(&fx->st, fx->path, &err) < 0)
 		fail_msg("store_open: %s", err.message);
 	assert_int_equal(tree_new(&fx->t, fx->st), 0);
+	/* most tests here are of the chunk rows: large files stay in them
+	 * (the data files' tests set TREE_INLINE_MAX back) */
+	tree_set_inline_max(fx->t, TREE_MAX_SIZE);
 }
 
 static void close_all(struct fixture *fx)
@@ -1817,6 +1820,156 @@ static void test_trash(void **state)
 	assert_int_equal(tree_trash_remove(fx->t, ".Trash-1000"), -ENOENT);
 }
 
+
+/* ---- data files (contents.h) ---------------------------------------------- */
+
+static int64_t sql_count(struct fixture *fx, const char *sql)
+{
+	int64_t v = -1;
+
+	assert_int_equal(store_int_args(fx->st, sql, &v, NULL, 0), 0);
+	return v;
+}
+
+/*
+ * A file that grows past TREE_INLINE_MAX moves to a data file: its
+ * bytes read back (model), its row names the content, no chunk is left;
+ * a cut to nothing lets go of it, and the sweep removes it.
+ */
+static void test_data_file_moves_out_and_back(void **state)
+{
+	struct fixture *fx = *state;
+	size_t n = 3 * TREE_INLINE_MAX + 17;
+	char *model = calloc(1, n);
+	uint64_t f = mkfile(fx, fx->up, "grows");
+
+	assert_non_null(model);
+	tree_set_inline_max(fx->t, TREE_INLINE_MAX);
+	fill_pattern(model, n, 3);
+	assert_int_equal(tree_open(fx->t, f), 0);
+	/* small writes first, in chunks, then past the threshold */
+	for (size_t off = 0; off < n; off += 10000)
+		wr(fx, f, model + off, off + 10000 > n ? n - off : 10000,
+		   (int64_t)off);
+	check_file(fx, f, model, n);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	assert_true(attr(fx, f).content > 0);
+	assert_int_equal(sql_count(fx, "SELECT count(*) FROM chunks"), 0);
+	assert_int_equal(sql_count(fx, "SELECT refs FROM contents"), 1);
+	check_file(fx, f, model, n);
+	/* a reader on a connection of its own is sent back (it read zeros
+	 * of chunks that were gone, or nothing) */
+	{
+		struct store *other;
+		char buf[16];
+		size_t got = 5;
+
+		assert_int_equal(store_open_beside(fx->st, &other, NULL), 0);
+		assert_int_equal(tree_read_stored(other, f, (int64_t)n, buf,
+						  sizeof(buf), 0, &got), 1);
+		assert_int_equal(got, 0);
+		store_close(other);
+	}
+	/* a rewrite in the middle, reopened */
+	assert_int_equal(tree_open(fx->t, f), 0);
+	memcpy(model + 1000, "middle", 6);
+	wr(fx, f, "middle", 6, 1000);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	check_file(fx, f, model, n);
+	/* a cut to nothing: no content, its file swept */
+	{
+		struct tree_setattr sa = { .what = TREE_SET_SIZE, .size = 0 };
+		struct tree_attr a;
+
+		assert_int_equal(tree_setattr(fx->t, f, &sa, &a), 0);
+		assert_int_equal(a.content, 0);
+	}
+	assert_int_equal(tree_sweep(fx->t), 0);
+	assert_int_equal(sql_count(fx, "SELECT count(*) FROM contents"), 0);
+	free(model);
+}
+
+/*
+ * A copy shares a content (counted twice); the first write to either side
+ * gives the writer its own, and the other reads what it had.  A content
+ * no row names goes with the sweep, not before the commit.
+ */
+static void test_copy_shares_then_copies_on_write(void **state)
+{
+	struct fixture *fx = *state;
+	size_t n = 2 * TREE_INLINE_MAX;
+	char *model = malloc(n);
+	uint64_t f = mkfile(fx, fx->up, "big"), copy;
+	uint64_t dir = mkdir_(fx, fx->root, "d");
+	int64_t refs;
+
+	assert_non_null(model);
+	tree_set_inline_max(fx->t, TREE_INLINE_MAX);
+	fill_pattern(model, n, 9);
+	assert_int_equal(tree_open(fx->t, f), 0);
+	wr(fx, f, model, n, 0);
+	/* open with bytes written: the copy takes what is stored, so flush */
+	assert_int_equal(tree_flush_all(fx->t), 0);
+	assert_int_equal(store_begin(fx->st), 0);
+	assert_int_equal(tree_copy(fx->t, fx->up, 0, fx->sess2, &copy), 0);
+	assert_int_equal(store_run(fx->st, "UPDATE inodes SET parent = ?1,"
+				   " name = CAST('copied' AS BLOB) WHERE ino = ?2",
+				   STORE_INT(dir), STORE_INT(copy)), 0);
+	assert_int_equal(store_commit(fx->st), 0);
+	assert_int_equal(contents_refs(fx->st, attr(fx, f).content, &refs), 0);
+	assert_int_equal(refs, 2);
+	{
+		struct tree_attr up, c;
+
+		assert_int_equal(tree_lookup(fx->t, dir, "copied", &up), 0);
+		assert_int_equal(tree_lookup(fx->t, up.ino, "big", &c), 0);
+		assert_int_equal(c.content, attr(fx, f).content);
+		assert_int_equal(c.session, fx->sess2);
+		/* the original's next write copies: the copy keeps its bytes */
+		wr(fx, f, "XYZ", 3, 5);
+		assert_int_equal(tree_release(fx->t, f), 0);
+		assert_true(attr(fx, f).content != c.content);
+		check_file(fx, c.ino, model, n);
+		memcpy(model + 5, "XYZ", 3);
+		check_file(fx, f, model, n);
+		assert_int_equal(contents_refs(fx->st, c.content, &refs), 0);
+		assert_int_equal(refs, 1);
+	}
+	assert_int_equal(sql_count(fx, "SELECT count(*) FROM contents"), 2);
+	free(model);
+}
+
+/* The data file of a file unlinked goes only after the commit and the
+ * sweep; a data file no row names is removed by the next tree_new(). */
+static void test_sweeps_of_data_files(void **state)
+{
+	struct fixture *fx = *state;
+	char *buf = calloc(1, 2 * TREE_INLINE_MAX);
+	char orphan[300];
+	uint64_t f = mkfile(fx, fx->up, "gone");
+	FILE *o;
+
+	assert_non_null(buf);
+	tree_set_inline_max(fx->t, TREE_INLINE_MAX);
+	assert_int_equal(tree_open(fx->t, f), 0);
+	wr(fx, f, buf, 2 * TREE_INLINE_MAX, 0);
+	assert_int_equal(tree_release(fx->t, f), 0);
+	assert_int_equal(tree_unlink(fx->t, fx->up, "gone"), 0);
+	assert_int_equal(sql_count(fx, "SELECT count(*) FROM contents"
+				   " WHERE refs = 0"), 1);
+	assert_int_equal(tree_sweep(fx->t), 0);
+	assert_int_equal(sql_count(fx, "SELECT count(*) FROM contents"), 0);
+	/* an orphan, as a crash leaves one */
+	snprintf(orphan, sizeof(orphan), "%s.d/4242", fx->path);
+	o = fopen(orphan, "w");
+	assert_non_null(o);
+	fclose(o);
+	close_all(fx);
+	open_all(fx);
+	assert_int_equal(access(orphan, F_OK), -1);
+	free(buf);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1854,6 +2007,9 @@ int main(void)
 		T(test_setattr),
 		T(test_read_all),
 		T(test_session_has_data),
+		T(test_data_file_moves_out_and_back),
+		T(test_copy_shares_then_copies_on_write),
+		T(test_sweeps_of_data_files),
 		T(test_unlinked_then_linked),
 		T(test_killed_with_an_unlinked_file),
 		T(test_forget_session_keeps_open_files),

@@ -70,8 +70,29 @@ void unit_db_close(const char *dir, struct store *st, struct tree *t);
  */
 void unit_db_reopen_after(const char *path, const char *undo,
 			  struct store **st, struct tree **t);
+/* What version 13 added, undone. */
+#define UNIT_UNDO_V13 \
+	"DROP INDEX sessions_snapshots;" \
+	"ALTER TABLE sessions DROP COLUMN snapshot_of;" \
+	"ALTER TABLE sessions DROP COLUMN snapshot_label;" \
+	"ALTER TABLE sessions DROP COLUMN forked_from;" \
+	"DROP TRIGGER content_taken;" \
+	"DROP TRIGGER content_dropped;" \
+	"DROP TRIGGER content_changed;" \
+	"DROP INDEX inodes_by_content;" \
+	"DROP TABLE contents;" \
+	"ALTER TABLE inodes DROP COLUMN content;"
+
+/* What version 12 added, undone. */
+#define UNIT_UNDO_V12 UNIT_UNDO_V13 \
+	"DROP TABLE kept_edges;"
+
+/* What version 11 added, undone. */
+#define UNIT_UNDO_V11 UNIT_UNDO_V12 \
+	"DROP TABLE refusals;"
+
 /* What version 10 added, undone (to test migrations from before it). */
-#define UNIT_UNDO_V10 \
+#define UNIT_UNDO_V10 UNIT_UNDO_V11 \
 	"DROP TABLE graph_jobs;" \
 	"DROP TABLE graph_runs;" \
 	"DELETE FROM inodes WHERE ino IN (SELECT jobs_ino FROM sessions);" \
