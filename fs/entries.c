@@ -845,7 +845,9 @@ static int version_datcom(struct flowfs *fs, const struct session_info *s,
 	return ret;
 }
 
-/* What a file shows while DATCOM's result cannot be had now. */
+/* What a file shows while DATCOM's result cannot be had now: a line or
+ * two, under FS_RENDERED_MIN, so the render cache never keeps it (its
+ * version, kept with no result, would serve it again). */
 static int datcom_busy(enum datcom_file which, const char *why,
 		       struct sbuf *out)
 {
