@@ -88,8 +88,48 @@ static int fetch_lines(struct sbuf *out, const json_t *fetches,
 	return ret;
 }
 
+/* DATCOM's word on the session's deck: a problem when it failed, and
+ * the document's "datcom" (a new reference; JSON null when it has not run
+ * on this deck). */
+static int datcom_part(const struct binding_ctx *c, struct datcomrun *r,
+		       struct sbuf *problems, json_t **part)
+{
+	struct datcomrun_result *res = NULL;
+	struct sbuf deck = SBUF_INIT;
+	bool running = false;
+	int ret = 0;
+
+	*part = NULL;
+	if (binding_has_artifact(c, "for005.dat") &&
+	    binding_render_artifact(c, "for005.dat", &deck) == 0)
+		res = datcomrun_peek(r, deck.buf, deck.len, &running);
+	if (running)
+		*part = json_pack("{ss}", "state", "running");
+	else if (res && res->ok)
+		*part = json_pack("{ss}", "state", "done");
+	else if (res)
+		*part = json_pack("{ssss}", "state", "failed", "message",
+				  res->why);
+	else
+		*part = json_null();
+	if (!*part)
+		ret = -ENOMEM;
+	if (!ret && res && !res->ok && !running)
+		ret = fname_line(problems, "output/for006.dat: %s", res->why);
+	datcomrun_put(r, res);
+	sbuf_release(&deck);
+	return ret;
+}
+
 int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 {
+	return status_doc_with(c, NULL, doc, mtime_ns);
+}
+
+int status_doc_with(const struct binding_ctx *c, const struct status_extra *x,
+		    json_t **doc, int64_t *mtime_ns)
+{
+	json_t *datcom = NULL;
 	struct sbuf problems = SBUF_INIT, notes = SBUF_INIT;
 	json_t *run = NULL, *fetches = NULL, *plist = NULL, *nlist = NULL;
 	json_t *graph = NULL, *snapshots = NULL, *fork_of = NULL;
@@ -131,6 +171,8 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 	/* the request names a URL that could not be had */
 	if (!ret)
 		ret = fetch_lines(&problems, fetches, "failed");
+	if (!ret && x && x->datcom)
+		ret = datcom_part(c, x->datcom, &problems, &datcom);
 	if (ret < 0)
 		goto out;
 	plist = json_array();
@@ -151,9 +193,15 @@ int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns)
 			 "snapshots", snapshots,
 			 "fork_of", fork_of ? json_incref(fork_of)
 					    : json_null());
+	if (*doc && datcom &&
+	    json_object_set(*doc, "datcom", datcom) < 0) {
+		json_decref(*doc);
+		*doc = NULL;
+	}
 	if (!*doc)
 		ret = -ENOMEM;
 out:
+	json_decref(datcom);
 	*mtime_ns = later(later(c->s->created_ns, bound_ns),
 			  later(later(when, graph_ns),
 				later(c->s->graph_mtime_ns,
@@ -190,6 +238,8 @@ int status_text(const json_t *doc, struct sbuf *out)
 					json_object_get(doc, "graph"), "done")),
 				json_integer_value(json_object_get(
 					json_object_get(doc, "graph"), "jobs")));
+	if (!ret && state_is(json_object_get(doc, "datcom"), "running"))
+		ret = sbuf_addstr(out, "datcom: running on the deck\n");
 	if (!ret)
 		ret = fetch_lines(out, json_object_get(doc, "fetches"),
 				  "fetching");
@@ -202,6 +252,12 @@ int status_text(const json_t *doc, struct sbuf *out)
 
 int status_version(const struct binding_ctx *c, int64_t version[4])
 {
+	return status_version_with(c, NULL, version);
+}
+
+int status_version_with(const struct binding_ctx *c,
+			const struct status_extra *x, int64_t version[4])
+{
 	struct store_version v;
 	int ret = store_version(c->st, &v);
 
@@ -211,14 +267,24 @@ int status_version(const struct binding_ctx *c, int64_t version[4])
 	version[1] = v.others;
 	version[2] = (int64_t)tree_changes(c->tree);
 	version[3] = (int64_t)skill_registry_scans(c->skills);
+	/* both small counters: each in its own half */
+	if (x && x->datcom)
+		version[3] += (int64_t)(datcomrun_generation(x->datcom) << 32);
 	return 0;
 }
 
 int status_render(const struct binding_ctx *c, bool as_json,
 		  struct sbuf *out, int64_t *mtime_ns)
 {
+	return status_render_with(c, NULL, as_json, out, mtime_ns);
+}
+
+int status_render_with(const struct binding_ctx *c,
+		       const struct status_extra *x, bool as_json,
+		       struct sbuf *out, int64_t *mtime_ns)
+{
 	json_t *doc;
-	int ret = status_doc(c, &doc, mtime_ns);
+	int ret = status_doc_with(c, x, &doc, mtime_ns);
 
 	if (!ret)
 		ret = as_json ? fjson_dump(out, doc) : status_text(doc, out);

@@ -33,15 +33,31 @@
 
 #include <jansson.h>
 
+#include "run/datcomrun.h"
 #include "session/binding.h"
 #include "lib/sbuf.h"
 #include "store/store.h"
+
+/*
+ * What status says that is not in the database: with --datcom, DATCOM's
+ * word on the session's current deck (datcomrun.h), as it stands — a
+ * failure is a problem ("output/for006.dat: DATCOM did not end within
+ * 30 s ..."), a run going on a line "datcom: running on the deck" —
+ * and the document's "datcom": {"state": "running" | "done" | "failed",
+ * "message"} (null before DATCOM ran on this deck).  Without it (NULL,
+ * or datcom NULL) there is no "datcom" key.  Nothing here runs DATCOM.
+ */
+struct status_extra {
+	struct datcomrun *datcom;
+};
 
 /*
  * Builds the document above into *doc (the caller's reference) and sets
  * *mtime_ns.  0, or a negative errno (*doc NULL).
  */
 int status_doc(const struct binding_ctx *c, json_t **doc, int64_t *mtime_ns);
+int status_doc_with(const struct binding_ctx *c, const struct status_extra *x,
+		    json_t **doc, int64_t *mtime_ns);
 
 /* Appends the text of `status` for a document of status_doc(). */
 int status_text(const json_t *doc, struct sbuf *out);
@@ -56,10 +72,16 @@ int status_text(const json_t *doc, struct sbuf *out);
  * render after unrelated writes.  0, or a negative errno.
  */
 int status_version(const struct binding_ctx *c, int64_t version[4]);
+/* The same with x's part: its runs' generation moves version[3]. */
+int status_version_with(const struct binding_ctx *c,
+			const struct status_extra *x, int64_t version[4]);
 
 /* Appends `status` (or with as_json `status.json`) of c's session to
  * `out` and sets *mtime_ns. */
 int status_render(const struct binding_ctx *c, bool as_json,
 		  struct sbuf *out, int64_t *mtime_ns);
+int status_render_with(const struct binding_ctx *c,
+		       const struct status_extra *x, bool as_json,
+		       struct sbuf *out, int64_t *mtime_ns);
 
 #endif

@@ -46,6 +46,8 @@ static int render_outside(struct flowfs *fs, const struct entry *e,
 	ret = store_begin_read(reader);
 	if (!ret) {
 		ret = session_get(reader, s->id, s);
+		if (!ret && e->version_alone)
+			ret = e->version_alone(&a, version);
 		if (!ret)
 			ret = e->render_alone(&a, out, mtime_ns);
 		store_end_read(reader);
@@ -53,7 +55,7 @@ static int render_outside(struct flowfs *fs, const struct entry *e,
 	fs_reader_put(fs, reader);
 	fs_lock_read(fs);
 	/* the map is still pinned: the version is of the one used */
-	if (!ret || ret == -ENOENT) {
+	if ((!ret || ret == -ENOENT) && !e->version_alone) {
 		int vret = e->version(fs, s, version);
 
 		if (vret < 0)

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "lib/fjson.h"
+#include "formats/printout.h"
 #include "graph/gexport.h"
+#include "graph/picture.h"
 #include "flowfs-config.h"
 #include "fs.h"
 #include "status.h"
@@ -88,6 +90,12 @@ static int render_config(struct flowfs *fs, const struct session_info *s,
 			"container", fs->container ? container : json_null()));
 		if (!fs->container)
 			json_decref(container);
+		/* --datcom: what runs DATCOM on sessions' decks */
+		json_object_set_new(doc, "datcom", fs->datcom
+			? json_pack("{ss si}", "program",
+				    fs->datcom->opt.program, "timeout",
+				    (int)fs->datcom->opt.timeout_s)
+			: json_null());
 		json_object_set_new(doc, "engine", url
 			? json_pack("{ss ss sb sb}", "url", url,
 				    "model", fs->run_opt.engine.model, "key",
@@ -204,8 +212,10 @@ static int render_status_doc(struct flowfs *fs, const struct session_info *s,
 {
 	struct fs_binding b;
 
+	struct status_extra x = { .datcom = fs->datcom };
+
 	fs_binding_init(fs, s, &b);
-	return status_render(&b.ctx, as_json, out, mtime_ns);
+	return status_render_with(&b.ctx, &x, as_json, out, mtime_ns);
 }
 
 static int render_status(struct flowfs *fs, const struct session_info *s,
@@ -227,8 +237,10 @@ static int version_status(struct flowfs *fs, const struct session_info *s,
 {
 	struct fs_binding b;
 
+	struct status_extra x = { .datcom = fs->datcom };
+
 	fs_binding_init(fs, s, &b);
-	return status_version(&b.ctx, version);
+	return status_version_with(&b.ctx, &x, version);
 }
 
 /* The session's log; the mount root's (.flowfs/log) for s == NULL. */
@@ -727,6 +739,201 @@ static int render_submit_slurm(struct flowfs *fs, const struct session_info *s,
 	return render_slurm_alone(&a, out, mtime_ns);
 }
 
+/* ---- pictures: the job graph (picture.h) ------------------------------------ */
+
+static int64_t graph_stamp(const struct session_info *s)
+{
+	return s->graph_mtime_ns ? s->graph_mtime_ns : s->created_ns;
+}
+
+/* The graph's and its jobs' states: a query of the run, under `lock`
+ * for a lookup; in the render's transaction for a render (version_alone). */
+static int version_picture(struct flowfs *fs, const struct session_info *s,
+			   int64_t version[4])
+{
+	return picture_version(fs->st, s->id, graph_stamp(s), version);
+}
+
+static int version_picture_alone(const struct fs_alone *a, int64_t version[4])
+{
+	return picture_version(a->st, a->s->id, graph_stamp(a->s), version);
+}
+
+static int render_picture_alone(const struct fs_alone *a,
+				enum picture_format f, struct sbuf *out,
+				int64_t *mtime_ns)
+{
+	json_t *report = NULL;
+	int64_t jobs_ns = 0;
+	int ret = jobs_report(a->st, a->s->id, &report, &jobs_ns);
+
+	/* its jobs' states are drawn too: the later of both changes */
+	json_decref(report);
+	*mtime_ns = later(graph_stamp(a->s), jobs_ns);
+	return ret < 0 ? ret : picture_render(a->st, a->s->id, f, out);
+}
+
+static int render_svg_alone(const struct fs_alone *a, struct sbuf *out,
+			    int64_t *mtime_ns)
+{
+	return render_picture_alone(a, PICTURE_SVG, out, mtime_ns);
+}
+
+static int render_dot_alone(const struct fs_alone *a, struct sbuf *out,
+			    int64_t *mtime_ns)
+{
+	return render_picture_alone(a, PICTURE_DOT, out, mtime_ns);
+}
+
+static int render_graph_svg(struct flowfs *fs, const struct session_info *s,
+			    struct sbuf *out, int64_t *mtime_ns)
+{
+	struct fs_alone a;
+
+	fs_alone_init(fs, fs->st, s, &a);
+	return render_svg_alone(&a, out, mtime_ns);
+}
+
+static int render_graph_dot(struct flowfs *fs, const struct session_info *s,
+			    struct sbuf *out, int64_t *mtime_ns)
+{
+	struct fs_alone a;
+
+	fs_alone_init(fs, fs->st, s, &a);
+	return render_dot_alone(&a, out, mtime_ns);
+}
+
+/* ---- DATCOM's results (datcomrun.h) ------------------------------------------ */
+
+enum datcom_file { DATCOM_PRINTOUT, DATCOM_CSV, DATCOM_SVG };
+
+/* The session's deck as output/for005.dat shows it; -ENOENT: none now
+ * (or no --datcom): no results then either. */
+static int datcom_deck(struct flowfs *fs, const struct session_info *s,
+		       struct sbuf *deck, int64_t *mtime_ns)
+{
+	struct fs_binding b;
+	int ret;
+
+	if (!fs->datcom)
+		return -ENOENT;
+	fs_binding_init(fs, s, &b);
+	if (!binding_has_artifact(&b.ctx, "for005.dat"))
+		return -ENOENT;
+	ret = binding_render_artifact(&b.ctx, "for005.dat", deck);
+	if (!ret && mtime_ns)
+		*mtime_ns = binding_mtime(&b.ctx);
+	return ret;
+}
+
+/* The deck's hash and whether a result is kept for it (its serial): a
+ * render while none was gives way to the one after. */
+static int version_datcom(struct flowfs *fs, const struct session_info *s,
+			  int64_t version[4])
+{
+	struct sbuf deck = SBUF_INIT;
+	struct datcomrun_result *res;
+	int ret = datcom_deck(fs, s, &deck, NULL);
+
+	if (!ret) {
+		datcomrun_hash(deck.buf, deck.len, version);
+		res = datcomrun_peek(fs->datcom, deck.buf, deck.len, NULL);
+		version[2] = res ? (int64_t)res->serial : 0;
+		datcomrun_put(fs->datcom, res);
+	}
+	sbuf_release(&deck);
+	return ret;
+}
+
+/* What a file shows while DATCOM's result cannot be had now: a line or
+ * two, under FS_RENDERED_MIN, so the render cache never keeps it (its
+ * version, kept with no result, would serve it again). */
+static int datcom_busy(enum datcom_file which, const char *why,
+		       struct sbuf *out)
+{
+	if (which == DATCOM_SVG)
+		return printout_message_svg("No plot yet", why, out);
+	return sbuf_addf(out, "flowfs: %s\n", why);
+}
+
+/*
+ * A file of DATCOM's result for the session's deck, run now when none is
+ * kept: by a reader, outside `lock` (let go of and taken back, as a
+ * render alone is: content.c), so that no other request waits for
+ * DATCOM; a writer, which may not let go, shows that it has not run.
+ */
+static int render_datcom(struct flowfs *fs, const struct session_info *s,
+			 enum datcom_file which, struct sbuf *out,
+			 int64_t *mtime_ns)
+{
+	struct sbuf deck = SBUF_INIT;
+	struct datcomrun_result *res;
+	const struct sbuf *part;
+	bool fresh = false;
+	int ret = datcom_deck(fs, s, &deck, mtime_ns);
+
+	if (ret < 0)
+		goto out;
+	res = datcomrun_peek(fs->datcom, deck.buf, deck.len, NULL);
+	if (!res && fs_holds_write(fs)) {
+		ret = datcom_busy(which, "DATCOM has not run on this deck yet:"
+				  " read this file to run it", out);
+		goto out;
+	}
+	if (!res) {
+		fs_unlock(fs);
+		ret = datcomrun_get(fs->datcom, deck.buf, deck.len, &res,
+				    &fresh);
+		fs_lock_read(fs);
+	}
+	if (ret == -EAGAIN) {
+		ret = datcom_busy(which, "DATCOM is busy with other decks"
+				  " (at most 2 at once): read this file again"
+				  " in a moment", out);
+		goto out;
+	}
+	if (ret < 0)
+		goto out;
+	/* once per run, in the log of the session that ran it */
+	if (fresh) {
+		char line[700];
+
+		if (res->ok)
+			snprintf(line, sizeof(line), "DATCOM ran on the deck in"
+				 " %.1f s", (double)res->seconds_ms / 1000);
+		else
+			snprintf(line, sizeof(line), "%s", res->why);
+		fs_log(fs, s->id, s->name, "output/for006.dat", line);
+	}
+	part = which == DATCOM_PRINTOUT ? &res->printout
+	       : which == DATCOM_CSV ? &res->csv : &res->svg;
+	ret = sbuf_add(out, part->buf, part->len);
+	datcomrun_put(fs->datcom, res);
+out:
+	sbuf_release(&deck);
+	return ret;
+}
+
+static int render_for006(struct flowfs *fs, const struct session_info *s,
+			 struct sbuf *out, int64_t *mtime_ns)
+{
+	return render_datcom(fs, s, DATCOM_PRINTOUT, out, mtime_ns);
+}
+
+static int render_coefficients_csv(struct flowfs *fs,
+				   const struct session_info *s,
+				   struct sbuf *out, int64_t *mtime_ns)
+{
+	return render_datcom(fs, s, DATCOM_CSV, out, mtime_ns);
+}
+
+static int render_coefficients_svg(struct flowfs *fs,
+				   const struct session_info *s,
+				   struct sbuf *out, int64_t *mtime_ns)
+{
+	return render_datcom(fs, s, DATCOM_SVG, out, mtime_ns);
+}
+
 /*
  * Designated fields: a row names only what it has.  What a session shows
  * is writable by its owner, generated files too (what is written to them
@@ -750,6 +957,11 @@ static int render_submit_slurm(struct flowfs *fs, const struct session_info *s,
 #define EXPORT(n, fn, afn) { .name = n, .scope = SCOPE_OUTPUT, \
 	.kind = ENTRY_GENERATED, .mode = S_IFREG | 0644, .render = fn, \
 	.render_alone = afn, .version = version_export }
+/* laid out outside `lock`; the version read with it (job states) */
+#define PICTURE(n, fn, afn) { .name = n, .scope = SCOPE_OUTPUT, \
+	.kind = ENTRY_GENERATED, .mode = S_IFREG | 0644, .render = fn, \
+	.render_alone = afn, .version = version_picture, \
+	.version_alone = version_picture_alone, .keep_small = true }
 #define LINK(n, fn) { .name = n, .scope = SCOPE_SESSION, .kind = ENTRY_LINK, \
 	.mode = S_IFLNK | 0777, .render = fn }
 
@@ -815,6 +1027,13 @@ const struct entry fs_entries[] = {
 	 * then (nothing is made in it: EROFS) */
 	{ .name = ".snapshots", .scope = SCOPE_SESSION,
 	  .kind = ENTRY_SNAPSHOTS, .mode = S_IFDIR | 0755, .hidden = true },
+	PICTURE("graph.svg", render_graph_svg, render_svg_alone),
+	PICTURE("graph.dot", render_graph_dot, render_dot_alone),
+	VERSIONED("for006.dat", SCOPE_OUTPUT, render_for006, version_datcom),
+	VERSIONED("coefficients.csv", SCOPE_OUTPUT, render_coefficients_csv,
+		  version_datcom),
+	VERSIONED("coefficients.svg", SCOPE_OUTPUT, render_coefficients_svg,
+		  version_datcom),
 };
 
 const unsigned fs_entry_count = sizeof(fs_entries) / sizeof(fs_entries[0]);

@@ -30,6 +30,7 @@
 #include "lib/ferr.h"
 #include "graph/graph.h"
 #include "graph/tools.h"
+#include "run/datcomrun.h"
 #include "run/jobs.h"
 #include "session/roundstore.h"
 #include "run/run.h"
@@ -214,6 +215,8 @@ struct flowfs {
 	struct jobs *jobs;
 	struct jobs_options jobs_opt;
 	char **container;	/* --container split into argv templates */
+	/* --datcom: DATCOM's results on sessions' decks (NULL: not given) */
+	struct datcomrun *datcom;
 	/* the content of generated files with a version (cache.h) */
 	struct fs_cache cache;
 	/* parsed decks (binding.h), for every session's binding */
@@ -389,6 +392,11 @@ struct entry {
 	 * session and the tool map's time. */
 	int (*render_alone)(const struct fs_alone *a, struct sbuf *out,
 			    int64_t *mtime_ns);
+	/* Optional, with render_alone, for a version that reads the
+	 * database beyond the session (the job graph's states): version()
+	 * read in the render's own transaction, so that the two are of one
+	 * moment; version() still serves the lookups before a render. */
+	int (*version_alone)(const struct fs_alone *a, int64_t version[4]);
 	/* Validate and store a whole new document (DOC). */
 	int (*commit)(struct flowfs *fs, const struct session_info *s,
 		      const char *text, size_t len, struct ferr *err);

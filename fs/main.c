@@ -26,6 +26,7 @@
 
 #include "flowfs-config.h"
 #include "graph/jobspec.h"
+#include "graph/picture.h"
 #include "lib/fclock.h"
 #include "lib/fname.h"
 #include "fs.h"
@@ -61,6 +62,8 @@ struct options {
 	int fetch_allow_private;
 	char *fetch_allow;
 	int allow_exec;
+	char *datcom;
+	long datcom_timeout_s;
 	char *sandbox_user;
 	char *executor;
 	char *work_dir;
@@ -98,6 +101,8 @@ static const struct fuse_opt option_spec[] = {
 	{ "--exec-disk=", -1U, KEY_NUMBER },
 	{ "--exec-memory=", -1U, KEY_NUMBER },
 	OPT("--allow-exec", allow_exec),
+	{ "--datcom=%s", offsetof(struct options, datcom), 0 },
+	{ "--datcom-timeout=", -1U, KEY_NUMBER },
 	{ "--sandbox-user=%s", offsetof(struct options, sandbox_user), 0 },
 	{ "--executor=%s", offsetof(struct options, executor), 0 },
 	{ "--work-dir=%s", offsetof(struct options, work_dir), 0 },
@@ -133,6 +138,8 @@ static const struct numeric_opt {
 	{ "--engine-backoff-ms", offsetof(struct options, engine_backoff_ms),
 	  1, ENGINE_BACKOFF_MAX_MS },
 	{ "--exec-timeout", offsetof(struct options, exec_timeout_s), 1, 86400 },
+	{ "--datcom-timeout", offsetof(struct options, datcom_timeout_s),
+	  1, DATCOMRUN_TIMEOUT_MAX },
 	{ "--exec-disk", offsetof(struct options, exec_disk_mib), 1, 1L << 20 },
 	{ "--exec-memory", offsetof(struct options, exec_memory_mib),
 	  64, 1L << 20 },
@@ -269,6 +276,12 @@ static void usage(const char *prog)
 	       "  --sandbox-user=NAME|UID  the host user experiments run as when\n"
 	       "              flowfs runs as root (flowfs-sandbox if there, else\n"
 	       "              65534, nobody; never root)\n"
+	       "  --datcom=PATH  a USAF Digital DATCOM program: output/for006.dat,\n"
+	       "              coefficients.csv and coefficients.svg of datcom\n"
+	       "              sessions run it on their deck, in the sandbox\n"
+	       "              (bwrap must be on PATH)\n"
+	       "  --datcom-timeout=S  seconds DATCOM may run on a deck (30;\n"
+	       "              1 to 3600)\n"
 	       "  --exec-disk=MIB  what an experiment may write to its folder\n"
 	       "              (1024; 1 to 1048576)\n"
 	       "  --exec-memory=MIB  the memory of an experiment's whole sandbox,\n"
@@ -897,6 +910,75 @@ static int configure_runs(struct flowfs *fs, const struct options *opts,
 	return 0;
 }
 
+/*
+ * --datcom: the program, checked now (a file one may run), and what runs
+ * it: the sandbox (bwrap) and a scratch folder, shared with --allow-exec.
+ * -ENOENT after one line on stderr when something it needs is missing.
+ */
+static int configure_datcom(struct flowfs *fs, const struct options *opts)
+{
+	struct datcomrun_options o = { .timeout_s = opts->datcom_timeout_s };
+	struct ferr err = FERR_INIT;
+	const char *tmp = getenv("TMPDIR");
+	struct stat st;
+	char *program;
+	size_t swept;
+	int ret;
+
+	if (!opts->datcom)
+		return 0;
+	program = realpath(opts->datcom, NULL);
+	if (!program || stat(program, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    access(program, X_OK) < 0) {
+		fprintf(stderr, "flowfs: --datcom=%s: %s\n", opts->datcom,
+			!program ? strerror(errno) : "not a program one may run"
+			" (a regular file with execute permission)");
+		free(program);
+		return -ENOENT;
+	}
+	if (sandbox_check(&err) < 0) {
+		fprintf(stderr, "flowfs: --datcom runs DATCOM in bubblewrap, and"
+			" no bwrap is on PATH: install it (Debian package"
+			" bubblewrap)\n");
+		free(program);
+		return -ENOENT;
+	}
+	if (!fs->scratch.path &&
+	    sandbox_scratch_open(tmp && *tmp == '/' ? tmp : "/tmp",
+				 &fs->scratch, &swept, &err) < 0) {
+		fprintf(stderr, "flowfs: %s\n", err.message);
+		free(program);
+		return -ENOENT;
+	}
+	o.program = program;
+	o.scratch = fs->scratch.path;
+	/* the sandbox's user (--sandbox-user); its cgroups when found
+	 * (--allow-exec looks for them) */
+	o.limits = fs->run_opt.limits;
+	o.limits.cgroups = &fs->cgroups;
+	fs->datcom = calloc(1, sizeof(*fs->datcom));
+	ret = fs->datcom ? datcomrun_init(fs->datcom, &o) : -ENOMEM;
+	if (ret < 0) {
+		free(fs->datcom);
+		fs->datcom = NULL;
+		free(program);
+	}
+	return ret;
+}
+
+static void release_datcom(struct flowfs *fs)
+{
+	char *program;
+
+	if (!fs->datcom)
+		return;
+	program = (char *)fs->datcom->opt.program;
+	datcomrun_release(fs->datcom);
+	free(fs->datcom);
+	fs->datcom = NULL;
+	free(program);
+}
+
 /* A mount point of /proc/self/mountinfo, its octal escapes undone
  * (\040 a space, \011 a tab, \012 a newline, \134 a backslash). */
 static void unescape_mount_point(char *s)
@@ -1448,6 +1530,8 @@ static int check_before_mounting(struct daemon *d)
 	ret = configure_runs(&d->fs, opts, d->engine_key);
 	if (!ret)
 		ret = configure_jobs(&d->fs, opts, d->cmd.mountpoint);
+	if (!ret)
+		ret = configure_datcom(&d->fs, opts);
 	if (ret < 0)
 		return ret == -EINVAL ? EXIT_USAGE : 1;
 	if (engine_global_init() < 0) {
@@ -1647,6 +1731,9 @@ static void stop_serving(struct daemon *d)
 	fs_spiller_stop(fs);
 	if (fs->runs.host)
 		runs_stop(&fs->runs);
+	/* a DATCOM run going on is stopped (no reader waits for it now) */
+	if (fs->datcom)
+		datcomrun_stop(fs->datcom);
 	/* the jobs go on; the next mount takes them up */
 	jobs_stop(fs->jobs);
 	fs->jobs = NULL;
@@ -1686,6 +1773,8 @@ static void release(struct daemon *d)
 	fs_cache_release(&fs->cache);
 	binding_cache_release(&fs->binding_cache);
 	skill_registry_free(fs->skills);
+	release_datcom(fs);
+	picture_shutdown();
 	/* every run has ended: what they left goes */
 	sandbox_scratch_close(&fs->scratch);
 	fs_readers_close(fs);
@@ -1716,6 +1805,7 @@ static void release(struct daemon *d)
 	free(opts->fetch_low_speed);
 	free(opts->fetch_allow);
 	free(opts->sandbox_user);
+	free(opts->datcom);
 	free(opts->executor);
 	free(opts->work_dir);
 	free(opts->container);

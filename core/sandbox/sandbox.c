@@ -183,9 +183,9 @@ static int add_system(struct sandbox_args *a)
 	return ret;
 }
 
-/* As sandbox_bwrap_args(), with bwrap's --json-status-fd and --seccomp
- * when those descriptors are >= 0. */
-static int bwrap_argv(const char *dir, const char *file,
+/* As sandbox_bwrap_args(), for any program, with bwrap's
+ * --json-status-fd and --seccomp when those descriptors are >= 0. */
+static int bwrap_argv(const char *dir, const struct sandbox_program *prog,
 			const struct sandbox_limits *lim, int status_fd,
 			int seccomp_fd, struct sandbox_args *a)
 {
@@ -215,6 +215,10 @@ static int bwrap_argv(const char *dir, const char *file,
 			       "--clearenv", "--setenv", "PATH",
 			       "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME",
 			       "/tmp", "--setenv", "LANG", "C.UTF-8", NULL);
+	/* a program outside /usr (--datcom's), after /tmp's tmpfs, which
+	 * would hide it; under /usr it is there already */
+	if (!ret && prog->bind && strncmp(prog->bind, "/usr/", 5))
+		ret = add_args(a, "--ro-bind", prog->bind, prog->bind, NULL);
 	if (!ret && status_fd >= 0)
 		ret = add_args(a, "--json-status-fd", fd, NULL);
 	if (!ret && seccomp_fd >= 0)
@@ -223,8 +227,9 @@ static int bwrap_argv(const char *dir, const char *file,
 	 * before, the kernel would also hold the namespace to it counted
 	 * over every process of the daemon's uid */
 	if (!ret)
-		ret = add_args(a, "--", "prlimit", nproc, "--", "python3", "-I",
-			       file, NULL);
+		ret = add_args(a, "--", "prlimit", nproc, "--", NULL);
+	for (size_t i = 0; !ret && prog->argv[i]; i++)
+		ret = add_args(a, prog->argv[i], NULL);
 	if (ret)
 		sandbox_args_release(a);
 	return ret;
@@ -233,7 +238,10 @@ static int bwrap_argv(const char *dir, const char *file,
 int sandbox_bwrap_args(const char *dir, const char *file,
 		      const struct sandbox_limits *limits, struct sandbox_args *a)
 {
-	return bwrap_argv(dir, file, limits, -1, -1, a);
+	const char *argv[] = { "python3", "-I", file, NULL };
+	struct sandbox_program prog = { .argv = argv };
+
+	return bwrap_argv(dir, &prog, limits, -1, -1, a);
 }
 
 /* ---- the seccomp filter ------------------------------------------------------- */
@@ -865,6 +873,16 @@ int sandbox_run_python(const char *dir, const char *file,
 		const struct sandbox_limits *limits, bool (*cancelled)(void *ctx),
 		void *ctx, struct sandbox_result *res, struct ferr *err)
 {
+	const char *argv[] = { "python3", "-I", file, NULL };
+	struct sandbox_program prog = { .argv = argv };
+
+	return sandbox_run(dir, &prog, limits, cancelled, ctx, res, err);
+}
+
+int sandbox_run(const char *dir, const struct sandbox_program *prog,
+		const struct sandbox_limits *limits, bool (*cancelled)(void *ctx),
+		void *ctx, struct sandbox_result *res, struct ferr *err)
+{
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	int statp[2] = { -1, -1 }, filter = -1;
 	int64_t deadline = fclock_mono_ms() + 1000 * or_default(limits->wall_s, 120);
@@ -900,7 +918,7 @@ int sandbox_run_python(const char *dir, const char *file,
 			       " filter: %s", strerror(-ret));
 		goto out;
 	}
-	ret = bwrap_argv(dir, file, limits, statp[1], filter, &args);
+	ret = bwrap_argv(dir, prog, limits, statp[1], filter, &args);
 	if (ret < 0)
 		goto out;
 	sandbox_scratch_max(dir, limits, &max);

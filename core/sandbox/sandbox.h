@@ -118,6 +118,24 @@ int sandbox_run_python(const char *dir, const char *file,
 		void *ctx, struct sandbox_result *res, struct ferr *err);
 
 /*
+ * Any program in the same sandbox, for what runs untrusted input through
+ * a program flowfs trusts (DATCOM on a deck, gnuplot on its tables):
+ * argv as the sandbox sees it (argv[0] looked for on the sandbox's PATH
+ * unless it has a '/'), and `bind`, when not NULL, a host file shown
+ * read-only at the same path inside (a program outside /usr: its
+ * libraries must be in /usr).  sandbox_run_python() is this with
+ * python3 -I FILE.  Returns as sandbox_run_python() does.
+ */
+struct sandbox_program {
+	const char *const *argv;	/* NULL-terminated */
+	const char *bind;
+};
+
+int sandbox_run(const char *dir, const struct sandbox_program *prog,
+		const struct sandbox_limits *limits, bool (*cancelled)(void *ctx),
+		void *ctx, struct sandbox_result *res, struct ferr *err);
+
+/*
  * Whether experiments can run: 0, or -ENOENT when bwrap is not an
  * executable file in a folder of $PATH (err says to install bubblewrap).
  */

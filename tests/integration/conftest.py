@@ -732,7 +732,9 @@ def fill_session(s, copy_to=None):
 
 # The files flowfs makes in output/: user_data() compares them apart.
 GENERATED_OUTPUT = ("summary.json", "summary_readable.txt", ".manifest.json",
-                    "workflow.argo.yaml", "submit.slurm.sh")
+                    "workflow.argo.yaml", "submit.slurm.sh", "graph.svg",
+                    "graph.dot", "for006.dat", "coefficients.csv",
+                    "coefficients.svg")
 
 
 def user_data(s, generated=True, times="ns"):

@@ -413,7 +413,10 @@ def test_skill_listed_and_bindable(make_flowfs, isolated_config):
     assert read_bytes(s / "skill" / "SKILL.md") == \
         (SKILL_SRC / "SKILL.md").read_bytes()
     manifest = json.loads(read_bytes(s / "output" / ".manifest.json"))
-    assert [m["pattern"] for m in manifest] == ["for005.dat"]
+    # DATCOM's results (issue 30) are there with --datcom only
+    assert [(m["pattern"], m["required"]) for m in manifest] == [
+        ("for005.dat", True), ("for006.dat", False),
+        ("coefficients.csv", False), ("coefficients.svg", False)]
 
 
 # -- PC-9 walk-through -------------------------------------------------------------

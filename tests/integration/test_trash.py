@@ -388,8 +388,8 @@ def test_uploads_and_output_go_to_the_trash_whole(flowfs):
     assert os.listdir(s / "uploads") == []
     # output/ shows what flowfs makes in it, nothing of the user's
     assert sorted(os.listdir(s / "output")) == [
-        ".manifest.json", "submit.slurm.sh", "summary.json",
-        "summary_readable.txt", "workflow.argo.yaml"]
+        ".manifest.json", "graph.dot", "graph.svg", "submit.slurm.sh",
+        "summary.json", "summary_readable.txt", "workflow.argo.yaml"]
     t = trash_dir(mnt) / "files"
     assert read_bytes(t / "uploads" / "data.csv") == FULL_DATA
     assert read_bytes(t / "output" / "result.txt") == b"32.20\n"

@@ -175,12 +175,17 @@ static void test_skill_package(void **state)
 	assert_string_equal(json_string_value(json_object_get(
 		p, "x-input-source")), "inline");
 
-	/* output/.manifest.json names for005.dat */
+	/* output/.manifest.json names for005.dat, and DATCOM's results
+	 * (--datcom) as optional */
 	manifest = inputs_manifest(s);
 	assert_non_null(manifest);
-	assert_int_equal(json_array_size(manifest), 1);
+	assert_int_equal(json_array_size(manifest), 4);
 	assert_string_equal(json_string_value(json_object_get(
 		json_array_get(manifest, 0), "pattern")), "for005.dat");
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(manifest, 1), "pattern")), "for006.dat");
+	assert_false(json_is_true(json_object_get(
+		json_array_get(manifest, 3), "required")));
 	json_decref(manifest);
 	(void)it;
 	skill_free(s);
