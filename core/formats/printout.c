@@ -702,6 +702,31 @@ static int message_line(struct sbuf *out, unsigned y, unsigned size,
 	return ret ? ret : sbuf_addstr(out, "</text>\n");
 }
 
+/* The length of the line that starts at `at`: up to MESSAGE_COLUMNS, cut
+ * at a blank in its second half when there is one. */
+static size_t message_wrap(const char *text, size_t len, size_t at)
+{
+	size_t n = len - at;
+
+	if (n > MESSAGE_COLUMNS) {
+		n = MESSAGE_COLUMNS;
+		while (n > MESSAGE_COLUMNS / 2 && text[at + n] != ' ')
+			n--;
+		if (text[at + n] != ' ')
+			n = MESSAGE_COLUMNS;
+	}
+	return n;
+}
+
+/* Past the line of n bytes at `at` and the blanks after it. */
+static size_t message_next(const char *text, size_t len, size_t at, size_t n)
+{
+	at += n;
+	while (at < len && text[at] == ' ')
+		at++;
+	return at;
+}
+
 int printout_message_svg(const char *title, const char *text,
 			 struct sbuf *out)
 {
@@ -711,19 +736,8 @@ int printout_message_svg(const char *title, const char *text,
 
 	/* the lines first: the picture's height follows from them */
 	while (at < len && lines < MESSAGE_LINES) {
-		size_t n = len - at;
-
-		if (n > MESSAGE_COLUMNS) {
-			n = MESSAGE_COLUMNS;
-			while (n > MESSAGE_COLUMNS / 2 && text[at + n] != ' ')
-				n--;
-			if (text[at + n] != ' ')
-				n = MESSAGE_COLUMNS;
-		}
 		lines++;
-		at += n;
-		while (at < len && text[at] == ' ')
-			at++;
+		at = message_next(text, len, at, message_wrap(text, len, at));
 	}
 	ret = sbuf_addf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 			"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"820\""
@@ -735,20 +749,11 @@ int printout_message_svg(const char *title, const char *text,
 		ret = message_line(out, y, 20, "bold", title, strlen(title));
 	at = 0;
 	for (size_t k = 0; !ret && k < lines; k++) {
-		size_t n = len - at;
+		size_t n = message_wrap(text, len, at);
 
-		if (n > MESSAGE_COLUMNS) {
-			n = MESSAGE_COLUMNS;
-			while (n > MESSAGE_COLUMNS / 2 && text[at + n] != ' ')
-				n--;
-			if (text[at + n] != ' ')
-				n = MESSAGE_COLUMNS;
-		}
 		y += 24;
 		ret = message_line(out, y + 8, 15, "normal", text + at, n);
-		at += n;
-		while (at < len && text[at] == ' ')
-			at++;
+		at = message_next(text, len, at, n);
 	}
 	return ret ? ret : sbuf_addstr(out, "</svg>\n");
 }
