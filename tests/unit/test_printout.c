@@ -193,11 +193,50 @@ static void test_input_errors(void **state)
 	sbuf_release(&out);
 }
 
+/* A failure's picture: the title, then the text wrapped at a blank in
+ * the second half of 90 columns, at most 12 lines, escaped for XML. */
+static void test_message_svg(void **state)
+{
+	struct sbuf sb = SBUF_INIT;
+	char text[2000], *p;
+	size_t lines = 0;
+	(void)state;
+
+	/* words of 9 letters and a blank: each line ends at a blank */
+	for (size_t i = 0; i + 1 < sizeof(text); i++)
+		text[i] = i % 10 == 9 ? ' ' : 'w';
+	text[sizeof(text) - 1] = '\0';
+	memcpy(text, "a<b&c\"d>", 8);
+	assert_int_equal(printout_message_svg("DATCOM failed", text, &sb), 0);
+	assert_non_null(strstr(sb.buf, ">DATCOM failed</text>"));
+	assert_non_null(strstr(sb.buf, ">a&lt;b&amp;c&quot;d&gt;w wwwwwwwww"));
+	for (p = sb.buf; (p = strstr(p, "font-size=\"15\"")); p++)
+		lines++;
+	assert_int_equal(lines, 12);
+	/* the height follows the lines: 80 + 24 a line */
+	assert_non_null(strstr(sb.buf, "height=\"368\""));
+	/* the first line ends at the blank in column 90: 89 bytes, and the
+	 * escapes of <, &, " and > are 3, 4, 5 and 3 longer */
+	p = strstr(sb.buf, "font-size=\"15\"");
+	p = strchr(p, '>') + 1;
+	assert_int_equal(strchr(p, '<') - p, 89 + 3 + 4 + 5 + 3);
+	sbuf_release(&sb);
+
+	/* a word longer than the line is cut at 90 */
+	memset(text, 'x', 200);
+	text[200] = '\0';
+	assert_int_equal(printout_message_svg("t", text, &sb), 0);
+	p = strchr(strstr(sb.buf, "font-size=\"15\""), '>') + 1;
+	assert_int_equal(strchr(p, '<') - p, 90);
+	sbuf_release(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_pc9),
 		cmocka_unit_test(test_csv),
+		cmocka_unit_test(test_message_svg),
 		cmocka_unit_test(test_usable),
 		cmocka_unit_test(test_plot_script),
 		cmocka_unit_test(test_nothing_to_plot),
