@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "flowfs-config.h"
+#include "formats/printout.h"
 #include "graph/graph.h"
 #include "lib/fjson.h"
 #include "lib/utf8.h"
@@ -481,22 +482,19 @@ static int build(Agraph_t *g, const struct drawing *d)
 	return ret;
 }
 
-/* What a picture too big to lay out says instead. */
-static void build_too_big(Agraph_t *g, const struct drawing *d)
+/* A graph past the bound: a picture that says so, and how to draw it. */
+static int draw_too_big(const struct drawing *d, struct sbuf *out)
 {
 	char text[512];
 
-	graph_defaults(g);
 	snprintf(text, sizeof(text), "This job graph has %lld nodes and %lld"
-		 " edges:\\lmore than the picture lays out (%d nodes, %d"
-		 " edges),\\las its layout would take seconds.\\l"
-		 "output/graph.dot holds the whole graph:\\l"
-		 "dot -Tsvg graph.dot > graph.svg draws it.\\l",
-		 (long long)d->nodes,
-		 (long long)d->edges, PICTURE_MAX_NODES, PICTURE_MAX_EDGES);
-	set(g, "label", text);
-	set(g, "labelloc", "t");
-	set(g, "fontsize", "14");
+		 " edges: more than the picture lays out (%d nodes, %d"
+		 " edges), as its layout would take seconds."
+		 " output/graph.dot holds the whole graph:"
+		 " dot -Tsvg graph.dot > graph.svg draws it.",
+		 (long long)d->nodes, (long long)d->edges, PICTURE_MAX_NODES,
+		 PICTURE_MAX_EDGES);
+	return printout_message_svg("Too big to draw", text, out);
 }
 
 /* The DOT text of `g` (agwrite() writes to a FILE). */
@@ -519,33 +517,17 @@ static int write_dot(Agraph_t *g, struct sbuf *out)
 }
 
 /* A layout Graphviz refused: the picture says why. */
-static int layout_failed(Agraph_t *g, struct sbuf *out)
+static int layout_failed(struct sbuf *out)
 {
 	char text[700];
-	unsigned len = 0;
-	char *buf = NULL;
-	Agraph_t *note;
-	int ret = -EIO;
 
-	snprintf(text, sizeof(text), "Graphviz could not lay out this job"
-		 " graph: %s", gv_said[0] ? gv_said : "(it said nothing)");
+	snprintf(text, sizeof(text), "Graphviz said: %s",
+		 gv_said[0] ? gv_said : "(nothing)");
 	for (char *c = text; *c; c++)
-		if (*c == '\n' || *c == '\\')
+		if (*c == '\n' || *c == '\t')
 			*c = ' ';
-	(void)g;
-	note = agopen("flowfs", Agdirected, NULL);
-	if (!note)
-		return -ENOMEM;
-	graph_defaults(note);
-	set(note, "label", text);
-	if (gvLayout(gv_context, note, "dot") == 0) {
-		if (gvRenderData(gv_context, note, "svg", &buf, &len) == 0)
-			ret = sbuf_add(out, buf, len);
-		gvFreeRenderData(buf);
-		gvFreeLayout(gv_context, note);
-	}
-	agclose(note);
-	return ret;
+	return printout_message_svg("Graphviz could not lay out this job graph",
+				    text, out);
 }
 
 static int draw(const struct drawing *d, enum picture_format f,
@@ -556,6 +538,8 @@ static int draw(const struct drawing *d, enum picture_format f,
 	unsigned len = 0;
 	int ret = 0;
 
+	if (f == PICTURE_SVG && too_big(d))
+		return draw_too_big(d, out);
 	gv_said[0] = '\0';
 	agseterrf(gv_listen);
 	if (!gv_context)
@@ -569,17 +553,14 @@ static int draw(const struct drawing *d, enum picture_format f,
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (f == PICTURE_SVG && too_big(d))
-		build_too_big(g, d);
-	else
-		ret = build(g, d);
+	ret = build(g, d);
 	if (!ret && f == PICTURE_DOT) {
 		ret = write_dot(g, out);
 	} else if (!ret && gvLayout(gv_context, g, "dot") != 0) {
-		ret = layout_failed(g, out);
+		ret = layout_failed(out);
 	} else if (!ret) {
 		if (gvRenderData(gv_context, g, "svg", &buf, &len) != 0)
-			ret = layout_failed(g, out);
+			ret = layout_failed(out);
 		else
 			ret = sbuf_add(out, buf, len);
 		gvFreeRenderData(buf);

@@ -119,6 +119,12 @@ def drawn(svg, tmp_path, name):
     ink = sum(n for rgb, n in colours.items() if rgb != (255, 255, 255))
     assert w > 50 and h > 50, (w, h)
     assert len(colours) > 1 and ink > 0.005 * w * h, (name, ink, w * h)
+    # Nothing dark at the right edge, inside a frame's line: text that
+    # ran past the picture's width (Graphviz sizes labels by its own
+    # font metrics, not the renderer's) would be cut off there.
+    cut = [y for y, row in enumerate(rows)
+           if any(min(row[4 * x:4 * x + 3]) < 128 for x in range(w - 8, w - 3))]
+    assert not cut, (name, "ink at the right edge in rows", cut[:5])
     return colours
 
 
@@ -247,9 +253,8 @@ def test_a_graph_too_big_to_lay_out_says_so(mount_jobs, tmp_path):
     doc = {"nodes": [{"id": f"n{i}", "label": "step"} for i in range(501)],
            "edges": [], "meta": {}}
     assert put_json(s / "parameters.json", doc) == 0
-    started = time.monotonic()
     svg = read_bytes(s / "output" / "graph.svg")
-    assert time.monotonic() - started < 10
+    # not laid out: no node drawn, a picture that says why
     assert groups(svg, "node") == []
     assert any("This job graph has 501 nodes and 0 edges:" in t for t in texts(svg))
     drawn(svg, tmp_path, "graph-too-big")
@@ -381,29 +386,28 @@ def test_a_deck_that_hangs_datcom_ends_at_the_time_limit(
         a = datcom_session(fs, "a", PC9)
         b = fs.mnt / "b"
         os.mkdir(b)
-        got, took = {}, {}
+        got = {}
 
         def read_csv():
-            t0 = time.monotonic()
             got["csv"] = read_bytes(a / "output" / "coefficients.csv")
-            took["csv"] = time.monotonic() - t0
 
         reader = threading.Thread(target=read_csv)
         reader.start()
         wait_until(lambda: "datcom: running on the deck" in status_text(a),
                    "a's status says DATCOM runs", 10)
-        slowest = 0.0
+        # b's status reads on while a's reader waits for DATCOM: one read
+        # every 50 ms over the 3 s limit, where a reader holding the
+        # filesystem's lock would let one through
+        reads = 0
         while reader.is_alive():
-            t0 = time.monotonic()
             assert status_text(b) == "ready\n"
-            slowest = max(slowest, time.monotonic() - t0)
+            reads += 1
             time.sleep(0.05)
         reader.join()
-        assert slowest < 1.0, slowest
+        assert reads >= 10, reads
         why = ("DATCOM did not end within 3 s (--datcom-timeout) and was"
                " stopped")
         assert got["csv"] == f"flowfs: {why}\n".encode()
-        assert 3 <= took["csv"] < 40, took
         assert f"output/for006.dat: {why}" in status_text(a)
         assert status_json(a)["datcom"] == {"state": "failed",
                                             "message": why}
@@ -412,10 +416,12 @@ def test_a_deck_that_hangs_datcom_ends_at_the_time_limit(
         svg = read_bytes(a / "output" / "coefficients.svg")
         assert "DATCOM failed on this deck" in texts(svg)
         drawn(svg, tmp_path, "coefficients-timed-out")
-        # once per deck: the result is kept, not run again
-        t0 = time.monotonic()
-        read_bytes(a / "output" / "coefficients.csv")
-        assert time.monotonic() - t0 < 2
+        # once per deck: the result is kept, not run again (a DATCOM that
+        # now prints at once would give another answer)
+        with open(program, "w") as f:
+            f.write("#!/bin/sh\necho not run again\n")
+        assert read_bytes(a / "output" / "coefficients.csv") == \
+            f"flowfs: {why}\n".encode()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
