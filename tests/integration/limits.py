@@ -23,7 +23,7 @@ DOC_MOUNT_BUDGET = 256 * MiB
 # core/store/tree.h, core/session/roundstore.h, session.h, inputs.c)
 NAME_MAX = 255
 GRAPH_ID_MAX = 250
-FILE_MAX = 2 ** 50
+FILE_MAX = 2 ** 44 - 4096
 ROUNDS_MAX = 1000
 LOG_KEEP = 500
 URL_MAX = 8191
