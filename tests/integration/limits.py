@@ -27,3 +27,7 @@ FILE_MAX = 2 ** 44 - 4096
 ROUNDS_MAX = 1000
 LOG_KEEP = 500
 URL_MAX = 8191
+
+# The job graph's picture (core/graph/picture.h): laid out up to these
+PICTURE_MAX_NODES = 500
+PICTURE_MAX_EDGES = 1000

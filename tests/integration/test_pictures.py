@@ -33,6 +33,8 @@ from conftest import bind, daemon_env, flowfs_bin, oserror, put_json, \
     read_bytes, status_json, wait_until
 from test_datcom import PC9, request
 from test_jobs import build_graph, ctl, mount_jobs, wait_graph  # noqa: F401
+from limits import PICTURE_MAX_EDGES, PICTURE_MAX_NODES
+from test_limits import dag_edge, graph_doc
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -263,6 +265,45 @@ def test_a_graph_too_big_to_lay_out_says_so(mount_jobs, tmp_path):
     assert "n0\t[label" in dot and "n500\t[label" in dot
 
 
+
+def bound_graph(edges):
+    """PICTURE_MAX_NODES nodes n0..n499 and `edges` edges between them,
+    each from a node to one of the next few (a layout of seconds, not of
+    a dense tangle)."""
+    pairs = [(i, d) for d in (1, 2, 3, 4)
+             for i in range(PICTURE_MAX_NODES - d)]
+    # an input takes one edge: x1 from the node before, x2 from two before
+    doc = graph_doc(PICTURE_MAX_NODES, [
+        dict(dag_edge(k, i, i + d), target_parameter_name=f"x{d}")
+        for k, (i, d) in enumerate(pairs[:edges])])
+    for node in doc["nodes"]:
+        node["input_parameters"] = [{"name": f"x{d}"} for d in (1, 2, 3, 4)]
+    return doc
+
+
+def test_a_graph_at_the_bound_is_laid_out(mount_jobs, tmp_path):
+    """Exactly 500 nodes and 1000 edges: drawn, every node and edge."""
+    fs = mount_jobs("local")
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    assert put_json(s / "parameters.json",
+                    bound_graph(PICTURE_MAX_EDGES)) == 0
+    svg = read_bytes(s / "output" / "graph.svg")
+    assert len(groups(svg, "node")) == PICTURE_MAX_NODES
+    assert len(groups(svg, "edge")) == PICTURE_MAX_EDGES
+
+
+def test_a_graph_one_edge_past_the_bound_says_so(mount_jobs):
+    fs = mount_jobs("local")
+    s = fs.mnt / "s"
+    os.mkdir(s)
+    assert put_json(s / "parameters.json",
+                    bound_graph(PICTURE_MAX_EDGES + 1)) == 0
+    svg = read_bytes(s / "output" / "graph.svg")
+    assert groups(svg, "node") == []
+    assert any("This job graph has 500 nodes and 1001 edges:" in t
+               for t in texts(svg)), texts(svg)
+
 # -- DATCOM --------------------------------------------------------------------
 
 COLUMNS = ["CD", "CL", "CM", "CN", "CA", "XCP", "CLA", "CMA", "CYB", "CNB",
@@ -422,6 +463,44 @@ def test_a_deck_that_hangs_datcom_ends_at_the_time_limit(
             f.write("#!/bin/sh\necho not run again\n")
         assert read_bytes(a / "output" / "coefficients.csv") == \
             f"flowfs: {why}\n".encode()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+
+def test_datcom_runs_two_decks_at_once_and_three_wait(
+        make_flowfs, isolated_config):
+    """DATCOMRUN_GOING (2) runs and DATCOMRUN_WAITING (3) waiting readers,
+    all sessions together: five readers of five decks all get DATCOM's
+    answer; a sixth deck read meanwhile is told DATCOM is busy, at once,
+    and that is not kept: read again later, it runs."""
+    folder, program = hanging_datcom()
+    try:
+        fs = datcom_mount(make_flowfs, program, "--datcom-timeout=4")
+        sessions = [datcom_session(fs, f"s{i}", dict(PC9, wt=4000.0 + i))
+                    for i in range(6)]
+        got = {}
+
+        def read_csv(i):
+            got[i] = read_bytes(sessions[i] / "output" / "coefficients.csv")
+
+        readers = [threading.Thread(target=read_csv, args=(i,))
+                   for i in range(5)]
+        for r in readers:
+            r.start()
+        wait_until(lambda: sum("datcom: running on the deck" in
+                               status_text(s) for s in sessions[:5]) == 2,
+                   "two of the five decks running", 10)
+        time.sleep(1)       # the other three readers have come to wait
+        busy = read_bytes(sessions[5] / "output" / "coefficients.csv")
+        assert busy == (b"flowfs: DATCOM is busy with other decks (at most"
+                        b" 2 at once): read this file again in a moment\n")
+        for r in readers:
+            r.join()
+        why = ("flowfs: DATCOM did not end within 4 s (--datcom-timeout) and"
+               " was stopped\n").encode()
+        assert got == {i: why for i in range(5)}, got
+        assert read_bytes(sessions[5] / "output" / "coefficients.csv") == why
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
