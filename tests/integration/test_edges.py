@@ -568,7 +568,7 @@ RANGES = [
     ("--engine-backoff-ms", 1, 60000), ("--exec-timeout", 1, 86400),
     ("--exec-disk", 1, 1048576), ("--exec-memory", 64, 1048576),
     ("--fetch-timeout", 1, 604800), ("--fetch-jobs", 1, 64),
-    ("--runs", 1, 64), ("--jobs", 1, 4096),
+    ("--runs", 1, 64), ("--datcom-timeout", 1, 3600), ("--jobs", 1, 4096),
 ]
 
 
