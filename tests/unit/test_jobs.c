@@ -1689,6 +1689,10 @@ static void test_jobdir(void **state)
 	assert_int_equal(chmod(own, 0777), 0);
 	ret = jobdir_base(shared, false, &u, &base, &err);
 	expect_refused(ret, &err, "can be written by others (mode 0777)");
+	/* by its group alone too: a group is others */
+	assert_int_equal(chmod(own, 0770), 0);
+	ret = jobdir_base(shared, false, &u, &base, &err);
+	expect_refused(ret, &err, "can be written by others (mode 0770)");
 	assert_int_equal(chmod(own, 0700), 0);
 
 	/* a level below: a file, a link, a new folder */
