@@ -5,14 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/fcopy.h"
 #include "store/contents.h"
 
 /* Copy the database, one moment of it, to `part`. */
@@ -46,13 +45,13 @@ static int copy_database(struct store *st, const char *part,
 	return rc == SQLITE_OK ? 0 : store_errno(rc) ? store_errno(rc) : -EIO;
 }
 
-/* Data file `name` of `from` in `to`: a hard link, else a reflink, else
- * a copy in the kernel. */
+/* Data file `name` of `from` in `to`: a hard link, else a copy
+ * (fcopy(): shared blocks, the kernel's copy, or read and write on
+ * another file system). */
 static int take_file(int from, int to, const char *name)
 {
 	int in, out, ret = 0;
 	struct stat sb;
-	loff_t pos = 0;
 
 	if (linkat(from, name, to, name, 0) == 0)
 		return 0;
@@ -66,17 +65,7 @@ static int take_file(int from, int to, const char *name)
 		ret = -errno;
 		goto out;
 	}
-	if (ioctl(out, FICLONE, in) == 0)
-		goto out;
-	while (pos < sb.st_size) {
-		ssize_t n = copy_file_range(in, &pos, out, NULL,
-					    (size_t)(sb.st_size - pos), 0);
-
-		if (n <= 0) {
-			ret = n < 0 ? -errno : -EIO;
-			break;
-		}
-	}
+	ret = fcopy(in, out, sb.st_size);
 out:
 	if (out >= 0)
 		close(out);

@@ -6,14 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/fcopy.h"
 static int int_of(struct store *st, const char *sql, int64_t *out);
 
 struct contents {
@@ -153,32 +152,11 @@ int contents_remove(struct contents *c, int64_t id)
 
 int contents_copy(struct contents *c, int src_fd, int64_t len, int64_t id)
 {
-	int fd = contents_create(c, id), ret = 0;
-	loff_t in = 0, outpos = 0;
+	int fd = contents_create(c, id), ret;
 
 	if (fd < 0)
 		return fd;
-	/* a reflink shares the blocks until either side writes; it copies
-	 * the whole file, so the length is set after */
-	if (ioctl(fd, FICLONE, src_fd) == 0) {
-		if (ftruncate(fd, len) < 0)
-			ret = -errno;
-		goto done;
-	}
-	while (in < len) {
-		ssize_t n = copy_file_range(src_fd, &in, fd, &outpos,
-					    (size_t)(len - in), 0);
-
-		if (n < 0) {
-			ret = -errno;
-			goto done;
-		}
-		if (n == 0)	/* the source is short: the rest reads zeros */
-			break;
-	}
-	if (ftruncate(fd, len) < 0)
-		ret = -errno;
-done:
+	ret = fcopy(src_fd, fd, len);
 	if (ret < 0) {
 		close(fd);
 		contents_remove(c, id);
