@@ -4,8 +4,10 @@ mount per database; the conversion of a store of the last schema."""
 
 import hashlib
 import os
+import shutil
 import sqlite3
 import subprocess
+import tempfile
 
 import pytest
 
@@ -271,6 +273,44 @@ def test_backup_while_mounted_is_consistent(make_flowfs, tmp_path):
     r = subprocess.run([str(fs.bin), f"--db={fs.db}", f"--backup={dest}"],
                        capture_output=True, text=True, env=daemon_env())
     assert r.returncode == 1 and "exists" in r.stderr, r.stderr
+
+
+
+def test_backup_to_another_filesystem_copies(make_flowfs, tmp_path):
+    """A backup on another file system (/dev/shm, tmpfs, here the store
+    is on disk) cannot hard-link the data files: they are copied whole."""
+    if not os.access("/dev/shm", os.W_OK | os.X_OK) or \
+            os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no writable /dev/shm on a file system other than "
+                    f"{tmp_path}'s")
+    fs = make_flowfs()
+    up = fs.mnt / "s" / "uploads"
+    os.mkdir(fs.mnt / "s")
+    big = os.urandom(2 * MiB + 3)
+    write_bytes(up / "big", big)
+    folder = tempfile.mkdtemp(prefix="flowfs-backup-", dir="/dev/shm")
+    try:
+        dest = os.path.join(folder, "copy.db")
+        r = subprocess.run([str(fs.bin), f"--db={fs.db}",
+                            f"--backup={dest}"],
+                           capture_output=True, text=True, env=daemon_env())
+        assert r.returncode == 0, r.stderr
+        (name,) = data_files(fs)
+        assert os.stat(os.path.join(data_dir(fs), name)).st_nlink == 1
+        copy = make_flowfs(name="copy", db=dest)
+        assert read_bytes(copy.mnt / "s" / "uploads" / "big") == big
+        copy.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_reserve_holds_8_mib(make_flowfs):
+    """DB.d/reserve holds 8 MiB of the disk, blocks and not a hole, so that
+    a full disk still has room for removals to commit."""
+    fs = make_flowfs()
+    st = os.stat(os.path.join(data_dir(fs), "reserve"))
+    assert st.st_size == 8 * MiB
+    assert st.st_blocks * 512 >= 8 * MiB
 
 
 def test_check_names_what_is_wrong(make_flowfs):
