@@ -1434,15 +1434,19 @@ static void test_process(void **state)
 static void test_cancel_takes_everything(void **state)
 {
 	struct fixture *fx = *state;
-	char *text, tools[512];
+	char *text, tools[512], main_sh[512];
 	pid_t esc;
 
-
+	/* the job ignores SIGTERM too: were it to end at the cancel's
+	 * SIGTERM, its end would take the rest at once, not after 5 s */
 	unit_put(fx->dir, "esc.sh", "trap '' TERM\necho $$ > esc.pid\n"
 		 "exec sleep 60\n");
-	snprintf(tools, sizeof(tools), "{'x': {'command': ['sh', '-c',"
-		 " 'setsid sh $0 </dev/null >/dev/null 2>&1 & sleep 60',"
-		 " '%s/esc.sh']}}", fx->dir);
+	snprintf(main_sh, sizeof(main_sh), "trap '' TERM\n"
+		 "setsid sh %s/esc.sh </dev/null >/dev/null 2>&1 &\n"
+		 "exec sleep 60\n", fx->dir);
+	unit_put(fx->dir, "main.sh", main_sh);
+	snprintf(tools, sizeof(tools), "{'x': {'command': ['sh',"
+		 " '%s/main.sh']}}", fx->dir);
 	submit_ok(fx, "{'nodes': [{'id': 'n', 'label': 'x'}], 'edges': []}",
 		  tools);
 	wait_state(fx, "n", "running");
