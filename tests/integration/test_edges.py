@@ -36,8 +36,9 @@ from test_datcom import PC9
 from test_fetch_limits import fetch_into, fetch_mount
 from test_sandbox import exec_mount, experiment  # noqa: F401
 from test_jobs import build_graph, ctl, small, wait_graph, write_tools
-from test_limits import (FIRST, NEXT, close_all, dag_edges, graph_doc,
-                         open_drafts, waiting_edge)
+from test_limits import (FIRST, NEXT, close_all, dag_edges,  # noqa: F401
+                         deck_problems, dsession, graph_doc, open_drafts,
+                         waiting_edge)
 
 
 def last_log(session):
@@ -218,19 +219,6 @@ def test_drafts_at_the_mount_budget(flowfs):
 # -- the deck -----------------------------------------------------------------
 
 CARD = b" $FLTCON WT=4960.0$\n"
-
-
-@pytest.fixture
-def dsession(make_flowfs, isolated_config):
-    s = make_flowfs().mnt / "s"
-    os.mkdir(s)
-    assert bind(s, "datcom") == 0
-    return s
-
-
-def deck_problems(session):
-    return [p for p in status_of(session)[0]
-            if p.startswith("uploads/deck.dat: ")]
 
 
 def test_deck_at_1_mib(dsession):
