@@ -202,10 +202,15 @@ void fs_notify_session(struct fs_notifier *n, int64_t session)
 	for (i = 0; i < n->npending && n->pending[i].session != session; i++)
 		;
 	/* more sessions than slots at once: the others go without */
-	if (i == n->npending && n->npending < FS_REFRESH_SLOTS)
+	if (i == n->npending && n->npending < FS_REFRESH_SLOTS) {
 		n->pending[n->npending++] = (struct pending){ session, now, now };
-	else if (i < n->npending)
+		/* it may be due before what the thread waits for now */
+		pthread_cond_signal(&n->wake);
+	} else if (i < n->npending) {
+		/* no wake: a later change only moves its deadline on, which
+		 * the thread finds when it wakes (a wake per change was a
+		 * switch of threads per request of a busy session) */
 		n->pending[i].last_ms = now;
-	pthread_cond_signal(&n->wake);
+	}
 	pthread_mutex_unlock(&n->lock);
 }
