@@ -14,33 +14,10 @@ import time
 
 import pytest
 
-from conftest import (FULL_DATA, daemon_env, fill_session, listing,
+from conftest import (FULL_DATA, fill_session, listing,
                       read_bytes, status_json, user_data, write_bytes)
 
-MiB = 1024 * 1024
-
-
-def data_files(fs):
-    d = f"{fs.db}.d"
-    return sorted(n for n in os.listdir(d) if n[0].isdigit())
-
-
-def ctl(session, line):
-    try:
-        with open(session / "ctl", "w") as f:
-            f.write(line + "\n")
-    except OSError as e:
-        return e.errno
-    return 0
-
-
-def check_clean(fs):
-    fs.stop()
-    fs.check()
-    r = subprocess.run([str(fs.bin), f"--db={fs.db}", "--check"],
-                       capture_output=True, text=True, env=daemon_env())
-    assert r.returncode == 0, r.stdout + r.stderr
-    fs.start()
+from test_fork import MiB, check_clean, ctl, data_files
 
 
 def errno_of(func, *args):
